@@ -1,0 +1,547 @@
+//! The catalog: table schemas by name. It applies changes, rejects impossible ones, and
+//! expands whole-column restatements (MySQL MODIFY/CHANGE) into small changes. The CLI
+//! and the sync engine share this one definition of what a change does.
+
+use crate::change::{ChangeRequest, ColumnPosition, SchemaChange};
+use crate::schema::{Column, Table, TableName};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    #[error("table {0} does not exist")]
+    UnknownTable(TableName),
+    #[error("table {0} already exists")]
+    TableExists(TableName),
+    #[error("column {column} does not exist in table {table}")]
+    UnknownColumn { table: TableName, column: String },
+    #[error("column {column} already exists in table {table}")]
+    DuplicateColumn { table: TableName, column: String },
+    #[error("cannot drop {column}: it is the last column of table {table}")]
+    LastColumn { table: TableName, column: String },
+    #[error("schema {0} already exists")]
+    NamespaceExists(String),
+    #[error("schema {0} does not exist")]
+    UnknownNamespace(String),
+    #[error("index {name} does not exist on table {table}")]
+    UnknownIndex { table: TableName, name: String },
+    #[error("constraint {name} does not exist on table {table}")]
+    UnknownConstraint { table: TableName, name: String },
+    #[error("table {0} has no primary key")]
+    NoPrimaryKey(TableName),
+}
+
+/// How the source compares names. MySQL compares column names without regard to case;
+/// table names depend on the server's `lower_case_table_names`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct NameRules {
+    pub columns_case_insensitive: bool,
+    pub tables_case_insensitive: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Catalog {
+    pub rules: NameRules,
+    pub namespaces: BTreeSet<String>,
+    pub tables: BTreeMap<TableName, Table>,
+}
+
+fn same(a: &str, b: &str, ci: bool) -> bool {
+    if ci {
+        a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
+    } else {
+        a == b
+    }
+}
+
+impl Catalog {
+    pub fn new(rules: NameRules) -> Self {
+        Catalog {
+            rules,
+            ..Default::default()
+        }
+    }
+
+    /// The stored name of a table, honouring the name rules.
+    pub fn resolve_table(&self, name: &TableName) -> Option<&TableName> {
+        if let Some((k, _)) = self.tables.get_key_value(name) {
+            return Some(k);
+        }
+        let ci = self.rules.tables_case_insensitive;
+        self.tables.keys().find(|k| {
+            same(&k.name, &name.name, ci)
+                && match (&k.schema, &name.schema) {
+                    (Some(a), Some(b)) => same(a, b, ci),
+                    (None, None) => true,
+                    _ => false,
+                }
+        })
+    }
+
+    pub fn table(&self, name: &TableName) -> Option<&Table> {
+        self.resolve_table(name).and_then(|k| self.tables.get(k))
+    }
+
+    fn table_mut(&mut self, name: &TableName) -> Result<&mut Table, CatalogError> {
+        let key = self
+            .resolve_table(name)
+            .cloned()
+            .ok_or_else(|| CatalogError::UnknownTable(name.clone()))?;
+        Ok(self.tables.get_mut(&key).expect("resolved key exists"))
+    }
+
+    fn col_index(&self, table: &Table, column: &str) -> Option<usize> {
+        let ci = self.rules.columns_case_insensitive;
+        table.columns.iter().position(|c| same(&c.name, column, ci))
+    }
+
+    /// The stored name of a column of a table.
+    pub fn resolve_column(&self, table: &TableName, column: &str) -> Result<String, CatalogError> {
+        let t = self
+            .table(table)
+            .ok_or_else(|| CatalogError::UnknownTable(table.clone()))?;
+        self.col_index(t, column)
+            .map(|i| t.columns[i].name.clone())
+            .ok_or_else(|| CatalogError::UnknownColumn {
+                table: t.name.clone(),
+                column: column.to_owned(),
+            })
+    }
+
+    /// Turn a request into small changes, checked against the current state (nothing
+    /// is applied). A column restatement becomes only the facts that differ.
+    pub fn expand(&self, request: ChangeRequest) -> Result<Vec<SchemaChange>, CatalogError> {
+        match request {
+            ChangeRequest::Change(c) => Ok(vec![c]),
+            ChangeRequest::ReplaceColumn {
+                table,
+                name,
+                column: new,
+                position,
+            } => {
+                let t = self
+                    .table(&table)
+                    .ok_or_else(|| CatalogError::UnknownTable(table.clone()))?;
+                let idx = self
+                    .col_index(t, &name)
+                    .ok_or_else(|| CatalogError::UnknownColumn {
+                        table: t.name.clone(),
+                        column: name.clone(),
+                    })?;
+                let old = &t.columns[idx];
+                let table = t.name.clone();
+                let mut out = Vec::new();
+                let mut col = old.name.clone();
+                if old.name != new.name {
+                    if let Some(other) = self.col_index(t, &new.name) {
+                        if other != idx {
+                            return Err(CatalogError::DuplicateColumn {
+                                table,
+                                column: new.name,
+                            });
+                        }
+                    }
+                    out.push(SchemaChange::RenameColumn {
+                        table: table.clone(),
+                        from: old.name.clone(),
+                        to: new.name.clone(),
+                    });
+                    col = new.name.clone();
+                }
+                diff_column(&table, &col, old, &new, &mut out);
+                if let Some(p) = position {
+                    out.push(SchemaChange::MoveColumn {
+                        table,
+                        column: col,
+                        position: p,
+                    });
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Apply one change. On error the catalog is unchanged.
+    pub fn apply(&mut self, change: &SchemaChange) -> Result<(), CatalogError> {
+        use SchemaChange::*;
+        let ci = self.rules.columns_case_insensitive;
+        match change {
+            CreateNamespace {
+                name,
+                if_not_exists,
+            } => {
+                if !self.namespaces.insert(name.clone()) && !if_not_exists {
+                    return Err(CatalogError::NamespaceExists(name.clone()));
+                }
+            }
+            DropNamespace {
+                name, if_exists, ..
+            } => {
+                if !self.namespaces.remove(name) && !if_exists {
+                    return Err(CatalogError::UnknownNamespace(name.clone()));
+                }
+                self.tables.retain(|k, _| k.schema.as_deref() != Some(name));
+            }
+            CreateTable {
+                table,
+                if_not_exists,
+            } => {
+                if self.resolve_table(&table.name).is_some() {
+                    if *if_not_exists {
+                        return Ok(());
+                    }
+                    return Err(CatalogError::TableExists(table.name.clone()));
+                }
+                let mut seen: Vec<&str> = Vec::new();
+                for c in &table.columns {
+                    if seen.iter().any(|s| same(s, &c.name, ci)) {
+                        return Err(CatalogError::DuplicateColumn {
+                            table: table.name.clone(),
+                            column: c.name.clone(),
+                        });
+                    }
+                    seen.push(&c.name);
+                }
+                if let Some(s) = &table.name.schema {
+                    self.namespaces.insert(s.clone());
+                }
+                self.tables.insert(table.name.clone(), table.clone());
+            }
+            DropTable { name, if_exists } => match self.resolve_table(name).cloned() {
+                Some(k) => {
+                    self.tables.remove(&k);
+                }
+                None if *if_exists => {}
+                None => return Err(CatalogError::UnknownTable(name.clone())),
+            },
+            RenameTable { from, to } => {
+                if self.resolve_table(to).is_some() {
+                    return Err(CatalogError::TableExists(to.clone()));
+                }
+                let k = self
+                    .resolve_table(from)
+                    .cloned()
+                    .ok_or_else(|| CatalogError::UnknownTable(from.clone()))?;
+                let mut t = self.tables.remove(&k).expect("resolved");
+                t.name = to.clone();
+                self.tables.insert(to.clone(), t);
+            }
+            TruncateTable { name } => {
+                self.table_mut(name)?;
+            }
+            AddColumn {
+                table,
+                column,
+                position,
+            } => {
+                let t = self.table_mut(table)?;
+                if t.columns.iter().any(|c| same(&c.name, &column.name, ci)) {
+                    return Err(CatalogError::DuplicateColumn {
+                        table: t.name.clone(),
+                        column: column.name.clone(),
+                    });
+                }
+                let at = position_index(t, position.as_ref(), ci)?;
+                t.columns.insert(at, column.clone());
+            }
+            DropColumn { table, column } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, column, ci)?;
+                if t.columns.len() == 1 {
+                    return Err(CatalogError::LastColumn {
+                        table: t.name.clone(),
+                        column: column.clone(),
+                    });
+                }
+                let name = t.columns.remove(i).name;
+                if let Some(pk) = &mut t.primary_key {
+                    pk.columns.retain(|c| !same(c, &name, ci));
+                    if pk.columns.is_empty() {
+                        t.primary_key = None;
+                    }
+                }
+                for ix in &mut t.indexes {
+                    ix.parts
+                        .retain(|p| p.expression || !same(&p.column, &name, ci));
+                }
+                t.indexes.retain(|ix| !ix.parts.is_empty());
+                t.foreign_keys
+                    .retain(|fk| !fk.columns.iter().any(|c| same(c, &name, ci)));
+            }
+            RenameColumn { table, from, to } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, from, ci)?;
+                if let Some(j) = t.columns.iter().position(|c| same(&c.name, to, ci)) {
+                    if j != i {
+                        return Err(CatalogError::DuplicateColumn {
+                            table: t.name.clone(),
+                            column: to.clone(),
+                        });
+                    }
+                }
+                let old = std::mem::replace(&mut t.columns[i].name, to.clone());
+                let rename = |c: &mut String| {
+                    if same(c, &old, ci) {
+                        *c = to.clone();
+                    }
+                };
+                if let Some(pk) = &mut t.primary_key {
+                    pk.columns.iter_mut().for_each(rename);
+                }
+                for ix in &mut t.indexes {
+                    for p in &mut ix.parts {
+                        if !p.expression {
+                            rename(&mut p.column);
+                        }
+                    }
+                }
+                for fk in &mut t.foreign_keys {
+                    fk.columns.iter_mut().for_each(rename);
+                }
+            }
+            AlterColumnType {
+                table,
+                column,
+                data_type,
+                ..
+            } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, column, ci)?;
+                t.columns[i].data_type = data_type.clone();
+            }
+            SetNullable {
+                table,
+                column,
+                nullable,
+            } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, column, ci)?;
+                t.columns[i].nullable = *nullable;
+            }
+            SetDefault {
+                table,
+                column,
+                default,
+            } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, column, ci)?;
+                t.columns[i].default = default.clone();
+            }
+            SetIdentity {
+                table,
+                column,
+                identity,
+            } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, column, ci)?;
+                t.columns[i].identity = identity.clone();
+            }
+            SetOnUpdate {
+                table,
+                column,
+                on_update_current_timestamp,
+            } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, column, ci)?;
+                t.columns[i].on_update_current_timestamp = *on_update_current_timestamp;
+            }
+            SetColumnComment {
+                table,
+                column,
+                comment,
+            } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, column, ci)?;
+                t.columns[i].comment = comment.clone();
+            }
+            MoveColumn {
+                table,
+                column,
+                position,
+            } => {
+                let t = self.table_mut(table)?;
+                let i = find_col(t, column, ci)?;
+                let c = t.columns.remove(i);
+                match position_index(t, Some(position), ci) {
+                    Ok(at) => t.columns.insert(at, c),
+                    Err(e) => {
+                        t.columns.insert(i, c);
+                        return Err(e);
+                    }
+                }
+            }
+            SetTableComment { table, comment } => {
+                self.table_mut(table)?.comment = comment.clone();
+            }
+            SetPrimaryKey {
+                table,
+                name,
+                columns,
+            } => {
+                let t = self.table_mut(table)?;
+                match columns {
+                    Some(cols) => {
+                        let mut canon = Vec::new();
+                        for c in cols {
+                            let i = find_col(t, c, ci)?;
+                            canon.push(t.columns[i].name.clone());
+                        }
+                        for c in &canon {
+                            let i = find_col(t, c, ci)?;
+                            t.columns[i].nullable = false;
+                        }
+                        t.primary_key = Some(crate::schema::PrimaryKey {
+                            name: name.clone(),
+                            columns: canon,
+                        });
+                    }
+                    None => {
+                        if t.primary_key.take().is_none() {
+                            return Err(CatalogError::NoPrimaryKey(t.name.clone()));
+                        }
+                    }
+                }
+            }
+            AddIndex { table, index } => {
+                let t = self.table_mut(table)?;
+                for p in &index.parts {
+                    if !p.expression {
+                        find_col(t, &p.column, ci)?;
+                    }
+                }
+                t.indexes.push(index.clone());
+            }
+            DropIndex { table, name } => {
+                let t = self.table_mut(table)?;
+                let before = t.indexes.len();
+                t.indexes
+                    .retain(|ix| !ix.name.as_deref().is_some_and(|n| same(n, name, true)));
+                if t.indexes.len() == before {
+                    return Err(CatalogError::UnknownIndex {
+                        table: t.name.clone(),
+                        name: name.clone(),
+                    });
+                }
+            }
+            AddForeignKey { table, foreign_key } => {
+                let t = self.table_mut(table)?;
+                for c in &foreign_key.columns {
+                    find_col(t, c, ci)?;
+                }
+                t.foreign_keys.push(foreign_key.clone());
+            }
+            AddCheck { table, check } => {
+                self.table_mut(table)?.checks.push(check.clone());
+            }
+            DropConstraint { table, name } => {
+                let t = self.table_mut(table)?;
+                let is = |n: &Option<String>| n.as_deref().is_some_and(|n| same(n, name, true));
+                let before = t.foreign_keys.len() + t.checks.len() + t.indexes.len();
+                t.foreign_keys.retain(|f| !is(&f.name));
+                t.checks.retain(|c| !is(&c.name));
+                t.indexes.retain(|i| !is(&i.name));
+                let pk = t.primary_key.as_ref().is_some_and(|p| is(&p.name));
+                if pk {
+                    t.primary_key = None;
+                } else if before == t.foreign_keys.len() + t.checks.len() + t.indexes.len() {
+                    return Err(CatalogError::UnknownConstraint {
+                        table: t.name.clone(),
+                        name: name.clone(),
+                    });
+                }
+            }
+            SetTableOption { table, key, value } => {
+                self.table_mut(table)?
+                    .options
+                    .insert(key.clone(), value.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Apply changes in order; all or nothing.
+    pub fn apply_all(&mut self, changes: &[SchemaChange]) -> Result<(), CatalogError> {
+        let mut next = self.clone();
+        for c in changes {
+            next.apply(c)?;
+        }
+        *self = next;
+        Ok(())
+    }
+}
+
+fn find_col(t: &Table, column: &str, ci: bool) -> Result<usize, CatalogError> {
+    t.columns
+        .iter()
+        .position(|c| same(&c.name, column, ci))
+        .ok_or_else(|| CatalogError::UnknownColumn {
+            table: t.name.clone(),
+            column: column.to_owned(),
+        })
+}
+
+fn position_index(
+    t: &Table,
+    position: Option<&ColumnPosition>,
+    ci: bool,
+) -> Result<usize, CatalogError> {
+    Ok(match position {
+        None => t.columns.len(),
+        Some(ColumnPosition::First) => 0,
+        Some(ColumnPosition::After(c)) => find_col(t, c, ci)? + 1,
+    })
+}
+
+/// The small changes that take column `old` to `new` (names already equal).
+fn diff_column(
+    table: &TableName,
+    col: &str,
+    old: &Column,
+    new: &Column,
+    out: &mut Vec<SchemaChange>,
+) {
+    let (table, column) = (table.clone(), col.to_owned());
+    if old.data_type != new.data_type {
+        out.push(SchemaChange::AlterColumnType {
+            table: table.clone(),
+            column: column.clone(),
+            data_type: new.data_type.clone(),
+            using: None,
+        });
+    }
+    if old.nullable != new.nullable {
+        out.push(SchemaChange::SetNullable {
+            table: table.clone(),
+            column: column.clone(),
+            nullable: new.nullable,
+        });
+    }
+    if old.default != new.default {
+        out.push(SchemaChange::SetDefault {
+            table: table.clone(),
+            column: column.clone(),
+            default: new.default.clone(),
+        });
+    }
+    if old.identity != new.identity {
+        out.push(SchemaChange::SetIdentity {
+            table: table.clone(),
+            column: column.clone(),
+            identity: new.identity.clone(),
+        });
+    }
+    if old.on_update_current_timestamp != new.on_update_current_timestamp {
+        out.push(SchemaChange::SetOnUpdate {
+            table: table.clone(),
+            column: column.clone(),
+            on_update_current_timestamp: new.on_update_current_timestamp,
+        });
+    }
+    if old.comment != new.comment {
+        out.push(SchemaChange::SetColumnComment {
+            table,
+            column,
+            comment: new.comment.clone(),
+        });
+    }
+}

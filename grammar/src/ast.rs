@@ -1,0 +1,166 @@
+//! Drafts: the parsed shape of CREATE TABLE and ALTER TABLE before it is lowered into
+//! the IR. Both parsers produce these (the nom grammar here, and the dialects crate's
+//! mapping of sqlparser's AST), so the lowering into the IR exists once.
+
+pub use crate::lex::Ident;
+use crate::types::TypeSpec;
+use ddl_core::IndexKind;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColAttr {
+    Null,
+    NotNull,
+    /// The default expression as written.
+    Default(String),
+    AutoIncrement,
+    PrimaryKey,
+    Unique,
+    Comment(String),
+    /// `ON UPDATE expr` (MySQL: only CURRENT_TIMESTAMP[(p)]).
+    OnUpdate(String),
+    Generated {
+        expr: String,
+        stored: bool,
+    },
+    Identity {
+        always: bool,
+        start: Option<i64>,
+        increment: Option<i64>,
+    },
+    Charset(String),
+    Collate(String),
+    Check(String),
+    References {
+        table: Vec<Ident>,
+        columns: Vec<Ident>,
+    },
+    /// Accepted, with no meaning for the IR (VISIBLE, COLUMN_FORMAT, SRID, ENABLE, ...).
+    Ignored(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnDraft {
+    pub name: Ident,
+    /// None only in Oracle's `MODIFY (c NOT NULL)`, which restates attributes only.
+    pub ty: Option<TypeSpec>,
+    pub attrs: Vec<ColAttr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyPart {
+    /// A column name, or an expression (`expression: true`) as written.
+    pub column: Ident,
+    pub expression: bool,
+    pub prefix: Option<u32>,
+    pub descending: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableElem {
+    Column(ColumnDraft),
+    PrimaryKey {
+        name: Option<Ident>,
+        columns: Vec<Ident>,
+    },
+    Index {
+        name: Option<Ident>,
+        kind: IndexKind,
+        parts: Vec<KeyPart>,
+    },
+    ForeignKey {
+        name: Option<Ident>,
+        columns: Vec<Ident>,
+        ref_table: Vec<Ident>,
+        ref_columns: Vec<Ident>,
+        on_delete: Option<String>,
+        on_update: Option<String>,
+    },
+    Check {
+        name: Option<Ident>,
+        expr: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTableDraft {
+    pub name: Vec<Ident>,
+    pub if_not_exists: bool,
+    pub elems: Vec<TableElem>,
+    /// Table options as (upper-case key, value) in source order.
+    pub options: Vec<(String, String)>,
+    pub partition_by: Option<String>,
+    /// `CREATE TABLE a LIKE b`.
+    pub like: Option<Vec<Ident>>,
+    /// Anything after the column list the grammar does not model (Oracle storage
+    /// clauses, PostgreSQL WITH/TABLESPACE), reported as skipped.
+    pub trailing: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pos {
+    First,
+    After(Ident),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlterColumnOp {
+    SetType { ty: TypeSpec, using: Option<String> },
+    SetNotNull,
+    DropNotNull,
+    SetDefault(String),
+    DropDefault,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlterSpec {
+    AddColumns {
+        columns: Vec<ColumnDraft>,
+        position: Option<Pos>,
+    },
+    AddElem(TableElem),
+    DropColumns(Vec<Ident>),
+    DropPrimaryKey,
+    DropIndex(Ident),
+    DropForeignKey(Ident),
+    DropConstraint(Ident),
+    /// MySQL MODIFY: the whole column restated.
+    ModifyColumn {
+        column: ColumnDraft,
+        position: Option<Pos>,
+    },
+    /// MySQL CHANGE old new-definition.
+    ChangeColumn {
+        old: Ident,
+        column: ColumnDraft,
+        position: Option<Pos>,
+    },
+    /// Oracle MODIFY: only the attributes written change.
+    ModifyPartial(Vec<ColumnDraft>),
+    RenameColumn {
+        from: Ident,
+        to: Ident,
+    },
+    RenameTo(Vec<Ident>),
+    RenameIndex {
+        from: Ident,
+        to: Ident,
+    },
+    AlterColumn {
+        name: Ident,
+        op: AlterColumnOp,
+    },
+    TableOption {
+        key: String,
+        value: String,
+    },
+    /// A spec with no meaning for the IR (ALGORITHM=, LOCK=, FORCE, partition
+    /// maintenance), kept as text for the report.
+    Ignored(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterTableDraft {
+    pub name: Vec<Ident>,
+    pub if_exists: bool,
+    pub specs: Vec<AlterSpec>,
+}

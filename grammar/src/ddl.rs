@@ -1,0 +1,855 @@
+//! nom grammars for CREATE TABLE and ALTER TABLE in the forms sqlparser 0.64 rejects:
+//! MySQL `ADD COLUMN (a INT, b INT)`, `CONVERT TO CHARACTER SET`, table options inside
+//! ALTER, `PARTITION BY` after CREATE TABLE; Oracle `ADD (...)`, `MODIFY (...)`,
+//! `DROP (a, b)`, `NUMBER(*,0)`, `VARCHAR2(n CHAR)`, `LONG RAW`.
+
+use crate::ast::*;
+use crate::lex::{
+    comma_list, ident, int, kw, object_name, paren_group, paren_list, raw_expr, string_lit, sym,
+    uint, ws, Ident, Res,
+};
+use crate::types::data_type;
+use crate::Flavor;
+use ddl_core::IndexKind;
+use nom::branch::alt;
+use nom::bytes::complete::take_while1;
+use nom::combinator::{map, opt, value};
+use nom::multi::many0;
+use nom::sequence::preceded;
+use nom::Parser;
+
+/// Where and why a grammar gave up: a byte offset into the statement and what it
+/// expected there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrammarError {
+    pub offset: usize,
+    pub message: String,
+}
+
+fn finish<'a, T>(text: &'a str, r: Res<'a, T>, what: &str) -> Result<T, GrammarError> {
+    match r {
+        Ok((rest, v)) => {
+            let rest = ws(rest).map(|(r, _)| r).unwrap_or(rest);
+            let rest = rest.trim_start_matches(';');
+            let rest = ws(rest).map(|(r, _)| r).unwrap_or(rest);
+            if rest.is_empty() {
+                Ok(v)
+            } else {
+                let near: String = rest.chars().take(24).collect();
+                Err(GrammarError {
+                    offset: text.len() - rest.len(),
+                    message: format!("unexpected `{near}` in {what}"),
+                })
+            }
+        }
+        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => {
+            let rest = ws(e.input).map(|(r, _)| r).unwrap_or(e.input);
+            let near: String = rest.chars().take(24).collect();
+            Err(GrammarError {
+                offset: text.len() - rest.len(),
+                message: if near.is_empty() {
+                    format!("{what} ends too early")
+                } else {
+                    format!("cannot parse {what} at `{near}`")
+                },
+            })
+        }
+        Err(nom::Err::Incomplete(_)) => Err(GrammarError {
+            offset: text.len(),
+            message: format!("{what} ends too early"),
+        }),
+    }
+}
+
+/// Parse a whole CREATE TABLE statement.
+pub fn parse_create_table(flavor: Flavor, text: &str) -> Result<CreateTableDraft, GrammarError> {
+    finish(text, create_table(flavor, text), "CREATE TABLE")
+}
+
+/// Parse a whole ALTER TABLE statement.
+pub fn parse_alter_table(flavor: Flavor, text: &str) -> Result<AlterTableDraft, GrammarError> {
+    finish(text, alter_table(flavor, text), "ALTER TABLE")
+}
+
+fn word_upper(i: &str) -> Res<'_, String> {
+    map(
+        preceded(ws, take_while1(|c: char| c.is_alphanumeric() || c == '_')),
+        |s: &str| s.to_ascii_uppercase(),
+    )
+    .parse(i)
+}
+
+/// Anything up to the end of the current list item (a `,` or `)` at depth 0).
+fn rest_of_item(i: &str) -> Res<'_, String> {
+    let (mut r, _) = ws(i)?;
+    let start = r;
+    loop {
+        let t = r.trim_start();
+        if t.is_empty() || t.starts_with(',') || t.starts_with(')') {
+            let taken = &start[..start.len() - t.len()];
+            if taken.trim().is_empty() {
+                return Err(nom::Err::Error(nom::error::Error::new(
+                    i,
+                    nom::error::ErrorKind::Tag,
+                )));
+            }
+            return Ok((t, taken.trim().to_owned()));
+        }
+        if let Ok((r2, _)) = paren_group(t) {
+            r = r2;
+        } else if let Ok((r2, _)) = string_lit(t) {
+            r = r2;
+        } else {
+            let n = t.chars().next().map(char::len_utf8).unwrap_or(1);
+            r = &t[n..];
+        }
+    }
+}
+
+fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
+    move |i| {
+        // A constraint name before a column constraint is accepted and dropped (names
+        // of column-level constraints are not kept).
+        let (i, _) = opt((kw("CONSTRAINT"), ident)).parse(i)?;
+        alt((
+            value(ColAttr::NotNull, (kw("NOT"), kw("NULL"))),
+            value(ColAttr::Null, kw("NULL")),
+            map(
+                preceded((kw("DEFAULT"), opt((kw("ON"), kw("NULL")))), raw_expr),
+                |e| ColAttr::Default(e.to_owned()),
+            ),
+            value(
+                ColAttr::AutoIncrement,
+                alt((kw("AUTO_INCREMENT"), kw("AUTOINCREMENT"))),
+            ),
+            value(ColAttr::PrimaryKey, (kw("PRIMARY"), kw("KEY"))),
+            value(ColAttr::Unique, (kw("UNIQUE"), opt(kw("KEY")))),
+            value(ColAttr::PrimaryKey, kw("KEY")),
+            map(preceded(kw("COMMENT"), string_lit), ColAttr::Comment),
+            map(preceded((kw("ON"), kw("UPDATE")), raw_expr), |e| {
+                ColAttr::OnUpdate(e.to_owned())
+            }),
+            identity,
+            generated,
+            map(
+                preceded(
+                    alt((value((), (kw("CHARACTER"), kw("SET"))), kw("CHARSET"))),
+                    word_upper,
+                ),
+                |w| ColAttr::Charset(w.to_ascii_lowercase()),
+            ),
+            map(preceded(kw("COLLATE"), ident), |w| {
+                ColAttr::Collate(w.value)
+            }),
+            map(preceded(kw("CHECK"), paren_group), |e| {
+                ColAttr::Check(e[1..e.len() - 1].trim().to_owned())
+            }),
+            map(
+                (
+                    kw("REFERENCES"),
+                    object_name,
+                    opt(paren_list(ident)),
+                    many0(fk_action),
+                ),
+                |(_, table, columns, _)| ColAttr::References {
+                    table,
+                    columns: columns.unwrap_or_default(),
+                },
+            ),
+            map(
+                alt((
+                    map(
+                        alt((
+                            kw("ENABLE"),
+                            kw("DISABLE"),
+                            kw("VALIDATE"),
+                            kw("NOVALIDATE"),
+                            kw("VISIBLE"),
+                            kw("INVISIBLE"),
+                            kw("RELY"),
+                        )),
+                        |_| String::from("constraint state"),
+                    ),
+                    map(
+                        (
+                            alt((kw("COLUMN_FORMAT"), kw("STORAGE"), kw("SRID"))),
+                            word_upper,
+                        ),
+                        |(_, w)| w,
+                    ),
+                )),
+                ColAttr::Ignored,
+            ),
+        ))
+        .parse(i)
+        .or_else(|e| {
+            // PostgreSQL `COLLATE "C"` etc. come through ident above; nothing else.
+            let _ = flavor;
+            Err(e)
+        })
+    }
+}
+
+fn identity(i: &str) -> Res<'_, ColAttr> {
+    let (i, _) = kw("GENERATED").parse(i)?;
+    let (i, always) = alt((
+        value(true, kw("ALWAYS")),
+        value(
+            false,
+            (kw("BY"), kw("DEFAULT"), opt((kw("ON"), kw("NULL")))),
+        ),
+    ))
+    .parse(i)?;
+    let (i, _) = (kw("AS"), kw("IDENTITY")).parse(i)?;
+    let (i, opts) = opt(paren_group).parse(i)?;
+    let (mut start, mut increment) = (None, None);
+    if let Some(o) = opts {
+        let body = &o[1..o.len() - 1];
+        let mut rest = body;
+        while !rest.trim().is_empty() {
+            if let Ok((r, v)) = preceded((kw("START"), kw("WITH")), int).parse(rest) {
+                start = Some(v);
+                rest = r;
+            } else if let Ok((r, v)) = preceded((kw("INCREMENT"), kw("BY")), int).parse(rest) {
+                increment = Some(v);
+                rest = r;
+            } else if let Ok((r, _)) =
+                preceded(ws, take_while1(|c: char| !c.is_whitespace())).parse(rest)
+            {
+                rest = r;
+            } else {
+                break;
+            }
+        }
+    }
+    Ok((
+        i,
+        ColAttr::Identity {
+            always,
+            start,
+            increment,
+        },
+    ))
+}
+
+fn generated(i: &str) -> Res<'_, ColAttr> {
+    let (i, _) = opt((kw("GENERATED"), kw("ALWAYS"))).parse(i)?;
+    let (i, _) = kw("AS").parse(i)?;
+    let (i, e) = paren_group(i)?;
+    let (i, stored) = opt(alt((
+        value(true, kw("STORED")),
+        value(true, kw("PERSISTENT")),
+        value(false, kw("VIRTUAL")),
+    )))
+    .parse(i)?;
+    Ok((
+        i,
+        ColAttr::Generated {
+            expr: e[1..e.len() - 1].trim().to_owned(),
+            stored: stored.unwrap_or(false),
+        },
+    ))
+}
+
+fn column_def(flavor: Flavor, type_required: bool) -> impl Fn(&str) -> Res<'_, ColumnDraft> {
+    move |i| {
+        let (i, name) = ident(i)?;
+        let (i, ty) = if type_required {
+            map(data_type(flavor), Some).parse(i)?
+        } else {
+            opt(data_type(flavor)).parse(i)?
+        };
+        let (i, attrs) = many0(col_attr(flavor)).parse(i)?;
+        Ok((i, ColumnDraft { name, ty, attrs }))
+    }
+}
+
+fn key_part(i: &str) -> Res<'_, KeyPart> {
+    let (i, part) = alt((
+        map(paren_group, |g: &str| KeyPart {
+            column: Ident::bare(g[1..g.len() - 1].trim()),
+            expression: true,
+            prefix: None,
+            descending: false,
+        }),
+        map(
+            (
+                ident,
+                opt(nom::sequence::delimited(sym("("), uint, sym(")"))),
+            ),
+            |(column, prefix)| KeyPart {
+                column,
+                expression: false,
+                prefix: prefix.map(|p| p as u32),
+                descending: false,
+            },
+        ),
+    ))
+    .parse(i)?;
+    let (i, d) = opt(alt((value(false, kw("ASC")), value(true, kw("DESC"))))).parse(i)?;
+    Ok((
+        i,
+        KeyPart {
+            descending: d.unwrap_or(false),
+            ..part
+        },
+    ))
+}
+
+fn index_opts(i: &str) -> Res<'_, ()> {
+    value(
+        (),
+        many0(alt((
+            value((), (kw("USING"), word_upper)),
+            value((), (kw("COMMENT"), string_lit)),
+            value((), (kw("KEY_BLOCK_SIZE"), opt(sym("=")), uint)),
+            value(
+                (),
+                alt((kw("VISIBLE"), kw("INVISIBLE"), kw("ENABLE"), kw("DISABLE"))),
+            ),
+            value((), (kw("WITH"), kw("PARSER"), ident)),
+        ))),
+    )
+    .parse(i)
+}
+
+fn fk_action(i: &str) -> Res<'_, (bool, String)> {
+    let (i, _) = kw("ON").parse(i)?;
+    let (i, delete) = alt((value(true, kw("DELETE")), value(false, kw("UPDATE")))).parse(i)?;
+    let (i, action) = alt((
+        value("CASCADE", kw("CASCADE")),
+        value("RESTRICT", kw("RESTRICT")),
+        value("SET NULL", (kw("SET"), kw("NULL"))),
+        value("SET DEFAULT", (kw("SET"), kw("DEFAULT"))),
+        value("NO ACTION", (kw("NO"), kw("ACTION"))),
+    ))
+    .parse(i)?;
+    Ok((i, (delete, action.to_owned())))
+}
+
+fn constraint_elem(i: &str) -> Res<'_, TableElem> {
+    let (i, cname) = opt(preceded(kw("CONSTRAINT"), opt(ident))).parse(i)?;
+    let cname = cname.flatten();
+    alt((
+        map(
+            (
+                kw("PRIMARY"),
+                kw("KEY"),
+                opt(index_kind_using),
+                paren_list(key_part),
+                index_opts,
+            ),
+            {
+                let cname = cname.clone();
+                move |(_, _, _, parts, _)| TableElem::PrimaryKey {
+                    name: cname.clone(),
+                    columns: parts.into_iter().map(|p| p.column).collect(),
+                }
+            },
+        ),
+        map(
+            (
+                kw("UNIQUE"),
+                opt(alt((kw("KEY"), kw("INDEX")))),
+                opt(ident),
+                opt(index_kind_using),
+                paren_list(key_part),
+                index_opts,
+            ),
+            {
+                let cname = cname.clone();
+                move |(_, _, name, _, parts, _)| TableElem::Index {
+                    name: name.or(cname.clone()),
+                    kind: IndexKind::Unique,
+                    parts,
+                }
+            },
+        ),
+        map(
+            (
+                kw("FOREIGN"),
+                kw("KEY"),
+                opt(ident),
+                paren_list(ident),
+                kw("REFERENCES"),
+                object_name,
+                opt(paren_list(ident)),
+                many0(fk_action),
+                many0(alt((
+                    kw("DEFERRABLE"),
+                    kw("INITIALLY"),
+                    kw("DEFERRED"),
+                    kw("IMMEDIATE"),
+                    kw("ENABLE"),
+                    kw("VALIDATE"),
+                ))),
+            ),
+            {
+                let cname = cname.clone();
+                move |(_, _, name, columns, _, ref_table, ref_columns, actions, _)| {
+                    let mut on_delete = None;
+                    let mut on_update = None;
+                    for (d, a) in actions {
+                        if d {
+                            on_delete = Some(a);
+                        } else {
+                            on_update = Some(a);
+                        }
+                    }
+                    TableElem::ForeignKey {
+                        name: cname.clone().or(name),
+                        columns,
+                        ref_table,
+                        ref_columns: ref_columns.unwrap_or_default(),
+                        on_delete,
+                        on_update,
+                    }
+                }
+            },
+        ),
+        map(
+            (
+                kw("CHECK"),
+                paren_group,
+                many0(alt((
+                    kw("ENABLE"),
+                    kw("ENFORCED"),
+                    (kw("NOT"), kw("ENFORCED")).map(|_| ()),
+                ))),
+            ),
+            move |(_, e, _)| TableElem::Check {
+                name: cname.clone(),
+                expr: e[1..e.len() - 1].trim().to_owned(),
+            },
+        ),
+    ))
+    .parse(i)
+}
+
+fn index_kind_using(i: &str) -> Res<'_, ()> {
+    value((), (kw("USING"), word_upper)).parse(i)
+}
+
+fn plain_index(i: &str) -> Res<'_, TableElem> {
+    let (i, kind) = alt((
+        value(
+            IndexKind::Fulltext,
+            (kw("FULLTEXT"), opt(alt((kw("KEY"), kw("INDEX"))))),
+        ),
+        value(
+            IndexKind::Spatial,
+            (kw("SPATIAL"), opt(alt((kw("KEY"), kw("INDEX"))))),
+        ),
+        value(IndexKind::Plain, alt((kw("KEY"), kw("INDEX")))),
+    ))
+    .parse(i)?;
+    let (i, name) = opt(ident).parse(i)?;
+    let (i, _) = opt(index_kind_using).parse(i)?;
+    let (i, parts) = paren_list(key_part)(i)?;
+    let (i, _) = index_opts(i)?;
+    Ok((i, TableElem::Index { name, kind, parts }))
+}
+
+fn table_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
+    move |i| {
+        alt((
+            constraint_elem,
+            plain_index,
+            map(column_def(flavor, true), TableElem::Column),
+        ))
+        .parse(i)
+    }
+}
+
+/// A MySQL table option: `[DEFAULT] KEY [=] value`.
+fn table_option(i: &str) -> Res<'_, (String, String)> {
+    let (i, _) = opt(kw("DEFAULT")).parse(i)?;
+    let (i, key) = alt((
+        value("CHARSET".to_owned(), (kw("CHARACTER"), kw("SET"))),
+        word_upper,
+    ))
+    .parse(i)?;
+    if key == "PARTITION" {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Tag,
+        )));
+    }
+    let (i, _) = opt(sym("=")).parse(i)?;
+    let (i, v) = alt((
+        string_lit,
+        map(paren_group, str::to_owned),
+        map(ident, |x| x.value),
+        map(uint, |n| n.to_string()),
+    ))
+    .parse(i)?;
+    Ok((i, (key, v)))
+}
+
+fn create_table(flavor: Flavor, i: &str) -> Res<'_, CreateTableDraft> {
+    let (i, _) = kw("CREATE").parse(i)?;
+    let (i, _) = opt(alt((
+        value((), (kw("GLOBAL"), kw("TEMPORARY"))),
+        value((), kw("TEMPORARY")),
+        value((), kw("UNLOGGED")),
+    )))
+    .parse(i)?;
+    let (i, _) = kw("TABLE").parse(i)?;
+    let (i, ine) = opt((kw("IF"), kw("NOT"), kw("EXISTS"))).parse(i)?;
+    let (i, name) = object_name(i)?;
+    if let Ok((r, like)) = preceded(kw("LIKE"), object_name).parse(i) {
+        return Ok((
+            r,
+            CreateTableDraft {
+                name,
+                if_not_exists: ine.is_some(),
+                elems: Vec::new(),
+                options: Vec::new(),
+                partition_by: None,
+                like: Some(like),
+                trailing: None,
+            },
+        ));
+    }
+    let (i, elems) = paren_list(table_elem(flavor))(i)?;
+    let (i, options) = if flavor == Flavor::MySql {
+        many0(preceded(opt(sym(",")), table_option)).parse(i)?
+    } else {
+        (i, Vec::new())
+    };
+    let (i, _) = ws(i)?;
+    let (i, partition_by) = if let Ok((r, _)) = (kw("PARTITION"), kw("BY")).parse(i) {
+        let _ = r;
+        let text = i.trim_end().trim_end_matches(';').trim_end();
+        (&i[i.len()..], Some(text.to_owned()))
+    } else {
+        (i, None)
+    };
+    let t = i.trim().trim_end_matches(';').trim();
+    let (i, trailing) = if !t.is_empty() && flavor != Flavor::MySql {
+        (&i[i.len()..], Some(t.to_owned()))
+    } else {
+        (i, None)
+    };
+    Ok((
+        i,
+        CreateTableDraft {
+            name,
+            if_not_exists: ine.is_some(),
+            elems,
+            options,
+            partition_by,
+            like: None,
+            trailing,
+        },
+    ))
+}
+
+fn position(i: &str) -> Res<'_, Option<Pos>> {
+    opt(alt((
+        value(Pos::First, kw("FIRST")),
+        map(preceded(kw("AFTER"), ident), Pos::After),
+    )))
+    .parse(i)
+}
+
+fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
+    move |i| {
+        alt((
+            // ADD ...
+            preceded(
+                kw("ADD"),
+                alt((
+                    map(constraint_elem, AlterSpec::AddElem),
+                    map(plain_index, AlterSpec::AddElem),
+                    map(
+                        preceded(opt(kw("COLUMN")), paren_list(column_def(flavor, true))),
+                        |columns| AlterSpec::AddColumns {
+                            columns,
+                            position: None,
+                        },
+                    ),
+                    map(
+                        (
+                            opt(kw("COLUMN")),
+                            opt((kw("IF"), kw("NOT"), kw("EXISTS"))),
+                            column_def(flavor, true),
+                            position,
+                        ),
+                        |(_, _, c, position)| AlterSpec::AddColumns {
+                            columns: vec![c],
+                            position,
+                        },
+                    ),
+                )),
+            ),
+            // DROP ...
+            preceded(
+                kw("DROP"),
+                alt((
+                    value(AlterSpec::DropPrimaryKey, (kw("PRIMARY"), kw("KEY"))),
+                    map(
+                        preceded((kw("FOREIGN"), kw("KEY")), ident),
+                        AlterSpec::DropForeignKey,
+                    ),
+                    map(
+                        preceded(alt((kw("INDEX"), kw("KEY"))), ident),
+                        AlterSpec::DropIndex,
+                    ),
+                    map(
+                        preceded(
+                            (
+                                alt((kw("CONSTRAINT"), kw("CHECK"))),
+                                opt((kw("IF"), kw("EXISTS"))),
+                            ),
+                            ident,
+                        ),
+                        AlterSpec::DropConstraint,
+                    ),
+                    map(paren_list(ident), AlterSpec::DropColumns),
+                    map(
+                        (
+                            opt(kw("COLUMN")),
+                            opt((kw("IF"), kw("EXISTS"))),
+                            ident,
+                            opt(alt((kw("CASCADE"), kw("RESTRICT")))),
+                        ),
+                        |(_, _, c, _)| AlterSpec::DropColumns(vec![c]),
+                    ),
+                )),
+            ),
+            // MODIFY
+            preceded(
+                kw("MODIFY"),
+                alt((
+                    map(
+                        paren_list(column_def(flavor, false)),
+                        AlterSpec::ModifyPartial,
+                    ),
+                    move |i| {
+                        let (i, _) = opt(kw("COLUMN")).parse(i)?;
+                        let (i, _) = opt((kw("IF"), kw("EXISTS"))).parse(i)?;
+                        if flavor == Flavor::Oracle {
+                            let (i, c) = column_def(flavor, false)(i)?;
+                            Ok((i, AlterSpec::ModifyPartial(vec![c])))
+                        } else {
+                            let (i, (column, position)) =
+                                (column_def(flavor, true), position).parse(i)?;
+                            Ok((i, AlterSpec::ModifyColumn { column, position }))
+                        }
+                    },
+                )),
+            ),
+            map(
+                (
+                    kw("CHANGE"),
+                    opt(kw("COLUMN")),
+                    opt((kw("IF"), kw("EXISTS"))),
+                    ident,
+                    column_def(flavor, true),
+                    position,
+                ),
+                |(_, _, _, old, column, position)| AlterSpec::ChangeColumn {
+                    old,
+                    column,
+                    position,
+                },
+            ),
+            // RENAME ...
+            preceded(
+                kw("RENAME"),
+                alt((
+                    map(
+                        (kw("COLUMN"), ident, kw("TO"), ident),
+                        |(_, from, _, to)| AlterSpec::RenameColumn { from, to },
+                    ),
+                    map(
+                        (alt((kw("INDEX"), kw("KEY"))), ident, kw("TO"), ident),
+                        |(_, from, _, to)| AlterSpec::RenameIndex { from, to },
+                    ),
+                    map(
+                        preceded(opt(alt((kw("TO"), kw("AS")))), object_name),
+                        AlterSpec::RenameTo,
+                    ),
+                )),
+            ),
+            // ALTER [COLUMN] c ...
+            map(
+                (
+                    kw("ALTER"),
+                    opt(kw("COLUMN")),
+                    ident,
+                    alt((
+                        map(
+                            (
+                                opt((kw("SET"), kw("DATA"))),
+                                kw("TYPE"),
+                                data_type(flavor),
+                                opt(preceded(kw("USING"), raw_expr)),
+                            ),
+                            |(_, _, ty, using)| AlterColumnOp::SetType {
+                                ty,
+                                using: using.map(str::to_owned),
+                            },
+                        ),
+                        value(
+                            AlterColumnOp::SetNotNull,
+                            (kw("SET"), kw("NOT"), kw("NULL")),
+                        ),
+                        value(
+                            AlterColumnOp::DropNotNull,
+                            (kw("DROP"), kw("NOT"), kw("NULL")),
+                        ),
+                        map(preceded((kw("SET"), kw("DEFAULT")), raw_expr), |e| {
+                            AlterColumnOp::SetDefault(e.to_owned())
+                        }),
+                        value(AlterColumnOp::DropDefault, (kw("DROP"), kw("DEFAULT"))),
+                    )),
+                ),
+                |(_, _, name, op)| AlterSpec::AlterColumn { name, op },
+            ),
+            // CONVERT TO CHARACTER SET x [COLLATE y]
+            map(
+                (
+                    kw("CONVERT"),
+                    kw("TO"),
+                    alt((value((), (kw("CHARACTER"), kw("SET"))), kw("CHARSET"))),
+                    word_upper,
+                    opt(preceded(kw("COLLATE"), word_upper)),
+                ),
+                |(_, _, _, cs, coll)| AlterSpec::TableOption {
+                    key: "CONVERT TO CHARSET".into(),
+                    value: match coll {
+                        Some(c) => format!("{} COLLATE {}", cs.to_lowercase(), c.to_lowercase()),
+                        None => cs.to_lowercase(),
+                    },
+                },
+            ),
+            map(
+                alt((
+                    map((kw("ALGORITHM"), opt(sym("=")), word_upper), |(_, _, w)| {
+                        format!("ALGORITHM={w}")
+                    }),
+                    map((kw("LOCK"), opt(sym("=")), word_upper), |(_, _, w)| {
+                        format!("LOCK={w}")
+                    }),
+                    map(kw("FORCE"), |_| "FORCE".to_owned()),
+                    map(
+                        (
+                            alt((
+                                kw("ENABLE"),
+                                kw("DISABLE"),
+                                kw("DISCARD"),
+                                kw("IMPORT"),
+                                kw("ANALYZE"),
+                                kw("OPTIMIZE"),
+                                kw("REBUILD"),
+                                kw("REPAIR"),
+                                kw("COALESCE"),
+                                kw("REORGANIZE"),
+                                kw("TRUNCATE"),
+                                kw("EXCHANGE"),
+                                kw("REMOVE"),
+                            )),
+                            rest_of_item,
+                        ),
+                        |(_, r)| r,
+                    ),
+                )),
+                AlterSpec::Ignored,
+            ),
+            map(table_option, |(key, value)| AlterSpec::TableOption {
+                key,
+                value,
+            }),
+        ))
+        .parse(i)
+    }
+}
+
+fn alter_table(flavor: Flavor, i: &str) -> Res<'_, AlterTableDraft> {
+    let (i, _) = kw("ALTER").parse(i)?;
+    let (i, _) = opt(alt((kw("ONLINE"), kw("IGNORE")))).parse(i)?;
+    let (i, _) = kw("TABLE").parse(i)?;
+    let (i, ie) = opt((kw("IF"), kw("EXISTS"))).parse(i)?;
+    let (i, _) = opt(kw("ONLY")).parse(i)?;
+    let (i, name) = object_name(i)?;
+    let (i, specs) = comma_list(alter_spec(flavor))(i)?;
+    Ok((
+        i,
+        AlterTableDraft {
+            name,
+            if_exists: ie.is_some(),
+            specs,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mysql_add_column_list() {
+        let d = parse_alter_table(
+            Flavor::MySql,
+            "ALTER TABLE t ADD COLUMN (a INT, b INT NOT NULL)",
+        )
+        .unwrap();
+        let AlterSpec::AddColumns { columns, .. } = &d.specs[0] else {
+            panic!("{d:?}")
+        };
+        assert_eq!(columns.len(), 2);
+        assert_eq!(columns[1].attrs, vec![ColAttr::NotNull]);
+    }
+
+    #[test]
+    fn mysql_convert_and_options() {
+        let d = parse_alter_table(
+            Flavor::MySql,
+            "ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, ENGINE=InnoDB, COMMENT = 'x'",
+        )
+        .unwrap();
+        assert_eq!(d.specs.len(), 3);
+        assert_eq!(
+            d.specs[2],
+            AlterSpec::TableOption {
+                key: "COMMENT".into(),
+                value: "x".into()
+            }
+        );
+    }
+
+    #[test]
+    fn oracle_forms() {
+        let d = parse_alter_table(
+            Flavor::Oracle,
+            "ALTER TABLE emp MODIFY (a NOT NULL, b NUMBER(*,0) DEFAULT 0)",
+        )
+        .unwrap();
+        let AlterSpec::ModifyPartial(cols) = &d.specs[0] else {
+            panic!()
+        };
+        assert!(cols[0].ty.is_none());
+        assert!(cols[1].ty.is_some());
+        let d = parse_alter_table(Flavor::Oracle, "ALTER TABLE emp DROP (a, b)").unwrap();
+        assert_eq!(
+            d.specs[0],
+            AlterSpec::DropColumns(vec![Ident::bare("a"), Ident::bare("b")])
+        );
+        let c = parse_create_table(
+            Flavor::Oracle,
+            "CREATE TABLE x (a NUMBER(*,0), b VARCHAR2(10 CHAR) NOT NULL, c LONG RAW, CONSTRAINT pk PRIMARY KEY (a)) TABLESPACE users",
+        )
+        .unwrap();
+        assert_eq!(c.elems.len(), 4);
+        assert_eq!(c.trailing.as_deref(), Some("TABLESPACE users"));
+    }
+
+    #[test]
+    fn errors_have_offsets() {
+        let e =
+            parse_alter_table(Flavor::MySql, "ALTER TABLE t ADD COLUMN a NOTATYPE").unwrap_err();
+        assert!(e.offset > 14, "{e:?}");
+    }
+}

@@ -1,0 +1,436 @@
+//! Lexical building blocks shared by the grammars: whitespace and comments, keywords,
+//! identifiers in every quoting style, string literals, balanced raw expressions.
+
+use nom::branch::alt;
+use nom::bytes::complete::{tag, tag_no_case, take_till, take_until, take_while, take_while1};
+use nom::character::complete::{char, digit1, multispace1};
+use nom::combinator::{map, not, opt, peek, recognize, value};
+use nom::multi::many0;
+use nom::sequence::{delimited, pair, preceded};
+use nom::{IResult, Parser};
+
+pub type Res<'a, T> = IResult<&'a str, T>;
+
+/// An identifier as written: its value (quotes removed, doubled quotes undone) and
+/// whether it was quoted (quoted names escape case folding).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ident {
+    pub value: String,
+    pub quoted: bool,
+}
+
+impl Ident {
+    pub fn bare(v: &str) -> Self {
+        Ident {
+            value: v.to_owned(),
+            quoted: false,
+        }
+    }
+}
+
+/// Skip whitespace and comments (`-- ...`, `# ...` is left to callers, `/* ... */`).
+pub fn ws(i: &str) -> Res<'_, ()> {
+    value(
+        (),
+        many0(alt((
+            value((), multispace1),
+            value((), (tag("--"), take_till(|c| c == '\n'))),
+            value((), (tag("/*"), take_until("*/"), tag("*/"))),
+        ))),
+    )
+    .parse(i)
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$' || c == '#'
+}
+
+/// A keyword, case-insensitive, not followed by a word character.
+pub fn kw<'a>(
+    word: &'static str,
+) -> impl Parser<&'a str, Output = (), Error = nom::error::Error<&'a str>> {
+    value(
+        (),
+        preceded(
+            ws,
+            (
+                tag_no_case(word),
+                not(peek(nom::character::complete::satisfy(is_word_char))),
+            ),
+        ),
+    )
+}
+
+/// Several keywords in sequence (`kw_seq(&["NOT", "NULL"])`).
+pub fn kws<'a>(words: &'static [&'static str]) -> impl FnMut(&'a str) -> Res<'a, ()> {
+    move |mut i: &'a str| {
+        for w in words {
+            (i, _) = kw(w).parse(i)?;
+        }
+        Ok((i, ()))
+    }
+}
+
+/// A punctuation symbol after optional whitespace.
+pub fn sym<'a>(
+    s: &'static str,
+) -> impl Parser<&'a str, Output = (), Error = nom::error::Error<&'a str>> {
+    value((), preceded(ws, tag(s)))
+}
+
+fn quoted_body(q: char) -> impl FnMut(&str) -> Res<'_, String> {
+    move |i: &str| {
+        let (mut rest, _) = char(q).parse(i)?;
+        let mut out = String::new();
+        loop {
+            match rest.find(q) {
+                None => {
+                    return Err(nom::Err::Error(nom::error::Error::new(
+                        rest,
+                        nom::error::ErrorKind::Char,
+                    )))
+                }
+                Some(p) => {
+                    out.push_str(&rest[..p]);
+                    rest = &rest[p + 1..];
+                    if rest.starts_with(q) {
+                        out.push(q);
+                        rest = &rest[1..];
+                    } else {
+                        return Ok((rest, out));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Words that end a column definition or cannot be an unquoted name here.
+const RESERVED: &[&str] = &[
+    "ADD",
+    "ALTER",
+    "AND",
+    "AS",
+    "CHECK",
+    "COLLATE",
+    "COLUMN",
+    "COMMENT",
+    "CONSTRAINT",
+    "CREATE",
+    "DEFAULT",
+    "DROP",
+    "FOREIGN",
+    "FROM",
+    "GENERATED",
+    "KEY",
+    "MODIFY",
+    "NOT",
+    "NULL",
+    "ON",
+    "PRIMARY",
+    "REFERENCES",
+    "SELECT",
+    "TABLE",
+    "TO",
+    "UNIQUE",
+    "WITH",
+    "FIRST",
+    "AFTER",
+];
+
+/// An identifier: bare word, `backticks`, "double quotes" or [brackets].
+pub fn ident(i: &str) -> Res<'_, Ident> {
+    preceded(
+        ws,
+        alt((
+            map(quoted_body('`'), |value| Ident {
+                value,
+                quoted: true,
+            }),
+            map(quoted_body('"'), |value| Ident {
+                value,
+                quoted: true,
+            }),
+            map(
+                delimited(char('['), take_till(|c| c == ']'), char(']')),
+                |v: &str| Ident {
+                    value: v.to_owned(),
+                    quoted: true,
+                },
+            ),
+            bare_ident,
+        )),
+    )
+    .parse(i)
+}
+
+fn bare_ident(i: &str) -> Res<'_, Ident> {
+    let (rest, w) = recognize(pair(
+        nom::character::complete::satisfy(|c| c.is_alphabetic() || c == '_'),
+        take_while(is_word_char),
+    ))
+    .parse(i)?;
+    if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(w)) {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Tag,
+        )));
+    }
+    Ok((rest, Ident::bare(w)))
+}
+
+/// A possibly qualified name: `a`, `a.b`, `a.b.c`.
+pub fn object_name(i: &str) -> Res<'_, Vec<Ident>> {
+    let (mut i, first) = ident(i)?;
+    let mut parts = vec![first];
+    while let Ok((r, n)) = preceded(char('.'), ident).parse(i) {
+        parts.push(n);
+        i = r;
+    }
+    Ok((i, parts))
+}
+
+/// A single-quoted string literal (doubled quotes and, outside ANSI mode, backslash
+/// escapes undone). Adjacent literals are concatenated.
+pub fn string_lit(i: &str) -> Res<'_, String> {
+    let (mut i, mut s) = preceded(ws, one_string).parse(i)?;
+    while let Ok((r, more)) = preceded(ws, one_string).parse(i) {
+        s.push_str(&more);
+        i = r;
+    }
+    Ok((i, s))
+}
+
+fn one_string(i: &str) -> Res<'_, String> {
+    let (i, _) = opt(alt((
+        tag_no_case("_utf8mb4"),
+        tag_no_case("_utf8"),
+        tag_no_case("N"),
+    )))
+    .parse(i)?;
+    let (mut rest, _) = char('\'').parse(i)?;
+    let mut out = String::new();
+    let mut chars = rest.char_indices();
+    loop {
+        match chars.next() {
+            None => {
+                return Err(nom::Err::Error(nom::error::Error::new(
+                    rest,
+                    nom::error::ErrorKind::Char,
+                )))
+            }
+            Some((p, '\\')) => {
+                if let Some((_, c)) = chars.next() {
+                    out.push(match c {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        '0' => '\0',
+                        'Z' => '\u{1a}',
+                        other => other,
+                    });
+                } else {
+                    let _ = p;
+                }
+            }
+            Some((p, '\'')) => {
+                if rest[p + 1..].starts_with('\'') {
+                    out.push('\'');
+                    chars.next();
+                } else {
+                    rest = &rest[p + 1..];
+                    return Ok((rest, out));
+                }
+            }
+            Some((_, c)) => out.push(c),
+        }
+    }
+}
+
+/// An unsigned integer.
+pub fn uint(i: &str) -> Res<'_, u64> {
+    nom::combinator::map_res(preceded(ws, digit1), str::parse::<u64>).parse(i)
+}
+
+/// A signed integer.
+pub fn int(i: &str) -> Res<'_, i64> {
+    nom::combinator::map_res(
+        preceded(
+            ws,
+            recognize(pair(opt(alt((char('-'), char('+')))), digit1)),
+        ),
+        str::parse::<i64>,
+    )
+    .parse(i)
+}
+
+/// A parenthesised group, returned with its parentheses, balanced, skipping strings
+/// and quoted names.
+pub fn paren_group(i: &str) -> Res<'_, &str> {
+    let (start, _) = ws(i)?;
+    if !start.starts_with('(') {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            start,
+            nom::error::ErrorKind::Char,
+        )));
+    }
+    let mut depth = 0usize;
+    let b = start.as_bytes();
+    let mut k = 0;
+    while k < b.len() {
+        match b[k] {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok((&start[k + 1..], &start[..k + 1]));
+                }
+            }
+            q @ (b'\'' | b'"' | b'`') => {
+                k += 1;
+                while k < b.len() && b[k] != q {
+                    if b[k] == b'\\' && q == b'\'' {
+                        k += 1;
+                    }
+                    k += 1;
+                }
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    Err(nom::Err::Error(nom::error::Error::new(
+        start,
+        nom::error::ErrorKind::Char,
+    )))
+}
+
+/// One operand of a raw expression: a literal, a group, a (qualified) name or function
+/// call, with optional unary sign and `::type` casts.
+fn operand(i: &str) -> Res<'_, ()> {
+    let (i, _) = ws(i)?;
+    let (i, _) = many0(alt((char('-'), char('+')))).parse(i)?;
+    let (i, _) = alt((
+        value((), paren_group),
+        value((), one_string),
+        value(
+            (),
+            (
+                alt((tag_no_case("b'"), tag_no_case("x'"))),
+                take_till(|c| c == '\''),
+                char('\''),
+            ),
+        ),
+        value(
+            (),
+            recognize((
+                digit1,
+                opt((char('.'), digit1)),
+                opt((
+                    alt((char('e'), char('E'))),
+                    opt(alt((char('-'), char('+')))),
+                    digit1,
+                )),
+            )),
+        ),
+        value((), (char('.'), digit1)),
+        value(
+            (),
+            (
+                alt((
+                    value((), quoted_body('"')),
+                    value((), quoted_body('`')),
+                    value((), take_while1(is_word_char)),
+                )),
+                many0((
+                    char('.'),
+                    alt((
+                        value((), quoted_body('"')),
+                        value((), take_while1(is_word_char)),
+                    )),
+                )),
+                opt(paren_group),
+            ),
+        ),
+    ))
+    .parse(i)?;
+    let (i, _) = many0((
+        sym("::"),
+        ws,
+        take_while1(|c: char| is_word_char(c) || c == ' ' && false),
+        opt(paren_group),
+        opt(alt((tag("[]"), tag("")))),
+    ))
+    .parse(i)?;
+    Ok((i, ()))
+}
+
+fn binop(i: &str) -> Res<'_, ()> {
+    preceded(
+        ws,
+        alt((
+            value(
+                (),
+                alt((tag("||"), tag("+"), tag("-"), tag("*"), tag("/"), tag("%"))),
+            ),
+            value(
+                (),
+                (
+                    tag_no_case("AND"),
+                    not(peek(nom::character::complete::satisfy(is_word_char))),
+                ),
+            ),
+            value(
+                (),
+                (
+                    tag_no_case("OR"),
+                    not(peek(nom::character::complete::satisfy(is_word_char))),
+                ),
+            ),
+        )),
+    )
+    .parse(i)
+}
+
+/// A raw expression (`operand (op operand)*`), returned as trimmed source text.
+pub fn raw_expr(i: &str) -> Res<'_, &str> {
+    let (start, _) = ws(i)?;
+    let (rest, _) = (operand, many0((binop, operand))).parse(start)?;
+    Ok((rest, start[..start.len() - rest.len()].trim_end()))
+}
+
+/// A comma-separated list inside parentheses.
+pub fn paren_list<'a, T>(
+    mut item: impl Parser<&'a str, Output = T, Error = nom::error::Error<&'a str>>,
+) -> impl FnMut(&'a str) -> Res<'a, Vec<T>> {
+    move |i: &'a str| {
+        let (mut i, _) = sym("(").parse(i)?;
+        let mut out = Vec::new();
+        loop {
+            let (r, v) = item.parse(i)?;
+            out.push(v);
+            if let Ok((r2, _)) = sym(",").parse(r) {
+                i = r2;
+                continue;
+            }
+            let (r, _) = sym(")").parse(r)?;
+            return Ok((r, out));
+        }
+    }
+}
+
+/// A comma-separated list of at least one item.
+pub fn comma_list<'a, T>(
+    mut item: impl Parser<&'a str, Output = T, Error = nom::error::Error<&'a str>>,
+) -> impl FnMut(&'a str) -> Res<'a, Vec<T>> {
+    move |i: &'a str| {
+        let (mut i, first) = item.parse(i)?;
+        let mut out = vec![first];
+        while let Ok((r, _)) = sym(",").parse(i) {
+            let (r, v) = item.parse(r)?;
+            out.push(v);
+            i = r;
+        }
+        Ok((i, out))
+    }
+}
