@@ -1,1 +1,187 @@
-fn main() {}
+//! The `lakeshift` command line. It only parses arguments and wires the libraries.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ddl_core::Severity;
+use dialects::translate::{Target, Translator};
+use dialects::Dialect;
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "lakeshift",
+    version,
+    about = "Translate database DDL between dialects; mirror databases into Iceberg",
+    after_help = "Exit status: 0 success, 1 some statement failed, 2 usage error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Translate DDL from one dialect to another.
+    ///
+    /// Statements are read from FILEs (or standard input when none is given), in order,
+    /// against a schema catalog that each statement updates, so ALTERs are translated
+    /// with the previous definition of what they change. Translated statements go to
+    /// standard output, each ending with `;` and a newline. Diagnostics go to standard
+    /// error as `warning: FILE:LINE:COL: message` (the target cannot hold the meaning
+    /// exactly; the nearest type is used), `skipped: FILE:LINE:COL: ...` (the statement
+    /// or part has no meaning for the target: views, routines, session settings, table
+    /// options), and `error: FILE:LINE:COL: ...` (the statement could not be parsed or
+    /// applied; nothing is emitted for it). Every statement that can be translated is,
+    /// even when others fail.
+    ///
+    /// Exit status: 0 when every statement translated, 1 when any failed, 2 for usage
+    /// errors (unknown dialect, unreadable file).
+    Translate {
+        /// Source dialect (mariadb is an alias of mysql).
+        #[arg(long, value_enum)]
+        from: SourceArg,
+        /// Target dialect, or `ir` for the neutral IR as JSON.
+        #[arg(long, value_enum)]
+        to: TargetArg,
+        /// DDL in the source dialect describing tables that already exist; it seeds the
+        /// catalog and is not translated.
+        #[arg(long, value_name = "FILE")]
+        schema: Vec<String>,
+        /// MySQL sql_mode ANSI_QUOTES: "x" is an identifier, not a string.
+        #[arg(long)]
+        ansi_quotes: bool,
+        /// Input files; standard input when none is given.
+        #[arg(value_name = "FILE")]
+        files: Vec<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SourceArg {
+    Mysql,
+    Mariadb,
+    Postgres,
+    Oracle,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TargetArg {
+    Mysql,
+    Mariadb,
+    Postgres,
+    Oracle,
+    Ir,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match cli.command {
+        Command::Translate {
+            from,
+            to,
+            schema,
+            ansi_quotes,
+            files,
+        } => translate(from, to, &schema, ansi_quotes, &files),
+    }
+}
+
+fn read(path: &str) -> Result<String, String> {
+    if path == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        return Ok(s);
+    }
+    std::fs::read(path)
+        .map_err(|e| format!("cannot read {path}: {e}"))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+fn translate(
+    from: SourceArg,
+    to: TargetArg,
+    schema: &[String],
+    ansi_quotes: bool,
+    files: &[String],
+) -> ExitCode {
+    let source = match from {
+        SourceArg::Mysql | SourceArg::Mariadb => Dialect::MySql,
+        SourceArg::Postgres => Dialect::Postgres,
+        SourceArg::Oracle => Dialect::Oracle,
+    };
+    let target = match to {
+        TargetArg::Mysql | TargetArg::Mariadb => Target::Sql(Dialect::MySql),
+        TargetArg::Postgres => Target::Sql(Dialect::Postgres),
+        TargetArg::Oracle => Target::Sql(Dialect::Oracle),
+        TargetArg::Ir => Target::Ir,
+    };
+    let mut tr = Translator::new(source, target);
+    tr.options.ansi_quotes = ansi_quotes;
+    let mut failed = false;
+    let stderr = std::io::stderr();
+    let mut err = stderr.lock();
+    for path in schema {
+        let text = match read(path) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        for r in tr.seed(&text) {
+            failed = true;
+            for (l, c, d) in &r.diagnostics {
+                let _ = writeln!(err, "{}: {path}:{l}:{c}: {}", d.severity, d.message);
+            }
+        }
+    }
+    let inputs: Vec<String> = if files.is_empty() {
+        vec!["-".into()]
+    } else {
+        files.to_vec()
+    };
+    let mut texts = Vec::new();
+    for path in &inputs {
+        match read(path) {
+            Ok(t) => texts.push((path, t)),
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for (path, text) in &texts {
+        let shown = if *path == "-" {
+            "<stdin>"
+        } else {
+            path.as_str()
+        };
+        for r in tr.translate(text) {
+            for (l, c, d) in &r.diagnostics {
+                if d.severity == Severity::Error {
+                    failed = true;
+                }
+                let _ = writeln!(err, "{}: {shown}:{l}:{c}: {}", d.severity, d.message);
+            }
+            for s in &r.output {
+                if writeln!(out, "{s};").is_err() {
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    }
+    if out.flush().is_err() {
+        return ExitCode::from(1);
+    }
+    ExitCode::from(u8::from(failed))
+}

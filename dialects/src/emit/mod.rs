@@ -1,0 +1,1209 @@
+//! IR -> target SQL text.
+//!
+//! An [`Emitter`] turns the small changes of one source statement into target
+//! statements. It sees the catalog before and after the statement, because some
+//! targets need the whole column to change one fact of it (MySQL's MODIFY restates the
+//! column; several changes to one column are merged into one MODIFY). Names are mapped
+//! from the source's case rules to the target's and shortened to the target's limit.
+
+pub mod types;
+
+use crate::Dialect;
+use ddl_core::names::{map_case, shorten};
+use ddl_core::{
+    Catalog, Column, ColumnPosition, DefaultValue, Diagnostics, ForeignKey, IdentityKind, Index,
+    IndexKind, Literal, SchemaChange, Table, TableName,
+};
+
+/// Quote a string literal for `dialect`.
+pub fn string_literal(dialect: Dialect, s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' if dialect == Dialect::MySql => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+fn is_keyword(upper: &str) -> bool {
+    sqlparser::keywords::ALL_KEYWORDS
+        .binary_search(&upper)
+        .is_ok()
+}
+
+/// Quote an identifier for `dialect` when it needs it: anything but a plain name in the
+/// target's natural case, and every keyword.
+pub fn quote_ident(dialect: Dialect, name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| match dialect {
+            Dialect::MySql => c.is_ascii_alphanumeric() || c == '_',
+            Dialect::Postgres => c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_',
+            Dialect::Oracle => c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_',
+        })
+        && !is_keyword(&name.to_ascii_uppercase());
+    if plain {
+        return name.to_owned();
+    }
+    match dialect {
+        Dialect::MySql => format!("`{}`", name.replace('`', "``")),
+        _ => format!("\"{}\"", name.replace('"', "\"\"")),
+    }
+}
+
+/// Context for emitting one source statement.
+pub struct EmitCtx<'a> {
+    pub source: Dialect,
+    pub before: &'a Catalog,
+    pub after: &'a Catalog,
+    pub diags: &'a mut Diagnostics,
+}
+
+/// Emits IR changes as one target dialect's SQL.
+#[derive(Debug, Clone, Copy)]
+pub struct Emitter {
+    pub target: Dialect,
+}
+
+impl Emitter {
+    pub fn new(target: Dialect) -> Self {
+        Emitter { target }
+    }
+
+    /// A name in the target: case mapped, shortened (with a warning), quoted.
+    pub fn ident(&self, cx: &mut EmitCtx<'_>, name: &str) -> String {
+        let mapped = map_case(name, cx.source.fold(), self.target.fold());
+        let max = self.target.max_ident_bytes();
+        let short = shorten(&mapped, max);
+        if short != mapped {
+            cx.diags.warn(format!(
+                "name `{mapped}` is longer than {max} bytes for {}: shortened to `{short}`",
+                self.target
+            ));
+        }
+        quote_ident(self.target, &short)
+    }
+
+    pub fn table(&self, cx: &mut EmitCtx<'_>, t: &TableName) -> String {
+        match &t.schema {
+            Some(s) => format!("{}.{}", self.ident(cx, s), self.ident(cx, &t.name)),
+            None => self.ident(cx, &t.name),
+        }
+    }
+
+    /// Index names: per table in MySQL, per schema in PostgreSQL and Oracle. Names
+    /// from a MySQL source get the table name as a prefix there, so two tables' `idx_a`
+    /// cannot collide; unnamed indexes get `<table>_<columns>_idx`.
+    fn index_name(&self, cx: &mut EmitCtx<'_>, table: &TableName, ix: &Index) -> String {
+        let cols = ix
+            .parts
+            .iter()
+            .map(|p| p.column.as_str())
+            .filter(|c| c.chars().all(|ch| ch.is_alphanumeric() || ch == '_'))
+            .collect::<Vec<_>>()
+            .join("_");
+        let base = match (&ix.name, self.target) {
+            (Some(n), Dialect::MySql) => n.clone(),
+            (Some(n), _) if cx.source != Dialect::MySql => n.clone(),
+            (Some(n), _) => format!("{}_{}", table.name, n),
+            (None, _) => format!(
+                "{}_{}_{}",
+                table.name,
+                cols,
+                if ix.kind == IndexKind::Unique {
+                    "key"
+                } else {
+                    "idx"
+                }
+            ),
+        };
+        self.ident(cx, &base)
+    }
+
+    fn type_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, c: &Column) -> String {
+        let m = types::map_type(self.target, cx.source, &c.data_type);
+        let mut sql = m.sql;
+        if let Some(loss) = m.loss {
+            cx.diags.warn(format!(
+                "{table}.{}: {} -> {}: {loss}",
+                c.name,
+                type_label(&c.data_type),
+                sql
+            ));
+        }
+        // PostgreSQL identity columns must be smallint, integer or bigint.
+        if self.target == Dialect::Postgres && c.identity.is_some() && sql.starts_with("numeric") {
+            cx.diags.warn(format!(
+                "{table}.{}: identity column of {} becomes bigint (values above 2^63-1 do not fit)",
+                c.name,
+                type_label(&c.data_type)
+            ));
+            sql = "bigint".into();
+        }
+        sql
+    }
+
+    fn literal(&self, l: &Literal) -> String {
+        match l {
+            Literal::Null => "NULL".into(),
+            Literal::Boolean(b) => match self.target {
+                Dialect::Postgres => b.to_string(),
+                _ => if *b { "1" } else { "0" }.into(),
+            },
+            Literal::Number(n) => n.clone(),
+            Literal::String(s) => string_literal(self.target, s),
+        }
+    }
+
+    /// The default clause body, or None (with a warning) when the target has no
+    /// equivalent.
+    fn default_sql(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        c: &Column,
+        d: &DefaultValue,
+    ) -> Option<String> {
+        let col_prec = match c.data_type {
+            ddl_core::DataType::Timestamp { precision, .. } => precision.min(6),
+            _ => 0,
+        };
+        Some(match d {
+            DefaultValue::Literal { value } => {
+                // A boolean default on a boolean column in PostgreSQL; numbers elsewhere.
+                if self.target == Dialect::Postgres && c.data_type == ddl_core::DataType::Boolean {
+                    if let Literal::Number(n) = value {
+                        return Some((n != "0").to_string());
+                    }
+                }
+                self.literal(value)
+            }
+            DefaultValue::CurrentTimestamp { .. } => match self.target {
+                Dialect::MySql if col_prec > 0 => format!("CURRENT_TIMESTAMP({col_prec})"),
+                Dialect::MySql | Dialect::Postgres => "CURRENT_TIMESTAMP".into(),
+                Dialect::Oracle => {
+                    if matches!(
+                        c.data_type,
+                        ddl_core::DataType::Timestamp {
+                            precision: 0,
+                            tz: ddl_core::TimeZone::None
+                        }
+                    ) {
+                        "SYSDATE".into()
+                    } else {
+                        "SYSTIMESTAMP".into()
+                    }
+                }
+            },
+            DefaultValue::CurrentDate => match self.target {
+                Dialect::MySql => "(CURRENT_DATE)".into(),
+                Dialect::Postgres => "CURRENT_DATE".into(),
+                Dialect::Oracle => "TRUNC(SYSDATE)".into(),
+            },
+            DefaultValue::CurrentTime => match self.target {
+                Dialect::Oracle => {
+                    cx.diags.warn(format!(
+                        "{table}.{}: DEFAULT CURRENT_TIME has no Oracle equivalent and is not emitted",
+                        c.name
+                    ));
+                    return None;
+                }
+                Dialect::MySql => "(CURRENT_TIME)".into(),
+                Dialect::Postgres => "CURRENT_TIME".into(),
+            },
+            DefaultValue::NextVal { sequence } => match self.target {
+                Dialect::Postgres => format!("nextval({})", string_literal(self.target, sequence)),
+                Dialect::Oracle => format!("{}.NEXTVAL", self.ident(cx, sequence)),
+                Dialect::MySql => {
+                    cx.diags.warn(format!(
+                        "{table}.{}: DEFAULT nextval of sequence {sequence} is not emitted for MySQL",
+                        c.name
+                    ));
+                    return None;
+                }
+            },
+            DefaultValue::Raw { dialect, text } if dialect == self.target.name() => text.clone(),
+            DefaultValue::Raw { dialect, text } => {
+                cx.diags.warn(format!(
+                    "{table}.{}: default expression `{text}` ({dialect}) is not translated and is not emitted",
+                    c.name
+                ));
+                return None;
+            }
+        })
+    }
+
+    /// A column definition as it appears in CREATE TABLE / ADD / MODIFY.
+    pub fn column_def(&self, cx: &mut EmitCtx<'_>, table: &TableName, c: &Column) -> String {
+        let mut s = format!(
+            "{} {}",
+            self.ident(cx, &c.name),
+            self.type_sql(cx, table, c)
+        );
+        let same = cx.source == self.target;
+        let generated = match &c.generated {
+            Some(g) if g.dialect == self.target.name() => Some(g),
+            Some(g) => {
+                cx.diags.warn(format!(
+                    "{table}.{}: generated expression `{}` ({}) is not translated: emitted as a plain column",
+                    c.name, g.expr, g.dialect
+                ));
+                None
+            }
+            None => None,
+        };
+        if self.target == Dialect::MySql && same {
+            if let Some(cs) = &c.charset {
+                s.push_str(&format!(" CHARACTER SET {cs}"));
+            }
+            if let Some(co) = &c.collation {
+                s.push_str(&format!(" COLLATE {co}"));
+            }
+        } else if let Some(co) = &c.collation {
+            cx.diags.skip(format!(
+                "{table}.{}: collation {co} is not carried to {}",
+                c.name, self.target
+            ));
+        }
+        let default = match &c.default {
+            Some(d) if c.identity.is_none() && generated.is_none() => {
+                self.default_sql(cx, table, c, d)
+            }
+            _ => None,
+        };
+        let identity = c.identity.as_ref();
+        match self.target {
+            Dialect::MySql => {
+                if let Some(g) = generated {
+                    s.push_str(&format!(
+                        " GENERATED ALWAYS AS ({}) {}",
+                        g.expr,
+                        if g.stored { "STORED" } else { "VIRTUAL" }
+                    ));
+                } else {
+                    if !c.nullable {
+                        s.push_str(" NOT NULL");
+                    } else if matches!(
+                        c.data_type,
+                        ddl_core::DataType::Timestamp {
+                            tz: ddl_core::TimeZone::Instant,
+                            ..
+                        }
+                    ) {
+                        // Explicit, so explicit_defaults_for_timestamp=OFF adds nothing.
+                        s.push_str(" NULL");
+                    }
+                    if let Some(d) = default {
+                        s.push_str(&format!(" DEFAULT {d}"));
+                    }
+                    if c.on_update_current_timestamp {
+                        let p = match c.data_type {
+                            ddl_core::DataType::Timestamp { precision, .. } if precision > 0 => {
+                                format!("({})", precision.min(6))
+                            }
+                            _ => String::new(),
+                        };
+                        s.push_str(&format!(" ON UPDATE CURRENT_TIMESTAMP{p}"));
+                    }
+                    if let Some(id) = identity {
+                        s.push_str(" AUTO_INCREMENT");
+                        if id.kind == IdentityKind::Always {
+                            cx.diags.warn(format!(
+                                "{table}.{}: GENERATED ALWAYS becomes AUTO_INCREMENT (explicit values are accepted)",
+                                c.name
+                            ));
+                        }
+                    }
+                }
+                if let Some(cm) = &c.comment {
+                    s.push_str(&format!(" COMMENT {}", string_literal(self.target, cm)));
+                }
+            }
+            Dialect::Postgres => {
+                if let Some(id) = identity {
+                    s.push_str(&self.identity_sql(id));
+                }
+                if !c.nullable && identity.is_none() {
+                    s.push_str(" NOT NULL");
+                }
+                if let Some(d) = default {
+                    s.push_str(&format!(" DEFAULT {d}"));
+                }
+                if let Some(g) = generated {
+                    if !g.stored {
+                        cx.diags.warn(format!(
+                            "{table}.{}: virtual generated column becomes STORED (PostgreSQL has no virtual columns)",
+                            c.name
+                        ));
+                    }
+                    s.push_str(&format!(" GENERATED ALWAYS AS ({}) STORED", g.expr));
+                }
+                if c.on_update_current_timestamp {
+                    cx.diags.warn(format!(
+                        "{table}.{}: ON UPDATE CURRENT_TIMESTAMP needs a trigger in postgres and is not emitted",
+                        c.name
+                    ));
+                }
+                self.enum_check(cx, c, &mut s);
+            }
+            Dialect::Oracle => {
+                if let Some(g) = generated {
+                    s.push_str(&format!(" GENERATED ALWAYS AS ({}) VIRTUAL", g.expr));
+                } else {
+                    if let Some(d) = default {
+                        s.push_str(&format!(" DEFAULT {d}"));
+                    }
+                    if let Some(id) = identity {
+                        s.push_str(&self.identity_sql(id));
+                    }
+                }
+                if !c.nullable && identity.is_none() {
+                    s.push_str(" NOT NULL");
+                }
+                if c.on_update_current_timestamp {
+                    cx.diags.warn(format!(
+                        "{table}.{}: ON UPDATE CURRENT_TIMESTAMP needs a trigger in oracle and is not emitted",
+                        c.name
+                    ));
+                }
+                self.enum_check(cx, c, &mut s);
+            }
+        }
+        s
+    }
+
+    fn enum_check(&self, cx: &mut EmitCtx<'_>, c: &Column, s: &mut String) {
+        if let ddl_core::DataType::Enum { values } = &c.data_type {
+            let list = values
+                .iter()
+                .map(|v| string_literal(self.target, v))
+                .collect::<Vec<_>>()
+                .join(", ");
+            s.push_str(&format!(" CHECK ({} IN ({list}))", self.ident(cx, &c.name)));
+        }
+    }
+
+    fn identity_sql(&self, id: &ddl_core::Identity) -> String {
+        let mut s = match id.kind {
+            IdentityKind::Always => " GENERATED ALWAYS AS IDENTITY".to_owned(),
+            IdentityKind::ByDefault => " GENERATED BY DEFAULT AS IDENTITY".to_owned(),
+        };
+        let mut opts = Vec::new();
+        if let Some(v) = id.start {
+            opts.push(format!("START WITH {v}"));
+        }
+        if let Some(v) = id.increment {
+            opts.push(format!("INCREMENT BY {v}"));
+        }
+        if !opts.is_empty() {
+            s.push_str(&format!(" ({})", opts.join(" ")));
+        }
+        s
+    }
+
+    fn cols(&self, cx: &mut EmitCtx<'_>, cols: &[String]) -> String {
+        cols.iter()
+            .map(|c| self.ident(cx, c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn index_parts(&self, cx: &mut EmitCtx<'_>, table: &TableName, ix: &Index) -> String {
+        ix.parts
+            .iter()
+            .map(|p| {
+                let mut s = if p.expression {
+                    if cx.source == self.target {
+                        format!("({})", p.column)
+                    } else {
+                        cx.diags.warn(format!(
+                            "{table}: index expression `{}` is not translated; indexed as written",
+                            p.column
+                        ));
+                        format!("({})", p.column)
+                    }
+                } else {
+                    self.ident(cx, &p.column)
+                };
+                if let Some(n) = p.prefix {
+                    if self.target == Dialect::MySql {
+                        s.push_str(&format!("({n})"));
+                    } else {
+                        cx.diags.warn(format!(
+                            "{table}: index prefix length ({n}) on {} is dropped: the whole value is indexed",
+                            p.column
+                        ));
+                    }
+                }
+                if p.descending {
+                    s.push_str(" DESC");
+                }
+                s
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn fk_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, fk: &ForeignKey) -> String {
+        let mut s = String::new();
+        if let Some(n) = &fk.name {
+            s.push_str(&format!("CONSTRAINT {} ", self.ident(cx, n)));
+        }
+        s.push_str(&format!(
+            "FOREIGN KEY ({}) REFERENCES {} ({})",
+            self.cols(cx, &fk.columns),
+            self.table(cx, &fk.ref_table),
+            self.cols(cx, &fk.ref_columns)
+        ));
+        if let Some(a) = &fk.on_delete {
+            if self.target == Dialect::Oracle && !matches!(a.as_str(), "CASCADE" | "SET NULL") {
+                if a != "NO ACTION" && a != "RESTRICT" {
+                    cx.diags
+                        .warn(format!("{table}: ON DELETE {a} is not supported by oracle"));
+                }
+            } else {
+                s.push_str(&format!(" ON DELETE {a}"));
+            }
+        }
+        if let Some(a) = &fk.on_update {
+            if self.target == Dialect::Oracle {
+                cx.diags
+                    .warn(format!("{table}: ON UPDATE {a} is not supported by oracle"));
+            } else {
+                s.push_str(&format!(" ON UPDATE {a}"));
+            }
+        }
+        s
+    }
+
+    fn create_index_sql(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        ix: &Index,
+    ) -> Option<String> {
+        let kind = match (ix.kind, self.target) {
+            (IndexKind::Unique, _) => "UNIQUE ",
+            (IndexKind::Plain, _) => "",
+            (IndexKind::Fulltext, Dialect::MySql) => "FULLTEXT ",
+            (IndexKind::Spatial, Dialect::MySql) => "SPATIAL ",
+            (k, t) => {
+                cx.diags.skip(format!(
+                    "{table}: {} index {} has no {t} equivalent and is not emitted",
+                    if k == IndexKind::Fulltext {
+                        "FULLTEXT"
+                    } else {
+                        "SPATIAL"
+                    },
+                    ix.name.as_deref().unwrap_or("(unnamed)")
+                ));
+                return None;
+            }
+        };
+        let name = self.index_name(cx, table, ix);
+        let parts = self.index_parts(cx, table, ix);
+        let t = self.table(cx, table);
+        Some(format!("CREATE {kind}INDEX {name} ON {t} ({parts})"))
+    }
+
+    fn comment_stmts(&self, cx: &mut EmitCtx<'_>, t: &Table, out: &mut Vec<String>) {
+        if let Some(c) = &t.comment {
+            let tn = self.table(cx, &t.name);
+            out.push(format!(
+                "COMMENT ON TABLE {tn} IS {}",
+                string_literal(self.target, c)
+            ));
+        }
+        for col in &t.columns {
+            if let Some(c) = &col.comment {
+                let tn = self.table(cx, &t.name);
+                let cn = self.ident(cx, &col.name);
+                out.push(format!(
+                    "COMMENT ON COLUMN {tn}.{cn} IS {}",
+                    string_literal(self.target, c)
+                ));
+            }
+        }
+    }
+
+    fn create_table(&self, cx: &mut EmitCtx<'_>, t: &Table, if_not_exists: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut lines = Vec::new();
+        for c in &t.columns {
+            lines.push(self.column_def(cx, &t.name, c));
+        }
+        if let Some(pk) = &t.primary_key {
+            let name = match (&pk.name, self.target) {
+                (Some(n), Dialect::Postgres | Dialect::Oracle) if n != "PRIMARY" => {
+                    format!("CONSTRAINT {} ", self.ident(cx, n))
+                }
+                _ => String::new(),
+            };
+            lines.push(format!(
+                "{name}PRIMARY KEY ({})",
+                self.cols(cx, &pk.columns)
+            ));
+        }
+        let mut after = Vec::new();
+        for ix in &t.indexes {
+            if self.target == Dialect::MySql {
+                let kind = match ix.kind {
+                    IndexKind::Plain => "KEY",
+                    IndexKind::Unique => "UNIQUE KEY",
+                    IndexKind::Fulltext => "FULLTEXT KEY",
+                    IndexKind::Spatial => "SPATIAL KEY",
+                };
+                let name = ix
+                    .name
+                    .as_ref()
+                    .map(|n| format!("{} ", self.ident(cx, n)))
+                    .unwrap_or_default();
+                let parts = self.index_parts(cx, &t.name, ix);
+                lines.push(format!("{kind} {name}({parts})"));
+            } else if let Some(s) = self.create_index_sql(cx, &t.name, ix) {
+                after.push(s);
+            }
+        }
+        for fk in &t.foreign_keys {
+            lines.push(self.fk_sql(cx, &t.name, fk));
+        }
+        for ck in &t.checks {
+            if ck.dialect == self.target.name() {
+                let name = ck
+                    .name
+                    .as_ref()
+                    .map(|n| format!("CONSTRAINT {} ", self.ident(cx, n)))
+                    .unwrap_or_default();
+                lines.push(format!("{name}CHECK ({})", ck.expr));
+            } else {
+                cx.diags.warn(format!(
+                    "{}: CHECK ({}) ({}) is not translated and is not emitted",
+                    t.name, ck.expr, ck.dialect
+                ));
+            }
+        }
+        let ine = if if_not_exists {
+            if self.target == Dialect::Oracle {
+                cx.diags
+                    .warn("IF NOT EXISTS needs Oracle 23 or later".to_owned());
+            }
+            "IF NOT EXISTS "
+        } else {
+            ""
+        };
+        let mut s = format!(
+            "CREATE TABLE {ine}{} (\n  {}\n)",
+            self.table(cx, &t.name),
+            lines.join(",\n  ")
+        );
+        if self.target == Dialect::MySql {
+            if cx.source == Dialect::MySql {
+                for (k, v) in &t.options {
+                    let key = match k.as_str() {
+                        "charset" => "DEFAULT CHARSET".to_owned(),
+                        k => k.to_ascii_uppercase(),
+                    };
+                    s.push_str(&format!(" {key}={v}"));
+                }
+            }
+            if let Some(c) = &t.comment {
+                s.push_str(&format!(" COMMENT={}", string_literal(self.target, c)));
+            }
+        } else if !t.options.is_empty() {
+            let opts = t
+                .options
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            cx.diags.skip(format!(
+                "{}: table options {opts} have no meaning for {}",
+                t.name, self.target
+            ));
+        }
+        if let Some(p) = &t.partition_by {
+            if cx.source == self.target {
+                s.push_str(&format!(" {p}"));
+            } else {
+                cx.diags.skip(format!(
+                    "{}: partitioning `{p}` is not translated; the table is created unpartitioned",
+                    t.name
+                ));
+            }
+        }
+        out.push(s);
+        if self.target != Dialect::MySql {
+            self.comment_stmts(cx, t, &mut out);
+        }
+        out.extend(after);
+        out
+    }
+
+    /// Emit the changes of one source statement.
+    pub fn emit(&self, changes: &[SchemaChange], cx: &mut EmitCtx<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < changes.len() {
+            // MySQL and Oracle: merge consecutive changes to one column.
+            if self.target != Dialect::Postgres && is_column_fact(&changes[i]) {
+                let (table, col) = (
+                    changes[i].table().cloned().expect("table"),
+                    changes[i].column().map(str::to_owned).expect("column"),
+                );
+                let mut j = i;
+                while j < changes.len()
+                    && is_column_fact(&changes[j])
+                    && changes[j].table() == Some(&table)
+                    && changes[j].column() == Some(col.as_str())
+                {
+                    j += 1;
+                }
+                self.column_group(cx, &table, &col, &changes[i..j], &mut out);
+                i = j;
+                continue;
+            }
+            self.change(cx, &changes[i], &mut out);
+            i += 1;
+        }
+        out
+    }
+
+    fn after_column(&self, cx: &EmitCtx<'_>, table: &TableName, col: &str) -> Option<Column> {
+        cx.after.table(table).and_then(|t| t.column(col)).cloned()
+    }
+
+    fn column_group(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        col: &str,
+        group: &[SchemaChange],
+        out: &mut Vec<String>,
+    ) {
+        let tn = self.table(cx, table);
+        let Some(c) = self.after_column(cx, table, col) else {
+            return;
+        };
+        if self.target == Dialect::MySql {
+            if group
+                .iter()
+                .all(|g| matches!(g, SchemaChange::SetDefault { .. }))
+            {
+                let cn = self.ident(cx, col);
+                match &c.default {
+                    Some(d) => {
+                        if let Some(d) = self.default_sql(cx, table, &c, d) {
+                            out.push(format!(
+                                "ALTER TABLE {tn} ALTER COLUMN {cn} SET DEFAULT {d}"
+                            ));
+                        }
+                    }
+                    None => out.push(format!("ALTER TABLE {tn} ALTER COLUMN {cn} DROP DEFAULT")),
+                }
+                return;
+            }
+            let pos = group.iter().find_map(|g| match g {
+                SchemaChange::MoveColumn { position, .. } => Some(position.clone()),
+                _ => None,
+            });
+            let def = self.column_def(cx, table, &c);
+            let pos = self.position_sql(cx, pos.as_ref());
+            out.push(format!("ALTER TABLE {tn} MODIFY COLUMN {def}{pos}"));
+            return;
+        }
+        // Oracle: MODIFY (c [type] [DEFAULT x] [NULL|NOT NULL]) with only what changed.
+        let mut parts = vec![self.ident(cx, col)];
+        let mut any = false;
+        if group
+            .iter()
+            .any(|g| matches!(g, SchemaChange::AlterColumnType { .. }))
+        {
+            parts.push(self.type_sql(cx, table, &c));
+            any = true;
+        }
+        if group
+            .iter()
+            .any(|g| matches!(g, SchemaChange::SetDefault { .. }))
+        {
+            match &c.default {
+                Some(d) => {
+                    if let Some(d) = self.default_sql(cx, table, &c, d) {
+                        parts.push(format!("DEFAULT {d}"));
+                        any = true;
+                    }
+                }
+                None => {
+                    parts.push("DEFAULT NULL".into());
+                    any = true;
+                }
+            }
+        }
+        if group
+            .iter()
+            .any(|g| matches!(g, SchemaChange::SetNullable { .. }))
+        {
+            parts.push(if c.nullable { "NULL" } else { "NOT NULL" }.into());
+            any = true;
+        }
+        if any {
+            out.push(format!("ALTER TABLE {tn} MODIFY ({})", parts.join(" ")));
+        }
+        for g in group {
+            match g {
+                SchemaChange::SetIdentity { identity: None, .. } => {
+                    let cn = self.ident(cx, col);
+                    out.push(format!("ALTER TABLE {tn} MODIFY {cn} DROP IDENTITY"));
+                }
+                SchemaChange::SetIdentity { identity: Some(_), .. } => cx.diags.warn(format!(
+                    "{table}.{col}: oracle cannot make an existing column an identity column; not emitted"
+                )),
+                SchemaChange::SetColumnComment { comment, .. } => {
+                    let cn = self.ident(cx, col);
+                    out.push(format!(
+                        "COMMENT ON COLUMN {tn}.{cn} IS {}",
+                        string_literal(self.target, comment.as_deref().unwrap_or(""))
+                    ));
+                }
+                SchemaChange::MoveColumn { .. } => cx.diags.warn(format!(
+                    "{table}.{col}: oracle cannot reorder columns; the column keeps its place"
+                )),
+                SchemaChange::SetOnUpdate { .. } => cx.diags.warn(format!(
+                    "{table}.{col}: ON UPDATE CURRENT_TIMESTAMP needs a trigger in oracle and is not emitted"
+                )),
+                _ => {}
+            }
+        }
+    }
+
+    fn position_sql(&self, cx: &mut EmitCtx<'_>, p: Option<&ColumnPosition>) -> String {
+        match p {
+            None => String::new(),
+            Some(ColumnPosition::First) => " FIRST".into(),
+            Some(ColumnPosition::After(c)) => format!(" AFTER {}", self.ident(cx, c)),
+        }
+    }
+
+    fn change(&self, cx: &mut EmitCtx<'_>, ch: &SchemaChange, out: &mut Vec<String>) {
+        use SchemaChange as C;
+        let tgt = self.target;
+        match ch {
+            C::CreateNamespace {
+                name,
+                if_not_exists,
+            } => {
+                let n = self.ident(cx, name);
+                let ine = if *if_not_exists { "IF NOT EXISTS " } else { "" };
+                match tgt {
+                    Dialect::MySql => out.push(format!("CREATE DATABASE {ine}{n}")),
+                    Dialect::Postgres => out.push(format!("CREATE SCHEMA {ine}{n}")),
+                    Dialect::Oracle => cx.diags.skip(format!(
+                        "schema {name}: an oracle schema is a user; create it with CREATE USER"
+                    )),
+                }
+            }
+            C::DropNamespace {
+                name,
+                if_exists,
+                cascade,
+            } => {
+                let n = self.ident(cx, name);
+                let ie = if *if_exists { "IF EXISTS " } else { "" };
+                match tgt {
+                    Dialect::MySql => out.push(format!("DROP DATABASE {ie}{n}")),
+                    Dialect::Postgres => out.push(format!(
+                        "DROP SCHEMA {ie}{n}{}",
+                        if *cascade || cx.source == Dialect::MySql { " CASCADE" } else { "" }
+                    )),
+                    Dialect::Oracle => cx.diags.skip(format!(
+                        "schema {name}: an oracle schema is a user; drop it with DROP USER"
+                    )),
+                }
+            }
+            C::CreateTable {
+                table,
+                if_not_exists,
+            } => out.extend(self.create_table(cx, table, *if_not_exists)),
+            C::DropTable { name, if_exists } => {
+                let n = self.table(cx, name);
+                if *if_exists && tgt == Dialect::Oracle {
+                    cx.diags.warn("IF EXISTS needs Oracle 23 or later".to_owned());
+                }
+                let ie = if *if_exists { "IF EXISTS " } else { "" };
+                out.push(format!("DROP TABLE {ie}{n}"));
+            }
+            C::RenameTable { from, to } => {
+                let f = self.table(cx, from);
+                if tgt == Dialect::MySql {
+                    let t = self.table(cx, to);
+                    out.push(format!("RENAME TABLE {f} TO {t}"));
+                } else {
+                    if from.schema != to.schema {
+                        cx.diags.warn(format!(
+                            "rename of {from} to {to} across schemas: only the name changes in {tgt}"
+                        ));
+                    }
+                    let t = self.ident(cx, &to.name);
+                    out.push(format!("ALTER TABLE {f} RENAME TO {t}"));
+                }
+            }
+            C::TruncateTable { name } => {
+                let n = self.table(cx, name);
+                out.push(format!("TRUNCATE TABLE {n}"));
+            }
+            C::AddColumn {
+                table,
+                column,
+                position,
+            } => {
+                let tn = self.table(cx, table);
+                let def = self.column_def(cx, table, column);
+                match tgt {
+                    Dialect::MySql => {
+                        let pos = self.position_sql(cx, position.as_ref());
+                        out.push(format!("ALTER TABLE {tn} ADD COLUMN {def}{pos}"));
+                    }
+                    _ => {
+                        if let Some(p) = position {
+                            cx.diags.warn(format!(
+                                "{table}.{}: {tgt} cannot place a column ({}); it is added last",
+                                column.name,
+                                match p {
+                                    ColumnPosition::First => "FIRST".to_owned(),
+                                    ColumnPosition::After(c) => format!("AFTER {c}"),
+                                }
+                            ));
+                        }
+                        if tgt == Dialect::Oracle {
+                            out.push(format!("ALTER TABLE {tn} ADD ({def})"));
+                        } else {
+                            out.push(format!("ALTER TABLE {tn} ADD COLUMN {def}"));
+                        }
+                        if let Some(cm) = &column.comment {
+                            let cn = self.ident(cx, &column.name);
+                            out.push(format!(
+                                "COMMENT ON COLUMN {tn}.{cn} IS {}",
+                                string_literal(tgt, cm)
+                            ));
+                        }
+                    }
+                }
+            }
+            C::DropColumn { table, column } => {
+                let tn = self.table(cx, table);
+                let cn = self.ident(cx, column);
+                out.push(format!("ALTER TABLE {tn} DROP COLUMN {cn}"));
+            }
+            C::RenameColumn { table, from, to } => {
+                let tn = self.table(cx, table);
+                let f = self.ident(cx, from);
+                let t = self.ident(cx, to);
+                out.push(format!("ALTER TABLE {tn} RENAME COLUMN {f} TO {t}"));
+            }
+            // PostgreSQL column facts (MySQL and Oracle are grouped in `emit`).
+            C::AlterColumnType {
+                table,
+                column,
+                using,
+                ..
+            } => {
+                let Some(c) = self.after_column(cx, table, column) else {
+                    return;
+                };
+                let tn = self.table(cx, table);
+                let cn = self.ident(cx, column);
+                let ty = self.type_sql(cx, table, &c);
+                let old_family = cx
+                    .before
+                    .table(table)
+                    .and_then(|t| t.column(column))
+                    .map(|o| o.data_type.family());
+                let using = match using {
+                    Some(u) if cx.source == tgt => format!(" USING {u}"),
+                    _ if old_family != Some(c.data_type.family()) => format!(" USING {cn}::{ty}"),
+                    _ => String::new(),
+                };
+                out.push(format!("ALTER TABLE {tn} ALTER COLUMN {cn} TYPE {ty}{using}"));
+                if let ddl_core::DataType::Enum { .. } = c.data_type {
+                    cx.diags.warn(format!(
+                        "{table}.{column}: enum values are not enforced after a type change"
+                    ));
+                }
+            }
+            C::SetNullable {
+                table,
+                column,
+                nullable,
+            } => {
+                let tn = self.table(cx, table);
+                let cn = self.ident(cx, column);
+                let op = if *nullable { "DROP" } else { "SET" };
+                out.push(format!("ALTER TABLE {tn} ALTER COLUMN {cn} {op} NOT NULL"));
+            }
+            C::SetDefault { table, column, .. } => {
+                let Some(c) = self.after_column(cx, table, column) else {
+                    return;
+                };
+                let tn = self.table(cx, table);
+                let cn = self.ident(cx, column);
+                match &c.default {
+                    Some(d) => {
+                        if let Some(d) = self.default_sql(cx, table, &c, d) {
+                            out.push(format!("ALTER TABLE {tn} ALTER COLUMN {cn} SET DEFAULT {d}"));
+                        }
+                    }
+                    None => out.push(format!("ALTER TABLE {tn} ALTER COLUMN {cn} DROP DEFAULT")),
+                }
+            }
+            C::SetIdentity {
+                table,
+                column,
+                identity,
+            } => {
+                let tn = self.table(cx, table);
+                let cn = self.ident(cx, column);
+                match identity {
+                    Some(id) => out.push(format!(
+                        "ALTER TABLE {tn} ALTER COLUMN {cn} ADD{}",
+                        self.identity_sql(id)
+                    )),
+                    None => out.push(format!(
+                        "ALTER TABLE {tn} ALTER COLUMN {cn} DROP IDENTITY IF EXISTS"
+                    )),
+                }
+            }
+            C::SetOnUpdate { table, column, .. } => cx.diags.warn(format!(
+                "{table}.{column}: ON UPDATE CURRENT_TIMESTAMP needs a trigger in {tgt} and is not emitted"
+            )),
+            C::SetColumnComment {
+                table,
+                column,
+                comment,
+            } => {
+                let tn = self.table(cx, table);
+                let cn = self.ident(cx, column);
+                out.push(format!(
+                    "COMMENT ON COLUMN {tn}.{cn} IS {}",
+                    comment
+                        .as_deref()
+                        .map(|c| string_literal(tgt, c))
+                        .unwrap_or_else(|| "NULL".into())
+                ));
+            }
+            C::MoveColumn { table, column, .. } => cx.diags.warn(format!(
+                "{table}.{column}: {tgt} cannot reorder columns; the column keeps its place"
+            )),
+            C::SetTableComment { table, comment } => {
+                let tn = self.table(cx, table);
+                let lit = comment
+                    .as_deref()
+                    .map(|c| string_literal(tgt, c))
+                    .unwrap_or_else(|| {
+                        if tgt == Dialect::MySql {
+                            "''".into()
+                        } else {
+                            "NULL".into()
+                        }
+                    });
+                if tgt == Dialect::MySql {
+                    out.push(format!("ALTER TABLE {tn} COMMENT = {lit}"));
+                } else {
+                    let lit = if tgt == Dialect::Oracle && comment.is_none() {
+                        "''".to_owned()
+                    } else {
+                        lit
+                    };
+                    out.push(format!("COMMENT ON TABLE {tn} IS {lit}"));
+                }
+            }
+            C::SetPrimaryKey {
+                table,
+                name,
+                columns,
+            } => {
+                let tn = self.table(cx, table);
+                match columns {
+                    Some(cols) => {
+                        let cname = match (name, tgt) {
+                            (Some(n), Dialect::Postgres | Dialect::Oracle) => {
+                                format!("CONSTRAINT {} ", self.ident(cx, n))
+                            }
+                            _ => String::new(),
+                        };
+                        let cols = self.cols(cx, cols);
+                        out.push(format!("ALTER TABLE {tn} ADD {cname}PRIMARY KEY ({cols})"));
+                    }
+                    None => match tgt {
+                        Dialect::Postgres => {
+                            let pk = cx
+                                .before
+                                .table(table)
+                                .and_then(|t| t.primary_key.as_ref())
+                                .and_then(|p| p.name.clone())
+                                .filter(|_| cx.source != Dialect::MySql)
+                                .unwrap_or_else(|| format!("{}_pkey", table.name));
+                            let pk = self.ident(cx, &pk);
+                            out.push(format!("ALTER TABLE {tn} DROP CONSTRAINT {pk}"));
+                        }
+                        _ => out.push(format!("ALTER TABLE {tn} DROP PRIMARY KEY")),
+                    },
+                }
+            }
+            C::AddIndex { table, index } => {
+                if tgt == Dialect::MySql {
+                    let tn = self.table(cx, table);
+                    let kind = match index.kind {
+                        IndexKind::Plain => "INDEX",
+                        IndexKind::Unique => "UNIQUE INDEX",
+                        IndexKind::Fulltext => "FULLTEXT INDEX",
+                        IndexKind::Spatial => "SPATIAL INDEX",
+                    };
+                    let name = index
+                        .name
+                        .as_ref()
+                        .map(|n| format!("{} ", self.ident(cx, n)))
+                        .unwrap_or_default();
+                    let parts = self.index_parts(cx, table, index);
+                    out.push(format!("ALTER TABLE {tn} ADD {kind} {name}({parts})"));
+                } else if let Some(s) = self.create_index_sql(cx, table, index) {
+                    out.push(s);
+                }
+            }
+            C::DropIndex { table, name } => {
+                let ix = cx
+                    .before
+                    .table(table)
+                    .and_then(|t| t.indexes.iter().find(|i| i.name.as_deref() == Some(name)))
+                    .cloned()
+                    .unwrap_or(Index {
+                        name: Some(name.clone()),
+                        kind: IndexKind::Plain,
+                        parts: Vec::new(),
+                    });
+                if tgt == Dialect::MySql {
+                    let tn = self.table(cx, table);
+                    let n = self.ident(cx, name);
+                    out.push(format!("ALTER TABLE {tn} DROP INDEX {n}"));
+                } else if matches!(ix.kind, IndexKind::Fulltext | IndexKind::Spatial) {
+                    cx.diags.skip(format!(
+                        "{table}: index {name} was not emitted for {tgt}, so it is not dropped"
+                    ));
+                } else {
+                    let n = self.index_name(cx, table, &ix);
+                    let n = match &table.schema {
+                        Some(s) => format!("{}.{n}", self.ident(cx, s)),
+                        None => n,
+                    };
+                    out.push(format!("DROP INDEX {n}"));
+                }
+            }
+            C::AddForeignKey { table, foreign_key } => {
+                let tn = self.table(cx, table);
+                let fk = self.fk_sql(cx, table, foreign_key);
+                out.push(format!("ALTER TABLE {tn} ADD {fk}"));
+            }
+            C::AddCheck { table, check } => {
+                if check.dialect == tgt.name() {
+                    let tn = self.table(cx, table);
+                    let name = check
+                        .name
+                        .as_ref()
+                        .map(|n| format!("CONSTRAINT {} ", self.ident(cx, n)))
+                        .unwrap_or_default();
+                    out.push(format!("ALTER TABLE {tn} ADD {name}CHECK ({})", check.expr));
+                } else {
+                    cx.diags.warn(format!(
+                        "{table}: CHECK ({}) ({}) is not translated and is not emitted",
+                        check.expr, check.dialect
+                    ));
+                }
+            }
+            C::DropConstraint { table, name } => {
+                let tn = self.table(cx, table);
+                let before = cx.before.table(table);
+                let is_fk = before.is_some_and(|t| {
+                    t.foreign_keys.iter().any(|f| f.name.as_deref() == Some(name))
+                });
+                let index = before.and_then(|t| {
+                    t.indexes.iter().find(|i| i.name.as_deref() == Some(name)).cloned()
+                });
+                let n = self.ident(cx, name);
+                if tgt == Dialect::MySql && is_fk {
+                    out.push(format!("ALTER TABLE {tn} DROP FOREIGN KEY {n}"));
+                } else if let Some(ix) = index {
+                    if tgt == Dialect::MySql {
+                        out.push(format!("ALTER TABLE {tn} DROP INDEX {n}"));
+                    } else {
+                        let n = self.index_name(cx, table, &ix);
+                        out.push(format!("DROP INDEX {n}"));
+                    }
+                } else {
+                    out.push(format!("ALTER TABLE {tn} DROP CONSTRAINT {n}"));
+                }
+            }
+            C::SetTableOption { table, key, value } => {
+                if tgt == Dialect::MySql && cx.source == Dialect::MySql {
+                    let tn = self.table(cx, table);
+                    if key == "convert to charset" {
+                        out.push(format!("ALTER TABLE {tn} CONVERT TO CHARACTER SET {value}"));
+                    } else {
+                        let k = if key == "charset" {
+                            "DEFAULT CHARSET".to_owned()
+                        } else {
+                            key.to_ascii_uppercase()
+                        };
+                        out.push(format!("ALTER TABLE {tn} {k}={value}"));
+                    }
+                } else {
+                    cx.diags.skip(format!(
+                        "{table}: table option {key}={value} has no meaning for {tgt}"
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn is_column_fact(c: &SchemaChange) -> bool {
+    matches!(
+        c,
+        SchemaChange::AlterColumnType { .. }
+            | SchemaChange::SetNullable { .. }
+            | SchemaChange::SetDefault { .. }
+            | SchemaChange::SetIdentity { .. }
+            | SchemaChange::SetOnUpdate { .. }
+            | SchemaChange::SetColumnComment { .. }
+            | SchemaChange::MoveColumn { .. }
+    )
+}
+
+/// A short neutral label of a type for messages.
+pub fn type_label(t: &ddl_core::DataType) -> String {
+    use ddl_core::DataType as T;
+    match t {
+        T::Int { bytes, unsigned } => format!(
+            "int{}{}",
+            u32::from(*bytes) * 8,
+            if *unsigned { " unsigned" } else { "" }
+        ),
+        T::Decimal {
+            precision: Some(p),
+            scale,
+            ..
+        } => format!("decimal({p},{})", scale.unwrap_or(0)),
+        T::Timestamp { precision, tz } => format!("timestamp({precision}) {tz:?}").to_lowercase(),
+        T::Time { precision, tz } => format!("time({precision}) {tz:?}").to_lowercase(),
+        T::Other { dialect, name } => format!("{dialect} {name}"),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v["type"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| other.family().to_owned()),
+    }
+}

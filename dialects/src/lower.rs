@@ -1,0 +1,669 @@
+//! Lowering parsed drafts into IR change requests: names folded by the source's rules,
+//! defaults classified into neutral values, column-level constraints lifted to the
+//! table, and Oracle's partial MODIFY completed from the catalog.
+
+use crate::Dialect;
+use ddl_core::{
+    Catalog, ChangeRequest, Check, Column, ColumnPosition, DefaultValue, Diagnostics, ForeignKey,
+    Generated, Identity, IdentityKind, Index, IndexKind, IndexPart, Literal, SchemaChange, Table,
+    TableName,
+};
+use grammar::ast::*;
+
+/// Context of one statement's lowering.
+pub struct Lowerer<'a> {
+    pub dialect: Dialect,
+    pub catalog: &'a Catalog,
+    pub default_schema: Option<&'a str>,
+    pub diags: &'a mut Diagnostics,
+}
+
+/// A lowering failure (unknown table or column in a statement that needs the previous
+/// definition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LowerError(pub String);
+
+impl Lowerer<'_> {
+    pub fn name(&self, id: &Ident) -> String {
+        if id.quoted {
+            id.value.clone()
+        } else {
+            self.dialect.fold().apply(&id.value)
+        }
+    }
+
+    pub fn table_name(&self, parts: &[Ident]) -> TableName {
+        match parts {
+            [] => TableName::new(None, ""),
+            [t] => TableName {
+                schema: self.default_schema.map(str::to_owned),
+                name: self.name(t),
+            },
+            [.., s, t] => TableName {
+                schema: Some(self.name(s)),
+                name: self.name(t),
+            },
+        }
+    }
+
+    /// Classify a default expression.
+    pub fn default_value(&self, raw: &str) -> Option<DefaultValue> {
+        classify_default(self.dialect, raw)
+    }
+
+    /// Lower a column draft; table-level facts implied by column attributes (PRIMARY
+    /// KEY, UNIQUE, REFERENCES, CHECK) go to `extras`.
+    pub fn column(
+        &mut self,
+        table: &TableName,
+        d: &ColumnDraft,
+        extras: &mut Vec<SchemaChange>,
+    ) -> Column {
+        let ty = d.ty.clone().expect("column with type");
+        let name = self.name(&d.name);
+        let mut c = Column::new(&name, ty.data_type);
+        if ty.serial {
+            c.identity = Some(Identity {
+                kind: IdentityKind::ByDefault,
+                start: None,
+                increment: None,
+            });
+            c.nullable = false;
+            if self.dialect == Dialect::MySql {
+                extras.push(SchemaChange::AddIndex {
+                    table: table.clone(),
+                    index: Index {
+                        name: Some(name.clone()),
+                        kind: IndexKind::Unique,
+                        parts: vec![IndexPart::column(&name)],
+                    },
+                });
+            }
+        }
+        self.apply_attrs(table, &mut c, &d.attrs, extras);
+        c
+    }
+
+    fn apply_attrs(
+        &mut self,
+        table: &TableName,
+        c: &mut Column,
+        attrs: &[ColAttr],
+        extras: &mut Vec<SchemaChange>,
+    ) {
+        for a in attrs {
+            match a {
+                ColAttr::Null => c.nullable = true,
+                ColAttr::NotNull => c.nullable = false,
+                ColAttr::Default(e) => c.default = self.default_value(e),
+                ColAttr::AutoIncrement => {
+                    c.identity = Some(Identity {
+                        kind: IdentityKind::ByDefault,
+                        start: None,
+                        increment: None,
+                    })
+                }
+                ColAttr::Identity {
+                    always,
+                    start,
+                    increment,
+                } => {
+                    c.identity = Some(Identity {
+                        kind: if *always {
+                            IdentityKind::Always
+                        } else {
+                            IdentityKind::ByDefault
+                        },
+                        start: *start,
+                        increment: *increment,
+                    });
+                    c.nullable = false;
+                }
+                ColAttr::PrimaryKey => {
+                    c.nullable = false;
+                    extras.push(SchemaChange::SetPrimaryKey {
+                        table: table.clone(),
+                        name: None,
+                        columns: Some(vec![c.name.clone()]),
+                    });
+                }
+                ColAttr::Unique => extras.push(SchemaChange::AddIndex {
+                    table: table.clone(),
+                    index: Index {
+                        name: None,
+                        kind: IndexKind::Unique,
+                        parts: vec![IndexPart::column(&c.name)],
+                    },
+                }),
+                ColAttr::Comment(s) => c.comment = Some(s.clone()),
+                ColAttr::OnUpdate(e) => {
+                    if matches!(
+                        self.default_value(e),
+                        Some(DefaultValue::CurrentTimestamp { .. })
+                    ) {
+                        c.on_update_current_timestamp = true;
+                    } else {
+                        self.diags
+                            .skip(format!("column {}: ON UPDATE {e} is not carried", c.name));
+                    }
+                }
+                ColAttr::Generated { expr, stored } => {
+                    c.generated = Some(Generated {
+                        expr: expr.clone(),
+                        dialect: self.dialect.name().into(),
+                        stored: *stored,
+                    })
+                }
+                ColAttr::Charset(s) => c.charset = Some(s.clone()),
+                ColAttr::Collate(s) => c.collation = Some(s.clone()),
+                ColAttr::Check(e) => extras.push(SchemaChange::AddCheck {
+                    table: table.clone(),
+                    check: Check {
+                        name: None,
+                        expr: e.clone(),
+                        dialect: self.dialect.name().into(),
+                    },
+                }),
+                ColAttr::References { table: t, columns } => {
+                    extras.push(SchemaChange::AddForeignKey {
+                        table: table.clone(),
+                        foreign_key: ForeignKey {
+                            name: None,
+                            columns: vec![c.name.clone()],
+                            ref_table: self.table_name(t),
+                            ref_columns: columns.iter().map(|x| self.name(x)).collect(),
+                            on_delete: None,
+                            on_update: None,
+                        },
+                    })
+                }
+                ColAttr::Ignored(_) => {}
+            }
+        }
+        // A DEFAULT NULL is no default.
+        if matches!(
+            c.default,
+            Some(DefaultValue::Literal {
+                value: Literal::Null
+            })
+        ) {
+            c.default = None;
+        }
+    }
+
+    fn elem(&mut self, table: &TableName, e: &TableElem, out: &mut Vec<SchemaChange>) {
+        match e {
+            TableElem::Column(_) => unreachable!("columns are lowered by the caller"),
+            TableElem::PrimaryKey { name, columns } => out.push(SchemaChange::SetPrimaryKey {
+                table: table.clone(),
+                name: name.as_ref().map(|n| self.name(n)),
+                columns: Some(columns.iter().map(|c| self.name(c)).collect()),
+            }),
+            TableElem::Index { name, kind, parts } => out.push(SchemaChange::AddIndex {
+                table: table.clone(),
+                index: Index {
+                    name: name.as_ref().map(|n| self.name(n)),
+                    kind: *kind,
+                    parts: parts
+                        .iter()
+                        .map(|p| IndexPart {
+                            column: if p.expression {
+                                p.column.value.clone()
+                            } else {
+                                self.name(&p.column)
+                            },
+                            expression: p.expression,
+                            prefix: p.prefix,
+                            descending: p.descending,
+                        })
+                        .collect(),
+                },
+            }),
+            TableElem::ForeignKey {
+                name,
+                columns,
+                ref_table,
+                ref_columns,
+                on_delete,
+                on_update,
+            } => out.push(SchemaChange::AddForeignKey {
+                table: table.clone(),
+                foreign_key: ForeignKey {
+                    name: name.as_ref().map(|n| self.name(n)),
+                    columns: columns.iter().map(|c| self.name(c)).collect(),
+                    ref_table: self.table_name(ref_table),
+                    ref_columns: ref_columns.iter().map(|c| self.name(c)).collect(),
+                    on_delete: on_delete.clone(),
+                    on_update: on_update.clone(),
+                },
+            }),
+            TableElem::Check { name, expr } => out.push(SchemaChange::AddCheck {
+                table: table.clone(),
+                check: Check {
+                    name: name.as_ref().map(|n| self.name(n)),
+                    expr: expr.clone(),
+                    dialect: self.dialect.name().into(),
+                },
+            }),
+        }
+    }
+
+    /// CREATE TABLE: one CreateTable change carrying the whole table.
+    pub fn create_table(&mut self, d: &CreateTableDraft) -> Result<Vec<ChangeRequest>, LowerError> {
+        let name = self.table_name(&d.name);
+        if let Some(like) = &d.like {
+            let src = self.table_name(like);
+            let Some(t) = self.catalog.table(&src) else {
+                return Err(LowerError(format!(
+                    "CREATE TABLE ... LIKE {src}: table {src} is not known"
+                )));
+            };
+            let mut t = t.clone();
+            t.name = name;
+            return Ok(vec![ChangeRequest::Change(SchemaChange::CreateTable {
+                table: t,
+                if_not_exists: d.if_not_exists,
+            })]);
+        }
+        let mut table = Table::new(name.clone());
+        let mut extras = Vec::new();
+        for e in &d.elems {
+            if let TableElem::Column(c) = e {
+                let col = self.column(&name, c, &mut extras);
+                table.columns.push(col);
+            } else {
+                self.elem(&name, e, &mut extras);
+            }
+        }
+        // Fold the table-level facts into the table itself.
+        for x in extras {
+            match x {
+                SchemaChange::SetPrimaryKey { name, columns, .. } => {
+                    let cols = columns.unwrap_or_default();
+                    for c in &cols {
+                        if let Some(col) = table.columns.iter_mut().find(|k| &k.name == c) {
+                            col.nullable = false;
+                        }
+                    }
+                    table.primary_key = Some(ddl_core::PrimaryKey {
+                        name,
+                        columns: cols,
+                    });
+                }
+                SchemaChange::AddIndex { index, .. } => table.indexes.push(index),
+                SchemaChange::AddForeignKey { foreign_key, .. } => {
+                    table.foreign_keys.push(foreign_key)
+                }
+                SchemaChange::AddCheck { check, .. } => table.checks.push(check),
+                _ => {}
+            }
+        }
+        for (k, v) in &d.options {
+            match k.as_str() {
+                "COMMENT" => table.comment = Some(v.clone()),
+                "AUTO_INCREMENT" => {}
+                _ => {
+                    table.options.insert(k.to_ascii_lowercase(), v.clone());
+                }
+            }
+        }
+        table.partition_by = d.partition_by.clone();
+        if let Some(t) = &d.trailing {
+            self.diags.skip(format!(
+                "table {}: storage clause `{t}` is not carried",
+                table.name
+            ));
+        }
+        Ok(vec![ChangeRequest::Change(SchemaChange::CreateTable {
+            table,
+            if_not_exists: d.if_not_exists,
+        })])
+    }
+
+    fn resolve_col(&self, table: &TableName, id: &Ident) -> String {
+        let n = self.name(id);
+        self.catalog.resolve_column(table, &n).unwrap_or(n)
+    }
+
+    fn position(&self, table: &TableName, p: &Option<Pos>) -> Option<ColumnPosition> {
+        p.as_ref().map(|p| match p {
+            Pos::First => ColumnPosition::First,
+            Pos::After(c) => ColumnPosition::After(self.resolve_col(table, c)),
+        })
+    }
+
+    /// ALTER TABLE: each spec becomes one or more requests.
+    pub fn alter_table(&mut self, d: &AlterTableDraft) -> Result<Vec<ChangeRequest>, LowerError> {
+        let mut table = self.table_name(&d.name);
+        if let Some(k) = self.catalog.resolve_table(&table) {
+            table = k.clone();
+        } else if !d.if_exists {
+            return Err(LowerError(format!("table {table} is not known")));
+        }
+        let mut out: Vec<ChangeRequest> = Vec::new();
+        let ch = |c: SchemaChange| ChangeRequest::Change(c);
+        for spec in &d.specs {
+            match spec {
+                AlterSpec::AddColumns { columns, position } => {
+                    let mut pos = self.position(&table, position);
+                    for cd in columns {
+                        let mut extras = Vec::new();
+                        let col = self.column(&table, cd, &mut extras);
+                        let name = col.name.clone();
+                        out.push(ch(SchemaChange::AddColumn {
+                            table: table.clone(),
+                            column: col,
+                            position: pos.take(),
+                        }));
+                        if position.is_some() {
+                            pos = Some(ColumnPosition::After(name));
+                        }
+                        out.extend(extras.into_iter().map(ch));
+                    }
+                }
+                AlterSpec::AddElem(e) => {
+                    let mut v = Vec::new();
+                    self.elem(&table, e, &mut v);
+                    out.extend(v.into_iter().map(ch));
+                }
+                AlterSpec::DropColumns(cols) => {
+                    for c in cols {
+                        out.push(ch(SchemaChange::DropColumn {
+                            table: table.clone(),
+                            column: self.resolve_col(&table, c),
+                        }))
+                    }
+                }
+                AlterSpec::DropPrimaryKey => out.push(ch(SchemaChange::SetPrimaryKey {
+                    table: table.clone(),
+                    name: None,
+                    columns: None,
+                })),
+                AlterSpec::DropIndex(n) => out.push(ch(SchemaChange::DropIndex {
+                    table: table.clone(),
+                    name: self.name(n),
+                })),
+                AlterSpec::DropForeignKey(n) | AlterSpec::DropConstraint(n) => {
+                    out.push(ch(SchemaChange::DropConstraint {
+                        table: table.clone(),
+                        name: self.name(n),
+                    }))
+                }
+                AlterSpec::ModifyColumn { column, position } => {
+                    let mut extras = Vec::new();
+                    let col = self.column(&table, column, &mut extras);
+                    out.push(ChangeRequest::ReplaceColumn {
+                        table: table.clone(),
+                        name: self.resolve_col(&table, &column.name),
+                        column: col,
+                        position: self.position(&table, position),
+                    });
+                    out.extend(extras.into_iter().map(ch));
+                }
+                AlterSpec::ChangeColumn {
+                    old,
+                    column,
+                    position,
+                } => {
+                    let mut extras = Vec::new();
+                    let col = self.column(&table, column, &mut extras);
+                    out.push(ChangeRequest::ReplaceColumn {
+                        table: table.clone(),
+                        name: self.resolve_col(&table, old),
+                        column: col,
+                        position: self.position(&table, position),
+                    });
+                    out.extend(extras.into_iter().map(ch));
+                }
+                AlterSpec::ModifyPartial(cols) => {
+                    for cd in cols {
+                        let name = self.resolve_col(&table, &cd.name);
+                        let Some(old) = self.catalog.table(&table).and_then(|t| t.column(&name))
+                        else {
+                            return Err(LowerError(format!(
+                                "column {name} of table {table} is not known"
+                            )));
+                        };
+                        let mut new = old.clone();
+                        if let Some(ty) = &cd.ty {
+                            new.data_type = ty.data_type.clone();
+                        }
+                        let mut extras = Vec::new();
+                        // DEFAULT NULL in a MODIFY removes the default.
+                        self.apply_attrs(&table, &mut new, &cd.attrs, &mut extras);
+                        out.push(ChangeRequest::ReplaceColumn {
+                            table: table.clone(),
+                            name,
+                            column: new,
+                            position: None,
+                        });
+                        out.extend(extras.into_iter().map(ch));
+                    }
+                }
+                AlterSpec::RenameColumn { from, to } => out.push(ch(SchemaChange::RenameColumn {
+                    table: table.clone(),
+                    from: self.resolve_col(&table, from),
+                    to: self.name(to),
+                })),
+                AlterSpec::RenameTo(n) => {
+                    let mut to = self.table_name(n);
+                    if n.len() == 1 {
+                        to.schema = table.schema.clone();
+                    }
+                    out.push(ch(SchemaChange::RenameTable {
+                        from: table.clone(),
+                        to: to.clone(),
+                    }));
+                    table = to;
+                }
+                AlterSpec::RenameIndex { from, to } => {
+                    let from = self.name(from);
+                    let ix = self
+                        .catalog
+                        .table(&table)
+                        .and_then(|t| t.indexes.iter().find(|i| i.name.as_deref() == Some(&from)))
+                        .cloned();
+                    let Some(mut ix) = ix else {
+                        return Err(LowerError(format!(
+                            "index {from} of table {table} is not known"
+                        )));
+                    };
+                    out.push(ch(SchemaChange::DropIndex {
+                        table: table.clone(),
+                        name: from,
+                    }));
+                    ix.name = Some(self.name(to));
+                    out.push(ch(SchemaChange::AddIndex {
+                        table: table.clone(),
+                        index: ix,
+                    }));
+                }
+                AlterSpec::AlterColumn { name, op } => {
+                    let column = self.resolve_col(&table, name);
+                    let t = table.clone();
+                    out.push(ch(match op {
+                        AlterColumnOp::SetType { ty, using } => SchemaChange::AlterColumnType {
+                            table: t,
+                            column,
+                            data_type: ty.data_type.clone(),
+                            using: using.clone(),
+                        },
+                        AlterColumnOp::SetNotNull => SchemaChange::SetNullable {
+                            table: t,
+                            column,
+                            nullable: false,
+                        },
+                        AlterColumnOp::DropNotNull => SchemaChange::SetNullable {
+                            table: t,
+                            column,
+                            nullable: true,
+                        },
+                        AlterColumnOp::SetDefault(e) => SchemaChange::SetDefault {
+                            table: t,
+                            column,
+                            default: self.default_value(e).filter(|d| {
+                                !matches!(
+                                    d,
+                                    DefaultValue::Literal {
+                                        value: Literal::Null
+                                    }
+                                )
+                            }),
+                        },
+                        AlterColumnOp::DropDefault => SchemaChange::SetDefault {
+                            table: t,
+                            column,
+                            default: None,
+                        },
+                    }));
+                }
+                AlterSpec::TableOption { key, value } => match key.as_str() {
+                    "COMMENT" => out.push(ch(SchemaChange::SetTableComment {
+                        table: table.clone(),
+                        comment: Some(value.clone()).filter(|v| !v.is_empty()),
+                    })),
+                    "AUTO_INCREMENT" => self.diags.skip(format!(
+                        "table {table}: AUTO_INCREMENT={value} is not carried"
+                    )),
+                    _ => out.push(ch(SchemaChange::SetTableOption {
+                        table: table.clone(),
+                        key: key.to_ascii_lowercase(),
+                        value: value.clone(),
+                    })),
+                },
+                AlterSpec::Ignored(s) => self
+                    .diags
+                    .skip(format!("table {table}: `{s}` has no schema meaning")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Classify a default expression as written in `dialect` into a neutral default.
+pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
+    let mut t = raw.trim();
+    // Strip redundant parentheses: DEFAULT (0), DEFAULT ('x').
+    while t.starts_with('(') && t.ends_with(')') && balanced(&t[1..t.len() - 1]) {
+        t = t[1..t.len() - 1].trim();
+    }
+    // PostgreSQL casts on literals: 'x'::character varying, 0::numeric.
+    if dialect == Dialect::Postgres {
+        if let Some(p) = t.rfind("::") {
+            let (head, ty) = (&t[..p], &t[p + 2..]);
+            if !ty.contains('\'') && !ty.contains('(') || ty.ends_with(')') && !ty.contains('\'') {
+                if head.to_ascii_lowercase().starts_with("nextval(") {
+                    // fallthrough below with the cast in place
+                } else {
+                    t = head.trim();
+                    while t.starts_with('(') && t.ends_with(')') && balanced(&t[1..t.len() - 1]) {
+                        t = t[1..t.len() - 1].trim();
+                    }
+                }
+            }
+        }
+    }
+    let up = t.to_ascii_uppercase();
+    let lit = |value| Some(DefaultValue::Literal { value });
+    if up == "NULL" {
+        return lit(Literal::Null);
+    }
+    if up == "TRUE" || up == "FALSE" {
+        return lit(Literal::Boolean(up == "TRUE"));
+    }
+    if let Ok((rest, s)) = grammar::lex::string_lit(t) {
+        if rest.trim().is_empty() {
+            return lit(Literal::String(s));
+        }
+    }
+    let num = t.strip_prefix('+').unwrap_or(t);
+    if is_number(num) {
+        return lit(Literal::Number(num.to_owned()));
+    }
+    if (up.starts_with("B'") || up.starts_with("X'")) && up.ends_with('\'') {
+        let body = &t[2..t.len() - 1];
+        let radix = if up.starts_with('B') { 2 } else { 16 };
+        if let Ok(v) = u128::from_str_radix(body, radix) {
+            return lit(Literal::Number(v.to_string()));
+        }
+    }
+    let func = up.split('(').next().unwrap_or("").trim();
+    let arg = up
+        .find('(')
+        .and_then(|p| up[p + 1..].strip_suffix(')'))
+        .map(str::trim);
+    let prec = arg.and_then(|a| a.parse::<u8>().ok());
+    match func {
+        "CURRENT_TIMESTAMP"
+        | "NOW"
+        | "LOCALTIMESTAMP"
+        | "SYSTIMESTAMP"
+        | "SYSDATE"
+        | "CURRENT_TIMESTAMP()"
+        | "STATEMENT_TIMESTAMP"
+        | "TRANSACTION_TIMESTAMP"
+        | "CLOCK_TIMESTAMP"
+        | "GETDATE"
+        | "UTC_TIMESTAMP" => {
+            let precision = match func {
+                "SYSTIMESTAMP"
+                | "NOW"
+                | "STATEMENT_TIMESTAMP"
+                | "TRANSACTION_TIMESTAMP"
+                | "CLOCK_TIMESTAMP"
+                    if dialect != Dialect::MySql =>
+                {
+                    prec.or(Some(6))
+                }
+                "SYSDATE" => Some(0),
+                _ => prec,
+            };
+            return Some(DefaultValue::CurrentTimestamp { precision });
+        }
+        "CURRENT_DATE" | "CURDATE" => return Some(DefaultValue::CurrentDate),
+        "CURRENT_TIME" | "CURTIME" | "LOCALTIME" => return Some(DefaultValue::CurrentTime),
+        "NEXTVAL" => {
+            if let Some(a) = t.find('(').map(|p| &t[p + 1..t.len() - 1]) {
+                let a = a.split("::").next().unwrap_or(a).trim();
+                if let Ok((_, s)) = grammar::lex::string_lit(a) {
+                    return Some(DefaultValue::NextVal { sequence: s });
+                }
+            }
+        }
+        _ => {}
+    }
+    if dialect == Dialect::Oracle && up.ends_with(".NEXTVAL") {
+        return Some(DefaultValue::NextVal {
+            sequence: t[..t.len() - 8].to_owned(),
+        });
+    }
+    Some(DefaultValue::Raw {
+        dialect: dialect.name().into(),
+        text: raw.trim().to_owned(),
+    })
+}
+
+fn balanced(s: &str) -> bool {
+    let mut d = 0i32;
+    for c in s.chars() {
+        match c {
+            '(' => d += 1,
+            ')' => {
+                d -= 1;
+                if d < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    d == 0
+}
+
+fn is_number(s: &str) -> bool {
+    let s = s.strip_prefix('-').unwrap_or(s);
+    !s.is_empty()
+        && s.parse::<f64>().is_ok()
+        && s.chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+}

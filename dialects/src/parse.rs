@@ -1,0 +1,593 @@
+//! One statement of source text -> IR change requests.
+
+use crate::lower::{LowerError, Lowerer};
+use crate::Dialect;
+use ddl_core::{
+    Catalog, ChangeRequest, Diagnostics, Index, IndexKind, IndexPart, SchemaChange, TableName,
+};
+use sqlparser::ast::{self as sq, Statement as Sq};
+use sqlparser::dialect::{Dialect as SqDialect, MySqlDialect, OracleDialect, PostgreSqlDialect};
+use sqlparser::parser::Parser;
+
+/// What a statement means for the schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    Requests(Vec<ChangeRequest>),
+    /// `USE db` / `SET search_path`: the default schema for what follows.
+    UseSchema(String),
+    /// No schema meaning (views, routines, session settings, data): reported as skipped.
+    Skipped(String),
+}
+
+/// A statement that cannot be read: where (byte offset in the statement) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl From<LowerError> for ParseError {
+    fn from(e: LowerError) -> Self {
+        ParseError {
+            offset: 0,
+            message: e.0,
+        }
+    }
+}
+
+/// Options of the source parser.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ParseOptions {
+    /// MySQL's ANSI_QUOTES sql_mode: `"x"` is a name, not a string.
+    pub ansi_quotes: bool,
+}
+
+fn sq_dialect(d: Dialect) -> &'static dyn SqDialect {
+    match d {
+        Dialect::MySql => &MySqlDialect {},
+        Dialect::Postgres => &PostgreSqlDialect {},
+        Dialect::Oracle => &OracleDialect {},
+    }
+}
+
+/// The first `n` words of a statement, upper-cased.
+fn head(text: &str, n: usize) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || c == '(' || c == ';')
+        .filter(|w| !w.is_empty())
+        .take(n)
+        .map(|w| w.to_ascii_uppercase())
+        .collect()
+}
+
+pub struct StatementParser<'a> {
+    pub dialect: Dialect,
+    pub options: ParseOptions,
+    pub catalog: &'a Catalog,
+    pub default_schema: Option<&'a str>,
+    pub diags: &'a mut Diagnostics,
+}
+
+impl StatementParser<'_> {
+    fn lowerer(&mut self) -> Lowerer<'_> {
+        Lowerer {
+            dialect: self.dialect,
+            catalog: self.catalog,
+            default_schema: self.default_schema,
+            diags: self.diags,
+        }
+    }
+
+    pub fn parse(&mut self, text: &str) -> Result<Parsed, ParseError> {
+        let h = head(text, 6);
+        let w = |i: usize| h.get(i).map(String::as_str).unwrap_or("");
+        // Skip words between CREATE and the object kind.
+        let mut k = 1;
+        while matches!(
+            w(k),
+            "OR" | "REPLACE"
+                | "TEMPORARY"
+                | "GLOBAL"
+                | "UNLOGGED"
+                | "DEFINER"
+                | "EDITIONABLE"
+                | "NONEDITIONABLE"
+                | "ALGORITHM"
+                | "SQL"
+                | "MATERIALIZED"
+                | "FORCE"
+                | "NOFORCE"
+                | "AGGREGATE"
+        ) || w(k).starts_with("DEFINER=")
+            || w(k).starts_with("ALGORITHM=")
+        {
+            k += 1;
+        }
+        match (w(0), w(k)) {
+            ("CREATE", "TABLE") => {
+                if w(k) == "TABLE" && h.iter().any(|x| x == "AS" || x == "SELECT") {
+                    // CREATE TABLE ... AS SELECT: the shape depends on a query.
+                    let mentions_select = text.to_ascii_uppercase().contains("SELECT");
+                    if mentions_select && !text.contains('(') {
+                        return Ok(Parsed::Skipped(
+                            "CREATE TABLE ... AS SELECT: the table's columns come from a query"
+                                .into(),
+                        ));
+                    }
+                }
+                let d =
+                    grammar::ddl::parse_create_table(self.dialect.flavor(), &self.prepare(text))
+                        .map_err(|e| ParseError {
+                            offset: e.offset,
+                            message: e.message,
+                        })?;
+                return Ok(Parsed::Requests(self.lowerer().create_table(&d)?));
+            }
+            ("ALTER", "TABLE") | ("ALTER", "ONLINE") | ("ALTER", "IGNORE") => {
+                let d = grammar::ddl::parse_alter_table(self.dialect.flavor(), &self.prepare(text))
+                    .map_err(|e| ParseError {
+                        offset: e.offset,
+                        message: e.message,
+                    })?;
+                return Ok(Parsed::Requests(self.lowerer().alter_table(&d)?));
+            }
+            (
+                "CREATE",
+                kind @ ("VIEW" | "TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT" | "PACKAGE"
+                | "TYPE" | "SEQUENCE" | "SYNONYM" | "RULE" | "EXTENSION" | "ROLE" | "USER"
+                | "DOMAIN" | "AGGREGATE" | "OPERATOR" | "POLICY" | "PUBLICATION"
+                | "SUBSCRIPTION" | "SERVER" | "COLLATION" | "CAST" | "LANGUAGE"
+                | "TABLESPACE" | "DIRECTORY" | "MATERIALIZED" | "LIBRARY" | "CONVERSION"
+                | "TEXT" | "STATISTICS" | "FOREIGN" | "ACCESS" | "EVENT_TRIGGER"
+                | "TRANSFORM"),
+            ) => {
+                return Ok(Parsed::Skipped(format!(
+                    "CREATE {kind} is not a table schema change"
+                )));
+            }
+            (
+                "DROP",
+                kind @ ("VIEW" | "TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT" | "PACKAGE"
+                | "TYPE" | "SEQUENCE" | "SYNONYM" | "RULE" | "EXTENSION" | "ROLE" | "USER"
+                | "DOMAIN" | "AGGREGATE" | "OPERATOR" | "POLICY" | "MATERIALIZED"
+                | "TABLESPACE" | "SERVER" | "PUBLICATION"),
+            ) => {
+                return Ok(Parsed::Skipped(format!(
+                    "DROP {kind} is not a table schema change"
+                )));
+            }
+            (
+                kw @ ("INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "SELECT" | "LOCK" | "UNLOCK"
+                | "GRANT" | "REVOKE" | "BEGIN" | "COMMIT" | "ROLLBACK" | "START" | "DECLARE"
+                | "ANALYZE" | "OPTIMIZE" | "FLUSH" | "VACUUM" | "COPY" | "CALL" | "DO"
+                | "EXPLAIN" | "SHOW" | "PROMPT" | "SPOOL" | "WHENEVER" | "EXEC" | "EXECUTE"
+                | "LOAD" | "CHECKPOINT" | "REINDEX" | "CLUSTER" | "LISTEN" | "NOTIFY"
+                | "SAVEPOINT" | "RELEASE" | "PURGE" | "AUDIT" | "NOAUDIT" | "SECURITY"
+                | "\\CONNECT" | "\\."),
+                _,
+            ) => {
+                return Ok(Parsed::Skipped(format!("{kw} is not a schema change")));
+            }
+            ("SET", _) => return self.set(text),
+            ("ALTER", kind) if kind != "TABLE" => {
+                return Ok(Parsed::Skipped(format!(
+                    "ALTER {kind} is not a table schema change"
+                )));
+            }
+            _ => {}
+        }
+        let stmts = Parser::new(sq_dialect(self.dialect))
+            .try_with_sql(text)
+            .and_then(|mut p| p.parse_statements())
+            .map_err(|e| sq_error(text, &e))?;
+        let mut out = Vec::new();
+        for s in stmts {
+            match self.statement(s)? {
+                Parsed::Requests(r) => out.extend(r),
+                other => return Ok(other),
+            }
+        }
+        Ok(Parsed::Requests(out))
+    }
+
+    /// Text prepared for the grammar: with MySQL's ANSI_QUOTES off, `"x"` is a string,
+    /// which the grammar reads as a quoted name; the two only differ in defaults and
+    /// comments, so strings in double quotes are turned into single-quoted strings.
+    fn prepare<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        if self.dialect != Dialect::MySql || self.options.ansi_quotes || !text.contains('"') {
+            return text.into();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars().peekable();
+        let mut in_single = false;
+        let mut in_back = false;
+        let mut in_double = false;
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if in_single || in_double => {
+                    out.push(c);
+                    if let Some(n) = chars.next() {
+                        out.push(n);
+                    }
+                    continue;
+                }
+                '\'' if !in_back && !in_double => in_single = !in_single,
+                '`' if !in_single && !in_double => in_back = !in_back,
+                '"' if !in_single && !in_back => {
+                    if in_double && chars.peek() == Some(&'"') {
+                        chars.next();
+                        out.push_str("\"\"");
+                        continue;
+                    }
+                    in_double = !in_double;
+                    out.push('\'');
+                    continue;
+                }
+                '\'' if in_double => {
+                    out.push_str("''");
+                    continue;
+                }
+                _ => {}
+            }
+            out.push(c);
+        }
+        out.into()
+    }
+
+    fn set(&mut self, text: &str) -> Result<Parsed, ParseError> {
+        let h = head(text, 4);
+        if h.get(1).map(String::as_str) == Some("SEARCH_PATH") {
+            let rest = text.splitn(2, |c: char| c == '=' || c.eq_ignore_ascii_case(&'t'));
+            let _ = rest;
+            let up = text.to_ascii_uppercase();
+            let at = up
+                .find(" TO ")
+                .map(|p| p + 4)
+                .or_else(|| up.find('=').map(|p| p + 1))
+                .unwrap_or(text.len());
+            let first = text[at..].split(',').next().unwrap_or("").trim();
+            let first = first.trim_matches('\'').trim_matches('"');
+            if !first.is_empty() {
+                return Ok(Parsed::UseSchema(if text[at..].trim().starts_with('"') {
+                    first.to_owned()
+                } else {
+                    first.to_lowercase()
+                }));
+            }
+        }
+        Ok(Parsed::Skipped("session setting (SET)".into()))
+    }
+
+    fn name(&self, id: &sq::Ident) -> String {
+        if id.quote_style.is_some() {
+            id.value.clone()
+        } else {
+            self.dialect.fold().apply(&id.value)
+        }
+    }
+
+    fn object_name(&self, n: &sq::ObjectName) -> TableName {
+        let parts: Vec<String> =
+            n.0.iter()
+                .filter_map(|p| p.as_ident().map(|i| self.name(i)))
+                .collect();
+        match parts.as_slice() {
+            [t] => TableName {
+                schema: self.default_schema.map(str::to_owned),
+                name: t.clone(),
+            },
+            [.., s, t] => TableName::new(Some(s), t),
+            [] => TableName::new(None, ""),
+        }
+    }
+
+    fn resolve(&self, t: TableName) -> TableName {
+        self.catalog.resolve_table(&t).cloned().unwrap_or(t)
+    }
+
+    fn statement(&mut self, s: Sq) -> Result<Parsed, ParseError> {
+        use SchemaChange as C;
+        let one = |c: C| Ok(Parsed::Requests(vec![ChangeRequest::Change(c)]));
+        match s {
+            Sq::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => one(C::CreateNamespace {
+                name: self.object_name(&db_name).name,
+                if_not_exists,
+            }),
+            Sq::CreateSchema {
+                schema_name,
+                if_not_exists,
+                ..
+            } => {
+                let name = match &schema_name {
+                    sq::SchemaName::Simple(n) | sq::SchemaName::NamedAuthorization(n, _) => {
+                        self.object_name(n).name
+                    }
+                    sq::SchemaName::UnnamedAuthorization(i) => self.name(i),
+                };
+                one(C::CreateNamespace {
+                    name,
+                    if_not_exists,
+                })
+            }
+            Sq::Drop {
+                object_type,
+                if_exists,
+                names,
+                cascade,
+                table,
+                ..
+            } => {
+                let mut out = Vec::new();
+                for n in &names {
+                    let c = match object_type {
+                        sq::ObjectType::Table => C::DropTable {
+                            name: self.resolve(self.object_name(n)),
+                            if_exists,
+                        },
+                        sq::ObjectType::Schema | sq::ObjectType::Database => C::DropNamespace {
+                            name: self.object_name(n).name,
+                            if_exists,
+                            cascade,
+                        },
+                        sq::ObjectType::Index => {
+                            let ix = self.object_name(n);
+                            let on = match &table {
+                                Some(t) => Some(self.resolve(self.object_name(t))),
+                                None => self.find_index_table(&ix),
+                            };
+                            match on {
+                                Some(t) => C::DropIndex {
+                                    table: t,
+                                    name: ix.name,
+                                },
+                                None if if_exists => {
+                                    return Ok(Parsed::Skipped(format!(
+                                        "DROP INDEX IF EXISTS {}: no such index is known",
+                                        ix.name
+                                    )))
+                                }
+                                None => {
+                                    return Err(ParseError {
+                                        offset: 0,
+                                        message: format!(
+                                            "index {} is not known, so its table is not either",
+                                            ix.name
+                                        ),
+                                    })
+                                }
+                            }
+                        }
+                        other => {
+                            return Ok(Parsed::Skipped(format!(
+                                "DROP {other} is not a table schema change"
+                            )))
+                        }
+                    };
+                    out.push(ChangeRequest::Change(c));
+                }
+                Ok(Parsed::Requests(out))
+            }
+            Sq::RenameTable(pairs) => Ok(Parsed::Requests(
+                pairs
+                    .iter()
+                    .map(|p| {
+                        let from = self.resolve(self.object_name(&p.old_name));
+                        let mut to = self.object_name(&p.new_name);
+                        if p.new_name.0.len() == 1 {
+                            to.schema = from.schema.clone();
+                        }
+                        ChangeRequest::Change(C::RenameTable { from, to })
+                    })
+                    .collect(),
+            )),
+            Sq::Truncate(t) => Ok(Parsed::Requests(
+                t.table_names
+                    .iter()
+                    .map(|n| {
+                        ChangeRequest::Change(C::TruncateTable {
+                            name: self.resolve(self.object_name(&n.name)),
+                        })
+                    })
+                    .collect(),
+            )),
+            Sq::CreateIndex(ci) => {
+                let table = self.resolve(self.object_name(&ci.table_name));
+                let parts = ci
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let desc = matches!(c.column.options.sort, Some(sq::OrderBySort::Desc));
+                        match &c.column.expr {
+                            sq::Expr::Identifier(i) => IndexPart {
+                                descending: desc,
+                                ..IndexPart::column(&self.catalog_col(&table, &self.name(i)))
+                            },
+                            sq::Expr::Function(f)
+                                if self.dialect == Dialect::MySql
+                                    && f.name.0.len() == 1
+                                    && prefix_len(f).is_some() =>
+                            {
+                                let col = f.name.0[0]
+                                    .as_ident()
+                                    .map(|i| self.name(i))
+                                    .unwrap_or_default();
+                                IndexPart {
+                                    prefix: prefix_len(f),
+                                    descending: desc,
+                                    ..IndexPart::column(&self.catalog_col(&table, &col))
+                                }
+                            }
+                            e => IndexPart {
+                                column: e.to_string(),
+                                expression: true,
+                                prefix: None,
+                                descending: desc,
+                            },
+                        }
+                    })
+                    .collect();
+                let kind = if ci.unique {
+                    IndexKind::Unique
+                } else {
+                    match ci
+                        .using
+                        .as_ref()
+                        .map(|u| u.to_string().to_ascii_uppercase())
+                    {
+                        Some(u) if u == "FULLTEXT" => IndexKind::Fulltext,
+                        Some(u) if u == "SPATIAL" => IndexKind::Spatial,
+                        _ => IndexKind::Plain,
+                    }
+                };
+                one(C::AddIndex {
+                    table,
+                    index: Index {
+                        name: ci.name.as_ref().map(|n| self.object_name(n).name),
+                        kind,
+                        parts,
+                    },
+                })
+            }
+            Sq::Comment {
+                object_type,
+                object_name,
+                comment,
+                ..
+            } => match object_type {
+                sq::CommentObject::Table => one(C::SetTableComment {
+                    table: self.resolve(self.object_name(&object_name)),
+                    comment: comment.filter(|c| !c.is_empty()),
+                }),
+                sq::CommentObject::Column => {
+                    let parts: Vec<_> = object_name.0.clone();
+                    let (tparts, col) = parts.split_at(parts.len().saturating_sub(1));
+                    let col = col
+                        .first()
+                        .and_then(|p| p.as_ident())
+                        .map(|i| self.name(i))
+                        .unwrap_or_default();
+                    let table = self.resolve(self.object_name(&sq::ObjectName(tparts.to_vec())));
+                    let column = self.catalog_col(&table, &col);
+                    one(C::SetColumnComment {
+                        table,
+                        column,
+                        comment: comment.filter(|c| !c.is_empty()),
+                    })
+                }
+                other => Ok(Parsed::Skipped(format!(
+                    "COMMENT ON {other} is not carried"
+                ))),
+            },
+            Sq::Use(u) => {
+                let n = match &u {
+                    sq::Use::Object(n)
+                    | sq::Use::Database(n)
+                    | sq::Use::Schema(n)
+                    | sq::Use::Catalog(n) => Some(self.object_name(n).name),
+                    _ => None,
+                };
+                match n {
+                    Some(n) => Ok(Parsed::UseSchema(n)),
+                    None => Ok(Parsed::Skipped(
+                        "USE of something other than a schema".into(),
+                    )),
+                }
+            }
+            other => {
+                let kind = other.to_string();
+                let kind: String = kind
+                    .split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                Ok(Parsed::Skipped(format!(
+                    "{kind} is not a table schema change"
+                )))
+            }
+        }
+    }
+
+    fn catalog_col(&self, table: &TableName, col: &str) -> String {
+        self.catalog
+            .resolve_column(table, col)
+            .unwrap_or_else(|_| col.to_owned())
+    }
+
+    fn find_index_table(&self, ix: &TableName) -> Option<TableName> {
+        self.catalog
+            .tables
+            .values()
+            .find(|t| {
+                (ix.schema.is_none() || t.name.schema == ix.schema)
+                    && t.indexes
+                        .iter()
+                        .any(|i| i.name.as_deref() == Some(ix.name.as_str()))
+            })
+            .map(|t| t.name.clone())
+    }
+}
+
+fn prefix_len(f: &sq::Function) -> Option<u32> {
+    if let sq::FunctionArguments::List(l) = &f.args {
+        if let [sq::FunctionArg::Unnamed(sq::FunctionArgExpr::Expr(sq::Expr::Value(v)))] =
+            l.args.as_slice()
+        {
+            if let sq::Value::Number(n, _) = &v.value {
+                return n.parse().ok();
+            }
+        }
+    }
+    None
+}
+
+/// sqlparser's errors end with "at Line: L, Column: C"; turn that into an offset.
+fn sq_error(text: &str, e: &sqlparser::parser::ParserError) -> ParseError {
+    let msg = e.to_string();
+    let msg = msg
+        .strip_prefix("sql parser error: ")
+        .unwrap_or(&msg)
+        .to_owned();
+    let mut offset = 0;
+    let mut message = msg.clone();
+    if let Some(p) = msg.rfind(" at Line: ") {
+        let tail = &msg[p + 10..];
+        let mut it = tail.split(", Column: ");
+        if let (Some(l), Some(c)) = (it.next(), it.next()) {
+            if let (Ok(l), Ok(c)) = (l.trim().parse::<usize>(), c.trim().parse::<usize>()) {
+                offset = offset_of(text, l, c);
+                message = msg[..p].to_owned();
+            }
+        }
+    }
+    ParseError {
+        offset,
+        message: lower_first(&message),
+    }
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// Byte offset of 1-based line/column (column in characters).
+pub fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut off = 0;
+    for (n, l) in text.split_inclusive('\n').enumerate() {
+        if n + 1 == line {
+            return off
+                + l.char_indices()
+                    .nth(col.saturating_sub(1))
+                    .map(|(i, _)| i)
+                    .unwrap_or(l.len());
+        }
+        off += l.len();
+    }
+    text.len()
+}
