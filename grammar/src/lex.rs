@@ -357,9 +357,15 @@ fn operand(i: &str) -> Res<'_, ()> {
     let (i, _) = many0((
         sym("::"),
         ws,
-        take_while1(|c: char| is_word_char(c) || c == ' ' && false),
+        take_while1(is_word_char),
+        many0(alt((
+            kw("VARYING"),
+            kw("PRECISION"),
+            value((), (kw("WITH"), kw("TIME"), kw("ZONE"))),
+            value((), (kw("WITHOUT"), kw("TIME"), kw("ZONE"))),
+        ))),
         opt(paren_group),
-        opt(alt((tag("[]"), tag("")))),
+        opt(tag("[]")),
     ))
     .parse(i)?;
     Ok((i, ()))

@@ -30,10 +30,256 @@ pub fn string_literal(dialect: Dialect, s: &str) -> String {
     out
 }
 
+/// Words reserved in at least one of MySQL 8, PostgreSQL 15 or Oracle 19 (or the SQL
+/// standard's core): a name spelled like one is always quoted. Sorted for binary search.
+const RESERVED: &[&str] = &[
+    "ACCESS",
+    "ADD",
+    "ALL",
+    "ALTER",
+    "ANALYSE",
+    "ANALYZE",
+    "AND",
+    "ANY",
+    "ARRAY",
+    "AS",
+    "ASC",
+    "ASYMMETRIC",
+    "AUDIT",
+    "AUTHORIZATION",
+    "BETWEEN",
+    "BIGINT",
+    "BINARY",
+    "BLOB",
+    "BOTH",
+    "BY",
+    "CALL",
+    "CASCADE",
+    "CASE",
+    "CAST",
+    "CHANGE",
+    "CHAR",
+    "CHARACTER",
+    "CHECK",
+    "CLUSTER",
+    "COLLATE",
+    "COLUMN",
+    "COMMENT",
+    "COMPRESS",
+    "CONCURRENTLY",
+    "CONDITION",
+    "CONNECT",
+    "CONSTRAINT",
+    "CONTINUE",
+    "CONVERT",
+    "CREATE",
+    "CROSS",
+    "CURRENT",
+    "CURRENT_CATALOG",
+    "CURRENT_DATE",
+    "CURRENT_ROLE",
+    "CURRENT_SCHEMA",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_USER",
+    "CURSOR",
+    "DATABASE",
+    "DATABASES",
+    "DATE",
+    "DECIMAL",
+    "DECLARE",
+    "DEFAULT",
+    "DEFERRABLE",
+    "DELETE",
+    "DESC",
+    "DESCRIBE",
+    "DISTINCT",
+    "DIV",
+    "DO",
+    "DOUBLE",
+    "DROP",
+    "DUAL",
+    "EACH",
+    "ELSE",
+    "ELSEIF",
+    "ENCLOSED",
+    "END",
+    "ESCAPED",
+    "EXCEPT",
+    "EXCLUSIVE",
+    "EXISTS",
+    "EXIT",
+    "EXPLAIN",
+    "FALSE",
+    "FETCH",
+    "FILE",
+    "FLOAT",
+    "FOR",
+    "FORCE",
+    "FOREIGN",
+    "FREEZE",
+    "FROM",
+    "FULL",
+    "FULLTEXT",
+    "FUNCTION",
+    "GENERATED",
+    "GRANT",
+    "GROUP",
+    "GROUPS",
+    "HAVING",
+    "IDENTIFIED",
+    "IF",
+    "ILIKE",
+    "IMMEDIATE",
+    "IN",
+    "INCREMENT",
+    "INDEX",
+    "INITIAL",
+    "INITIALLY",
+    "INNER",
+    "INOUT",
+    "INSERT",
+    "INT",
+    "INTEGER",
+    "INTERSECT",
+    "INTERVAL",
+    "INTO",
+    "IS",
+    "ISNULL",
+    "JOIN",
+    "KEY",
+    "KEYS",
+    "KILL",
+    "LATERAL",
+    "LEADING",
+    "LEAVE",
+    "LEFT",
+    "LEVEL",
+    "LIKE",
+    "LIMIT",
+    "LINES",
+    "LOAD",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "LOCK",
+    "LONG",
+    "LOOP",
+    "MATCH",
+    "MAXEXTENTS",
+    "MINUS",
+    "MOD",
+    "MODE",
+    "MODIFY",
+    "NATURAL",
+    "NOAUDIT",
+    "NOCOMPRESS",
+    "NOT",
+    "NOTNULL",
+    "NOWAIT",
+    "NULL",
+    "NUMBER",
+    "NUMERIC",
+    "OF",
+    "OFFLINE",
+    "OFFSET",
+    "ON",
+    "ONLINE",
+    "ONLY",
+    "OPTION",
+    "OR",
+    "ORDER",
+    "OUT",
+    "OUTER",
+    "OVER",
+    "OVERLAPS",
+    "PARTITION",
+    "PCTFREE",
+    "PLACING",
+    "PRECISION",
+    "PRIMARY",
+    "PRIOR",
+    "PRIVILEGES",
+    "PROCEDURE",
+    "PUBLIC",
+    "RANGE",
+    "RAW",
+    "READ",
+    "REAL",
+    "REFERENCES",
+    "REGEXP",
+    "RENAME",
+    "REPEAT",
+    "REPLACE",
+    "RESOURCE",
+    "RESTRICT",
+    "RETURN",
+    "RETURNING",
+    "REVOKE",
+    "RIGHT",
+    "RLIKE",
+    "ROW",
+    "ROWID",
+    "ROWNUM",
+    "ROWS",
+    "SCHEMA",
+    "SELECT",
+    "SESSION",
+    "SESSION_USER",
+    "SET",
+    "SHARE",
+    "SHOW",
+    "SIMILAR",
+    "SIZE",
+    "SMALLINT",
+    "SOME",
+    "SPATIAL",
+    "SQL",
+    "START",
+    "SUCCESSFUL",
+    "SYMMETRIC",
+    "SYNONYM",
+    "SYSDATE",
+    "SYSTEM_USER",
+    "TABLE",
+    "TABLESAMPLE",
+    "THEN",
+    "TIME",
+    "TIMESTAMP",
+    "TO",
+    "TRAILING",
+    "TRIGGER",
+    "TRUE",
+    "UID",
+    "UNION",
+    "UNIQUE",
+    "UNLOCK",
+    "UNSIGNED",
+    "UPDATE",
+    "USAGE",
+    "USE",
+    "USER",
+    "USING",
+    "VALIDATE",
+    "VALUES",
+    "VARCHAR",
+    "VARCHAR2",
+    "VARIADIC",
+    "VERBOSE",
+    "VIEW",
+    "WHEN",
+    "WHENEVER",
+    "WHERE",
+    "WHILE",
+    "WINDOW",
+    "WITH",
+    "WRITE",
+    "XOR",
+    "YEAR_MONTH",
+    "ZEROFILL",
+];
+
 fn is_keyword(upper: &str) -> bool {
-    sqlparser::keywords::ALL_KEYWORDS
-        .binary_search(&upper)
-        .is_ok()
+    RESERVED.binary_search(&upper).is_ok()
 }
 
 /// Quote an identifier for `dialect` when it needs it: anything but a plain name in the
@@ -537,6 +783,7 @@ impl Emitter {
     fn create_table(&self, cx: &mut EmitCtx<'_>, t: &Table, if_not_exists: bool) -> Vec<String> {
         let mut out = Vec::new();
         let mut lines = Vec::new();
+        let t = &self.mysql_single_auto_increment(cx, t);
         for c in &t.columns {
             lines.push(self.column_def(cx, &t.name, c));
         }
@@ -645,6 +892,43 @@ impl Emitter {
         }
         out.extend(after);
         out
+    }
+
+    /// MySQL allows one AUTO_INCREMENT column per table, and it must lead a key: other
+    /// identity columns lose their generation, with a warning.
+    fn mysql_single_auto_increment(&self, cx: &mut EmitCtx<'_>, t: &Table) -> Table {
+        let mut t = t.clone();
+        if self.target != Dialect::MySql {
+            return t;
+        }
+        let leads_key = |c: &str| {
+            t.primary_key.as_ref().is_some_and(|p| p.columns.first().map(String::as_str) == Some(c))
+                || t.indexes.iter().any(|i| {
+                    i.parts.first().is_some_and(|p| !p.expression && p.column == c)
+                })
+        };
+        let keep = t
+            .columns
+            .iter()
+            .filter(|c| c.identity.is_some())
+            .map(|c| c.name.clone())
+            .find(|c| leads_key(c));
+        let names: Vec<String> = t
+            .columns
+            .iter()
+            .filter(|c| c.identity.is_some() && Some(&c.name) != keep.as_ref())
+            .map(|c| c.name.clone())
+            .collect();
+        for n in names {
+            cx.diags.warn(format!(
+                "{}.{n}: MySQL allows one AUTO_INCREMENT column, leading a key: {n} is a plain column",
+                t.name
+            ));
+            if let Some(c) = t.columns.iter_mut().find(|c| c.name == n) {
+                c.identity = None;
+            }
+        }
+        t
     }
 
     /// Emit the changes of one source statement.
@@ -927,7 +1211,9 @@ impl Emitter {
                     .map(|o| o.data_type.family());
                 let using = match using {
                     Some(u) if cx.source == tgt => format!(" USING {u}"),
-                    _ if old_family != Some(c.data_type.family()) => format!(" USING {cn}::{ty}"),
+                    _ if old_family.is_some_and(|f| f != c.data_type.family()) => {
+                        format!(" USING {cn}::{ty}")
+                    }
                     _ => String::new(),
                 };
                 out.push(format!("ALTER TABLE {tn} ALTER COLUMN {cn} TYPE {ty}{using}"));
@@ -1134,8 +1420,13 @@ impl Emitter {
                 let index = before.and_then(|t| {
                     t.indexes.iter().find(|i| i.name.as_deref() == Some(name)).cloned()
                 });
+                let is_pk = before.is_some_and(|t| {
+                    t.primary_key.as_ref().is_some_and(|p| p.name.as_deref() == Some(name))
+                });
                 let n = self.ident(cx, name);
-                if tgt == Dialect::MySql && is_fk {
+                if is_pk && tgt != Dialect::Postgres {
+                    out.push(format!("ALTER TABLE {tn} DROP PRIMARY KEY"));
+                } else if tgt == Dialect::MySql && is_fk {
                     out.push(format!("ALTER TABLE {tn} DROP FOREIGN KEY {n}"));
                 } else if let Some(ix) = index {
                     if tgt == Dialect::MySql {
@@ -1205,5 +1496,25 @@ pub fn type_label(t: &ddl_core::DataType) -> String {
             .ok()
             .and_then(|v| v["type"].as_str().map(str::to_owned))
             .unwrap_or_else(|| other.family().to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_list_is_sorted() {
+        assert!(RESERVED.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote_ident(Dialect::Postgres, "id"), "id");
+        assert_eq!(quote_ident(Dialect::Postgres, "select"), "\"select\"");
+        assert_eq!(quote_ident(Dialect::Postgres, "Mixed"), "\"Mixed\"");
+        assert_eq!(quote_ident(Dialect::MySql, "a`b"), "`a``b`");
+        assert_eq!(quote_ident(Dialect::Oracle, "naïve"), "\"naïve\"");
+        assert_eq!(quote_ident(Dialect::Oracle, "EMP"), "EMP");
     }
 }
