@@ -164,19 +164,22 @@ impl Lowerer<'_> {
                         dialect: self.dialect.name().into(),
                     },
                 }),
-                ColAttr::References { table: t, columns } => {
-                    extras.push(SchemaChange::AddForeignKey {
-                        table: table.clone(),
-                        foreign_key: ForeignKey {
-                            name: None,
-                            columns: vec![c.name.clone()],
-                            ref_table: self.table_name(t),
-                            ref_columns: columns.iter().map(|x| self.name(x)).collect(),
-                            on_delete: None,
-                            on_update: None,
-                        },
-                    })
-                }
+                ColAttr::References {
+                    table: t,
+                    columns,
+                    on_delete,
+                    on_update,
+                } => extras.push(SchemaChange::AddForeignKey {
+                    table: table.clone(),
+                    foreign_key: ForeignKey {
+                        name: None,
+                        columns: vec![c.name.clone()],
+                        ref_table: self.table_name(t),
+                        ref_columns: columns.iter().map(|x| self.name(x)).collect(),
+                        on_delete: on_delete.clone(),
+                        on_update: on_update.clone(),
+                    },
+                }),
                 ColAttr::Ignored(_) => {}
             }
         }

@@ -33,6 +33,8 @@ pub enum ColAttr {
     References {
         table: Vec<Ident>,
         columns: Vec<Ident>,
+        on_delete: Option<String>,
+        on_update: Option<String>,
     },
     /// Accepted, with no meaning for the IR (VISIBLE, COLUMN_FORMAT, SRID, ENABLE, ...).
     Ignored(String),

@@ -151,9 +151,15 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                     opt(paren_list(ident)),
                     many0(fk_action),
                 ),
-                |(_, table, columns, _)| ColAttr::References {
-                    table,
-                    columns: columns.unwrap_or_default(),
+                |(_, table, columns, actions)| {
+                    let pick =
+                        |d: bool| actions.iter().rev().find(|a| a.0 == d).map(|a| a.1.clone());
+                    ColAttr::References {
+                        table,
+                        columns: columns.unwrap_or_default(),
+                        on_delete: pick(true),
+                        on_update: pick(false),
+                    }
                 },
             ),
             map(

@@ -144,7 +144,10 @@ pub fn split(flavor: Flavor, input: &str) -> Vec<Statement> {
         if start.is_none() {
             // DELIMITER lines (mysql client), only between statements.
             let r = &input[i..];
-            if flavor == Flavor::MySql && r.len() > 10 && r[..10].eq_ignore_ascii_case("DELIMITER ")
+            // regression: a multi-byte character at byte 10 panicked the slice (proptest)
+            if flavor == Flavor::MySql
+                && r.get(..10)
+                    .is_some_and(|h| h.eq_ignore_ascii_case("DELIMITER "))
             {
                 let line_end = r.find('\n').unwrap_or(r.len());
                 let d = r[10..line_end].trim();

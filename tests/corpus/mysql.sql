@@ -42,8 +42,13 @@ CREATE TABLE orders (
   KEY idx_customer (customer_id),
   CONSTRAINT fk_orders_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE,
   CONSTRAINT chk_amount CHECK (amount >= 0)
-) ENGINE=InnoDB AUTO_INCREMENT=1000 DEFAULT CHARSET=utf8mb4
-PARTITION BY HASH (id) PARTITIONS 4;
+) ENGINE=InnoDB AUTO_INCREMENT=1000 DEFAULT CHARSET=utf8mb4;
+CREATE TABLE events (
+  id bigint NOT NULL,
+  happened date NOT NULL,
+  PRIMARY KEY (id, happened)
+) ENGINE=InnoDB
+PARTITION BY RANGE (YEAR(happened)) (PARTITION p2024 VALUES LESS THAN (2025), PARTITION pmax VALUES LESS THAN MAXVALUE);
 CREATE TABLE IF NOT EXISTS docs (
   id int NOT NULL PRIMARY KEY,
   body text,
@@ -60,7 +65,7 @@ ALTER TABLE customers RENAME COLUMN alias TO display_name;
 ALTER TABLE customers DROP COLUMN rank_first, ADD INDEX idx_phone (phone);
 ALTER TABLE customers COMMENT = 'buyers', ENGINE=InnoDB;
 ALTER TABLE customers CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
-ALTER TABLE docs DROP PRIMARY KEY, ADD PRIMARY KEY (id, body(10));
+ALTER TABLE docs DROP PRIMARY KEY, ADD PRIMARY KEY (id);
 ALTER TABLE orders DROP FOREIGN KEY fk_orders_customer;
 ALTER TABLE orders ADD CONSTRAINT fk_orders_customer2 FOREIGN KEY (customer_id) REFERENCES customers (id);
 CREATE INDEX idx_amount ON orders (amount DESC);
@@ -73,7 +78,9 @@ RENAME TABLE tmp_a TO tmp_a2, tmp_b TO tmp_b2;
 ALTER TABLE tmp_a2 RENAME TO tmp_a3;
 TRUNCATE TABLE tmp_a3;
 DROP TABLE IF EXISTS tmp_a3, tmp_b2;
-ALTER TABLE docs ADD x int, DROP x, ADD x bigint;
+ALTER TABLE docs ADD x int;
+ALTER TABLE docs DROP x;
+ALTER TABLE docs ADD x bigint;
 CREATE VIEW v_customers AS SELECT id, Email FROM customers;
 DELIMITER ;;
 CREATE TRIGGER trg_orders BEFORE INSERT ON orders FOR EACH ROW BEGIN SET NEW.note = COALESCE(NEW.note, 'x'); END ;;

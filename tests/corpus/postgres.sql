@@ -39,7 +39,7 @@ COMMENT ON COLUMN accounts.email IS 'login e-mail';
 CREATE SCHEMA IF NOT EXISTS sales;
 CREATE TABLE sales.invoices (
     id integer NOT NULL,
-    account_id bigint REFERENCES accounts (id) ON DELETE CASCADE,
+    account_id bigint REFERENCES public.accounts (id) ON DELETE CASCADE,
     total numeric(10,2) DEFAULT '0'::numeric,
     label character varying(20) DEFAULT 'none'::character varying,
     CONSTRAINT invoices_pkey PRIMARY KEY (id)

@@ -1,1 +1,269 @@
+//! Test harness: real servers started by the tests themselves, and schema readers.
+//!
+//! - [`MariaDb`]: a throwaway MariaDB (mariadb-install-db + mariadbd) in a temp folder
+//!   on a free port, with binlog on; killed and removed on drop.
+//! - [`PgDb`]: a fresh database on the machine's PostgreSQL service (127.0.0.1:5432,
+//!   trust auth), dropped on drop. `initdb` refuses to run as root, which CI is.
 
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+pub fn corpus(name: &str) -> String {
+    std::fs::read_to_string(workspace_root().join("tests/corpus").join(name))
+        .unwrap_or_else(|e| panic!("corpus {name}: {e}"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// A throwaway MariaDB server.
+pub struct MariaDb {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl MariaDb {
+    pub async fn start() -> MariaDb {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        let out = Command::new("mariadb-install-db")
+            .args([
+                "--no-defaults",
+                &format!("--datadir={}", data.display()),
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("mariadb-install-db runs");
+        assert!(
+            out.status.success(),
+            "mariadb-install-db failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let port = free_port();
+        let child = Command::new("mariadbd")
+            .args([
+                "--no-defaults",
+                &format!("--datadir={}", data.display()),
+                &format!("--socket={}", dir.path().join("sock").display()),
+                &format!("--port={port}"),
+                "--bind-address=127.0.0.1",
+                "--user=root",
+                "--log-bin=binlog",
+                "--binlog-format=ROW",
+                "--server-id=1",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mariadbd starts");
+        let db = MariaDb {
+            port,
+            child,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(mut c) = mysql_async::Conn::new(db.opts(None)).await {
+                use mysql_async::prelude::Queryable;
+                if c.query_drop("SELECT 1").await.is_ok() {
+                    let _ = c.disconnect().await;
+                    break;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "mariadbd did not accept connections in 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        db
+    }
+
+    pub fn opts(&self, db: Option<&str>) -> mysql_async::Opts {
+        mysql_async::OptsBuilder::default()
+            .ip_or_hostname("127.0.0.1")
+            .tcp_port(self.port)
+            .user(Some("root"))
+            .db_name(db.map(str::to_owned))
+            .into()
+    }
+
+    pub async fn conn(&self, db: Option<&str>) -> mysql_async::Conn {
+        mysql_async::Conn::new(self.opts(db))
+            .await
+            .expect("connect")
+    }
+}
+
+impl Drop for MariaDb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh database on the local PostgreSQL service.
+pub struct PgDb {
+    pub name: String,
+    admin: tokio_postgres::Client,
+}
+
+fn pg_config(db: &str) -> tokio_postgres::Config {
+    let mut c = tokio_postgres::Config::new();
+    c.host("127.0.0.1").port(5432).user("postgres").dbname(db);
+    c
+}
+
+async fn pg_connect(db: &str) -> tokio_postgres::Client {
+    let (client, conn) = pg_config(db)
+        .connect(tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("connect to PostgreSQL at 127.0.0.1:5432 as postgres: {e}"));
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+}
+
+impl PgDb {
+    pub async fn create(tag: &str) -> PgDb {
+        let admin = pg_connect("postgres").await;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!("lakeshift_{tag}_{}_{nanos}", std::process::id());
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create database");
+        PgDb { name, admin }
+    }
+
+    pub async fn client(&self) -> tokio_postgres::Client {
+        pg_connect(&self.name).await
+    }
+
+    pub async fn drop_db(self) {
+        let _ = self
+            .admin
+            .batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .await;
+    }
+}
+
+/// One column of a final schema, as read from a real server: table, column,
+/// nullable, and a coarse type family that both sides agree on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ColumnFact {
+    pub table: String,
+    pub column: String,
+    pub nullable: bool,
+    pub family: String,
+}
+
+/// MySQL information_schema DATA_TYPE (+ COLUMN_TYPE) -> family.
+pub fn mysql_family(data_type: &str, column_type: &str) -> &'static str {
+    match data_type {
+        "tinyint" if column_type.starts_with("tinyint(1)") => "boolean",
+        "tinyint" | "smallint" | "mediumint" | "int" | "bigint" | "year" => "integer",
+        "decimal" => "decimal",
+        "float" | "double" => "float",
+        "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" | "enum" | "set" => {
+            "string"
+        }
+        "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" => "binary",
+        "json" => "json",
+        "date" => "date",
+        "time" => "time",
+        "datetime" | "timestamp" => "timestamp",
+        "bit" => "bit",
+        _ => "other",
+    }
+}
+
+/// PostgreSQL information_schema data_type -> family.
+pub fn pg_family(data_type: &str) -> &'static str {
+    match data_type {
+        "boolean" => "boolean",
+        "smallint" | "integer" | "bigint" => "integer",
+        "numeric" | "money" => "decimal",
+        "real" | "double precision" => "float",
+        "character" | "character varying" | "text" => "string",
+        "bytea" => "binary",
+        "json" | "jsonb" => "json",
+        "uuid" => "uuid",
+        "date" => "date",
+        "time without time zone" | "time with time zone" => "time",
+        "timestamp without time zone" | "timestamp with time zone" => "timestamp",
+        "bit" | "bit varying" => "bit",
+        "interval" => "interval",
+        "ARRAY" => "array",
+        _ => "other",
+    }
+}
+
+pub async fn mysql_schema(conn: &mut mysql_async::Conn, db: &str) -> Vec<ColumnFact> {
+    use mysql_async::prelude::Queryable;
+    let rows: Vec<(String, String, String, String, String)> = conn
+        .exec(
+            "SELECT c.TABLE_NAME, c.COLUMN_NAME, c.IS_NULLABLE, c.DATA_TYPE, c.COLUMN_TYPE \
+             FROM information_schema.COLUMNS c JOIN information_schema.TABLES t \
+               ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME \
+             WHERE c.TABLE_SCHEMA = ? AND t.TABLE_TYPE = 'BASE TABLE' \
+             ORDER BY 1, c.ORDINAL_POSITION",
+            (db,),
+        )
+        .await
+        .expect("information_schema");
+    rows.into_iter()
+        .map(|(t, c, n, dt, ct)| ColumnFact {
+            table: t.to_lowercase(),
+            column: c.to_lowercase(),
+            nullable: n == "YES",
+            family: mysql_family(&dt, &ct).into(),
+        })
+        .collect()
+}
+
+pub async fn pg_schema(client: &tokio_postgres::Client, schema: &str) -> Vec<ColumnFact> {
+    let rows = client
+        .query(
+            "SELECT c.table_name::text, c.column_name::text, c.is_nullable::text, c.data_type::text \
+             FROM information_schema.columns c JOIN information_schema.tables t \
+               ON t.table_schema = c.table_schema AND t.table_name = c.table_name \
+             WHERE c.table_schema = $1 AND t.table_type = 'BASE TABLE' \
+             ORDER BY 1, c.ordinal_position",
+            &[&schema],
+        )
+        .await
+        .expect("information_schema");
+    rows.iter()
+        .map(|r| ColumnFact {
+            table: r.get::<_, String>(0).to_lowercase(),
+            column: r.get::<_, String>(1).to_lowercase(),
+            nullable: r.get::<_, String>(2) == "YES",
+            family: pg_family(&r.get::<_, String>(3)).into(),
+        })
+        .collect()
+}

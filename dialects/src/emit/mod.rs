@@ -700,6 +700,14 @@ impl Emitter {
 
     fn fk_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, fk: &ForeignKey) -> String {
         let mut s = String::new();
+        if table.schema.is_some() && fk.ref_table.schema.is_none() && cx.source != self.target {
+            cx.diags.warn(format!(
+                "{table}: REFERENCES {} is unqualified; {} resolves it in schema {}",
+                fk.ref_table.name,
+                self.target,
+                table.schema.as_deref().unwrap_or_default()
+            ));
+        }
         if let Some(n) = &fk.name {
             s.push_str(&format!("CONSTRAINT {} ", self.ident(cx, n)));
         }
@@ -902,9 +910,13 @@ impl Emitter {
             return t;
         }
         let leads_key = |c: &str| {
-            t.primary_key.as_ref().is_some_and(|p| p.columns.first().map(String::as_str) == Some(c))
+            t.primary_key
+                .as_ref()
+                .is_some_and(|p| p.columns.first().map(String::as_str) == Some(c))
                 || t.indexes.iter().any(|i| {
-                    i.parts.first().is_some_and(|p| !p.expression && p.column == c)
+                    i.parts
+                        .first()
+                        .is_some_and(|p| !p.expression && p.column == c)
                 })
         };
         let keep = t

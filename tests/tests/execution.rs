@@ -1,0 +1,248 @@
+//! Execution tests against real servers started by the test: a corpus runs on its
+//! source server, its translation runs on the other server, and the final schemas
+//! (tables, columns, nullability, type family) are compared.
+
+use dialects::translate::{Target, Translator};
+use dialects::Dialect;
+use grammar::split::split;
+use lakeshift_tests::*;
+use mysql_async::prelude::Queryable;
+
+/// Documented lossy mappings: (source family, target family) pairs that are expected.
+fn compatible(src: &str, dst: &str) -> bool {
+    src == dst
+        || matches!(
+            (src, dst),
+            ("other", "binary")     // MySQL spatial -> PostgreSQL bytea (WKB)
+                | ("uuid", "string")    // uuid -> CHAR(36)
+                | ("interval", "string")// interval -> VARCHAR(64)
+                | ("array", "json")     // arrays -> JSON
+                | ("other", "string")   // inet etc. -> text
+                | ("integer", "decimal") // BIGINT UNSIGNED -> numeric(20) (pgloader)
+                | ("json", "string")    // MariaDB's JSON is LONGTEXT with a check,
+                | ("string", "json")    // so information_schema says longtext
+                | ("array", "string") // arrays -> JSON = LONGTEXT in MariaDB
+        )
+}
+
+/// Compare by (table, column): targets without column positions (PostgreSQL, Oracle)
+/// add columns last, which the translation reports as a warning.
+fn compare(src: &[ColumnFact], dst: &[ColumnFact]) {
+    let (mut src, mut dst) = (src.to_vec(), dst.to_vec());
+    src.sort();
+    dst.sort();
+    let key = |c: &ColumnFact| (c.table.clone(), c.column.clone());
+    let sk: Vec<_> = src.iter().map(key).collect();
+    let dk: Vec<_> = dst.iter().map(key).collect();
+    assert_eq!(sk, dk, "tables and columns differ");
+    for (s, d) in src.iter().zip(&dst) {
+        assert_eq!(
+            s.nullable, d.nullable,
+            "nullability of {}.{}",
+            s.table, s.column
+        );
+        assert!(
+            compatible(&s.family, &d.family),
+            "{}.{}: {} became {}",
+            s.table,
+            s.column,
+            s.family,
+            d.family
+        );
+    }
+}
+
+fn translate(source: Dialect, target: Dialect, text: &str) -> Vec<String> {
+    let mut tr = Translator::new(source, Target::Sql(target));
+    let mut out = Vec::new();
+    for r in tr.translate(text) {
+        assert!(!r.failed(), "line {}: {:?}", r.line, r.diagnostics);
+        out.extend(r.output);
+    }
+    out
+}
+
+async fn run_mysql(conn: &mut mysql_async::Conn, stmts: &[String]) {
+    for s in stmts {
+        conn.query_drop(s.as_str())
+            .await
+            .unwrap_or_else(|e| panic!("MariaDB refused:\n{s}\n{e}"));
+    }
+}
+
+async fn run_pg(client: &tokio_postgres::Client, stmts: &[String]) {
+    for s in stmts {
+        client
+            .batch_execute(s)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL refused:\n{s}\n{e:?}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_source_to_postgres_and_back_to_mariadb() {
+    let maria = MariaDb::start().await;
+    let text = corpus("mysql.sql");
+    // The source corpus on the real source server.
+    let mut c = maria.conn(None).await;
+    c.query_drop("CREATE DATABASE src").await.unwrap();
+    let mut src = maria.conn(Some("src")).await;
+    let stmts: Vec<String> = split(grammar::Flavor::MySql, &text)
+        .into_iter()
+        .map(|s| s.text)
+        .collect();
+    run_mysql(&mut src, &stmts).await;
+    let source_schema = mysql_schema(&mut src, "src").await;
+    assert!(
+        source_schema.len() > 60,
+        "corpus built {} columns",
+        source_schema.len()
+    );
+
+    // Its PostgreSQL translation on a real PostgreSQL.
+    let pg = PgDb::create("my2pg").await;
+    let client = pg.client().await;
+    run_pg(
+        &client,
+        &translate(Dialect::MySql, Dialect::Postgres, &text),
+    )
+    .await;
+    let pg_cols = pg_schema(&client, "public").await;
+    drop(client);
+    pg.drop_db().await;
+    compare(&source_schema, &pg_cols);
+
+    // The identity translation on the same MariaDB, in another database.
+    c.query_drop("CREATE DATABASE dst").await.unwrap();
+    let mut dst = maria.conn(Some("dst")).await;
+    run_mysql(&mut dst, &translate(Dialect::MySql, Dialect::MySql, &text)).await;
+    let same = mysql_schema(&mut dst, "dst").await;
+    assert_eq!(source_schema, same);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_source_to_mariadb() {
+    let text = corpus("postgres.sql");
+    let pg = PgDb::create("pg2my").await;
+    let client = pg.client().await;
+    let stmts: Vec<String> = split(grammar::Flavor::Postgres, &text)
+        .into_iter()
+        .map(|s| s.text)
+        .collect();
+    run_pg(&client, &stmts).await;
+    let public = pg_schema(&client, "public").await;
+    let sales = pg_schema(&client, "sales").await;
+    // The identity translation on a second fresh database.
+    let pg2 = PgDb::create("pg2pg").await;
+    let client2 = pg2.client().await;
+    run_pg(
+        &client2,
+        &translate(Dialect::Postgres, Dialect::Postgres, &text),
+    )
+    .await;
+    assert_eq!(public, pg_schema(&client2, "public").await);
+    assert_eq!(sales, pg_schema(&client2, "sales").await);
+    drop((client, client2));
+    pg.drop_db().await;
+    pg2.drop_db().await;
+    assert!(public.len() > 25 && !sales.is_empty());
+
+    let maria = MariaDb::start().await;
+    let mut c = maria.conn(None).await;
+    c.query_drop("CREATE DATABASE public").await.unwrap();
+    let mut dst = maria.conn(Some("public")).await;
+    run_mysql(
+        &mut dst,
+        &translate(Dialect::Postgres, Dialect::MySql, &text),
+    )
+    .await;
+    compare(&public, &mysql_schema(&mut dst, "public").await);
+    compare(&sales, &mysql_schema(&mut dst, "sales").await);
+}
+
+/// The Oracle corpus's final schema, written by hand from the corpus: (table, column,
+/// nullable, family) in column order.
+fn oracle_expected() -> Vec<ColumnFact> {
+    let f = |t: &str, c: &str, n: bool, fam: &str| ColumnFact {
+        table: t.into(),
+        column: c.into(),
+        nullable: n,
+        family: fam.into(),
+    };
+    vec![
+        f("divisions", "department_id", false, "integer"),
+        f("divisions", "department_name", false, "string"),
+        f("divisions", "manager_id", true, "integer"),
+        f("divisions", "blobby", true, "binary"),
+        f("employees", "employee_id", false, "integer"),
+        f("employees", "first_name", true, "string"),
+        f("employees", "last_name", false, "string"),
+        f("employees", "email", false, "string"),
+        f("employees", "initials", true, "string"),
+        f("employees", "hire_date", false, "timestamp"),
+        f("employees", "salary", true, "decimal"),
+        f("employees", "bonus", true, "decimal"),
+        f("employees", "ratio", true, "decimal"),
+        f("employees", "big_id", true, "decimal"),
+        f("employees", "huge", true, "decimal"),
+        f("employees", "counter", true, "decimal"),
+        f("employees", "f", true, "float"),
+        f("employees", "bf", true, "float"),
+        f("employees", "bd", true, "float"),
+        f("employees", "resume", true, "string"),
+        f("employees", "nresume", true, "string"),
+        f("employees", "photo", true, "binary"),
+        f("employees", "token", true, "binary"),
+        f("employees", "updated", true, "timestamp"),
+        f("employees", "seen", true, "timestamp"),
+        f("employees", "local_seen", true, "timestamp"),
+        f("employees", "tenure", true, "interval"),
+        f("employees", "shift", true, "interval"),
+        f("employees", "phone", false, "string"),
+        f("employees", "commission", true, "decimal"),
+        f("employees", "second_name", true, "string"),
+    ]
+}
+
+/// ora2pg's integer rule: NUMBER(p,0) with p <= 18 becomes an integer type.
+fn with_int_rule(mut v: Vec<ColumnFact>, interval_as: &str) -> Vec<ColumnFact> {
+    for c in &mut v {
+        if matches!(
+            c.column.as_str(),
+            "employee_id" | "department_id" | "manager_id"
+        ) {
+            c.family = "integer".into();
+        }
+        if c.family == "interval" {
+            c.family = interval_as.into();
+        }
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oracle_source_to_postgres_and_mariadb() {
+    let text = corpus("oracle.sql");
+    let pg = PgDb::create("ora2pg").await;
+    let client = pg.client().await;
+    client.batch_execute("CREATE SCHEMA hr").await.unwrap();
+    run_pg(
+        &client,
+        &translate(Dialect::Oracle, Dialect::Postgres, &text),
+    )
+    .await;
+    let got = pg_schema(&client, "hr").await;
+    drop(client);
+    pg.drop_db().await;
+    assert_eq!(got, with_int_rule(oracle_expected(), "interval"));
+
+    let maria = MariaDb::start().await;
+    let mut c = maria.conn(None).await;
+    c.query_drop("CREATE DATABASE hr").await.unwrap();
+    let mut dst = maria.conn(Some("hr")).await;
+    run_mysql(&mut dst, &translate(Dialect::Oracle, Dialect::MySql, &text)).await;
+    assert_eq!(
+        mysql_schema(&mut dst, "hr").await,
+        with_int_rule(oracle_expected(), "string")
+    );
+}
