@@ -23,7 +23,10 @@ fn corpus(tables: usize) -> (String, u64) {
 
 fn bench(c: &mut Criterion) {
     let (text, n) = corpus(200);
-    assert_eq!(Parser::parse_sql(&MySqlDialect {}, &text).unwrap().len() as u64, n);
+    assert_eq!(
+        Parser::parse_sql(&MySqlDialect {}, &text).unwrap().len() as u64,
+        n
+    );
     let mut g = c.benchmark_group("ddl");
     g.throughput(Throughput::Elements(n));
     g.bench_function("sqlparser_parse", |b| {

@@ -31,7 +31,10 @@ fn every_statement_is_parsed_skipped_or_rejected_with_position() {
                 if r.failed() {
                     rejected += 1;
                     for (l, c, _) in &r.diagnostics {
-                        assert!(*l >= 1 && *l <= lines && *c >= 1, "{f:?}: bad position {l}:{c}");
+                        assert!(
+                            *l >= 1 && *l <= lines && *c >= 1,
+                            "{f:?}: bad position {l}:{c}"
+                        );
                     }
                 } else if r.changes.is_empty() {
                     skipped += 1;
