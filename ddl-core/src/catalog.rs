@@ -6,6 +6,7 @@ use crate::change::{ChangeRequest, ColumnPosition, SchemaChange};
 use crate::schema::{Column, Table, TableName};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CatalogError {
@@ -39,11 +40,14 @@ pub struct NameRules {
     pub tables_case_insensitive: bool,
 }
 
+/// Tables are shared (`Arc`), so a copy of the catalog, taken before each statement so
+/// that a failing statement changes nothing, costs a pointer per table; a change copies
+/// only the table it touches.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
     pub rules: NameRules,
     pub namespaces: BTreeSet<String>,
-    pub tables: BTreeMap<TableName, Table>,
+    pub tables: BTreeMap<TableName, Arc<Table>>,
 }
 
 fn same(a: &str, b: &str, ci: bool) -> bool {
@@ -79,7 +83,9 @@ impl Catalog {
     }
 
     pub fn table(&self, name: &TableName) -> Option<&Table> {
-        self.resolve_table(name).and_then(|k| self.tables.get(k))
+        self.resolve_table(name)
+            .and_then(|k| self.tables.get(k))
+            .map(Arc::as_ref)
     }
 
     fn table_mut(&mut self, name: &TableName) -> Result<&mut Table, CatalogError> {
@@ -87,7 +93,9 @@ impl Catalog {
             .resolve_table(name)
             .cloned()
             .ok_or_else(|| CatalogError::UnknownTable(name.clone()))?;
-        Ok(self.tables.get_mut(&key).expect("resolved key exists"))
+        Ok(Arc::make_mut(
+            self.tables.get_mut(&key).expect("resolved key exists"),
+        ))
     }
 
     fn col_index(&self, table: &Table, column: &str) -> Option<usize> {
@@ -205,7 +213,8 @@ impl Catalog {
                 if let Some(s) = &table.name.schema {
                     self.namespaces.insert(s.clone());
                 }
-                self.tables.insert(table.name.clone(), table.clone());
+                self.tables
+                    .insert(table.name.clone(), Arc::new(table.clone()));
             }
             DropTable { name, if_exists } => match self.resolve_table(name).cloned() {
                 Some(k) => {
@@ -223,11 +232,13 @@ impl Catalog {
                     .cloned()
                     .ok_or_else(|| CatalogError::UnknownTable(from.clone()))?;
                 let mut t = self.tables.remove(&k).expect("resolved");
-                t.name = to.clone();
+                Arc::make_mut(&mut t).name = to.clone();
                 self.tables.insert(to.clone(), t);
             }
             TruncateTable { name } => {
-                self.table_mut(name)?;
+                if self.resolve_table(name).is_none() {
+                    return Err(CatalogError::UnknownTable(name.clone()));
+                }
             }
             AddColumn {
                 table,

@@ -5,7 +5,7 @@ use crate::emit::{EmitCtx, Emitter};
 use crate::parse::{ParseOptions, Parsed, StatementParser};
 use crate::Dialect;
 use ddl_core::{Catalog, Diagnostic, Diagnostics, SchemaChange, Severity};
-use grammar::split::{line_col, split};
+use grammar::split::{split, Positions};
 
 /// Where a translation goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,49 +57,50 @@ impl Translator {
     }
 
     /// Apply a script to the catalog without emitting (`--schema FILE`). Returns the
-    /// diagnostics of statements that failed.
+    /// statements that failed.
     pub fn seed(&mut self, text: &str) -> Vec<StatementResult> {
-        let target = self.target;
-        self.target = Target::Ir;
-        let r = self.translate(text);
-        self.target = target;
+        let r = self.run(text, false);
         self.default_schema = None;
-        r.into_iter().filter(|s| s.failed()).collect()
+        r.into_iter().filter(StatementResult::failed).collect()
     }
 
     /// Translate a whole script. Every statement is attempted, whatever failed before.
     pub fn translate(&mut self, text: &str) -> Vec<StatementResult> {
+        self.run(text, true)
+    }
+
+    fn run(&mut self, text: &str, emit: bool) -> Vec<StatementResult> {
+        let mut positions = Positions::new(text);
         split(self.source.flavor(), text)
             .into_iter()
             .map(|st| {
-                let mut r = self.statement(&st.text);
-                r.line = st.line;
-                r.column = st.column;
-                for d in &mut r.diagnostics {
-                    if d.0 == 0 {
-                        (d.0, d.1) = (st.line, st.column);
-                    } else {
-                        // Positions from the statement are relative to it.
-                        let abs = st.offset + d.1;
-                        (d.0, d.1) = line_col(text, abs);
-                    }
+                let o = self.statement(&st.text, emit);
+                let diagnostics = o
+                    .diagnostics
+                    .into_iter()
+                    .map(|(at, d)| {
+                        let (line, column) = match at {
+                            At::Statement => (st.line, st.column),
+                            At::Offset(k) => positions.at(st.offset + k),
+                        };
+                        (line, column, d)
+                    })
+                    .collect();
+                StatementResult {
+                    line: st.line,
+                    column: st.column,
+                    output: o.output,
+                    changes: o.changes,
+                    diagnostics,
                 }
-                r
             })
             .collect()
     }
 
-    /// Translate one statement. Diagnostics carry (0, 0) for "the statement's own
-    /// position", or (1, offset-in-statement) for a position inside it.
-    pub fn statement(&mut self, text: &str) -> StatementResult {
+    /// Translate one statement; with `emit` false, only apply it to the catalog.
+    fn statement(&mut self, text: &str, emit: bool) -> Outcome {
         let mut diags = Diagnostics::default();
-        let mut result = StatementResult {
-            line: 1,
-            column: 1,
-            output: Vec::new(),
-            changes: Vec::new(),
-            diagnostics: Vec::new(),
-        };
+        let mut o = Outcome::default();
         let parsed = StatementParser {
             dialect: self.source,
             options: self.options,
@@ -110,87 +111,100 @@ impl Translator {
         .parse(text);
         let requests = match parsed {
             Err(e) => {
-                result
-                    .diagnostics
-                    .push((1, e.offset, Diagnostic::error(e.message)));
-                return self.finish(result, diags);
+                o.diagnostics
+                    .push((At::Offset(e.offset), Diagnostic::error(e.message)));
+                return o.with(diags);
             }
             Ok(Parsed::Skipped(why)) => {
                 diags.skip(why);
-                return self.finish(result, diags);
+                return o.with(diags);
             }
             Ok(Parsed::UseSchema(s)) => {
-                self.default_schema = Some(s.clone());
-                if self.target == Target::Sql(Dialect::Postgres) && self.source != Dialect::Postgres
-                {
-                    result.output.push(format!(
-                        "SET search_path TO {}",
-                        crate::emit::quote_ident(
-                            Dialect::Postgres,
-                            &ddl_core::names::map_case(
-                                &s,
-                                self.source.fold(),
-                                Dialect::Postgres.fold()
-                            )
-                        )
-                    ));
-                } else if self.target == Target::Sql(self.source) {
-                    result.output.push(text.trim().to_owned());
-                } else {
-                    diags.skip(format!(
-                        "default schema is now {s}; names below are qualified with it"
-                    ));
+                if emit {
+                    self.use_schema(text, &s, &mut o, &mut diags);
                 }
-                return self.finish(result, diags);
+                self.default_schema = Some(s);
+                return o.with(diags);
             }
             Ok(Parsed::Requests(r)) => r,
         };
-        // Expand and apply in order, on a copy: a statement is all or nothing.
-        let before = self.catalog.clone();
+        // Expand and apply in order, on a copy: a statement is all or nothing. The copy
+        // is cheap (tables are shared until changed).
         let mut after = self.catalog.clone();
         let mut changes = Vec::new();
         for req in requests {
-            let expanded = match after.expand(req) {
-                Ok(c) => c,
-                Err(e) => {
-                    result
-                        .diagnostics
-                        .push((0, 0, Diagnostic::error(e.to_string())));
-                    return self.finish(result, diags);
+            let applied = after.expand(req).and_then(|expanded| {
+                for c in expanded {
+                    after.apply(&c)?;
+                    changes.push(c);
                 }
-            };
-            for c in expanded {
-                if let Err(e) = after.apply(&c) {
-                    result
-                        .diagnostics
-                        .push((0, 0, Diagnostic::error(e.to_string())));
-                    return self.finish(result, diags);
-                }
-                changes.push(c);
+                Ok(())
+            });
+            if let Err(e) = applied {
+                o.diagnostics
+                    .push((At::Statement, Diagnostic::error(e.to_string())));
+                return o.with(diags);
             }
         }
         if changes.is_empty() && diags.0.is_empty() {
             diags.skip("statement changes nothing");
         }
-        if let Target::Sql(d) = self.target {
-            let mut cx = EmitCtx {
-                source: self.source,
-                before: &before,
-                after: &after,
-                diags: &mut diags,
+        if emit {
+            o.output = match self.target {
+                Target::Sql(d) => {
+                    let mut cx = EmitCtx {
+                        source: self.source,
+                        before: &self.catalog,
+                        after: &after,
+                        diags: &mut diags,
+                    };
+                    Emitter::new(d).emit(&changes, &mut cx)
+                }
+                Target::Ir => {
+                    vec![serde_json::to_string_pretty(&changes).expect("IR serialises")]
+                }
             };
-            result.output = Emitter::new(d).emit(&changes, &mut cx);
-        } else {
-            result.output = vec![serde_json::to_string_pretty(&changes).expect("IR serialises")];
         }
         self.catalog = after;
-        result.changes = changes;
-        self.finish(result, diags)
+        o.changes = changes;
+        o.with(diags)
     }
 
-    fn finish(&self, mut r: StatementResult, mut diags: Diagnostics) -> StatementResult {
-        r.diagnostics
-            .extend(diags.take().into_iter().map(|d| (0, 0, d)));
-        r
+    /// `USE db` / `SET search_path`: what the target needs to see of it.
+    fn use_schema(&self, text: &str, s: &str, o: &mut Outcome, diags: &mut Diagnostics) {
+        if self.target == Target::Sql(Dialect::Postgres) && self.source != Dialect::Postgres {
+            let name = ddl_core::names::map_case(s, self.source.fold(), Dialect::Postgres.fold());
+            o.output.push(format!(
+                "SET search_path TO {}",
+                crate::emit::quote_ident(Dialect::Postgres, &name)
+            ));
+        } else if self.target == Target::Sql(self.source) {
+            o.output.push(text.trim().to_owned());
+        } else {
+            diags.skip(format!(
+                "default schema is now {s}; names below are qualified with it"
+            ));
+        }
+    }
+}
+
+/// Where a diagnostic points: at its statement, or at a byte offset inside it.
+enum At {
+    Statement,
+    Offset(usize),
+}
+
+#[derive(Default)]
+struct Outcome {
+    output: Vec<String>,
+    changes: Vec<SchemaChange>,
+    diagnostics: Vec<(At, Diagnostic)>,
+}
+
+impl Outcome {
+    fn with(mut self, mut diags: Diagnostics) -> Self {
+        self.diagnostics
+            .extend(diags.take().into_iter().map(|d| (At::Statement, d)));
+        self
     }
 }

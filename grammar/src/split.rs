@@ -22,10 +22,48 @@ pub struct Statement {
 
 /// Line and column (1-based, column in characters) of byte `offset` in `text`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.bytes().filter(|b| *b == b'\n').count() + 1;
-    let line_start = before.rfind('\n').map(|p| p + 1).unwrap_or(0);
-    (line, before[line_start..].chars().count() + 1)
+    Positions::new(text).at(offset)
+}
+
+/// Line and column of offsets into one text. Asked for increasing offsets (as the
+/// splitter and the translator do) it scans the text once in all, so positions cost
+/// no more than the split itself; a smaller offset starts again from the top.
+pub struct Positions<'a> {
+    text: &'a str,
+    pos: usize,
+    line: usize,
+    line_start: usize,
+}
+
+impl<'a> Positions<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Positions {
+            text,
+            pos: 0,
+            line: 1,
+            line_start: 0,
+        }
+    }
+
+    /// 1-based line and column (in characters) of byte `offset`.
+    pub fn at(&mut self, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        if offset < self.pos {
+            *self = Positions::new(self.text);
+        }
+        for (k, b) in self.text.as_bytes()[self.pos..offset].iter().enumerate() {
+            if *b == b'\n' {
+                self.line += 1;
+                self.line_start = self.pos + k + 1;
+            }
+        }
+        self.pos = offset;
+        let column = self.text[self.line_start..offset].chars().count() + 1;
+        (self.line, column)
+    }
 }
 
 fn starts_plsql_block(head: &str) -> bool {
@@ -62,8 +100,14 @@ pub fn split(flavor: Flavor, input: &str) -> Vec<Statement> {
     let mut exec_comment_depth = 0usize;
     let mut plsql = false;
 
+    let mut positions = Positions::new(input);
+
     let at_line_start = |i: usize| i == 0 || b[i - 1] == b'\n';
-    let push = |out: &mut Vec<Statement>, s: usize, e: usize, masks: &mut Vec<(usize, usize)>| {
+    let push = |out: &mut Vec<Statement>,
+                positions: &mut Positions<'_>,
+                s: usize,
+                e: usize,
+                masks: &mut Vec<(usize, usize)>| {
         let mut text = input[s..e].to_owned();
         for (ms, me) in masks.drain(..) {
             if ms >= s && me <= e {
@@ -74,7 +118,7 @@ pub fn split(flavor: Flavor, input: &str) -> Vec<Statement> {
         let trimmed = text.trim_end().len();
         text.truncate(trimmed);
         if !text.trim().is_empty() {
-            let (line, column) = line_col(input, s);
+            let (line, column) = positions.at(s);
             out.push(Statement {
                 text,
                 offset: s,
@@ -91,7 +135,7 @@ pub fn split(flavor: Flavor, input: &str) -> Vec<Statement> {
             let line_end = input[i..].find('\n').map(|p| i + p).unwrap_or(b.len());
             if input[i + 1..line_end].trim().is_empty() {
                 if let Some(s) = start.take() {
-                    push(&mut out, s, i, &mut masks);
+                    push(&mut out, &mut positions, s, i, &mut masks);
                 }
                 plsql = false;
                 i = line_end;
@@ -207,7 +251,7 @@ pub fn split(flavor: Flavor, input: &str) -> Vec<Statement> {
         }
         if !plsql && input[i..].starts_with(delimiter.as_str()) {
             if let Some(s) = start.take() {
-                push(&mut out, s, i, &mut masks);
+                push(&mut out, &mut positions, s, i, &mut masks);
             }
             i += delimiter.len();
             continue;
@@ -215,7 +259,7 @@ pub fn split(flavor: Flavor, input: &str) -> Vec<Statement> {
         i += input[i..].chars().next().map(char::len_utf8).unwrap_or(1);
     }
     if let Some(s) = start {
-        push(&mut out, s, b.len(), &mut masks);
+        push(&mut out, &mut positions, s, b.len(), &mut masks);
     }
     out
 }
