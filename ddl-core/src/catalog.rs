@@ -116,6 +116,63 @@ impl Catalog {
             })
     }
 
+    /// The stored names of the tables `requests` can read or change: their own table, a
+    /// rename's target, every table of a dropped namespace.
+    pub fn touched(&self, requests: &[ChangeRequest]) -> Vec<TableName> {
+        let mut names: Vec<TableName> = Vec::new();
+        let mut add = |n: &TableName| {
+            let n = self.resolve_table(n).unwrap_or(n).clone();
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        };
+        for r in requests {
+            match r {
+                ChangeRequest::ReplaceColumn { table, .. } => add(table),
+                ChangeRequest::Change(SchemaChange::DropNamespace { name, .. }) => {
+                    for k in self.tables.keys() {
+                        if k.schema.as_deref() == Some(name.as_str()) {
+                            add(k);
+                        }
+                    }
+                }
+                ChangeRequest::Change(c) => {
+                    if let Some(t) = c.table() {
+                        add(t);
+                    }
+                    if let SchemaChange::RenameTable { to, .. } = c {
+                        add(to);
+                    }
+                }
+            }
+        }
+        names
+    }
+
+    /// A catalog holding only the named tables (and every namespace): enough to expand
+    /// and apply changes to them, and cheap to copy whatever the catalog's size.
+    pub fn scope(&self, names: &[TableName]) -> Catalog {
+        Catalog {
+            rules: self.rules,
+            namespaces: self.namespaces.clone(),
+            tables: names
+                .iter()
+                .filter_map(|n| self.tables.get_key_value(n))
+                .map(|(k, v)| (k.clone(), Arc::clone(v)))
+                .collect(),
+        }
+    }
+
+    /// Take back a scope made with `names`: those tables are replaced by what the scope
+    /// holds now (renamed, created or dropped), and the namespaces by its namespaces.
+    pub fn absorb(&mut self, names: &[TableName], scope: Catalog) {
+        for n in names {
+            self.tables.remove(n);
+        }
+        self.tables.extend(scope.tables);
+        self.namespaces = scope.namespaces;
+    }
+
     /// Turn a request into small changes, checked against the current state (nothing
     /// is applied). A column restatement becomes only the facts that differ.
     pub fn expand(&self, request: ChangeRequest) -> Result<Vec<SchemaChange>, CatalogError> {
@@ -554,5 +611,59 @@ fn diff_column(
             column,
             comment: new.comment.clone(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Column, DataType};
+
+    fn create(name: &str) -> ChangeRequest {
+        let mut t = Table::new(TableName::new(None, name));
+        t.columns.push(Column::new("a", DataType::int(4)));
+        ChangeRequest::Change(SchemaChange::CreateTable {
+            table: t,
+            if_not_exists: false,
+        })
+    }
+
+    #[test]
+    fn scope_and_absorb_equal_applying_to_the_whole_catalog() {
+        let mut whole = Catalog::default();
+        for n in ["a", "b", "c"] {
+            for c in whole.expand(create(n)).unwrap() {
+                whole.apply(&c).unwrap();
+            }
+        }
+        let reqs = vec![ChangeRequest::Change(SchemaChange::RenameTable {
+            from: TableName::new(None, "a"),
+            to: TableName::new(None, "z"),
+        })];
+        let names = whole.touched(&reqs);
+        let mut scope = whole.scope(&names);
+        assert_eq!(scope.tables.len(), 1);
+        let mut direct = whole.clone();
+        for r in reqs {
+            for c in direct.expand(r.clone()).unwrap() {
+                direct.apply(&c).unwrap();
+                scope.apply(&c).unwrap();
+            }
+        }
+        whole.absorb(&names, scope);
+        assert_eq!(whole, direct);
+        // A rename onto an existing table is still refused inside a scope.
+        let reqs = vec![ChangeRequest::Change(SchemaChange::RenameTable {
+            from: TableName::new(None, "b"),
+            to: TableName::new(None, "c"),
+        })];
+        let mut scope = whole.scope(&whole.touched(&reqs));
+        let ChangeRequest::Change(c) = &reqs[0] else {
+            unreachable!()
+        };
+        assert_eq!(
+            scope.apply(c),
+            Err(CatalogError::TableExists(TableName::new(None, "c")))
+        );
     }
 }

@@ -128,9 +128,11 @@ impl Translator {
             }
             Ok(Parsed::Requests(r)) => r,
         };
-        // Expand and apply in order, on a copy: a statement is all or nothing. The copy
-        // is cheap (tables are shared until changed).
-        let mut after = self.catalog.clone();
+        // Expand and apply in order, on a copy of the tables the statement touches: a
+        // statement is all or nothing, and the copy costs nothing per other table.
+        let scoped = self.catalog.touched(&requests);
+        let before = self.catalog.scope(&scoped);
+        let mut after = before.clone();
         let mut changes = Vec::new();
         for req in requests {
             let applied = after.expand(req).and_then(|expanded| {
@@ -154,7 +156,7 @@ impl Translator {
                 Target::Sql(d) => {
                     let mut cx = EmitCtx {
                         source: self.source,
-                        before: &self.catalog,
+                        before: &before,
                         after: &after,
                         diags: &mut diags,
                     };
@@ -165,7 +167,7 @@ impl Translator {
                 }
             };
         }
-        self.catalog = after;
+        self.catalog.absorb(&scoped, after);
         o.changes = changes;
         o.with(diags)
     }
