@@ -31,8 +31,8 @@ impl Fold {
 /// natural case for other targets (pgloader's `downcase identifiers` default).
 pub fn map_case(name: &str, source: Fold, target: Fold) -> String {
     let natural_in_source = match source {
-        Fold::Lower => name == name.to_lowercase(),
-        Fold::Upper => name == name.to_uppercase(),
+        Fold::Lower => !name.chars().any(char::is_uppercase),
+        Fold::Upper => !name.chars().any(char::is_lowercase),
         Fold::Preserve => true,
     };
     if !natural_in_source {

@@ -2,8 +2,8 @@
 //! identifiers in every quoting style, string literals, balanced raw expressions.
 
 use nom::branch::alt;
-use nom::bytes::complete::{tag, tag_no_case, take_till, take_until, take_while, take_while1};
-use nom::character::complete::{char, digit1, multispace1};
+use nom::bytes::complete::{tag, tag_no_case, take_till, take_while, take_while1};
+use nom::character::complete::{char, digit1};
 use nom::combinator::{map, not, opt, peek, recognize, value};
 use nom::multi::many0;
 use nom::sequence::{delimited, pair, preceded};
@@ -28,17 +28,25 @@ impl Ident {
     }
 }
 
-/// Skip whitespace and comments (`-- ...`, `# ...` is left to callers, `/* ... */`).
+/// Skip whitespace and comments (`-- ...`, `/* ... */`). Every keyword and name is
+/// preceded by this, so it is a plain byte loop rather than combinators.
 pub fn ws(i: &str) -> Res<'_, ()> {
-    value(
-        (),
-        many0(alt((
-            value((), multispace1),
-            value((), (tag("--"), take_till(|c| c == '\n'))),
-            value((), (tag("/*"), take_until("*/"), tag("*/"))),
-        ))),
-    )
-    .parse(i)
+    let b = i.as_bytes();
+    let mut k = 0;
+    loop {
+        match b.get(k) {
+            Some(b' ' | b'\t' | b'\r' | b'\n') => k += 1,
+            Some(b'-') if b.get(k + 1) == Some(&b'-') => {
+                k = i[k..].find('\n').map_or(b.len(), |p| k + p);
+            }
+            Some(b'/') if b.get(k + 1) == Some(&b'*') => match i[k + 2..].find("*/") {
+                Some(p) => k += 2 + p + 2,
+                // An unclosed comment is not whitespace: leave it to fail the parse.
+                None => return Ok((&i[k..], ())),
+            },
+            _ => return Ok((&i[k..], ())),
+        }
+    }
 }
 
 fn is_word_char(c: char) -> bool {
