@@ -53,29 +53,24 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '$' || c == '#'
 }
 
-/// A keyword, case-insensitive, not followed by a word character.
+/// A keyword, case-insensitive (keywords are ASCII), not followed by a word character.
 pub fn kw<'a>(
     word: &'static str,
 ) -> impl Parser<&'a str, Output = (), Error = nom::error::Error<&'a str>> {
-    value(
-        (),
-        preceded(
-            ws,
-            (
-                tag_no_case(word),
-                not(peek(nom::character::complete::satisfy(is_word_char))),
-            ),
-        ),
-    )
-}
-
-/// Several keywords in sequence (`kw_seq(&["NOT", "NULL"])`).
-pub fn kws<'a>(words: &'static [&'static str]) -> impl FnMut(&'a str) -> Res<'a, ()> {
-    move |mut i: &'a str| {
-        for w in words {
-            (i, _) = kw(w).parse(i)?;
+    move |i: &'a str| -> Res<'a, ()> {
+        let (r, _) = ws(i)?;
+        match r.get(..word.len()) {
+            Some(head)
+                if head.eq_ignore_ascii_case(word)
+                    && !r[word.len()..].starts_with(is_word_char) =>
+            {
+                Ok((&r[word.len()..], ()))
+            }
+            _ => Err(nom::Err::Error(nom::error::Error::new(
+                r,
+                nom::error::ErrorKind::Tag,
+            ))),
         }
-        Ok((i, ()))
     }
 }
 
