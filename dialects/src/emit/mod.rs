@@ -278,8 +278,14 @@ const RESERVED: &[&str] = &[
     "ZEROFILL",
 ];
 
-fn is_keyword(upper: &str) -> bool {
-    RESERVED.binary_search(&upper).is_ok()
+/// Whether `name` is a reserved word, in any case.
+fn is_keyword(name: &str) -> bool {
+    RESERVED
+        .binary_search_by(|w| {
+            w.bytes()
+                .cmp(name.bytes().map(|b| b.to_ascii_uppercase()))
+        })
+        .is_ok()
 }
 
 /// Quote an identifier for `dialect` when it needs it: anything but a plain name in the
@@ -295,7 +301,7 @@ pub fn quote_ident(dialect: Dialect, name: &str) -> String {
             Dialect::Postgres => c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_',
             Dialect::Oracle => c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_',
         })
-        && !is_keyword(&name.to_ascii_uppercase());
+        && !is_keyword(name);
     if plain {
         return name.to_owned();
     }
@@ -328,13 +334,14 @@ impl Emitter {
     pub fn ident(&self, cx: &mut EmitCtx<'_>, name: &str) -> String {
         let mapped = map_case(name, cx.source.fold(), self.target.fold());
         let max = self.target.max_ident_bytes();
-        let short = shorten(&mapped, max);
-        if short != mapped {
-            cx.diags.warn(format!(
-                "name `{mapped}` is longer than {max} bytes for {}: shortened to `{short}`",
-                self.target
-            ));
+        if mapped.len() <= max {
+            return quote_ident(self.target, &mapped);
         }
+        let short = shorten(&mapped, max);
+        cx.diags.warn(format!(
+            "name `{mapped}` is longer than {max} bytes for {}: shortened to `{short}`",
+            self.target
+        ));
         quote_ident(self.target, &short)
     }
 
