@@ -72,6 +72,10 @@ impl Catalog {
             return Some(k);
         }
         let ci = self.rules.tables_case_insensitive;
+        if !ci {
+            // The map lookup above is the exact comparison.
+            return None;
+        }
         self.tables.keys().find(|k| {
             same(&k.name, &name.name, ci)
                 && match (&k.schema, &name.schema) {

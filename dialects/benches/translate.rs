@@ -22,25 +22,28 @@ fn corpus(tables: usize) -> (String, u64) {
 }
 
 fn bench(c: &mut Criterion) {
-    let (text, n) = corpus(200);
-    assert_eq!(
-        Parser::parse_sql(&MySqlDialect {}, &text).unwrap().len() as u64,
-        n
-    );
-    let mut g = c.benchmark_group("ddl");
-    g.throughput(Throughput::Elements(n));
-    g.bench_function("sqlparser_parse", |b| {
-        b.iter(|| Parser::parse_sql(&MySqlDialect {}, &text).unwrap())
-    });
-    g.bench_function("lakeshift_translate_mysql_to_postgres", |b| {
-        b.iter(|| {
-            let mut tr = Translator::new(Dialect::MySql, Target::Sql(Dialect::Postgres));
-            let r = tr.translate(&text);
-            assert_eq!(r.len() as u64, n);
-            r
-        })
-    });
-    g.finish();
+    // Two sizes: the ratio should not fall as the schema grows.
+    for tables in [200, 1000] {
+        let (text, n) = corpus(tables);
+        assert_eq!(
+            Parser::parse_sql(&MySqlDialect {}, &text).unwrap().len() as u64,
+            n
+        );
+        let mut g = c.benchmark_group(format!("ddl_{n}_statements"));
+        g.throughput(Throughput::Elements(n));
+        g.bench_function("sqlparser_parse", |b| {
+            b.iter(|| Parser::parse_sql(&MySqlDialect {}, &text).unwrap())
+        });
+        g.bench_function("lakeshift_translate_mysql_to_postgres", |b| {
+            b.iter(|| {
+                let mut tr = Translator::new(Dialect::MySql, Target::Sql(Dialect::Postgres));
+                let r = tr.translate(&text);
+                assert_eq!(r.len() as u64, n);
+                r
+            })
+        });
+        g.finish();
+    }
 }
 
 criterion_group! {

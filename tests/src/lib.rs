@@ -40,10 +40,15 @@ impl MariaDb {
     pub async fn start() -> MariaDb {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
+        // Each server its own tmpdir: bootstraps running side by side in /tmp have been
+        // seen to remove each other's temporary tables.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).expect("tmpdir");
         let out = Command::new("mariadb-install-db")
             .args([
                 "--no-defaults",
                 &format!("--datadir={}", data.display()),
+                &format!("--tmpdir={}", tmp.display()),
                 "--user=root",
                 "--auth-root-authentication-method=normal",
             ])
@@ -61,6 +66,7 @@ impl MariaDb {
             .args([
                 "--no-defaults",
                 &format!("--datadir={}", data.display()),
+                &format!("--tmpdir={}", tmp.display()),
                 &format!("--socket={}", dir.path().join("sock").display()),
                 &format!("--port={port}"),
                 "--bind-address=127.0.0.1",

@@ -281,10 +281,7 @@ const RESERVED: &[&str] = &[
 /// Whether `name` is a reserved word, in any case.
 fn is_keyword(name: &str) -> bool {
     RESERVED
-        .binary_search_by(|w| {
-            w.bytes()
-                .cmp(name.bytes().map(|b| b.to_ascii_uppercase()))
-        })
+        .binary_search_by(|w| w.bytes().cmp(name.bytes().map(|b| b.to_ascii_uppercase())))
         .is_ok()
 }
 
