@@ -25,25 +25,11 @@ pub struct LowerError(pub String);
 
 impl Lowerer<'_> {
     pub fn name(&self, id: &Ident) -> String {
-        if id.quoted {
-            id.value.clone()
-        } else {
-            self.dialect.fold().apply(&id.value)
-        }
+        stored_name(self.dialect, &id.value, id.quoted)
     }
 
     pub fn table_name(&self, parts: &[Ident]) -> TableName {
-        match parts {
-            [] => TableName::new(None, ""),
-            [t] => TableName {
-                schema: self.default_schema.map(str::to_owned),
-                name: self.name(t),
-            },
-            [.., s, t] => TableName {
-                schema: Some(self.name(s)),
-                name: self.name(t),
-            },
-        }
+        qualify(self.default_schema, parts.iter().map(|p| self.name(p)))
     }
 
     /// Classify a default expression.
@@ -543,26 +529,39 @@ impl Lowerer<'_> {
     }
 }
 
+/// A name as the source database stores it: a quoted name as written, any other
+/// folded by the dialect's rule (PostgreSQL lower case, Oracle upper case).
+pub fn stored_name(dialect: Dialect, value: &str, quoted: bool) -> String {
+    if quoted {
+        value.to_owned()
+    } else {
+        dialect.fold().apply(value)
+    }
+}
+
+/// A table name from its (stored) parts: the last is the table, the one before it the
+/// schema; a bare name takes the default schema (`USE db`, `SET search_path`).
+pub fn qualify(default_schema: Option<&str>, parts: impl IntoIterator<Item = String>) -> TableName {
+    let mut parts: Vec<String> = parts.into_iter().collect();
+    let name = parts.pop().unwrap_or_default();
+    TableName {
+        schema: parts.pop().or_else(|| default_schema.map(str::to_owned)),
+        name,
+    }
+}
+
 /// Classify a default expression as written in `dialect` into a neutral default.
 pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
-    let mut t = raw.trim();
-    // Strip redundant parentheses: DEFAULT (0), DEFAULT ('x').
-    while t.starts_with('(') && t.ends_with(')') && balanced(&t[1..t.len() - 1]) {
-        t = t[1..t.len() - 1].trim();
-    }
-    // PostgreSQL casts on literals: 'x'::character varying, 0::numeric.
+    // Redundant parentheses: DEFAULT (0), DEFAULT ('x').
+    let mut t = strip_parens(raw);
+    // PostgreSQL casts on literals: 'x'::character varying, 0::numeric (but not the
+    // cast inside nextval('seq'::regclass)).
     if dialect == Dialect::Postgres {
         if let Some(p) = t.rfind("::") {
             let (head, ty) = (&t[..p], &t[p + 2..]);
-            if !ty.contains('\'') && !ty.contains('(') || ty.ends_with(')') && !ty.contains('\'') {
-                if head.to_ascii_lowercase().starts_with("nextval(") {
-                    // fallthrough below with the cast in place
-                } else {
-                    t = head.trim();
-                    while t.starts_with('(') && t.ends_with(')') && balanced(&t[1..t.len() - 1]) {
-                        t = t[1..t.len() - 1].trim();
-                    }
-                }
+            let is_type = !ty.contains('\'') && (!ty.contains('(') || ty.ends_with(')'));
+            if is_type && !head.to_ascii_lowercase().starts_with("nextval(") {
+                t = strip_parens(head);
             }
         }
     }
@@ -644,6 +643,14 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
         dialect: dialect.name().into(),
         text: raw.trim().to_owned(),
     })
+}
+
+fn strip_parens(s: &str) -> &str {
+    let mut t = s.trim();
+    while t.starts_with('(') && t.ends_with(')') && balanced(&t[1..t.len() - 1]) {
+        t = t[1..t.len() - 1].trim();
+    }
+    t
 }
 
 fn balanced(s: &str) -> bool {

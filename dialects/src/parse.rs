@@ -1,6 +1,6 @@
 //! One statement of source text -> IR change requests.
 
-use crate::lower::{LowerError, Lowerer};
+use crate::lower::{qualify, stored_name, LowerError, Lowerer};
 use crate::Dialect;
 use ddl_core::{
     Catalog, ChangeRequest, Diagnostics, Index, IndexKind, IndexPart, SchemaChange, TableName,
@@ -104,15 +104,14 @@ impl StatementParser<'_> {
         }
         match (w(0), w(k)) {
             ("CREATE", "TABLE") => {
-                if w(k) == "TABLE" && h.iter().any(|x| x == "AS" || x == "SELECT") {
-                    // CREATE TABLE ... AS SELECT: the shape depends on a query.
-                    let mentions_select = text.to_ascii_uppercase().contains("SELECT");
-                    if mentions_select && !text.contains('(') {
-                        return Ok(Parsed::Skipped(
-                            "CREATE TABLE ... AS SELECT: the table's columns come from a query"
-                                .into(),
-                        ));
-                    }
+                // CREATE TABLE ... AS SELECT: the shape depends on a query.
+                if h.iter().any(|x| x == "AS" || x == "SELECT")
+                    && !text.contains('(')
+                    && text.to_ascii_uppercase().contains("SELECT")
+                {
+                    return Ok(Parsed::Skipped(
+                        "CREATE TABLE ... AS SELECT: the table's columns come from a query".into(),
+                    ));
                 }
                 let d =
                     grammar::ddl::parse_create_table(self.dialect.flavor(), &self.prepare(text))
@@ -167,7 +166,7 @@ impl StatementParser<'_> {
             ) => {
                 return Ok(Parsed::Skipped(format!("{kw} is not a schema change")));
             }
-            ("SET", _) => return self.set(text),
+            ("SET", _) => return Ok(self.set(text)),
             ("ALTER", kind) if kind != "TABLE" => {
                 return Ok(Parsed::Skipped(format!(
                     "ALTER {kind} is not a table schema change"
@@ -233,11 +232,10 @@ impl StatementParser<'_> {
         out.into()
     }
 
-    fn set(&mut self, text: &str) -> Result<Parsed, ParseError> {
-        let h = head(text, 4);
-        if h.get(1).map(String::as_str) == Some("SEARCH_PATH") {
-            let rest = text.splitn(2, |c: char| c == '=' || c.eq_ignore_ascii_case(&'t'));
-            let _ = rest;
+    /// `SET search_path TO a, b` sets the default schema (the first one); any other SET
+    /// is a session setting.
+    fn set(&self, text: &str) -> Parsed {
+        if head(text, 2).get(1).map(String::as_str) == Some("SEARCH_PATH") {
             let up = text.to_ascii_uppercase();
             let at = up
                 .find(" TO ")
@@ -245,39 +243,25 @@ impl StatementParser<'_> {
                 .or_else(|| up.find('=').map(|p| p + 1))
                 .unwrap_or(text.len());
             let first = text[at..].split(',').next().unwrap_or("").trim();
+            let quoted = first.starts_with('"');
             let first = first.trim_matches('\'').trim_matches('"');
             if !first.is_empty() {
-                return Ok(Parsed::UseSchema(if text[at..].trim().starts_with('"') {
-                    first.to_owned()
-                } else {
-                    first.to_lowercase()
-                }));
+                return Parsed::UseSchema(stored_name(Dialect::Postgres, first, quoted));
             }
         }
-        Ok(Parsed::Skipped("session setting (SET)".into()))
+        Parsed::Skipped("session setting (SET)".into())
     }
 
     fn name(&self, id: &sq::Ident) -> String {
-        if id.quote_style.is_some() {
-            id.value.clone()
-        } else {
-            self.dialect.fold().apply(&id.value)
-        }
+        stored_name(self.dialect, &id.value, id.quote_style.is_some())
     }
 
     fn object_name(&self, n: &sq::ObjectName) -> TableName {
-        let parts: Vec<String> =
+        qualify(
+            self.default_schema,
             n.0.iter()
-                .filter_map(|p| p.as_ident().map(|i| self.name(i)))
-                .collect();
-        match parts.as_slice() {
-            [t] => TableName {
-                schema: self.default_schema.map(str::to_owned),
-                name: t.clone(),
-            },
-            [.., s, t] => TableName::new(Some(s), t),
-            [] => TableName::new(None, ""),
-        }
+                .filter_map(|p| p.as_ident().map(|i| self.name(i))),
+        )
     }
 
     fn resolve(&self, t: TableName) -> TableName {

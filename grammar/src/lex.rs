@@ -222,7 +222,7 @@ fn one_string(i: &str) -> Res<'_, String> {
                     nom::error::ErrorKind::Char,
                 )))
             }
-            Some((p, '\\')) => {
+            Some((_, '\\')) => {
                 if let Some((_, c)) = chars.next() {
                     out.push(match c {
                         'n' => '\n',
@@ -232,8 +232,6 @@ fn one_string(i: &str) -> Res<'_, String> {
                         'Z' => '\u{1a}',
                         other => other,
                     });
-                } else {
-                    let _ = p;
                 }
             }
             Some((p, '\'')) => {

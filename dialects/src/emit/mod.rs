@@ -742,6 +742,30 @@ impl Emitter {
         s
     }
 
+    /// MySQL's index clause, `[UNIQUE|FULLTEXT|SPATIAL] KEY|INDEX [name] (parts)`, as
+    /// written inside CREATE TABLE (`word` KEY) or after ALTER TABLE ... ADD (INDEX).
+    fn mysql_index_clause(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        ix: &Index,
+        word: &str,
+    ) -> String {
+        let kind = match ix.kind {
+            IndexKind::Plain => "",
+            IndexKind::Unique => "UNIQUE ",
+            IndexKind::Fulltext => "FULLTEXT ",
+            IndexKind::Spatial => "SPATIAL ",
+        };
+        let name = ix
+            .name
+            .as_ref()
+            .map(|n| format!("{} ", self.ident(cx, n)))
+            .unwrap_or_default();
+        let parts = self.index_parts(cx, table, ix);
+        format!("{kind}{word} {name}({parts})")
+    }
+
     fn create_index_sql(
         &self,
         cx: &mut EmitCtx<'_>,
@@ -814,19 +838,7 @@ impl Emitter {
         let mut after = Vec::new();
         for ix in &t.indexes {
             if self.target == Dialect::MySql {
-                let kind = match ix.kind {
-                    IndexKind::Plain => "KEY",
-                    IndexKind::Unique => "UNIQUE KEY",
-                    IndexKind::Fulltext => "FULLTEXT KEY",
-                    IndexKind::Spatial => "SPATIAL KEY",
-                };
-                let name = ix
-                    .name
-                    .as_ref()
-                    .map(|n| format!("{} ", self.ident(cx, n)))
-                    .unwrap_or_default();
-                let parts = self.index_parts(cx, &t.name, ix);
-                lines.push(format!("{kind} {name}({parts})"));
+                lines.push(self.mysql_index_clause(cx, &t.name, ix, "KEY"));
             } else if let Some(s) = self.create_index_sql(cx, &t.name, ix) {
                 after.push(s);
             }
@@ -1361,19 +1373,8 @@ impl Emitter {
             C::AddIndex { table, index } => {
                 if tgt == Dialect::MySql {
                     let tn = self.table(cx, table);
-                    let kind = match index.kind {
-                        IndexKind::Plain => "INDEX",
-                        IndexKind::Unique => "UNIQUE INDEX",
-                        IndexKind::Fulltext => "FULLTEXT INDEX",
-                        IndexKind::Spatial => "SPATIAL INDEX",
-                    };
-                    let name = index
-                        .name
-                        .as_ref()
-                        .map(|n| format!("{} ", self.ident(cx, n)))
-                        .unwrap_or_default();
-                    let parts = self.index_parts(cx, table, index);
-                    out.push(format!("ALTER TABLE {tn} ADD {kind} {name}({parts})"));
+                    let clause = self.mysql_index_clause(cx, table, index, "INDEX");
+                    out.push(format!("ALTER TABLE {tn} ADD {clause}"));
                 } else if let Some(s) = self.create_index_sql(cx, table, index) {
                     out.push(s);
                 }

@@ -24,6 +24,15 @@ fn lossy(sql: impl Into<String>, loss: impl Into<String>) -> Mapped {
     }
 }
 
+/// `name(p)`, or just `name` when p is the dialect's default precision.
+fn with_precision(name: &str, p: u8, default: u8) -> String {
+    if p == default {
+        name.to_owned()
+    } else {
+        format!("{name}({p})")
+    }
+}
+
 fn quote_list(values: &[String]) -> String {
     values
         .iter()
@@ -154,11 +163,7 @@ fn mysql(source: Dialect, t: &T) -> Mapped {
         T::Date => ok("DATE"),
         T::Time { precision, tz } => {
             let p = (*precision).min(6);
-            let s = if p == 0 {
-                "TIME".to_owned()
-            } else {
-                format!("TIME({p})")
-            };
+            let s = with_precision("TIME", p, 0);
             match tz {
                 TimeZone::None if *precision <= 6 => ok(s),
                 TimeZone::None => lossy(s, "fractional seconds beyond 6 digits are cut"),
@@ -172,11 +177,7 @@ fn mysql(source: Dialect, t: &T) -> Mapped {
             } else {
                 "DATETIME"
             };
-            let s = if p == 0 {
-                base.to_owned()
-            } else {
-                format!("{base}({p})")
-            };
+            let s = with_precision(base, p, 0);
             match tz {
                 _ if *precision > 6 => lossy(s, "fractional seconds beyond 6 digits are cut"),
                 TimeZone::Instant if source != Dialect::MySql => {
@@ -288,11 +289,7 @@ fn postgres(source: Dialect, t: &T) -> Mapped {
                 TimeZone::WithOffset => ("timetz", None),
                 TimeZone::Instant => ("timetz", None),
             };
-            let sql = if p == 6 {
-                name.to_owned()
-            } else {
-                format!("{name}({p})")
-            };
+            let sql = with_precision(name, p, 6);
             if source == Dialect::MySql {
                 return lossy(
                     sql,
@@ -312,11 +309,7 @@ fn postgres(source: Dialect, t: &T) -> Mapped {
             } else {
                 "timestamptz"
             };
-            let sql = if p == 6 {
-                name.to_owned()
-            } else {
-                format!("{name}({p})")
-            };
+            let sql = with_precision(name, p, 6);
             match tz {
                 TimeZone::WithOffset => lossy(sql, "the time-zone offset is normalised to UTC"),
                 _ if *precision > 6 => lossy(sql, "fractional seconds beyond 6 digits are cut"),
