@@ -530,16 +530,6 @@ impl Catalog {
         }
         Ok(())
     }
-
-    /// Apply changes in order; all or nothing.
-    pub fn apply_all(&mut self, changes: &[SchemaChange]) -> Result<(), CatalogError> {
-        let mut next = self.clone();
-        for c in changes {
-            next.apply(c)?;
-        }
-        *self = next;
-        Ok(())
-    }
 }
 
 fn find_col(t: &Table, column: &str, ci: bool) -> Result<usize, CatalogError> {

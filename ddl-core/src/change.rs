@@ -183,37 +183,6 @@ impl SchemaChange {
             _ => None,
         }
     }
-
-    /// A short kind name, for messages.
-    pub fn kind(&self) -> &'static str {
-        use SchemaChange::*;
-        match self {
-            CreateNamespace { .. } => "create namespace",
-            DropNamespace { .. } => "drop namespace",
-            CreateTable { .. } => "create table",
-            DropTable { .. } => "drop table",
-            RenameTable { .. } => "rename table",
-            TruncateTable { .. } => "truncate table",
-            AddColumn { .. } => "add column",
-            DropColumn { .. } => "drop column",
-            RenameColumn { .. } => "rename column",
-            AlterColumnType { .. } => "change column type",
-            SetNullable { .. } => "set nullability",
-            SetDefault { .. } => "set default",
-            SetIdentity { .. } => "set identity",
-            SetOnUpdate { .. } => "set on update",
-            SetColumnComment { .. } => "set column comment",
-            MoveColumn { .. } => "move column",
-            SetTableComment { .. } => "set table comment",
-            SetPrimaryKey { .. } => "set primary key",
-            AddIndex { .. } => "add index",
-            DropIndex { .. } => "drop index",
-            AddForeignKey { .. } => "add foreign key",
-            AddCheck { .. } => "add check",
-            DropConstraint { .. } => "drop constraint",
-            SetTableOption { .. } => "set table option",
-        }
-    }
 }
 
 /// A statement as a source database means it, before it is split into small facts.

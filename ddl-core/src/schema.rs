@@ -245,19 +245,9 @@ impl Table {
         }
     }
 
+    /// The column named exactly `name` (the catalog applies the source's case rules
+    /// before names reach here).
     pub fn column(&self, name: &str) -> Option<&Column> {
-        self.column_index(name).map(|i| &self.columns[i])
-    }
-
-    /// Column lookup; `eq_ignore_ascii_case` is not used here: the dialect decides case
-    /// folding before names reach the IR.
-    pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name == name)
-    }
-
-    pub fn is_key_column(&self, name: &str) -> bool {
-        self.primary_key
-            .as_ref()
-            .is_some_and(|pk| pk.columns.iter().any(|c| c == name))
+        self.columns.iter().find(|c| c.name == name)
     }
 }

@@ -153,14 +153,6 @@ impl DataType {
         }
     }
 
-    pub const fn varchar(length: u32) -> Self {
-        DataType::Varchar {
-            length: Some(length),
-            unit: LengthUnit::Chars,
-            national: false,
-        }
-    }
-
     /// A short family name used to compare schemas across databases.
     pub fn family(&self) -> &'static str {
         match self {
@@ -199,61 +191,6 @@ impl DataType {
             (4, _) => 10,
             (_, false) => 19,
             (_, true) => 20,
-        }
-    }
-
-    /// Whether a value of `self` always fits in `to` without loss (used by evolution
-    /// rules and by the catalog to tell widening from narrowing).
-    pub fn widens_to(&self, to: &DataType) -> bool {
-        use DataType::*;
-        match (self, to) {
-            (a, b) if a == b => true,
-            (
-                Int {
-                    bytes: a,
-                    unsigned: ua,
-                },
-                Int {
-                    bytes: b,
-                    unsigned: ub,
-                },
-            ) => (ua == ub && b >= a) || (!ub && *ua && b > a),
-            (Float { bytes: a, .. }, Float { bytes: b, .. }) => b >= a,
-            (
-                Decimal {
-                    precision: Some(p1),
-                    scale: s1,
-                    ..
-                },
-                Decimal {
-                    precision: Some(p2),
-                    scale: s2,
-                    ..
-                },
-            ) => {
-                let (s1, s2) = (s1.unwrap_or(0), s2.unwrap_or(0));
-                s2 >= s1 && (*p2 as i64 - s2 as i64) >= (*p1 as i64 - s1 as i64)
-            }
-            (
-                Decimal { .. },
-                Decimal {
-                    precision: None, ..
-                },
-            ) => true,
-            (
-                Varchar {
-                    length: Some(a), ..
-                },
-                Varchar { length: b, .. },
-            ) => b.is_none_or(|b| b >= *a),
-            (Char { length: a, .. }, Varchar { length: b, .. }) => b.is_none_or(|b| b >= *a),
-            (
-                Char { .. } | Varchar { .. } | Text { .. },
-                Text {
-                    max_bytes: None, ..
-                },
-            ) => true,
-            _ => false,
         }
     }
 }

@@ -37,15 +37,6 @@ impl Dialect {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "mysql" | "mariadb" => Some(Dialect::MySql),
-            "postgres" | "postgresql" | "pg" => Some(Dialect::Postgres),
-            "oracle" => Some(Dialect::Oracle),
-            _ => None,
-        }
-    }
-
     pub fn flavor(self) -> Flavor {
         match self {
             Dialect::MySql => Flavor::MySql,

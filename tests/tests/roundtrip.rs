@@ -121,12 +121,10 @@ fn table_ir(d: Dialect) -> impl Strategy<Value = (String, Vec<(String, usize, bo
 
 fn roundtrip(d: Dialect, table: &str, cols: &[(String, usize, bool)]) -> Result<(), TestCaseError> {
     // Build the IR by parsing a definition in the dialect with quoted names.
-    let q = |s: &str| dialects::emit::quote_ident(d, s);
     let quoted = |s: &str| match d {
         Dialect::MySql => format!("`{}`", s.replace('`', "``")),
         _ => format!("\"{}\"", s.replace('"', "\"\"")),
     };
-    let _ = q;
     let mut seen = std::collections::BTreeSet::new();
     let defs: Vec<String> = cols
         .iter()
