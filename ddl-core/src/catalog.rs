@@ -328,6 +328,7 @@ impl Catalog {
                 let name = t.columns.remove(i).name;
                 if let Some(pk) = &mut t.primary_key {
                     pk.columns.retain(|c| !same(c, &name, ci));
+                    pk.prefixes.retain(|c, _| !same(c, &name, ci));
                     if pk.columns.is_empty() {
                         t.primary_key = None;
                     }
@@ -359,6 +360,14 @@ impl Catalog {
                 };
                 if let Some(pk) = &mut t.primary_key {
                     pk.columns.iter_mut().for_each(rename);
+                    let prefixes = std::mem::take(&mut pk.prefixes);
+                    pk.prefixes = prefixes
+                        .into_iter()
+                        .map(|(mut c, n)| {
+                            rename(&mut c);
+                            (c, n)
+                        })
+                        .collect();
                 }
                 for ix in &mut t.indexes {
                     for p in &mut ix.parts {
@@ -449,6 +458,7 @@ impl Catalog {
                 table,
                 name,
                 columns,
+                prefixes,
             } => {
                 let t = self.table_mut(table)?;
                 match columns {
@@ -462,9 +472,15 @@ impl Catalog {
                             let i = find_col(t, c, ci)?;
                             t.columns[i].nullable = false;
                         }
+                        let mut canon_prefixes = BTreeMap::new();
+                        for (c, n) in prefixes {
+                            let i = find_col(t, c, ci)?;
+                            canon_prefixes.insert(t.columns[i].name.clone(), *n);
+                        }
                         t.primary_key = Some(crate::schema::PrimaryKey {
                             name: name.clone(),
                             columns: canon,
+                            prefixes: canon_prefixes,
                         });
                     }
                     None => {

@@ -105,6 +105,9 @@ pub enum SchemaChange {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
         columns: Option<Vec<String>>,
+        /// MySQL prefix lengths of key columns.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        prefixes: std::collections::BTreeMap<String, u32>,
     },
     AddIndex {
         table: TableName,

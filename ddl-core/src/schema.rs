@@ -2,6 +2,7 @@
 
 use crate::types::DataType;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A table name, optionally qualified by its schema (PostgreSQL/Oracle schema, MySQL
@@ -205,6 +206,9 @@ pub struct PrimaryKey {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub columns: Vec<String>,
+    /// MySQL prefix lengths of key columns, `PRIMARY KEY (id, body(10))`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prefixes: BTreeMap<String, u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,8 +230,8 @@ pub struct Table {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_by: Option<String>,
     /// Storage options with no neutral meaning (ENGINE, DEFAULT CHARSET, TABLESPACE...).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub options: std::collections::BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
 }
 
 impl Table {

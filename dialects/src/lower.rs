@@ -111,6 +111,7 @@ impl Lowerer<'_> {
                         table: table.clone(),
                         name: None,
                         columns: Some(vec![c.name.clone()]),
+                        prefixes: Default::default(),
                     });
                 }
                 ColAttr::Unique => extras.push(SchemaChange::AddIndex {
@@ -183,10 +184,14 @@ impl Lowerer<'_> {
     fn elem(&mut self, table: &TableName, e: &TableElem, out: &mut Vec<SchemaChange>) {
         match e {
             TableElem::Column(_) => unreachable!("columns are lowered by the caller"),
-            TableElem::PrimaryKey { name, columns } => out.push(SchemaChange::SetPrimaryKey {
+            TableElem::PrimaryKey { name, parts } => out.push(SchemaChange::SetPrimaryKey {
                 table: table.clone(),
                 name: name.as_ref().map(|n| self.name(n)),
-                columns: Some(columns.iter().map(|c| self.name(c)).collect()),
+                columns: Some(parts.iter().map(|p| self.name(&p.column)).collect()),
+                prefixes: parts
+                    .iter()
+                    .filter_map(|p| p.prefix.map(|n| (self.name(&p.column), n)))
+                    .collect(),
             }),
             TableElem::Index { name, kind, parts } => out.push(SchemaChange::AddIndex {
                 table: table.clone(),
@@ -267,7 +272,12 @@ impl Lowerer<'_> {
         // Fold the table-level facts into the table itself.
         for x in extras {
             match x {
-                SchemaChange::SetPrimaryKey { name, columns, .. } => {
+                SchemaChange::SetPrimaryKey {
+                    name,
+                    columns,
+                    prefixes,
+                    ..
+                } => {
                     let cols = columns.unwrap_or_default();
                     for c in &cols {
                         if let Some(col) = table.columns.iter_mut().find(|k| &k.name == c) {
@@ -277,6 +287,7 @@ impl Lowerer<'_> {
                     table.primary_key = Some(ddl_core::PrimaryKey {
                         name,
                         columns: cols,
+                        prefixes,
                     });
                 }
                 SchemaChange::AddIndex { index, .. } => table.indexes.push(index),
@@ -367,6 +378,7 @@ impl Lowerer<'_> {
                     table: table.clone(),
                     name: None,
                     columns: None,
+                    prefixes: Default::default(),
                 })),
                 AlterSpec::DropIndex(n) => out.push(ch(SchemaChange::DropIndex {
                     table: table.clone(),

@@ -62,7 +62,7 @@ pub enum TableElem {
     Column(ColumnDraft),
     PrimaryKey {
         name: Option<Ident>,
-        columns: Vec<Ident>,
+        parts: Vec<KeyPart>,
     },
     Index {
         name: Option<Ident>,

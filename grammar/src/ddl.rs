@@ -344,7 +344,7 @@ fn constraint_elem(i: &str) -> Res<'_, TableElem> {
                 let cname = cname.clone();
                 move |(_, _, _, parts, _)| TableElem::PrimaryKey {
                     name: cname.clone(),
-                    columns: parts.into_iter().map(|p| p.column).collect(),
+                    parts,
                 }
             },
         ),

@@ -65,7 +65,7 @@ ALTER TABLE customers RENAME COLUMN alias TO display_name;
 ALTER TABLE customers DROP COLUMN rank_first, ADD INDEX idx_phone (phone);
 ALTER TABLE customers COMMENT = 'buyers', ENGINE=InnoDB;
 ALTER TABLE customers CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
-ALTER TABLE docs DROP PRIMARY KEY, ADD PRIMARY KEY (id);
+ALTER TABLE docs DROP PRIMARY KEY, ADD PRIMARY KEY (id, body(10));
 ALTER TABLE orders DROP FOREIGN KEY fk_orders_customer;
 ALTER TABLE orders ADD CONSTRAINT fk_orders_customer2 FOREIGN KEY (customer_id) REFERENCES customers (id);
 CREATE INDEX idx_amount ON orders (amount DESC);

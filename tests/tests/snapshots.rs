@@ -130,3 +130,18 @@ fn ansi_quotes_changes_double_quotes() {
     let r = tr.translate("CREATE TABLE \"T\" (\"a b\" int);");
     assert!(r[0].output[0].contains("\"a b\""), "{:?}", r[0].output);
 }
+
+#[test]
+fn primary_key_prefix_lengths_are_kept_or_reported() {
+    // regression: PRIMARY KEY (id, body(10)) lost its prefix, so MariaDB refused the
+    // identity translation (a TEXT column in a key needs a length).
+    let src = "CREATE TABLE d (id int NOT NULL, body text NOT NULL);\nALTER TABLE d ADD PRIMARY KEY (id, body(10));";
+    let my = render(Dialect::MySql, Target::Sql(Dialect::MySql), src);
+    assert!(my.contains("ADD PRIMARY KEY (id, body(10))"), "{my}");
+    let pg = render(Dialect::MySql, Target::Sql(Dialect::Postgres), src);
+    assert!(pg.contains("ADD PRIMARY KEY (id, body)"), "{pg}");
+    assert!(
+        pg.contains("-- warning") && pg.contains("prefix length (10)"),
+        "{pg}"
+    );
+}

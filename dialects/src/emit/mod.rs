@@ -12,7 +12,7 @@ use crate::Dialect;
 use ddl_core::names::{map_case, shorten};
 use ddl_core::{
     Catalog, Column, ColumnPosition, DefaultValue, Diagnostics, ForeignKey, IdentityKind, Index,
-    IndexKind, Literal, SchemaChange, Table, TableName,
+    IndexKind, IndexPart, Literal, SchemaChange, Table, TableName,
 };
 
 /// Quote a string literal for `dialect`.
@@ -666,6 +666,29 @@ impl Emitter {
             .join(", ")
     }
 
+    /// A primary key's column list: as index parts, so prefix lengths are kept for MySQL
+    /// and reported where the target has none.
+    fn key_cols(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        cols: &[String],
+        prefixes: &std::collections::BTreeMap<String, u32>,
+    ) -> String {
+        let key = Index {
+            name: None,
+            kind: IndexKind::Unique,
+            parts: cols
+                .iter()
+                .map(|c| IndexPart {
+                    prefix: prefixes.get(c).copied(),
+                    ..IndexPart::column(c)
+                })
+                .collect(),
+        };
+        self.index_parts(cx, table, &key)
+    }
+
     fn index_parts(&self, cx: &mut EmitCtx<'_>, table: &TableName, ix: &Index) -> String {
         ix.parts
             .iter()
@@ -830,10 +853,8 @@ impl Emitter {
                 }
                 _ => String::new(),
             };
-            lines.push(format!(
-                "{name}PRIMARY KEY ({})",
-                self.cols(cx, &pk.columns)
-            ));
+            let cols = self.key_cols(cx, &t.name, &pk.columns, &pk.prefixes);
+            lines.push(format!("{name}PRIMARY KEY ({cols})"));
         }
         let mut after = Vec::new();
         for ix in &t.indexes {
@@ -1341,6 +1362,7 @@ impl Emitter {
                 table,
                 name,
                 columns,
+                prefixes,
             } => {
                 let tn = self.table(cx, table);
                 match columns {
@@ -1351,7 +1373,7 @@ impl Emitter {
                             }
                             _ => String::new(),
                         };
-                        let cols = self.cols(cx, cols);
+                        let cols = self.key_cols(cx, table, cols, prefixes);
                         out.push(format!("ALTER TABLE {tn} ADD {cname}PRIMARY KEY ({cols})"));
                     }
                     None => match tgt {
