@@ -2,8 +2,9 @@
 //!
 //! - [`MariaDb`]: a throwaway MariaDB (mariadb-install-db + mariadbd) in a temp folder
 //!   on a free port, with binlog on; killed and removed on drop.
-//! - [`PgDb`]: a fresh database on the machine's PostgreSQL service (127.0.0.1:5432,
-//!   trust auth), dropped on drop. `initdb` refuses to run as root, which CI is.
+//! - [`PgServer`]: a throwaway PostgreSQL (initdb + postgres) in a temp folder on a
+//!   free port; stopped and removed on drop. `initdb` refuses to run as root (as CI
+//!   does), so as root both run as the `postgres` user, on a folder given to it.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -125,57 +126,127 @@ impl Drop for MariaDb {
     }
 }
 
-/// A fresh database on the local PostgreSQL service.
-pub struct PgDb {
-    pub name: String,
-    admin: tokio_postgres::Client,
+/// Whether this process runs as root (PostgreSQL refuses to).
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
 }
 
-fn pg_config(db: &str) -> tokio_postgres::Config {
-    let mut c = tokio_postgres::Config::new();
-    c.host("127.0.0.1").port(5432).user("postgres").dbname(db);
-    c
+/// A command run as the `postgres` user when we are root (setpriv execs, so the
+/// child's pid is the server's own), as ourselves otherwise.
+fn pg_command(program: &str, as_postgres: bool) -> Command {
+    if as_postgres {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=postgres",
+            "--regid=postgres",
+            "--init-groups",
+            "--",
+            program,
+        ]);
+        c
+    } else {
+        Command::new(program)
+    }
 }
 
-async fn pg_connect(db: &str) -> tokio_postgres::Client {
-    let (client, conn) = pg_config(db)
-        .connect(tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("connect to PostgreSQL at 127.0.0.1:5432 as postgres: {e}"));
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    client
+/// A throwaway PostgreSQL server.
+pub struct PgServer {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
 }
 
-impl PgDb {
-    pub async fn create(tag: &str) -> PgDb {
-        let admin = pg_connect("postgres").await;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!("lakeshift_{tag}_{}_{nanos}", std::process::id());
-        admin
+impl PgServer {
+    pub async fn start() -> PgServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let as_postgres = is_root();
+        if as_postgres {
+            let ok = Command::new("chown")
+                .args(["postgres:", &dir.path().display().to_string()])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "chown of the PostgreSQL temp folder to postgres failed");
+        }
+        let data = dir.path().join("data");
+        let out = pg_command("initdb", as_postgres)
+            .args(["-D", &data.display().to_string()])
+            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
+            .arg("--locale=C")
+            .output()
+            .expect("initdb runs");
+        assert!(
+            out.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let port = free_port();
+        let child = pg_command("postgres", as_postgres)
+            .args(["-D", &data.display().to_string()])
+            .args(["-p", &port.to_string()])
+            .args(["-k", &dir.path().display().to_string()])
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("postgres starts");
+        let server = PgServer {
+            port,
+            child,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while pg_config(port, "postgres")
+            .connect(tokio_postgres::NoTls)
+            .await
+            .is_err()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "postgres did not accept connections in 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        server
+    }
+
+    /// A client of database `db`.
+    pub async fn client(&self, db: &str) -> tokio_postgres::Client {
+        let (client, conn) = pg_config(self.port, db)
+            .connect(tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("connect to the test PostgreSQL, database {db}: {e}"));
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        client
+    }
+
+    /// Create database `name` and connect to it.
+    pub async fn create_db(&self, name: &str) -> tokio_postgres::Client {
+        self.client("postgres")
+            .await
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await
             .expect("create database");
-        PgDb { name, admin }
+        self.client(name).await
     }
+}
 
-    pub async fn client(&self) -> tokio_postgres::Client {
-        pg_connect(&self.name).await
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
+}
 
-    pub async fn drop_db(self) {
-        let _ = self
-            .admin
-            .batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .await;
-    }
+fn pg_config(port: u16, db: &str) -> tokio_postgres::Config {
+    let mut c = tokio_postgres::Config::new();
+    c.host("127.0.0.1").port(port).user("postgres").dbname(db);
+    c
 }
 
 /// One column of a final schema, as read from a real server: table, column,

@@ -1,4 +1,5 @@
-//! Execution tests against real servers started by the test: a corpus runs on its
+//! Execution tests against real servers each test starts itself (throwaway MariaDB
+//! and PostgreSQL in temp folders on free ports, removed afterwards): a corpus runs on its
 //! source server, its translation runs on the other server, and the final schemas
 //! (tables, columns, nullability, type family) are compared.
 
@@ -100,17 +101,14 @@ async fn mysql_source_to_postgres_and_back_to_mariadb() {
     );
 
     // Its PostgreSQL translation on a real PostgreSQL.
-    let pg = PgDb::create("my2pg").await;
-    let client = pg.client().await;
+    let pg = PgServer::start().await;
+    let client = pg.create_db("my2pg").await;
     run_pg(
         &client,
         &translate(Dialect::MySql, Dialect::Postgres, &text),
     )
     .await;
-    let pg_cols = pg_schema(&client, "public").await;
-    drop(client);
-    pg.drop_db().await;
-    compare(&source_schema, &pg_cols);
+    compare(&source_schema, &pg_schema(&client, "public").await);
 
     // The identity translation on the same MariaDB, in another database.
     c.query_drop("CREATE DATABASE dst").await.unwrap();
@@ -123,8 +121,8 @@ async fn mysql_source_to_postgres_and_back_to_mariadb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_source_to_mariadb() {
     let text = corpus("postgres.sql");
-    let pg = PgDb::create("pg2my").await;
-    let client = pg.client().await;
+    let pg = PgServer::start().await;
+    let client = pg.create_db("src").await;
     let stmts: Vec<String> = split(grammar::Flavor::Postgres, &text)
         .into_iter()
         .map(|s| s.text)
@@ -133,8 +131,7 @@ async fn postgres_source_to_mariadb() {
     let public = pg_schema(&client, "public").await;
     let sales = pg_schema(&client, "sales").await;
     // The identity translation on a second fresh database.
-    let pg2 = PgDb::create("pg2pg").await;
-    let client2 = pg2.client().await;
+    let client2 = pg.create_db("dst").await;
     run_pg(
         &client2,
         &translate(Dialect::Postgres, Dialect::Postgres, &text),
@@ -142,9 +139,6 @@ async fn postgres_source_to_mariadb() {
     .await;
     assert_eq!(public, pg_schema(&client2, "public").await);
     assert_eq!(sales, pg_schema(&client2, "sales").await);
-    drop((client, client2));
-    pg.drop_db().await;
-    pg2.drop_db().await;
     assert!(public.len() > 25 && !sales.is_empty());
 
     let maria = MariaDb::start().await;
@@ -223,18 +217,18 @@ fn with_int_rule(mut v: Vec<ColumnFact>, interval_as: &str) -> Vec<ColumnFact> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oracle_source_to_postgres_and_mariadb() {
     let text = corpus("oracle.sql");
-    let pg = PgDb::create("ora2pg").await;
-    let client = pg.client().await;
+    let pg = PgServer::start().await;
+    let client = pg.create_db("ora2pg").await;
     client.batch_execute("CREATE SCHEMA hr").await.unwrap();
     run_pg(
         &client,
         &translate(Dialect::Oracle, Dialect::Postgres, &text),
     )
     .await;
-    let got = pg_schema(&client, "hr").await;
-    drop(client);
-    pg.drop_db().await;
-    assert_eq!(got, with_int_rule(oracle_expected(), "interval"));
+    assert_eq!(
+        pg_schema(&client, "hr").await,
+        with_int_rule(oracle_expected(), "interval")
+    );
 
     let maria = MariaDb::start().await;
     let mut c = maria.conn(None).await;
