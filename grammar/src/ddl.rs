@@ -88,7 +88,7 @@ fn rest_of_item(i: &str) -> Res<'_, String> {
         if t.is_empty() || t.starts_with(',') || t.starts_with(')') {
             let taken = &start[..start.len() - t.len()];
             if taken.trim().is_empty() {
-                return Err(nom::Err::Error(nom::error::Error::new(
+                return Err(nom::Err::Error(crate::lex::Error::new(
                     i,
                     nom::error::ErrorKind::Tag,
                 )));
@@ -471,7 +471,7 @@ fn table_option(i: &str) -> Res<'_, (String, String)> {
     ))
     .parse(i)?;
     if key == "PARTITION" {
-        return Err(nom::Err::Error(nom::error::Error::new(
+        return Err(nom::Err::Error(crate::lex::Error::new(
             i,
             nom::error::ErrorKind::Tag,
         )));
@@ -845,6 +845,17 @@ mod tests {
         .unwrap();
         assert_eq!(c.elems.len(), 4);
         assert_eq!(c.trailing.as_deref(), Some("TABLESPACE users"));
+    }
+
+    #[test]
+    fn errors_point_at_the_furthest_failure() {
+        // regression: alt reported its last branch's start (`COLUMN`), not the bad type.
+        let text = "ALTER TABLE t ADD COLUMN a NOTATYPE, ADD b int";
+        let e = parse_alter_table(Flavor::MySql, text).unwrap_err();
+        assert_eq!(&text[e.offset..e.offset + 8], "NOTATYPE", "{e:?}");
+        let text = "CREATE TABLE x (a NUMBR(3))";
+        let e = parse_create_table(Flavor::Oracle, text).unwrap_err();
+        assert!(text[e.offset..].starts_with("NUMBR"), "{e:?}");
     }
 
     #[test]

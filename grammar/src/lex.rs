@@ -9,7 +9,47 @@ use nom::multi::many0;
 use nom::sequence::{delimited, pair, preceded};
 use nom::{IResult, Parser};
 
-pub type Res<'a, T> = IResult<&'a str, T>;
+pub type Res<'a, T> = IResult<&'a str, T, Error<'a>>;
+
+/// A parse error that keeps the furthest point any alternative reached: when every
+/// branch of an `alt` fails, the error names where the statement stopped making sense
+/// (`ADD COLUMN y notatype` points at `notatype`), not where the last branch began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error<'a> {
+    /// The input left where parsing failed.
+    pub input: &'a str,
+}
+
+impl<'a> Error<'a> {
+    pub fn new(input: &'a str, _kind: nom::error::ErrorKind) -> Self {
+        Error { input }
+    }
+}
+
+impl<'a> nom::error::ParseError<&'a str> for Error<'a> {
+    fn from_error_kind(input: &'a str, kind: nom::error::ErrorKind) -> Self {
+        Error::new(input, kind)
+    }
+
+    fn append(input: &'a str, kind: nom::error::ErrorKind, other: Self) -> Self {
+        other.or(Error::new(input, kind))
+    }
+
+    fn or(self, other: Self) -> Self {
+        // Less input left means further in.
+        if other.input.len() < self.input.len() {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+impl<'a, E> nom::error::FromExternalError<&'a str, E> for Error<'a> {
+    fn from_external_error(input: &'a str, kind: nom::error::ErrorKind, _e: E) -> Self {
+        Error::new(input, kind)
+    }
+}
 
 /// An identifier as written: its value (quotes removed, doubled quotes undone) and
 /// whether it was quoted (quoted names escape case folding).
@@ -54,9 +94,7 @@ fn is_word_char(c: char) -> bool {
 }
 
 /// A keyword, case-insensitive (keywords are ASCII), not followed by a word character.
-pub fn kw<'a>(
-    word: &'static str,
-) -> impl Parser<&'a str, Output = (), Error = nom::error::Error<&'a str>> {
+pub fn kw<'a>(word: &'static str) -> impl Parser<&'a str, Output = (), Error = Error<'a>> {
     move |i: &'a str| -> Res<'a, ()> {
         let (r, _) = ws(i)?;
         match r.get(..word.len()) {
@@ -66,18 +104,13 @@ pub fn kw<'a>(
             {
                 Ok((&r[word.len()..], ()))
             }
-            _ => Err(nom::Err::Error(nom::error::Error::new(
-                r,
-                nom::error::ErrorKind::Tag,
-            ))),
+            _ => Err(nom::Err::Error(Error::new(r, nom::error::ErrorKind::Tag))),
         }
     }
 }
 
 /// A punctuation symbol after optional whitespace.
-pub fn sym<'a>(
-    s: &'static str,
-) -> impl Parser<&'a str, Output = (), Error = nom::error::Error<&'a str>> {
+pub fn sym<'a>(s: &'static str) -> impl Parser<&'a str, Output = (), Error = Error<'a>> {
     value((), preceded(ws, tag(s)))
 }
 
@@ -88,7 +121,7 @@ fn quoted_body(q: char) -> impl FnMut(&str) -> Res<'_, String> {
         loop {
             match rest.find(q) {
                 None => {
-                    return Err(nom::Err::Error(nom::error::Error::new(
+                    return Err(nom::Err::Error(Error::new(
                         rest,
                         nom::error::ErrorKind::Char,
                     )))
@@ -174,10 +207,7 @@ fn bare_ident(i: &str) -> Res<'_, Ident> {
     ))
     .parse(i)?;
     if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(w)) {
-        return Err(nom::Err::Error(nom::error::Error::new(
-            i,
-            nom::error::ErrorKind::Tag,
-        )));
+        return Err(nom::Err::Error(Error::new(i, nom::error::ErrorKind::Tag)));
     }
     Ok((rest, Ident::bare(w)))
 }
@@ -217,7 +247,7 @@ fn one_string(i: &str) -> Res<'_, String> {
     loop {
         match chars.next() {
             None => {
-                return Err(nom::Err::Error(nom::error::Error::new(
+                return Err(nom::Err::Error(Error::new(
                     rest,
                     nom::error::ErrorKind::Char,
                 )))
@@ -270,7 +300,7 @@ pub fn int(i: &str) -> Res<'_, i64> {
 pub fn paren_group(i: &str) -> Res<'_, &str> {
     let (start, _) = ws(i)?;
     if !start.starts_with('(') {
-        return Err(nom::Err::Error(nom::error::Error::new(
+        return Err(nom::Err::Error(Error::new(
             start,
             nom::error::ErrorKind::Char,
         )));
@@ -300,7 +330,7 @@ pub fn paren_group(i: &str) -> Res<'_, &str> {
         }
         k += 1;
     }
-    Err(nom::Err::Error(nom::error::Error::new(
+    Err(nom::Err::Error(Error::new(
         start,
         nom::error::ErrorKind::Char,
     )))
@@ -408,7 +438,7 @@ pub fn raw_expr(i: &str) -> Res<'_, &str> {
 
 /// A comma-separated list inside parentheses.
 pub fn paren_list<'a, T>(
-    mut item: impl Parser<&'a str, Output = T, Error = nom::error::Error<&'a str>>,
+    mut item: impl Parser<&'a str, Output = T, Error = Error<'a>>,
 ) -> impl FnMut(&'a str) -> Res<'a, Vec<T>> {
     move |i: &'a str| {
         let (mut i, _) = sym("(").parse(i)?;
@@ -428,7 +458,7 @@ pub fn paren_list<'a, T>(
 
 /// A comma-separated list of at least one item.
 pub fn comma_list<'a, T>(
-    mut item: impl Parser<&'a str, Output = T, Error = nom::error::Error<&'a str>>,
+    mut item: impl Parser<&'a str, Output = T, Error = Error<'a>>,
 ) -> impl FnMut(&'a str) -> Res<'a, Vec<T>> {
     move |i: &'a str| {
         let (mut i, first) = item.parse(i)?;

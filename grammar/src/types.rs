@@ -113,7 +113,7 @@ fn word(i: &str) -> Res<'_, String> {
 }
 
 fn fail<T>(i: &str) -> Res<'_, T> {
-    Err(nom::Err::Error(nom::error::Error::new(
+    Err(nom::Err::Error(crate::lex::Error::new(
         i,
         nom::error::ErrorKind::Tag,
     )))
@@ -156,7 +156,8 @@ fn frac(v: Option<u64>, default: u8) -> u8 {
 }
 
 fn mysql_type(i: &str) -> Res<'_, TypeSpec> {
-    let (i, w) = word(i)?;
+    let (start, _) = ws(i)?;
+    let (i, w) = word(start)?;
     let int = |bytes: u8, i| -> Res<'_, TypeSpec> {
         let (i, width) = len1(i)?;
         let (i, unsigned) = sign(i)?;
@@ -336,7 +337,8 @@ fn mysql_type(i: &str) -> Res<'_, TypeSpec> {
             }
             .into(),
         )),
-        _ => fail(i),
+        // An unknown type name: the error points at the name.
+        _ => fail(start),
     }
 }
 
@@ -647,7 +649,8 @@ fn ora_len(i: &str) -> Res<'_, Option<(u64, Option<LengthUnit>)>> {
 }
 
 fn oracle_type(i: &str) -> Res<'_, TypeSpec> {
-    let (i, w) = word(i)?;
+    let (start, _) = ws(i)?;
+    let (i, w) = word(start)?;
     let dec = |p: Option<u32>, s: Option<i32>| DataType::Decimal {
         precision: p,
         scale: s,
@@ -828,7 +831,7 @@ fn oracle_type(i: &str) -> Res<'_, TypeSpec> {
         }
         "BOOLEAN" => Ok((i, DataType::Boolean.into())),
         "JSON" => Ok((i, DataType::Json { binary: true }.into())),
-        _ => fail(i),
+        _ => fail(start),
     }
 }
 
