@@ -21,7 +21,7 @@ fn every_statement_is_parsed_skipped_or_rejected_with_position() {
             .map(|e| e.expect("entry").path())
             .collect();
         files.sort();
-        let (mut ok, mut skipped, mut rejected) = (0, 0, 0);
+        let (mut ok, mut skipped, mut rejected, mut unknown) = (0, 0, 0, 0);
         for f in files {
             let text = String::from_utf8_lossy(&std::fs::read(&f).expect("read")).into_owned();
             let lines = text.lines().count().max(1);
@@ -30,6 +30,12 @@ fn every_statement_is_parsed_skipped_or_rejected_with_position() {
             for r in tr.translate(&text) {
                 if r.failed() {
                     rejected += 1;
+                    // Of those, statements on tables or columns the file never created.
+                    if r.diagnostics.iter().any(|(_, _, d)| {
+                        d.message.contains("not known") || d.message.contains("does not exist")
+                    }) {
+                        unknown += 1;
+                    }
                     for (l, c, _) in &r.diagnostics {
                         assert!(
                             *l >= 1 && *l <= lines && *c >= 1,
@@ -43,7 +49,10 @@ fn every_statement_is_parsed_skipped_or_rejected_with_position() {
                 }
             }
         }
-        println!("grammars-v4 {dir}: {ok} to IR, {skipped} skipped, {rejected} rejected with position, 0 panics");
+        println!(
+            "grammars-v4 {dir}: {ok} to IR, {skipped} skipped, {rejected} rejected with position \
+             ({unknown} of them name a table or column the file never created), 0 panics"
+        );
         total = (total.0 + ok, total.1 + skipped, total.2 + rejected);
         assert!(ok > 0, "{dir}: nothing parsed");
     }
