@@ -49,22 +49,8 @@ impl Lowerer<'_> {
         let name = self.name(&d.name);
         let mut c = Column::new(&name, ty.data_type);
         if ty.serial {
-            c.identity = Some(Identity {
-                kind: IdentityKind::ByDefault,
-                start: None,
-                increment: None,
-            });
-            c.nullable = false;
-            if self.dialect == Dialect::MySql {
-                extras.push(SchemaChange::AddIndex {
-                    table: table.clone(),
-                    index: Index {
-                        name: Some(name.clone()),
-                        kind: IndexKind::Unique,
-                        parts: vec![IndexPart::column(&name)],
-                    },
-                });
-            }
+            // PostgreSQL serial: an identity column. MySQL SERIAL: also UNIQUE.
+            serial(table, &mut c, self.dialect == Dialect::MySql, extras);
         }
         self.apply_attrs(table, &mut c, &d.attrs, extras);
         c
@@ -105,6 +91,7 @@ impl Lowerer<'_> {
                     });
                     c.nullable = false;
                 }
+                ColAttr::SerialDefaultValue => serial(table, c, true, extras),
                 ColAttr::PrimaryKey => {
                     c.nullable = false;
                     extras.push(SchemaChange::SetPrimaryKey {
@@ -538,6 +525,26 @@ impl Lowerer<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+/// Make `c` an identity column, NOT NULL, and (MySQL's SERIAL) UNIQUE.
+fn serial(table: &TableName, c: &mut Column, unique: bool, extras: &mut Vec<SchemaChange>) {
+    c.nullable = false;
+    c.identity = Some(Identity {
+        kind: IdentityKind::ByDefault,
+        start: None,
+        increment: None,
+    });
+    if unique {
+        extras.push(SchemaChange::AddIndex {
+            table: table.clone(),
+            index: Index {
+                name: Some(c.name.clone()),
+                kind: IndexKind::Unique,
+                parts: vec![IndexPart::column(&c.name)],
+            },
+        });
     }
 }
 

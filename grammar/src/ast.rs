@@ -13,6 +13,8 @@ pub enum ColAttr {
     /// The default expression as written.
     Default(String),
     AutoIncrement,
+    /// MySQL `SERIAL DEFAULT VALUE`: NOT NULL AUTO_INCREMENT UNIQUE.
+    SerialDefaultValue,
     PrimaryKey,
     Unique,
     Comment(String),

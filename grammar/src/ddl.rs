@@ -122,6 +122,10 @@ fn col_attr(_flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                 ColAttr::AutoIncrement,
                 alt((kw("AUTO_INCREMENT"), kw("AUTOINCREMENT"))),
             ),
+            value(
+                ColAttr::SerialDefaultValue,
+                (kw("SERIAL"), kw("DEFAULT"), kw("VALUE")),
+            ),
             value(ColAttr::PrimaryKey, (kw("PRIMARY"), kw("KEY"))),
             value(ColAttr::Unique, (kw("UNIQUE"), opt(kw("KEY")))),
             value(ColAttr::PrimaryKey, kw("KEY")),

@@ -72,6 +72,8 @@ CREATE INDEX idx_amount ON orders (amount DESC);
 DROP INDEX idx_amount ON orders;
 CREATE UNIQUE INDEX uk_note ON orders (note);
 ALTER TABLE orders MODIFY COLUMN amount decimal(14,2) NOT NULL;
+CREATE TABLE serials (id SERIAL, code smallint);
+CREATE TABLE serials2 (id smallint SERIAL DEFAULT VALUE, val int);
 CREATE TABLE tmp_a (x int);
 CREATE TABLE tmp_b (y int);
 RENAME TABLE tmp_a TO tmp_a2, tmp_b TO tmp_b2;
