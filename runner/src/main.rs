@@ -11,7 +11,7 @@ use std::process::ExitCode;
 #[command(
     name = "lakeshift",
     version,
-    about = "Translate database DDL between dialects; mirror databases into Iceberg",
+    about = "Translate database DDL between MySQL/MariaDB, PostgreSQL and Oracle, keeping schema state",
     after_help = "Exit status: 0 success, 1 some statement failed, 2 usage error."
 )]
 struct Cli {
@@ -44,7 +44,7 @@ enum Command {
         #[arg(long, value_enum)]
         to: TargetArg,
         /// DDL in the source dialect describing tables that already exist; it seeds the
-        /// catalog and is not translated.
+        /// catalog and is not translated. May be given more than once.
         #[arg(long, value_name = "FILE")]
         schema: Vec<String>,
         /// MySQL sql_mode ANSI_QUOTES: "x" is an identifier, not a string.
