@@ -174,10 +174,18 @@ impl StatementParser<'_> {
             }
             _ => {}
         }
-        let stmts = Parser::new(sq_dialect(self.dialect))
+        let stmts = match Parser::new(sq_dialect(self.dialect))
             .try_with_sql(text)
             .and_then(|mut p| p.parse_statements())
-            .map_err(|e| sq_error(text, &e))?;
+        {
+            Ok(s) => s,
+            Err(e) if self.dialect == Dialect::MySql && (w(0), w(1)) == ("DROP", "INDEX") => {
+                return self
+                    .mysql_drop_index(text)
+                    .ok_or_else(|| sq_error(text, &e));
+            }
+            Err(e) => return Err(sq_error(text, &e)),
+        };
         let mut out = Vec::new();
         for s in stmts {
             match self.statement(s)? {
@@ -250,6 +258,24 @@ impl StatementParser<'_> {
             }
         }
         Parsed::Skipped("session setting (SET)".into())
+    }
+
+    /// The grammar's fallback for MySQL DROP INDEX with ALGORITHM/LOCK options.
+    fn mysql_drop_index(&mut self, text: &str) -> Option<Parsed> {
+        let (index, table, options) = grammar::ddl::parse_drop_index(text).ok()?;
+        let lower = self.lowerer();
+        let table = lower.table_name(&table);
+        let name = lower.name(&index);
+        for o in options {
+            self.diags
+                .skip(format!("DROP INDEX {name}: {o} has no schema meaning"));
+        }
+        Some(Parsed::Requests(vec![ChangeRequest::Change(
+            SchemaChange::DropIndex {
+                table: self.resolve(table),
+                name,
+            },
+        )]))
     }
 
     fn name(&self, id: &sq::Ident) -> String {

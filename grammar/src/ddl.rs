@@ -71,6 +71,31 @@ pub fn parse_alter_table(flavor: Flavor, text: &str) -> Result<AlterTableDraft, 
     finish(text, alter_table(flavor, text), "ALTER TABLE")
 }
 
+/// MySQL `DROP INDEX i ON t [ALGORITHM [=] x] [LOCK [=] x]`, which sqlparser 0.64
+/// rejects when the online-DDL options are present: the index, the table, and the
+/// options as written.
+pub fn parse_drop_index(text: &str) -> Result<(Ident, Vec<Ident>, Vec<String>), GrammarError> {
+    finish(text, drop_index(text), "DROP INDEX")
+}
+
+fn drop_index(i: &str) -> Res<'_, (Ident, Vec<Ident>, Vec<String>)> {
+    let (i, (_, _, index, _, table)) =
+        (kw("DROP"), kw("INDEX"), ident, kw("ON"), object_name).parse(i)?;
+    let (i, options) = many0(map(
+        (
+            alt((
+                kw("ALGORITHM").map(|_| "ALGORITHM"),
+                kw("LOCK").map(|_| "LOCK"),
+            )),
+            opt(sym("=")),
+            word_upper,
+        ),
+        |(k, _, v)| format!("{k}={v}"),
+    ))
+    .parse(i)?;
+    Ok((i, (index, table, options)))
+}
+
 fn word_upper(i: &str) -> Res<'_, String> {
     map(
         preceded(ws, take_while1(|c: char| c.is_alphanumeric() || c == '_')),
@@ -860,6 +885,18 @@ mod tests {
         let text = "CREATE TABLE x (a NUMBR(3))";
         let e = parse_create_table(Flavor::Oracle, text).unwrap_err();
         assert!(text[e.offset..].starts_with("NUMBR"), "{e:?}");
+    }
+
+    #[test]
+    fn mysql_drop_index_with_online_options() {
+        let (ix, t, opts) =
+            parse_drop_index("drop index index3 on antlr_tokens algorithm default lock=none")
+                .unwrap();
+        assert_eq!(
+            (ix.value.as_str(), t[0].value.as_str()),
+            ("index3", "antlr_tokens")
+        );
+        assert_eq!(opts, ["ALGORITHM=DEFAULT", "LOCK=NONE"]);
     }
 
     #[test]
