@@ -592,7 +592,7 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     if up == "TRUE" || up == "FALSE" {
         return lit(Literal::Boolean(up == "TRUE"));
     }
-    if let Ok((rest, s)) = grammar::lex::string_lit(t) {
+    if let Ok((rest, s)) = grammar::lex::string_lit(dialect.flavor())(t) {
         if rest.trim().is_empty() {
             return lit(Literal::String(s));
         }
@@ -646,7 +646,7 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
         "NEXTVAL" => {
             if let Some(a) = t.find('(').map(|p| &t[p + 1..t.len() - 1]) {
                 let a = a.split("::").next().unwrap_or(a).trim();
-                if let Ok((_, s)) = grammar::lex::string_lit(a) {
+                if let Ok((_, s)) = grammar::lex::string_lit(dialect.flavor())(a) {
                     return Some(DefaultValue::NextVal { sequence: s });
                 }
             }

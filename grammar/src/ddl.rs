@@ -105,33 +105,35 @@ fn word_upper(i: &str) -> Res<'_, String> {
 }
 
 /// Anything up to the end of the current list item (a `,` or `)` at depth 0).
-fn rest_of_item(i: &str) -> Res<'_, String> {
-    let (mut r, _) = ws(i)?;
-    let start = r;
-    loop {
-        let t = r.trim_start();
-        if t.is_empty() || t.starts_with(',') || t.starts_with(')') {
-            let taken = &start[..start.len() - t.len()];
-            if taken.trim().is_empty() {
-                return Err(nom::Err::Error(crate::lex::Error::new(
-                    i,
-                    nom::error::ErrorKind::Tag,
-                )));
+fn rest_of_item(flavor: Flavor) -> impl Fn(&str) -> Res<'_, String> {
+    move |i| {
+        let (mut r, _) = ws(i)?;
+        let start = r;
+        loop {
+            let t = r.trim_start();
+            if t.is_empty() || t.starts_with(',') || t.starts_with(')') {
+                let taken = &start[..start.len() - t.len()];
+                if taken.trim().is_empty() {
+                    return Err(nom::Err::Error(crate::lex::Error::new(
+                        i,
+                        nom::error::ErrorKind::Tag,
+                    )));
+                }
+                return Ok((t, taken.trim().to_owned()));
             }
-            return Ok((t, taken.trim().to_owned()));
-        }
-        if let Ok((r2, _)) = paren_group(t) {
-            r = r2;
-        } else if let Ok((r2, _)) = string_lit(t) {
-            r = r2;
-        } else {
-            let n = t.chars().next().map(char::len_utf8).unwrap_or(1);
-            r = &t[n..];
+            if let Ok((r2, _)) = paren_group(flavor)(t) {
+                r = r2;
+            } else if let Ok((r2, _)) = string_lit(flavor)(t) {
+                r = r2;
+            } else {
+                let n = t.chars().next().map(char::len_utf8).unwrap_or(1);
+                r = &t[n..];
+            }
         }
     }
 }
 
-fn col_attr(_flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
+fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
     move |i| {
         // A constraint name before a column constraint is accepted and dropped (names
         // of column-level constraints are not kept).
@@ -140,7 +142,10 @@ fn col_attr(_flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
             value(ColAttr::NotNull, (kw("NOT"), kw("NULL"))),
             value(ColAttr::Null, kw("NULL")),
             map(
-                preceded((kw("DEFAULT"), opt((kw("ON"), kw("NULL")))), raw_expr),
+                preceded(
+                    (kw("DEFAULT"), opt((kw("ON"), kw("NULL")))),
+                    raw_expr(flavor),
+                ),
                 |e| ColAttr::Default(e.to_owned()),
             ),
             value(
@@ -154,12 +159,15 @@ fn col_attr(_flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
             value(ColAttr::PrimaryKey, (kw("PRIMARY"), kw("KEY"))),
             value(ColAttr::Unique, (kw("UNIQUE"), opt(kw("KEY")))),
             value(ColAttr::PrimaryKey, kw("KEY")),
-            map(preceded(kw("COMMENT"), string_lit), ColAttr::Comment),
-            map(preceded((kw("ON"), kw("UPDATE")), raw_expr), |e| {
+            map(
+                preceded(kw("COMMENT"), string_lit(flavor)),
+                ColAttr::Comment,
+            ),
+            map(preceded((kw("ON"), kw("UPDATE")), raw_expr(flavor)), |e| {
                 ColAttr::OnUpdate(e.to_owned())
             }),
-            identity,
-            generated,
+            identity(flavor),
+            generated(flavor),
             map(
                 preceded(
                     alt((value((), (kw("CHARACTER"), kw("SET"))), kw("CHARSET"))),
@@ -170,7 +178,7 @@ fn col_attr(_flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
             map(preceded(kw("COLLATE"), ident), |w| {
                 ColAttr::Collate(w.value)
             }),
-            map(preceded(kw("CHECK"), paren_group), |e| {
+            map(preceded(kw("CHECK"), paren_group(flavor)), |e| {
                 ColAttr::Check(e[1..e.len() - 1].trim().to_owned())
             }),
             map(
@@ -220,65 +228,69 @@ fn col_attr(_flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
     }
 }
 
-fn identity(i: &str) -> Res<'_, ColAttr> {
-    let (i, _) = kw("GENERATED").parse(i)?;
-    let (i, always) = alt((
-        value(true, kw("ALWAYS")),
-        value(
-            false,
-            (kw("BY"), kw("DEFAULT"), opt((kw("ON"), kw("NULL")))),
-        ),
-    ))
-    .parse(i)?;
-    let (i, _) = (kw("AS"), kw("IDENTITY")).parse(i)?;
-    let (i, opts) = opt(paren_group).parse(i)?;
-    let (mut start, mut increment) = (None, None);
-    if let Some(o) = opts {
-        let body = &o[1..o.len() - 1];
-        let mut rest = body;
-        while !rest.trim().is_empty() {
-            if let Ok((r, v)) = preceded((kw("START"), kw("WITH")), int).parse(rest) {
-                start = Some(v);
-                rest = r;
-            } else if let Ok((r, v)) = preceded((kw("INCREMENT"), kw("BY")), int).parse(rest) {
-                increment = Some(v);
-                rest = r;
-            } else if let Ok((r, _)) =
-                preceded(ws, take_while1(|c: char| !c.is_whitespace())).parse(rest)
-            {
-                rest = r;
-            } else {
-                break;
+fn identity(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
+    move |i| {
+        let (i, _) = kw("GENERATED").parse(i)?;
+        let (i, always) = alt((
+            value(true, kw("ALWAYS")),
+            value(
+                false,
+                (kw("BY"), kw("DEFAULT"), opt((kw("ON"), kw("NULL")))),
+            ),
+        ))
+        .parse(i)?;
+        let (i, _) = (kw("AS"), kw("IDENTITY")).parse(i)?;
+        let (i, opts) = opt(paren_group(flavor)).parse(i)?;
+        let (mut start, mut increment) = (None, None);
+        if let Some(o) = opts {
+            let body = &o[1..o.len() - 1];
+            let mut rest = body;
+            while !rest.trim().is_empty() {
+                if let Ok((r, v)) = preceded((kw("START"), kw("WITH")), int).parse(rest) {
+                    start = Some(v);
+                    rest = r;
+                } else if let Ok((r, v)) = preceded((kw("INCREMENT"), kw("BY")), int).parse(rest) {
+                    increment = Some(v);
+                    rest = r;
+                } else if let Ok((r, _)) =
+                    preceded(ws, take_while1(|c: char| !c.is_whitespace())).parse(rest)
+                {
+                    rest = r;
+                } else {
+                    break;
+                }
             }
         }
+        Ok((
+            i,
+            ColAttr::Identity {
+                always,
+                start,
+                increment,
+            },
+        ))
     }
-    Ok((
-        i,
-        ColAttr::Identity {
-            always,
-            start,
-            increment,
-        },
-    ))
 }
 
-fn generated(i: &str) -> Res<'_, ColAttr> {
-    let (i, _) = opt((kw("GENERATED"), kw("ALWAYS"))).parse(i)?;
-    let (i, _) = kw("AS").parse(i)?;
-    let (i, e) = paren_group(i)?;
-    let (i, stored) = opt(alt((
-        value(true, kw("STORED")),
-        value(true, kw("PERSISTENT")),
-        value(false, kw("VIRTUAL")),
-    )))
-    .parse(i)?;
-    Ok((
-        i,
-        ColAttr::Generated {
-            expr: e[1..e.len() - 1].trim().to_owned(),
-            stored: stored.unwrap_or(false),
-        },
-    ))
+fn generated(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
+    move |i| {
+        let (i, _) = opt((kw("GENERATED"), kw("ALWAYS"))).parse(i)?;
+        let (i, _) = kw("AS").parse(i)?;
+        let (i, e) = paren_group(flavor)(i)?;
+        let (i, stored) = opt(alt((
+            value(true, kw("STORED")),
+            value(true, kw("PERSISTENT")),
+            value(false, kw("VIRTUAL")),
+        )))
+        .parse(i)?;
+        Ok((
+            i,
+            ColAttr::Generated {
+                expr: e[1..e.len() - 1].trim().to_owned(),
+                stored: stored.unwrap_or(false),
+            },
+        ))
+    }
 }
 
 fn column_def(flavor: Flavor, type_required: bool) -> impl Fn(&str) -> Res<'_, ColumnDraft> {
@@ -294,53 +306,57 @@ fn column_def(flavor: Flavor, type_required: bool) -> impl Fn(&str) -> Res<'_, C
     }
 }
 
-fn key_part(i: &str) -> Res<'_, KeyPart> {
-    let (i, part) = alt((
-        map(paren_group, |g: &str| KeyPart {
-            column: Ident::bare(g[1..g.len() - 1].trim()),
-            expression: true,
-            prefix: None,
-            descending: false,
-        }),
-        map(
-            (
-                ident,
-                opt(nom::sequence::delimited(sym("("), uint, sym(")"))),
-            ),
-            |(column, prefix)| KeyPart {
-                column,
-                expression: false,
-                prefix: prefix.map(|p| p as u32),
+fn key_part(flavor: Flavor) -> impl Fn(&str) -> Res<'_, KeyPart> {
+    move |i| {
+        let (i, part) = alt((
+            map(paren_group(flavor), |g: &str| KeyPart {
+                column: Ident::bare(g[1..g.len() - 1].trim()),
+                expression: true,
+                prefix: None,
                 descending: false,
+            }),
+            map(
+                (
+                    ident,
+                    opt(nom::sequence::delimited(sym("("), uint, sym(")"))),
+                ),
+                |(column, prefix)| KeyPart {
+                    column,
+                    expression: false,
+                    prefix: prefix.map(|p| p as u32),
+                    descending: false,
+                },
+            ),
+        ))
+        .parse(i)?;
+        let (i, d) = opt(alt((value(false, kw("ASC")), value(true, kw("DESC"))))).parse(i)?;
+        Ok((
+            i,
+            KeyPart {
+                descending: d.unwrap_or(false),
+                ..part
             },
-        ),
-    ))
-    .parse(i)?;
-    let (i, d) = opt(alt((value(false, kw("ASC")), value(true, kw("DESC"))))).parse(i)?;
-    Ok((
-        i,
-        KeyPart {
-            descending: d.unwrap_or(false),
-            ..part
-        },
-    ))
+        ))
+    }
 }
 
-fn index_opts(i: &str) -> Res<'_, ()> {
-    value(
-        (),
-        many0(alt((
-            value((), (kw("USING"), word_upper)),
-            value((), (kw("COMMENT"), string_lit)),
-            value((), (kw("KEY_BLOCK_SIZE"), opt(sym("=")), uint)),
-            value(
-                (),
-                alt((kw("VISIBLE"), kw("INVISIBLE"), kw("ENABLE"), kw("DISABLE"))),
-            ),
-            value((), (kw("WITH"), kw("PARSER"), ident)),
-        ))),
-    )
-    .parse(i)
+fn index_opts(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ()> {
+    move |i| {
+        value(
+            (),
+            many0(alt((
+                value((), (kw("USING"), word_upper)),
+                value((), (kw("COMMENT"), string_lit(flavor))),
+                value((), (kw("KEY_BLOCK_SIZE"), opt(sym("=")), uint)),
+                value(
+                    (),
+                    alt((kw("VISIBLE"), kw("INVISIBLE"), kw("ENABLE"), kw("DISABLE"))),
+                ),
+                value((), (kw("WITH"), kw("PARSER"), ident)),
+            ))),
+        )
+        .parse(i)
+    }
 }
 
 fn fk_action(i: &str) -> Res<'_, (bool, String)> {
@@ -357,134 +373,138 @@ fn fk_action(i: &str) -> Res<'_, (bool, String)> {
     Ok((i, (delete, action.to_owned())))
 }
 
-fn constraint_elem(i: &str) -> Res<'_, TableElem> {
-    let (i, cname) = opt(preceded(kw("CONSTRAINT"), opt(ident))).parse(i)?;
-    let cname = cname.flatten();
-    alt((
-        map(
-            (
-                kw("PRIMARY"),
-                kw("KEY"),
-                opt(index_kind_using),
-                paren_list(key_part),
-                index_opts,
+fn constraint_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
+    move |i| {
+        let (i, cname) = opt(preceded(kw("CONSTRAINT"), opt(ident))).parse(i)?;
+        let cname = cname.flatten();
+        alt((
+            map(
+                (
+                    kw("PRIMARY"),
+                    kw("KEY"),
+                    opt(index_kind_using),
+                    paren_list(key_part(flavor)),
+                    index_opts(flavor),
+                ),
+                {
+                    let cname = cname.clone();
+                    move |(_, _, _, parts, _)| TableElem::PrimaryKey {
+                        name: cname.clone(),
+                        parts,
+                    }
+                },
             ),
-            {
-                let cname = cname.clone();
-                move |(_, _, _, parts, _)| TableElem::PrimaryKey {
-                    name: cname.clone(),
-                    parts,
-                }
-            },
-        ),
-        map(
-            (
-                kw("UNIQUE"),
-                opt(alt((kw("KEY"), kw("INDEX")))),
-                opt(ident),
-                opt(index_kind_using),
-                paren_list(key_part),
-                index_opts,
+            map(
+                (
+                    kw("UNIQUE"),
+                    opt(alt((kw("KEY"), kw("INDEX")))),
+                    opt(ident),
+                    opt(index_kind_using),
+                    paren_list(key_part(flavor)),
+                    index_opts(flavor),
+                ),
+                {
+                    let cname = cname.clone();
+                    move |(_, _, name, _, parts, _)| TableElem::Index {
+                        name: name.or(cname.clone()),
+                        kind: IndexKind::Unique,
+                        parts,
+                    }
+                },
             ),
-            {
-                let cname = cname.clone();
-                move |(_, _, name, _, parts, _)| TableElem::Index {
-                    name: name.or(cname.clone()),
-                    kind: IndexKind::Unique,
-                    parts,
-                }
-            },
-        ),
-        map(
-            (
-                kw("FOREIGN"),
-                kw("KEY"),
-                opt(ident),
-                paren_list(ident),
-                kw("REFERENCES"),
-                object_name,
-                opt(paren_list(ident)),
-                many0(fk_action),
-                many0(alt((
-                    kw("DEFERRABLE"),
-                    kw("INITIALLY"),
-                    kw("DEFERRED"),
-                    kw("IMMEDIATE"),
-                    kw("ENABLE"),
-                    kw("VALIDATE"),
-                ))),
-            ),
-            {
-                let cname = cname.clone();
-                move |(_, _, name, columns, _, ref_table, ref_columns, actions, _)| {
-                    let mut on_delete = None;
-                    let mut on_update = None;
-                    for (d, a) in actions {
-                        if d {
-                            on_delete = Some(a);
-                        } else {
-                            on_update = Some(a);
+            map(
+                (
+                    kw("FOREIGN"),
+                    kw("KEY"),
+                    opt(ident),
+                    paren_list(ident),
+                    kw("REFERENCES"),
+                    object_name,
+                    opt(paren_list(ident)),
+                    many0(fk_action),
+                    many0(alt((
+                        kw("DEFERRABLE"),
+                        kw("INITIALLY"),
+                        kw("DEFERRED"),
+                        kw("IMMEDIATE"),
+                        kw("ENABLE"),
+                        kw("VALIDATE"),
+                    ))),
+                ),
+                {
+                    let cname = cname.clone();
+                    move |(_, _, name, columns, _, ref_table, ref_columns, actions, _)| {
+                        let mut on_delete = None;
+                        let mut on_update = None;
+                        for (d, a) in actions {
+                            if d {
+                                on_delete = Some(a);
+                            } else {
+                                on_update = Some(a);
+                            }
+                        }
+                        TableElem::ForeignKey {
+                            name: cname.clone().or(name),
+                            columns,
+                            ref_table,
+                            ref_columns: ref_columns.unwrap_or_default(),
+                            on_delete,
+                            on_update,
                         }
                     }
-                    TableElem::ForeignKey {
-                        name: cname.clone().or(name),
-                        columns,
-                        ref_table,
-                        ref_columns: ref_columns.unwrap_or_default(),
-                        on_delete,
-                        on_update,
-                    }
-                }
-            },
-        ),
-        map(
-            (
-                kw("CHECK"),
-                paren_group,
-                many0(alt((
-                    kw("ENABLE"),
-                    kw("ENFORCED"),
-                    (kw("NOT"), kw("ENFORCED")).map(|_| ()),
-                ))),
+                },
             ),
-            move |(_, e, _)| TableElem::Check {
-                name: cname.clone(),
-                expr: e[1..e.len() - 1].trim().to_owned(),
-            },
-        ),
-    ))
-    .parse(i)
+            map(
+                (
+                    kw("CHECK"),
+                    paren_group(flavor),
+                    many0(alt((
+                        kw("ENABLE"),
+                        kw("ENFORCED"),
+                        (kw("NOT"), kw("ENFORCED")).map(|_| ()),
+                    ))),
+                ),
+                move |(_, e, _)| TableElem::Check {
+                    name: cname.clone(),
+                    expr: e[1..e.len() - 1].trim().to_owned(),
+                },
+            ),
+        ))
+        .parse(i)
+    }
 }
 
 fn index_kind_using(i: &str) -> Res<'_, ()> {
     value((), (kw("USING"), word_upper)).parse(i)
 }
 
-fn plain_index(i: &str) -> Res<'_, TableElem> {
-    let (i, kind) = alt((
-        value(
-            IndexKind::Fulltext,
-            (kw("FULLTEXT"), opt(alt((kw("KEY"), kw("INDEX"))))),
-        ),
-        value(
-            IndexKind::Spatial,
-            (kw("SPATIAL"), opt(alt((kw("KEY"), kw("INDEX"))))),
-        ),
-        value(IndexKind::Plain, alt((kw("KEY"), kw("INDEX")))),
-    ))
-    .parse(i)?;
-    let (i, name) = opt(ident).parse(i)?;
-    let (i, _) = opt(index_kind_using).parse(i)?;
-    let (i, parts) = paren_list(key_part)(i)?;
-    let (i, _) = index_opts(i)?;
-    Ok((i, TableElem::Index { name, kind, parts }))
+fn plain_index(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
+    move |i| {
+        let (i, kind) = alt((
+            value(
+                IndexKind::Fulltext,
+                (kw("FULLTEXT"), opt(alt((kw("KEY"), kw("INDEX"))))),
+            ),
+            value(
+                IndexKind::Spatial,
+                (kw("SPATIAL"), opt(alt((kw("KEY"), kw("INDEX"))))),
+            ),
+            value(IndexKind::Plain, alt((kw("KEY"), kw("INDEX")))),
+        ))
+        .parse(i)?;
+        let (i, name) = opt(ident).parse(i)?;
+        let (i, _) = opt(index_kind_using).parse(i)?;
+        let (i, parts) = paren_list(key_part(flavor))(i)?;
+        let (i, _) = index_opts(flavor)(i)?;
+        Ok((i, TableElem::Index { name, kind, parts }))
+    }
 }
 
 fn table_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
     move |i| {
         alt((
-            constraint_elem,
-            plain_index,
+            constraint_elem(flavor),
+            plain_index(flavor),
             map(column_def(flavor, true), TableElem::Column),
         ))
         .parse(i)
@@ -492,28 +512,30 @@ fn table_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
 }
 
 /// A MySQL table option: `[DEFAULT] KEY [=] value`.
-fn table_option(i: &str) -> Res<'_, (String, String)> {
-    let (i, _) = opt(kw("DEFAULT")).parse(i)?;
-    let (i, key) = alt((
-        value("CHARSET".to_owned(), (kw("CHARACTER"), kw("SET"))),
-        word_upper,
-    ))
-    .parse(i)?;
-    if key == "PARTITION" {
-        return Err(nom::Err::Error(crate::lex::Error::new(
-            i,
-            nom::error::ErrorKind::Tag,
-        )));
+fn table_option(flavor: Flavor) -> impl Fn(&str) -> Res<'_, (String, String)> {
+    move |i| {
+        let (i, _) = opt(kw("DEFAULT")).parse(i)?;
+        let (i, key) = alt((
+            value("CHARSET".to_owned(), (kw("CHARACTER"), kw("SET"))),
+            word_upper,
+        ))
+        .parse(i)?;
+        if key == "PARTITION" {
+            return Err(nom::Err::Error(crate::lex::Error::new(
+                i,
+                nom::error::ErrorKind::Tag,
+            )));
+        }
+        let (i, _) = opt(sym("=")).parse(i)?;
+        let (i, v) = alt((
+            string_lit(flavor),
+            map(paren_group(flavor), str::to_owned),
+            map(ident, |x| x.value),
+            map(uint, |n| n.to_string()),
+        ))
+        .parse(i)?;
+        Ok((i, (key, v)))
     }
-    let (i, _) = opt(sym("=")).parse(i)?;
-    let (i, v) = alt((
-        string_lit,
-        map(paren_group, str::to_owned),
-        map(ident, |x| x.value),
-        map(uint, |n| n.to_string()),
-    ))
-    .parse(i)?;
-    Ok((i, (key, v)))
 }
 
 fn create_table(flavor: Flavor, i: &str) -> Res<'_, CreateTableDraft> {
@@ -543,7 +565,7 @@ fn create_table(flavor: Flavor, i: &str) -> Res<'_, CreateTableDraft> {
     }
     let (i, elems) = paren_list(table_elem(flavor))(i)?;
     let (i, options) = if flavor == Flavor::MySql {
-        many0(preceded(opt(sym(",")), table_option)).parse(i)?
+        many0(preceded(opt(sym(",")), table_option(flavor))).parse(i)?
     } else {
         (i, Vec::new())
     };
@@ -590,8 +612,8 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
             preceded(
                 kw("ADD"),
                 alt((
-                    map(constraint_elem, AlterSpec::AddElem),
-                    map(plain_index, AlterSpec::AddElem),
+                    map(constraint_elem(flavor), AlterSpec::AddElem),
+                    map(plain_index(flavor), AlterSpec::AddElem),
                     map(
                         preceded(opt(kw("COLUMN")), paren_list(column_def(flavor, true))),
                         |columns| AlterSpec::AddColumns {
@@ -715,7 +737,7 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                                 opt((kw("SET"), kw("DATA"))),
                                 kw("TYPE"),
                                 data_type(flavor),
-                                opt(preceded(kw("USING"), raw_expr)),
+                                opt(preceded(kw("USING"), raw_expr(flavor))),
                             ),
                             |(_, _, ty, using)| AlterColumnOp::SetType {
                                 ty,
@@ -730,9 +752,10 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                             AlterColumnOp::DropNotNull,
                             (kw("DROP"), kw("NOT"), kw("NULL")),
                         ),
-                        map(preceded((kw("SET"), kw("DEFAULT")), raw_expr), |e| {
-                            AlterColumnOp::SetDefault(e.to_owned())
-                        }),
+                        map(
+                            preceded((kw("SET"), kw("DEFAULT")), raw_expr(flavor)),
+                            |e| AlterColumnOp::SetDefault(e.to_owned()),
+                        ),
                         value(AlterColumnOp::DropDefault, (kw("DROP"), kw("DEFAULT"))),
                     )),
                 ),
@@ -781,16 +804,15 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                                 kw("EXCHANGE"),
                                 kw("REMOVE"),
                             )),
-                            rest_of_item,
+                            rest_of_item(flavor),
                         ),
                         |(_, r)| r,
                     ),
                 )),
                 AlterSpec::Ignored,
             ),
-            map(table_option, |(key, value)| AlterSpec::TableOption {
-                key,
-                value,
+            map(table_option(flavor), |(key, value)| {
+                AlterSpec::TableOption { key, value }
             }),
         ))
         .parse(i)
@@ -897,6 +919,27 @@ mod tests {
             ("index3", "antlr_tokens")
         );
         assert_eq!(opts, ["ALGORITHM=DEFAULT", "LOCK=NONE"]);
+    }
+
+    #[test]
+    fn backslash_is_an_escape_only_in_mysql() {
+        // regression (proptest): PostgreSQL's '\' is a one-character string; reading
+        // it with MySQL's escapes ran past the closing quote.
+        let d = parse_create_table(
+            Flavor::Postgres,
+            r"CREATE TABLE t (a text DEFAULT '\', b text CHECK (b <> '\'))",
+        )
+        .unwrap();
+        let TableElem::Column(a) = &d.elems[0] else {
+            panic!("{d:?}")
+        };
+        assert_eq!(a.attrs, vec![ColAttr::Default(r"'\'".into())]);
+        let d =
+            parse_create_table(Flavor::MySql, r"CREATE TABLE t (a text COMMENT 'it\'s')").unwrap();
+        let TableElem::Column(a) = &d.elems[0] else {
+            panic!("{d:?}")
+        };
+        assert_eq!(a.attrs, vec![ColAttr::Comment("it's".into())]);
     }
 
     #[test]

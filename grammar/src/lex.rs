@@ -1,6 +1,7 @@
 //! Lexical building blocks shared by the grammars: whitespace and comments, keywords,
 //! identifiers in every quoting style, string literals, balanced raw expressions.
 
+use crate::Flavor;
 use nom::branch::alt;
 use nom::bytes::complete::{tag, tag_no_case, take_till, take_while, take_while1};
 use nom::character::complete::{char, digit1};
@@ -223,18 +224,31 @@ pub fn object_name(i: &str) -> Res<'_, Vec<Ident>> {
     Ok((i, parts))
 }
 
-/// A single-quoted string literal (doubled quotes and, outside ANSI mode, backslash
-/// escapes undone). Adjacent literals are concatenated.
-pub fn string_lit(i: &str) -> Res<'_, String> {
-    let (mut i, mut s) = preceded(ws, one_string).parse(i)?;
-    while let Ok((r, more)) = preceded(ws, one_string).parse(i) {
-        s.push_str(&more);
-        i = r;
-    }
-    Ok((i, s))
+/// Whether a dialect's string literals take backslash escapes: MySQL's do (unless
+/// sql_mode NO_BACKSLASH_ESCAPES); in PostgreSQL (standard_conforming_strings) and
+/// Oracle, `'\'` is a one-character string.
+fn backslash_escapes(flavor: Flavor) -> bool {
+    flavor == Flavor::MySql
 }
 
-fn one_string(i: &str) -> Res<'_, String> {
+/// A single-quoted string literal (doubled quotes and, in MySQL, backslash escapes
+/// undone). Adjacent literals are concatenated.
+pub fn string_lit(flavor: Flavor) -> impl Fn(&str) -> Res<'_, String> {
+    move |i| {
+        let (mut i, mut s) = preceded(ws, one_string(flavor)).parse(i)?;
+        while let Ok((r, more)) = preceded(ws, one_string(flavor)).parse(i) {
+            s.push_str(&more);
+            i = r;
+        }
+        Ok((i, s))
+    }
+}
+
+fn one_string(flavor: Flavor) -> impl Fn(&str) -> Res<'_, String> {
+    move |i| one_string_in(backslash_escapes(flavor), i)
+}
+
+fn one_string_in(escapes: bool, i: &str) -> Res<'_, String> {
     let (i, _) = opt(alt((
         tag_no_case("_utf8mb4"),
         tag_no_case("_utf8"),
@@ -252,7 +266,7 @@ fn one_string(i: &str) -> Res<'_, String> {
                     nom::error::ErrorKind::Char,
                 )))
             }
-            Some((_, '\\')) => {
+            Some((_, '\\')) if escapes => {
                 if let Some((_, c)) = chars.next() {
                     out.push(match c {
                         'n' => '\n',
@@ -297,7 +311,11 @@ pub fn int(i: &str) -> Res<'_, i64> {
 
 /// A parenthesised group, returned with its parentheses, balanced, skipping strings
 /// and quoted names.
-pub fn paren_group(i: &str) -> Res<'_, &str> {
+pub fn paren_group(flavor: Flavor) -> impl Fn(&str) -> Res<'_, &str> {
+    move |i| paren_group_in(backslash_escapes(flavor), i)
+}
+
+fn paren_group_in(escapes: bool, i: &str) -> Res<'_, &str> {
     let (start, _) = ws(i)?;
     if !start.starts_with('(') {
         return Err(nom::Err::Error(Error::new(
@@ -320,7 +338,7 @@ pub fn paren_group(i: &str) -> Res<'_, &str> {
             q @ (b'\'' | b'"' | b'`') => {
                 k += 1;
                 while k < b.len() && b[k] != q {
-                    if b[k] == b'\\' && q == b'\'' {
+                    if escapes && b[k] == b'\\' && q == b'\'' {
                         k += 1;
                     }
                     k += 1;
@@ -338,12 +356,12 @@ pub fn paren_group(i: &str) -> Res<'_, &str> {
 
 /// One operand of a raw expression: a literal, a group, a (qualified) name or function
 /// call, with optional unary sign and `::type` casts.
-fn operand(i: &str) -> Res<'_, ()> {
+fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
     let (i, _) = ws(i)?;
     let (i, _) = many0(alt((char('-'), char('+')))).parse(i)?;
     let (i, _) = alt((
-        value((), paren_group),
-        value((), one_string),
+        value((), paren_group(flavor)),
+        value((), one_string(flavor)),
         value(
             (),
             (
@@ -380,7 +398,7 @@ fn operand(i: &str) -> Res<'_, ()> {
                         value((), take_while1(is_word_char)),
                     )),
                 )),
-                opt(paren_group),
+                opt(paren_group(flavor)),
             ),
         ),
     ))
@@ -395,7 +413,7 @@ fn operand(i: &str) -> Res<'_, ()> {
             value((), (kw("WITH"), kw("TIME"), kw("ZONE"))),
             value((), (kw("WITHOUT"), kw("TIME"), kw("ZONE"))),
         ))),
-        opt(paren_group),
+        opt(paren_group(flavor)),
         opt(tag("[]")),
     ))
     .parse(i)?;
@@ -430,10 +448,13 @@ fn binop(i: &str) -> Res<'_, ()> {
 }
 
 /// A raw expression (`operand (op operand)*`), returned as trimmed source text.
-pub fn raw_expr(i: &str) -> Res<'_, &str> {
-    let (start, _) = ws(i)?;
-    let (rest, _) = (operand, many0((binop, operand))).parse(start)?;
-    Ok((rest, start[..start.len() - rest.len()].trim_end()))
+pub fn raw_expr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, &str> {
+    move |i| {
+        let operand = |i| operand(flavor, i);
+        let (start, _) = ws(i)?;
+        let (rest, _) = (operand, many0((binop, operand))).parse(start)?;
+        Ok((rest, start[..start.len() - rest.len()].trim_end()))
+    }
 }
 
 /// A comma-separated list inside parentheses.

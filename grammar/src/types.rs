@@ -274,11 +274,11 @@ fn mysql_type(i: &str) -> Res<'_, TypeSpec> {
         "MEDIUMBLOB" => Ok((i, blob(16_777_215).into())),
         "LONGBLOB" => Ok((i, blob(4_294_967_295).into())),
         "ENUM" => {
-            let (i, values) = paren_list(string_lit)(i)?;
+            let (i, values) = paren_list(string_lit(Flavor::MySql))(i)?;
             Ok((i, DataType::Enum { values }.into()))
         }
         "SET" => {
-            let (i, values) = paren_list(string_lit)(i)?;
+            let (i, values) = paren_list(string_lit(Flavor::MySql))(i)?;
             Ok((i, DataType::Set { values }.into()))
         }
         "JSON" => Ok((i, DataType::Json { binary: false }.into())),
@@ -621,7 +621,7 @@ fn pg_type(i: &str) -> Res<'_, TypeSpec> {
         _ => {
             // Any other named type (inet, xml, tsvector, a user's domain or enum type),
             // with its modifiers, kept as written.
-            let (rest, m) = opt(crate::lex::paren_group).parse(i)?;
+            let (rest, m) = opt(crate::lex::paren_group(Flavor::Postgres)).parse(i)?;
             let name = format!("{}{}", w.to_ascii_lowercase(), m.unwrap_or(""));
             other(&name, rest)
         }
@@ -819,7 +819,7 @@ fn oracle_type(i: &str) -> Res<'_, TypeSpec> {
             .into(),
         )),
         "ROWID" | "UROWID" | "XMLTYPE" | "BFILE" => {
-            let (i, m) = opt(crate::lex::paren_group).parse(i)?;
+            let (i, m) = opt(crate::lex::paren_group(Flavor::Oracle)).parse(i)?;
             Ok((
                 i,
                 DataType::Other {
