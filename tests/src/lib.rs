@@ -23,6 +23,22 @@ pub fn corpus(name: &str) -> String {
         .unwrap_or_else(|e| panic!("corpus {name}: {e}"))
 }
 
+/// Poll `ready` every 100 ms until it holds; fail the test after 60 s.
+async fn wait_until<F, Fut>(what: &str, mut ready: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after 60 s waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -85,21 +101,18 @@ impl MariaDb {
             child,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(mut c) = mysql_async::Conn::new(db.opts(None)).await {
-                use mysql_async::prelude::Queryable;
-                if c.query_drop("SELECT 1").await.is_ok() {
+        wait_until("mariadbd accepts connections", || async {
+            use mysql_async::prelude::Queryable;
+            match mysql_async::Conn::new(db.opts(None)).await {
+                Ok(mut c) => {
+                    let up = c.query_drop("SELECT 1").await.is_ok();
                     let _ = c.disconnect().await;
-                    break;
+                    up
                 }
+                Err(_) => false,
             }
-            assert!(
-                Instant::now() < deadline,
-                "mariadbd did not accept connections in 60 s"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await;
         db
     }
 
@@ -198,18 +211,13 @@ impl PgServer {
             child,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while pg_config(port, "postgres")
-            .connect(tokio_postgres::NoTls)
-            .await
-            .is_err()
-        {
-            assert!(
-                Instant::now() < deadline,
-                "postgres did not accept connections in 60 s"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_until("postgres accepts connections", || async {
+            pg_config(port, "postgres")
+                .connect(tokio_postgres::NoTls)
+                .await
+                .is_ok()
+        })
+        .await;
         server
     }
 

@@ -789,6 +789,29 @@ impl Emitter {
         format!("{kind}{word} {name}({parts})")
     }
 
+    /// `[CONSTRAINT name] CHECK (expr)` when the expression is in the target's dialect;
+    /// otherwise a warning (expressions are not translated).
+    fn check_sql(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        ck: &ddl_core::Check,
+    ) -> Option<String> {
+        if ck.dialect != self.target.name() {
+            cx.diags.warn(format!(
+                "{table}: CHECK ({}) ({}) is not translated and is not emitted",
+                ck.expr, ck.dialect
+            ));
+            return None;
+        }
+        let name = ck
+            .name
+            .as_ref()
+            .map(|n| format!("CONSTRAINT {} ", self.ident(cx, n)))
+            .unwrap_or_default();
+        Some(format!("{name}CHECK ({})", ck.expr))
+    }
+
     fn create_index_sql(
         &self,
         cx: &mut EmitCtx<'_>,
@@ -868,19 +891,7 @@ impl Emitter {
             lines.push(self.fk_sql(cx, &t.name, fk));
         }
         for ck in &t.checks {
-            if ck.dialect == self.target.name() {
-                let name = ck
-                    .name
-                    .as_ref()
-                    .map(|n| format!("CONSTRAINT {} ", self.ident(cx, n)))
-                    .unwrap_or_default();
-                lines.push(format!("{name}CHECK ({})", ck.expr));
-            } else {
-                cx.diags.warn(format!(
-                    "{}: CHECK ({}) ({}) is not translated and is not emitted",
-                    t.name, ck.expr, ck.dialect
-                ));
-            }
+            lines.extend(self.check_sql(cx, &t.name, ck));
         }
         let ine = if if_not_exists {
             if self.target == Dialect::Oracle {
@@ -1435,19 +1446,9 @@ impl Emitter {
                 out.push(format!("ALTER TABLE {tn} ADD {fk}"));
             }
             C::AddCheck { table, check } => {
-                if check.dialect == tgt.name() {
+                if let Some(ck) = self.check_sql(cx, table, check) {
                     let tn = self.table(cx, table);
-                    let name = check
-                        .name
-                        .as_ref()
-                        .map(|n| format!("CONSTRAINT {} ", self.ident(cx, n)))
-                        .unwrap_or_default();
-                    out.push(format!("ALTER TABLE {tn} ADD {name}CHECK ({})", check.expr));
-                } else {
-                    cx.diags.warn(format!(
-                        "{table}: CHECK ({}) ({}) is not translated and is not emitted",
-                        check.expr, check.dialect
-                    ));
+                    out.push(format!("ALTER TABLE {tn} ADD {ck}"));
                 }
             }
             C::DropConstraint { table, name } => {
