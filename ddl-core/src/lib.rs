@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod change;
 pub mod diag;
+pub mod evolution;
 pub mod names;
 pub mod schema;
 pub mod types;
@@ -14,6 +15,7 @@ pub mod types;
 pub use catalog::{Catalog, CatalogError, NameRules};
 pub use change::{ChangeRequest, ColumnPosition, SchemaChange};
 pub use diag::{Diagnostic, Diagnostics, Severity};
+pub use evolution::SchemaChangeBehavior;
 pub use names::Fold;
 pub use schema::{
     Check, Column, DefaultValue, ForeignKey, Generated, Identity, IdentityKind, Index, IndexKind,

@@ -11,6 +11,7 @@
 //! implementations, shared shapes in `emit`'s helpers.
 
 pub mod emit;
+pub mod iceberg;
 pub mod lower;
 pub mod parse;
 pub mod translate;

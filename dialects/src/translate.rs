@@ -2,6 +2,7 @@
 //! applied to it, and emitted, in order. ALTERs see every earlier statement's effect.
 
 use crate::emit::{EmitCtx, Emitter};
+use crate::iceberg::{IcebergPlanner, StatementPlan};
 use crate::parse::{ParseOptions, Parsed, StatementParser};
 use crate::Dialect;
 use ddl_core::{Catalog, Diagnostic, Diagnostics, SchemaChange, Severity};
@@ -13,6 +14,8 @@ pub enum Target {
     Sql(Dialect),
     /// The neutral IR as JSON.
     Ir,
+    /// Planned Iceberg metadata actions as JSON (see [`crate::iceberg`]).
+    Iceberg,
 }
 
 /// The result of one source statement.
@@ -27,6 +30,8 @@ pub struct StatementResult {
     pub changes: Vec<SchemaChange>,
     /// Diagnostics with their own positions (errors point inside the statement).
     pub diagnostics: Vec<(usize, usize, Diagnostic)>,
+    /// With the Iceberg target: the statement's plan.
+    pub plan: Option<StatementPlan>,
 }
 
 impl StatementResult {
@@ -43,6 +48,8 @@ pub struct Translator {
     pub options: ParseOptions,
     pub catalog: Catalog,
     pub default_schema: Option<String>,
+    /// The Iceberg planner (used with [`Target::Iceberg`]).
+    pub iceberg: IcebergPlanner,
 }
 
 impl Translator {
@@ -53,6 +60,7 @@ impl Translator {
             options: ParseOptions::default(),
             catalog: Catalog::new(source.name_rules()),
             default_schema: None,
+            iceberg: IcebergPlanner::default(),
         }
     }
 
@@ -61,6 +69,10 @@ impl Translator {
     pub fn seed(&mut self, text: &str) -> Vec<StatementResult> {
         let r = self.run(text, false);
         self.default_schema = None;
+        // Seeded tables exist in the target already and may hold rows.
+        for t in self.iceberg.tables.values_mut() {
+            t.has_rows = true;
+        }
         r.into_iter().filter(StatementResult::failed).collect()
     }
 
@@ -92,6 +104,7 @@ impl Translator {
                     output: o.output,
                     changes: o.changes,
                     diagnostics,
+                    plan: o.plan,
                 }
             })
             .collect()
@@ -151,7 +164,24 @@ impl Translator {
         if changes.is_empty() && diags.0.is_empty() {
             diags.skip("statement changes nothing");
         }
-        if emit {
+        if self.target == Target::Iceberg {
+            // Planned even when only seeding: the planner keeps the tables' field ids.
+            match self.iceberg.plan(&changes, &after, &mut diags) {
+                Ok(plan) => {
+                    if emit && !plan.actions.is_empty() {
+                        o.output =
+                            vec![serde_json::to_string_pretty(&plan.actions)
+                                .expect("plans serialise")];
+                    }
+                    o.plan = Some(plan);
+                }
+                Err(e) => {
+                    o.diagnostics
+                        .push((At::Statement, Diagnostic::error(e.to_string())));
+                    return o.with(diags);
+                }
+            }
+        } else if emit {
             o.output = match self.target {
                 Target::Sql(d) => {
                     let mut cx = EmitCtx {
@@ -162,7 +192,7 @@ impl Translator {
                     };
                     Emitter::new(d).emit(&changes, &mut cx)
                 }
-                Target::Ir => {
+                Target::Ir | Target::Iceberg => {
                     vec![serde_json::to_string_pretty(&changes).expect("IR serialises")]
                 }
             };
@@ -201,6 +231,7 @@ struct Outcome {
     output: Vec<String>,
     changes: Vec<SchemaChange>,
     diagnostics: Vec<(At, Diagnostic)>,
+    plan: Option<StatementPlan>,
 }
 
 impl Outcome {
