@@ -198,6 +198,15 @@ impl Catalog {
                         column: name.clone(),
                     })?;
                 let old = &t.columns[idx];
+                // A primary-key column stays NOT NULL whatever the restatement says
+                // (MySQL and Oracle both keep it so).
+                let mut new = new;
+                if t.primary_key
+                    .as_ref()
+                    .is_some_and(|pk| pk.columns.iter().any(|c| *c == old.name))
+                {
+                    new.nullable = false;
+                }
                 let table = t.name.clone();
                 let mut out = Vec::new();
                 let mut col = old.name.clone();

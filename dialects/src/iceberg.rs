@@ -531,7 +531,7 @@ impl IcebergPlanner {
         }
         // Identifier fields follow the primary key as the statement left it.
         for key in touched.clone() {
-            work.sync_identifier_fields(&key, after, &mut plan.actions, diags);
+            work.sync_identifier_fields(&key, after, &mut plan.actions, diags)?;
         }
         for key in touched {
             plan.tables
@@ -1040,8 +1040,8 @@ impl IcebergPlanner {
                     c.name, t.format_version
                 ));
             } else {
-                diags.warn(format!(
-                    "column {}: default values need Iceberg format v3 (this table is v{}); not representable, rows keep the values the source writes",
+                diags.skip(format!(
+                    "column {}: default values need Iceberg format v3 (this table is v{}); not kept, rows keep the values the source writes",
                     c.name, t.format_version
                 ));
             }
@@ -1086,17 +1086,50 @@ impl IcebergPlanner {
         after: &Catalog,
         out: &mut Vec<Action>,
         diags: &mut Diagnostics,
-    ) {
-        let Some(t) = self.tables.get(key) else {
-            return;
-        };
+    ) -> Result<(), PlanError> {
+        if !self.tables.contains_key(key) {
+            return Ok(());
+        }
         // The IR table under the name the planner keys it by.
         let ir = after.tables.values().find(|it| self.key(&it.name) == *key);
-        let Some(ir) = ir else { return };
+        let Some(ir) = ir else { return Ok(()) };
+        // Key columns the source made NOT NULL by declaring the key (MySQL does).
+        if let Some(pk) = &ir.primary_key {
+            for c in &pk.columns {
+                let t = &self.tables[key];
+                let not_null = ir.column(c).is_some_and(|col| !col.nullable);
+                let Some(i) = t.index_of(c) else { continue };
+                if !not_null || t.fields[i].required {
+                    continue;
+                }
+                let ok = !t.has_rows || {
+                    let t = t.clone();
+                    self.refused(
+                        &t,
+                        c,
+                        Refusal::Required,
+                        self.options.behavior,
+                        diags,
+                        "make a key column required",
+                    )?
+                };
+                if ok {
+                    let t = self.tables.get_mut(key).expect("checked");
+                    t.fields[i].required = true;
+                    out.push(Action::SetRequired {
+                        table: format!("{}.{}", key.0, key.1),
+                        field_id: t.fields[i].id,
+                        name: t.fields[i].name.clone(),
+                        required: true,
+                    });
+                }
+            }
+        }
+        let t = &self.tables[key];
         let mut scratch = Diagnostics::default();
         let ids = self.identifier_ids(t, &ir.primary_key, &mut scratch);
         if ids == t.identifier_field_ids {
-            return;
+            return Ok(());
         }
         diags.0.extend(scratch.0);
         let t = self.tables.get_mut(key).expect("checked");
@@ -1116,13 +1149,14 @@ impl IcebergPlanner {
         }) {
             let _ = table;
             *identifier_field_ids = ids;
-            return;
+            return Ok(());
         }
         out.push(Action::SetIdentifierFields {
             table: format!("{}.{}", key.0, key.1),
             field_ids: ids,
             columns,
         });
+        Ok(())
     }
 
     fn ice_position(&self, t: &IceTable, p: Option<&ColumnPosition>) -> IcePosition {
@@ -1537,6 +1571,58 @@ pub fn map_type(
             ));
             IceType::String
         }
+    }
+}
+
+/// One statement's result as `translate --to iceberg` prints it: where it is, which IR
+/// changes it made, the Iceberg actions planned, and its diagnostics.
+#[derive(Debug, Serialize)]
+pub struct StatementJson<'a> {
+    pub file: &'a str,
+    pub line: usize,
+    pub column: usize,
+    pub changes: Vec<String>,
+    pub actions: &'a [Action],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<DiagnosticJson<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DiagnosticJson<'a> {
+    pub severity: ddl_core::Severity,
+    pub line: usize,
+    pub column: usize,
+    pub message: &'a str,
+}
+
+pub fn statement_json<'a>(
+    file: &'a str,
+    r: &'a crate::translate::StatementResult,
+) -> StatementJson<'a> {
+    StatementJson {
+        file,
+        line: r.line,
+        column: r.column,
+        changes: r
+            .changes
+            .iter()
+            .filter_map(|c| {
+                serde_json::to_value(c)
+                    .ok()
+                    .and_then(|v| v.get("change").and_then(|k| k.as_str().map(str::to_owned)))
+            })
+            .collect(),
+        actions: r.plan.as_ref().map(|p| p.actions.as_slice()).unwrap_or(&[]),
+        diagnostics: r
+            .diagnostics
+            .iter()
+            .map(|(l, c, d)| DiagnosticJson {
+                severity: d.severity,
+                line: *l,
+                column: *c,
+                message: &d.message,
+            })
+            .collect(),
     }
 }
 

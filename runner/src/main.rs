@@ -40,9 +40,13 @@ enum Command {
         /// Source dialect (mariadb is an alias of mysql).
         #[arg(long, value_enum)]
         from: SourceArg,
-        /// Target dialect, or `ir` for the neutral IR as JSON.
+        /// Target dialect, `ir` for the neutral IR as JSON, or `iceberg` for the planned
+        /// Iceberg metadata changes as JSON (field ids, types, what each statement did,
+        /// diagnostics); no catalog is touched.
         #[arg(long, value_enum)]
         to: TargetArg,
+        #[command(flatten)]
+        iceberg: IcebergArgs,
         /// DDL in the source dialect describing tables that already exist; it seeds the
         /// catalog and is not translated. May be given more than once.
         #[arg(long, value_name = "FILE")]
@@ -71,6 +75,82 @@ enum TargetArg {
     Postgres,
     Oracle,
     Ir,
+    Iceberg,
+}
+
+/// Options of the Iceberg target (`--to iceberg`, `apply`).
+#[derive(clap::Args, Clone)]
+struct IcebergArgs {
+    /// What to do with a change Iceberg cannot take in place (a narrowing, a change of
+    /// type family, optional -> required on a table that may hold rows): exception
+    /// (stop, nothing applied), evolve (replace the column / make it required anyway),
+    /// try-evolve (evolve where existing data stays readable, else lenient), lenient
+    /// (keep existing data readable: keep the wider type, keep old values in
+    /// `<column>_old`, keep optional), ignore (leave that part undone, with a warning).
+    #[arg(long, value_name = "B", default_value = "exception")]
+    schema_change_behavior: ddl_core::SchemaChangeBehavior,
+    /// MySQL TINYINT(1)/BOOLEAN as Iceberg `boolean` or `int`.
+    #[arg(long, value_name = "T", default_value = "boolean", value_parser = ["boolean", "int"])]
+    tinyint1: String,
+    /// BIGINT UNSIGNED as `decimal` (decimal(20,0), every value fits) or `long`.
+    #[arg(long, value_name = "T", default_value = "decimal", value_parser = ["decimal", "long"])]
+    bigint_unsigned: String,
+    /// Format version of new Iceberg tables (2, or 3 for column defaults).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
+    format_version: u8,
+    /// Namespace of tables the DDL names without a database/schema.
+    #[arg(long, value_name = "NS", default_value = "default")]
+    namespace: String,
+    /// Partition new tables by `bucket(N, first key column)` (0: unpartitioned).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    partition_buckets: u32,
+    /// Declare the primary key as the sort order of new tables.
+    #[arg(long)]
+    sort_by_key: bool,
+    /// Target data file size of new tables, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 128)]
+    target_file_size_mib: u64,
+    /// Parquet compression codec of new tables.
+    #[arg(long, value_name = "CODEC", default_value = "zstd", value_parser = ["zstd", "snappy", "gzip", "uncompressed"])]
+    compression: String,
+}
+
+impl IcebergArgs {
+    fn options(&self) -> dialects::iceberg::IcebergOptions {
+        use dialects::iceberg::*;
+        IcebergOptions {
+            tinyint1: if self.tinyint1 == "int" {
+                Tinyint1::Int
+            } else {
+                Tinyint1::Boolean
+            },
+            bigint_unsigned: if self.bigint_unsigned == "long" {
+                BigintUnsigned::Long
+            } else {
+                BigintUnsigned::Decimal
+            },
+            format_version: self.format_version,
+            behavior: self.schema_change_behavior,
+            default_namespace: self.namespace.clone(),
+            layout: Layout {
+                partitioning: if self.partition_buckets > 0 {
+                    Partitioning::BucketPrimaryKey {
+                        buckets: self.partition_buckets,
+                    }
+                } else {
+                    Partitioning::None
+                },
+                sort_order: if self.sort_by_key {
+                    SortOrder::PrimaryKey
+                } else {
+                    SortOrder::None
+                },
+                target_file_size_bytes: self.target_file_size_mib * 1024 * 1024,
+                compression: self.compression.clone(),
+                ..Layout::default()
+            },
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -85,10 +165,11 @@ fn main() -> ExitCode {
         Command::Translate {
             from,
             to,
+            iceberg,
             schema,
             ansi_quotes,
             files,
-        } => translate(from, to, &schema, ansi_quotes, &files),
+        } => translate(from, to, &iceberg, &schema, ansi_quotes, &files),
     }
 }
 
@@ -108,6 +189,7 @@ fn read(path: &str) -> Result<String, String> {
 fn translate(
     from: SourceArg,
     to: TargetArg,
+    iceberg: &IcebergArgs,
     schema: &[String],
     ansi_quotes: bool,
     files: &[String],
@@ -122,8 +204,10 @@ fn translate(
         TargetArg::Postgres => Target::Sql(Dialect::Postgres),
         TargetArg::Oracle => Target::Sql(Dialect::Oracle),
         TargetArg::Ir => Target::Ir,
+        TargetArg::Iceberg => Target::Iceberg,
     };
     let mut tr = Translator::new(source, target);
+    tr.iceberg = dialects::iceberg::IcebergPlanner::new(iceberg.options());
     tr.options.ansi_quotes = ansi_quotes;
     let mut failed = false;
     let stderr = std::io::stderr();
@@ -160,24 +244,44 @@ fn translate(
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut plans = Vec::new();
     for (path, text) in &texts {
         let shown = if *path == "-" {
             "<stdin>"
         } else {
             path.as_str()
         };
-        for r in tr.translate(text) {
+        let results = tr.translate(text);
+        for r in &results {
             for (l, c, d) in &r.diagnostics {
                 if d.severity == Severity::Error {
                     failed = true;
                 }
                 let _ = writeln!(err, "{}: {shown}:{l}:{c}: {}", d.severity, d.message);
             }
+            if target == Target::Iceberg {
+                plans.push(
+                    serde_json::to_string_pretty(&dialects::iceberg::statement_json(shown, r))
+                        .expect("plans serialise"),
+                );
+                continue;
+            }
             for s in &r.output {
                 if writeln!(out, "{s};").is_err() {
                     return ExitCode::from(1);
                 }
             }
+        }
+    }
+    if target == Target::Iceberg {
+        // One JSON array of statement objects, fields in their declared order.
+        let doc = if plans.is_empty() {
+            "[]".to_owned()
+        } else {
+            format!("[\n{}\n]", plans.join(",\n"))
+        };
+        if writeln!(out, "{doc}").is_err() {
+            return ExitCode::from(1);
         }
     }
     if out.flush().is_err() {

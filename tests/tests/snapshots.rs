@@ -26,6 +26,7 @@ fn check(source: Dialect, target: Target) {
     let name = match target {
         Target::Sql(d) => format!("{}_to_{}", source.name(), d.name()),
         Target::Ir => format!("{}_to_ir", source.name()),
+        Target::Iceberg => format!("{}_to_iceberg", source.name()),
     };
     let rendered = render(source, target, &text);
     // Every corpus statement must translate: no errors in the matrix.
@@ -54,6 +55,7 @@ fn matrix() {
             check(s, Target::Sql(t));
         }
         check(s, Target::Ir);
+        check(s, Target::Iceberg);
     }
 }
 
