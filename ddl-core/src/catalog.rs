@@ -203,7 +203,7 @@ impl Catalog {
                 let mut new = new;
                 if t.primary_key
                     .as_ref()
-                    .is_some_and(|pk| pk.columns.iter().any(|c| *c == old.name))
+                    .is_some_and(|pk| pk.columns.contains(&old.name))
                 {
                     new.nullable = false;
                 }
