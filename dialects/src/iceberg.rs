@@ -819,7 +819,7 @@ impl IcebergPlanner {
                 let t = self.tables.get(&key).ok_or_else(|| no_table(&key))?;
                 let i = t.index_of(column).ok_or_else(|| no_col(&key, column))?;
                 let f = &t.fields[i];
-                if f.required == !*nullable {
+                if f.required != *nullable {
                     return Ok(());
                 }
                 let make_required = if *nullable {
