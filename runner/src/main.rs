@@ -11,7 +11,7 @@ use std::process::ExitCode;
 #[command(
     name = "lakeshift",
     version,
-    about = "Translate database DDL between MySQL/MariaDB, PostgreSQL and Oracle, keeping schema state",
+    about = "Translate database DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and apply it to Iceberg tables",
     after_help = "Exit status: 0 success, 1 some statement failed, 2 usage error."
 )]
 struct Cli {
@@ -51,6 +51,42 @@ enum Command {
         /// catalog and is not translated. May be given more than once.
         #[arg(long, value_name = "FILE")]
         schema: Vec<String>,
+        /// MySQL sql_mode ANSI_QUOTES: "x" is an identifier, not a string.
+        #[arg(long)]
+        ansi_quotes: bool,
+        /// Input files; standard input when none is given.
+        #[arg(value_name = "FILE")]
+        files: Vec<String>,
+    },
+    /// Apply DDL to Iceberg tables in a catalog, one commit per statement and table.
+    ///
+    /// Each statement is planned as `translate --to iceberg` would and committed
+    /// atomically (compare-and-swap of the table's metadata location). Tables already
+    /// in the catalog are known to the script. The catalog is a SQLite file
+    /// `catalog.db` in the warehouse unless --catalog names another database; its
+    /// catalog name is `lakeshift` (readers such as pyiceberg must use that name).
+    /// Each change is reported on standard output, diagnostics on standard error as
+    /// with translate. The first statement that fails stops the run: it and the
+    /// statements after it are not applied.
+    ///
+    /// Exit status: 0 when every statement applied, 1 when one failed, 2 for usage
+    /// errors.
+    Apply {
+        /// Source dialect (mariadb is an alias of mysql).
+        #[arg(long, value_enum)]
+        from: SourceArg,
+        /// Warehouse folder (created if missing).
+        #[arg(long, value_name = "DIR")]
+        warehouse: std::path::PathBuf,
+        /// Catalog database URI: sqlite:///path/file.db or postgresql://user@host/db.
+        /// Default: sqlite in the warehouse folder.
+        #[arg(long, value_name = "URI")]
+        catalog: Option<String>,
+        /// Catalog name (the catalog_name column shared with other engines).
+        #[arg(long, value_name = "NAME", default_value = "lakeshift")]
+        catalog_name: String,
+        #[command(flatten)]
+        iceberg: IcebergArgs,
         /// MySQL sql_mode ANSI_QUOTES: "x" is an identifier, not a string.
         #[arg(long)]
         ansi_quotes: bool,
@@ -170,6 +206,92 @@ fn main() -> ExitCode {
             ansi_quotes,
             files,
         } => translate(from, to, &iceberg, &schema, ansi_quotes, &files),
+        Command::Apply {
+            from,
+            warehouse,
+            catalog,
+            catalog_name,
+            iceberg,
+            ansi_quotes,
+            files,
+        } => {
+            let opts = runner::apply::ApplyOptions {
+                source: dialect(from),
+                catalog: runner::iceberg::CatalogConfig {
+                    name: catalog_name,
+                    warehouse,
+                    uri: catalog,
+                },
+                iceberg: iceberg.options(),
+                ansi_quotes,
+            };
+            apply(opts, &files)
+        }
+    }
+}
+
+fn dialect(from: SourceArg) -> Dialect {
+    match from {
+        SourceArg::Mysql | SourceArg::Mariadb => Dialect::MySql,
+        SourceArg::Postgres => Dialect::Postgres,
+        SourceArg::Oracle => Dialect::Oracle,
+    }
+}
+
+fn apply(opts: runner::apply::ApplyOptions, files: &[String]) -> ExitCode {
+    let inputs: Vec<String> = if files.is_empty() {
+        vec!["-".into()]
+    } else {
+        files.to_vec()
+    };
+    let mut texts = Vec::new();
+    for path in &inputs {
+        match read(path) {
+            Ok(t) => texts.push((
+                if path == "-" {
+                    "<stdin>".to_owned()
+                } else {
+                    path.clone()
+                },
+                t,
+            )),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
+    match rt.block_on(runner::apply::apply(&opts, &texts, &mut out, &mut err)) {
+        Ok(r) => {
+            eprintln!(
+                "{} statement(s), {} catalog commit(s){}",
+                r.statements,
+                r.commits,
+                if r.failed {
+                    ", stopped by an error"
+                } else {
+                    ""
+                }
+            );
+            ExitCode::from(u8::from(r.failed))
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 
@@ -194,11 +316,7 @@ fn translate(
     ansi_quotes: bool,
     files: &[String],
 ) -> ExitCode {
-    let source = match from {
-        SourceArg::Mysql | SourceArg::Mariadb => Dialect::MySql,
-        SourceArg::Postgres => Dialect::Postgres,
-        SourceArg::Oracle => Dialect::Oracle,
-    };
+    let source = dialect(from);
     let target = match to {
         TargetArg::Mysql | TargetArg::Mariadb => Target::Sql(Dialect::MySql),
         TargetArg::Postgres => Target::Sql(Dialect::Postgres),

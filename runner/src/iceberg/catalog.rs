@@ -1,0 +1,459 @@
+//! A SQL catalog in the table layout of iceberg-catalog-sql, pyiceberg's SqlCatalog and
+//! the Java JDBC catalog: `iceberg_tables` (catalog_name, table_namespace, table_name,
+//! metadata_location, previous_metadata_location, iceberg_type) and
+//! `iceberg_namespace_properties`. SQLite (the embedded default) or PostgreSQL.
+//!
+//! Every table change is a compare-and-swap of `metadata_location`: the row is updated
+//! only where it still names the metadata file the change was built on.
+
+use super::{Error, Result};
+use iceberg::io::FileIO;
+use iceberg::spec::TableMetadata;
+use iceberg::{NamespaceIdent, TableIdent};
+use sqlx::any::{install_default_drivers, AnyPoolOptions};
+use sqlx::{AnyPool, Row};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Where the catalog lives.
+#[derive(Debug, Clone)]
+pub struct CatalogConfig {
+    /// The catalog's name (the `catalog_name` column); readers must use the same name.
+    pub name: String,
+    /// Warehouse folder: tables live in `<warehouse>/<namespace>/<table>`.
+    pub warehouse: PathBuf,
+    /// `sqlite:///path/catalog.db` or `postgresql://...`; default: a SQLite file
+    /// `catalog.db` in the warehouse.
+    pub uri: Option<String>,
+}
+
+impl CatalogConfig {
+    pub fn local(warehouse: impl Into<PathBuf>) -> Self {
+        CatalogConfig {
+            name: "lakeshift".into(),
+            warehouse: warehouse.into(),
+            uri: None,
+        }
+    }
+}
+
+/// One table as loaded: its identity, the metadata file the catalog names, and the
+/// metadata in it.
+#[derive(Debug, Clone)]
+pub struct LoadedTable {
+    pub ident: TableIdent,
+    pub metadata_location: String,
+    pub metadata: TableMetadata,
+}
+
+impl LoadedTable {
+    /// A table of the iceberg crate, for scans.
+    pub fn table(&self, file_io: &FileIO) -> Result<iceberg::table::Table> {
+        Ok(iceberg::table::Table::builder()
+            .file_io(file_io.clone())
+            .identifier(self.ident.clone())
+            .metadata_location(self.metadata_location.clone())
+            .metadata(self.metadata.clone())
+            .build()?)
+    }
+}
+
+pub struct Catalog {
+    pool: AnyPool,
+    name: String,
+    warehouse: String,
+    postgres: bool,
+    pub file_io: FileIO,
+    /// Fault injection: the next N swaps apply but report their reply as lost.
+    lose_replies: Arc<AtomicU32>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("name", &self.name)
+            .field("warehouse", &self.warehouse)
+            .finish()
+    }
+}
+
+fn ns_ident(ns: &str) -> Result<NamespaceIdent> {
+    Ok(NamespaceIdent::from_strs(ns.split('.'))?)
+}
+
+/// `namespace.table` → ident (the last dot separates the table name).
+pub fn ident(ns: &str, table: &str) -> Result<TableIdent> {
+    Ok(TableIdent::new(ns_ident(ns)?, table.to_owned()))
+}
+
+impl Catalog {
+    pub async fn open(cfg: &CatalogConfig) -> Result<Catalog> {
+        std::fs::create_dir_all(&cfg.warehouse).map_err(|e| {
+            Error::Invalid(format!(
+                "cannot create warehouse folder {}: {e}",
+                cfg.warehouse.display()
+            ))
+        })?;
+        let warehouse_abs = std::fs::canonicalize(&cfg.warehouse)
+            .map_err(|e| Error::Invalid(format!("warehouse {}: {e}", cfg.warehouse.display())))?;
+        let uri = match &cfg.uri {
+            Some(u) => u.clone(),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                warehouse_abs.join("catalog.db").display()
+            ),
+        };
+        let postgres = uri.starts_with("postgres");
+        install_default_drivers();
+        let pool = AnyPoolOptions::new()
+            .max_connections(4)
+            .connect(&uri)
+            .await
+            .map_err(|e| {
+                Error::Invalid(format!(
+                    "cannot open the catalog database {}: {e}",
+                    redact(&uri)
+                ))
+            })?;
+        if !postgres {
+            // Wait for a concurrent writer's lock instead of failing at once.
+            sqlx::query("PRAGMA busy_timeout = 10000")
+                .execute(&pool)
+                .await?;
+        }
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS iceberg_tables (
+                catalog_name VARCHAR(255) NOT NULL,
+                table_namespace VARCHAR(255) NOT NULL,
+                table_name VARCHAR(255) NOT NULL,
+                metadata_location VARCHAR(1000),
+                previous_metadata_location VARCHAR(1000),
+                iceberg_type VARCHAR(5),
+                PRIMARY KEY (catalog_name, table_namespace, table_name))",
+        )
+        .execute(&pool)
+        .await?;
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
+                catalog_name VARCHAR(255) NOT NULL,
+                namespace VARCHAR(255) NOT NULL,
+                property_key VARCHAR(255),
+                property_value VARCHAR(1000),
+                PRIMARY KEY (catalog_name, namespace, property_key))",
+        )
+        .execute(&pool)
+        .await?;
+        Ok(Catalog {
+            pool,
+            name: cfg.name.clone(),
+            warehouse: format!("file://{}", warehouse_abs.display()),
+            postgres,
+            file_io: FileIO::new_with_fs(),
+            lose_replies: Arc::new(AtomicU32::new(0)),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The warehouse as a `file://` URL.
+    pub fn warehouse(&self) -> &str {
+        &self.warehouse
+    }
+
+    /// Fault injection for tests: the next `n` metadata swaps are applied by the
+    /// database, but the caller is told the reply was lost.
+    pub fn lose_next_replies(&self, n: u32) {
+        self.lose_replies.store(n, Ordering::SeqCst);
+    }
+
+    /// `?` placeholders, rewritten to `$n` for PostgreSQL.
+    fn q(&self, sql: &str) -> String {
+        if !self.postgres {
+            return sql.to_owned();
+        }
+        let mut out = String::with_capacity(sql.len() + 8);
+        let mut n = 0;
+        for ch in sql.chars() {
+            if ch == '?' {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            } else {
+                out.push(ch);
+            }
+        }
+        out
+    }
+
+    pub fn table_location(&self, ns: &str, table: &str) -> String {
+        format!("{}/{}/{}", self.warehouse, ns.replace('.', "/"), table)
+    }
+
+    pub async fn namespace_exists(&self, ns: &str) -> Result<bool> {
+        let n: i64 = sqlx::query(&self.q(
+            "SELECT COUNT(*) FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?",
+        ))
+        .bind(&self.name)
+        .bind(ns)
+        .fetch_one(&self.pool)
+        .await?
+        .try_get(0)?;
+        if n > 0 {
+            return Ok(true);
+        }
+        let n: i64 = sqlx::query(&self.q(
+            "SELECT COUNT(*) FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?",
+        ))
+        .bind(&self.name)
+        .bind(ns)
+        .fetch_one(&self.pool)
+        .await?
+        .try_get(0)?;
+        Ok(n > 0)
+    }
+
+    /// Create a namespace unless it exists. Returns whether it was created.
+    pub async fn ensure_namespace(&self, ns: &str) -> Result<bool> {
+        ns_ident(ns)?;
+        if self.namespace_exists(ns).await? {
+            return Ok(false);
+        }
+        let r = sqlx::query(&self.q(
+            "INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?, ?, 'exists', 'true')",
+        ))
+        .bind(&self.name)
+        .bind(ns)
+        .execute(&self.pool)
+        .await;
+        match r {
+            Ok(_) => Ok(true),
+            // Created concurrently: fine.
+            Err(_) if self.namespace_exists(ns).await? => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Drop an empty namespace. Returns whether it existed.
+    pub async fn drop_namespace(&self, ns: &str) -> Result<bool> {
+        let tables = self.list_tables(ns).await?;
+        if !tables.is_empty() {
+            return Err(Error::Invalid(format!(
+                "namespace {ns} still holds {} table(s)",
+                tables.len()
+            )));
+        }
+        let r = sqlx::query(&self.q(
+            "DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?",
+        ))
+        .bind(&self.name)
+        .bind(ns)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    pub async fn list_namespaces(&self) -> Result<Vec<String>> {
+        let rows = sqlx::query(&self.q(
+            "SELECT DISTINCT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?
+             UNION SELECT DISTINCT table_namespace FROM iceberg_tables WHERE catalog_name = ?",
+        ))
+        .bind(&self.name)
+        .bind(&self.name)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut v: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>(0))
+            .collect::<Result<_, _>>()?;
+        v.sort();
+        v.dedup();
+        Ok(v)
+    }
+
+    pub async fn list_tables(&self, ns: &str) -> Result<Vec<String>> {
+        let rows = sqlx::query(&self.q(
+            "SELECT table_name FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?
+               AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) ORDER BY table_name",
+        ))
+        .bind(&self.name)
+        .bind(ns)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get::<String, _>(0))
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// The metadata location the catalog names for a table.
+    pub async fn metadata_location(&self, id: &TableIdent) -> Result<Option<String>> {
+        let row = sqlx::query(&self.q(
+            "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
+               AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
+        ))
+        .bind(&self.name)
+        .bind(id.namespace().join("."))
+        .bind(id.name())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(match row {
+            Some(r) => Some(r.try_get::<String, _>(0)?),
+            None => None,
+        })
+    }
+
+    pub async fn load(&self, id: &TableIdent) -> Result<Option<LoadedTable>> {
+        let Some(location) = self.metadata_location(id).await? else {
+            return Ok(None);
+        };
+        let metadata = TableMetadata::read_from(&self.file_io, &location).await?;
+        Ok(Some(LoadedTable {
+            ident: id.clone(),
+            metadata_location: location,
+            metadata,
+        }))
+    }
+
+    pub async fn load_required(&self, id: &TableIdent) -> Result<LoadedTable> {
+        self.load(id)
+            .await?
+            .ok_or_else(|| Error::NoSuchTable(display(id)))
+    }
+
+    /// Register a new table whose first metadata file is already written.
+    pub async fn insert_table(&self, id: &TableIdent, metadata_location: &str) -> Result<()> {
+        let r = sqlx::query(&self.q(
+            "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) VALUES (?, ?, ?, ?, 'TABLE')",
+        ))
+        .bind(&self.name)
+        .bind(id.namespace().join("."))
+        .bind(id.name())
+        .bind(metadata_location)
+        .execute(&self.pool)
+        .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(_) if self.metadata_location(id).await?.is_some() => {
+                Err(Error::TableExists(display(id)))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Remove a table from the catalog; with `purge`, delete its files as well (local
+    /// warehouses). Returns whether it existed.
+    pub async fn drop_table(&self, id: &TableIdent, purge: bool) -> Result<bool> {
+        let loaded = self.load(id).await?;
+        let r = sqlx::query(&self.q(
+            "DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
+               AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
+        ))
+        .bind(&self.name)
+        .bind(id.namespace().join("."))
+        .bind(id.name())
+        .execute(&self.pool)
+        .await?;
+        if purge {
+            if let Some(t) = loaded {
+                if let Some(path) = local_path(t.metadata.location()) {
+                    if path.exists() {
+                        std::fs::remove_dir_all(&path).map_err(|e| {
+                            Error::Invalid(format!(
+                                "table {} dropped, but its files at {} could not be removed: {e}",
+                                display(id),
+                                path.display()
+                            ))
+                        })?;
+                    }
+                }
+            }
+        }
+        Ok(r.rows_affected() > 0)
+    }
+
+    pub async fn rename_table(&self, from: &TableIdent, to: &TableIdent) -> Result<()> {
+        if self.metadata_location(to).await?.is_some() {
+            return Err(Error::TableExists(display(to)));
+        }
+        self.ensure_namespace(&to.namespace().join(".")).await?;
+        let r = sqlx::query(&self.q(
+            "UPDATE iceberg_tables SET table_namespace = ?, table_name = ?
+              WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
+                AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
+        ))
+        .bind(to.namespace().join("."))
+        .bind(to.name())
+        .bind(&self.name)
+        .bind(from.namespace().join("."))
+        .bind(from.name())
+        .execute(&self.pool)
+        .await?;
+        if r.rows_affected() == 0 {
+            return Err(Error::NoSuchTable(display(from)));
+        }
+        Ok(())
+    }
+
+    /// Compare-and-swap of the metadata location. Ok(true): swapped; Ok(false): the
+    /// table no longer names `expected` (another writer won).
+    pub async fn swap(&self, id: &TableIdent, expected: &str, new: &str) -> Result<bool> {
+        let r = sqlx::query(&self.q(
+            "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?
+              WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
+                AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)
+                AND metadata_location = ?",
+        ))
+        .bind(new)
+        .bind(expected)
+        .bind(&self.name)
+        .bind(id.namespace().join("."))
+        .bind(id.name())
+        .bind(expected)
+        .execute(&self.pool)
+        .await?;
+        let swapped = r.rows_affected() == 1;
+        if swapped
+            && self
+                .lose_replies
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(Error::ReplyLost(display(id)));
+        }
+        Ok(swapped)
+    }
+}
+
+/// `ns.table` as people write it.
+pub fn display(id: &TableIdent) -> String {
+    format!("{}.{}", id.namespace().join("."), id.name())
+}
+
+/// The local path of a `file://` (or plain absolute) location.
+pub fn local_path(location: &str) -> Option<PathBuf> {
+    if let Some(p) = location.strip_prefix("file://") {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(p) = location.strip_prefix("file:") {
+        return Some(PathBuf::from(p));
+    }
+    Path::new(location)
+        .is_absolute()
+        .then(|| PathBuf::from(location))
+}
+
+/// A connection URI without its password.
+pub fn redact(uri: &str) -> String {
+    // scheme://user:password@host/... -> scheme://user:***@host/...
+    if let Some((scheme, rest)) = uri.split_once("://") {
+        if let Some((cred, host)) = rest.split_once('@') {
+            if let Some((user, _)) = cred.split_once(':') {
+                return format!("{scheme}://{user}:***@{host}");
+            }
+        }
+    }
+    uri.to_owned()
+}

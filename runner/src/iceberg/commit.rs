@@ -1,0 +1,672 @@
+//! The commit layer: a change is turned into `TableUpdate`s and `TableRequirement`s
+//! against the table as it is now, applied with `TableMetadataBuilder`, written as the
+//! next metadata file, and made current by a compare-and-swap of the metadata location
+//! in the catalog.
+//!
+//! Lost races are retried against the reloaded table. Before each retry the committer
+//! looks for its own commit (its metadata file in the table's metadata log, or its
+//! commit id in a snapshot summary), so a swap whose reply was lost is never applied
+//! twice. A row delta is rebased over concurrent appends only; if a concurrent commit
+//! removed or rewrote files, or a data file its position deletes point at is gone,
+//! the row delta fails instead.
+
+use super::catalog::{display, local_path, Catalog, LoadedTable};
+use super::convert;
+use super::{Error, Result};
+use iceberg::spec::{
+    DataContentType, DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestList,
+    ManifestListWriter, ManifestWriterBuilder, Operation, PartitionSpec, Snapshot,
+    SnapshotReference, SnapshotRetention, SnapshotSummaryCollector, SortDirection, SortField,
+    SortOrder, Summary, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
+};
+use iceberg::{MetadataLocation, TableIdent, TableRequirement, TableUpdate};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// Summary key holding the id of the commit that made a snapshot.
+pub const COMMIT_ID: &str = "lakeshift.commit-id";
+const MAX_ATTEMPTS: u32 = 20;
+
+/// A snapshot to add: data files, delete files (equality and position), or both (a
+/// row delta); or the removal of every file (truncate).
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotChange {
+    pub data_files: Vec<DataFile>,
+    pub delete_files: Vec<DataFile>,
+    /// Remove every live data and delete file (TRUNCATE TABLE).
+    pub truncate: bool,
+    /// Properties for the snapshot summary (checkpoint id, source position, job).
+    pub summary: BTreeMap<String, String>,
+    /// The snapshot the row delta was computed against (`Some(None)`: an empty
+    /// table). When set, the commit fails if a later snapshot did more than append.
+    pub base_snapshot: Option<Option<i64>>,
+    /// Data files the position deletes point at: each must still be live.
+    pub referenced_data_files: Vec<String>,
+}
+
+/// A metadata-only change: a new current schema, and table properties.
+#[derive(Debug, Clone, Default)]
+pub struct MetadataChange {
+    pub schema: Option<dialects::iceberg::IceTable>,
+    /// The schema id and last column id the change was planned against.
+    pub expect_schema: Option<(i32, i32)>,
+    pub set_properties: BTreeMap<String, String>,
+    pub remove_properties: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Change {
+    Metadata(MetadataChange),
+    Snapshot(SnapshotChange),
+}
+
+/// What a commit did.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    pub table: LoadedTable,
+    /// Attempts it took (1 when no race was lost).
+    pub attempts: u32,
+    /// Whether a lost reply was found to have been applied already.
+    pub recovered: bool,
+    pub snapshot_id: Option<i64>,
+}
+
+pub struct Committer<'a> {
+    pub catalog: &'a Catalog,
+}
+
+impl<'a> Committer<'a> {
+    pub fn new(catalog: &'a Catalog) -> Self {
+        Committer { catalog }
+    }
+
+    /// Create a table from a planned schema (`CreateTable` action).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn create_table(
+        &self,
+        ns: &str,
+        name: &str,
+        planned: &dialects::iceberg::IceTable,
+        partition: Option<&str>,
+        sort_by: &[String],
+    ) -> Result<LoadedTable> {
+        let id = super::catalog::ident(ns, name)?;
+        if self.catalog.metadata_location(&id).await?.is_some() {
+            return Err(Error::TableExists(display(&id)));
+        }
+        self.catalog.ensure_namespace(ns).await?;
+        let schema = convert::schema(planned, 0)?;
+        let mut spec = UnboundPartitionSpec::builder();
+        if let Some(expr) = partition {
+            let (transform, col) = convert::partition_transform(expr)
+                .ok_or_else(|| Error::Invalid(format!("unsupported partition {expr}")))?;
+            let field = planned
+                .fields
+                .iter()
+                .find(|f| f.name == col)
+                .ok_or_else(|| Error::Invalid(format!("partition column {col} is unknown")))?;
+            spec = spec.add_partition_field(field.id, format!("{col}_bucket"), transform)?;
+        }
+        let mut order = SortOrder::builder();
+        if !sort_by.is_empty() {
+            order.with_order_id(1);
+            for c in sort_by {
+                let f = planned
+                    .fields
+                    .iter()
+                    .find(|f| f.name == *c)
+                    .ok_or_else(|| Error::Invalid(format!("sort column {c} is unknown")))?;
+                order.with_sort_field(SortField {
+                    source_id: f.id,
+                    transform: iceberg::spec::Transform::Identity,
+                    direction: SortDirection::Ascending,
+                    null_order: iceberg::spec::NullOrder::First,
+                });
+            }
+        }
+        let order = order.build(&schema)?;
+        let mut location = self.catalog.table_location(ns, name);
+        // A renamed table keeps its folder: never share one with it.
+        if local_path(&location).is_some_and(|p| p.exists()) {
+            location = format!(
+                "{location}-{}",
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            );
+        }
+        let format = match planned.format_version {
+            3 => FormatVersion::V3,
+            _ => FormatVersion::V2,
+        };
+        let props: HashMap<String, String> = planned
+            .properties
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let metadata = TableMetadataBuilder::new(
+            schema,
+            spec.build(),
+            order,
+            location.clone(),
+            format,
+            props,
+        )?
+        .build()?
+        .metadata;
+        // The builder assigns field ids afresh; they must be the planned ones.
+        let got = convert::ice_table(ns, name, &metadata)?;
+        let ids = |t: &dialects::iceberg::IceTable| {
+            t.fields
+                .iter()
+                .map(|f| (f.id, f.name.clone()))
+                .collect::<Vec<_>>()
+        };
+        if ids(&got) != ids(planned) {
+            return Err(Error::Invalid(format!(
+                "table {ns}.{name}: field ids {:?} differ from the plan {:?}",
+                ids(&got),
+                ids(planned)
+            )));
+        }
+        let loc = MetadataLocation::new_with_metadata(location, &metadata);
+        metadata.write_to(&self.catalog.file_io, &loc).await?;
+        self.catalog.insert_table(&id, &loc.to_string()).await?;
+        Ok(LoadedTable {
+            ident: id,
+            metadata_location: loc.to_string(),
+            metadata,
+        })
+    }
+
+    /// Commit one change to one table, atomically, retrying lost races. `commit_id`
+    /// identifies the commit across retries and process restarts.
+    pub async fn commit(
+        &self,
+        id: &TableIdent,
+        commit_id: &str,
+        change: &Change,
+    ) -> Result<Committed> {
+        let mut written: Vec<String> = Vec::new();
+        let mut reply_lost = false;
+        for attempt in 1..=MAX_ATTEMPTS {
+            let base = self.catalog.load_required(id).await?;
+            if attempt > 1 {
+                if let Some(snap) = already_applied(&base, commit_id, &written) {
+                    return Ok(Committed {
+                        table: base,
+                        attempts: attempt,
+                        recovered: reply_lost,
+                        snapshot_id: snap,
+                    });
+                }
+            }
+            let (updates, requirements, snapshot_id) =
+                self.stage(&base, commit_id, change, attempt).await?;
+            for r in &requirements {
+                r.check(Some(&base.metadata)).map_err(|e| Error::Stale {
+                    table: display(id),
+                    reason: format!("{}", e.message()),
+                })?;
+            }
+            let mut b = TableMetadataBuilder::new_from_metadata(
+                base.metadata.clone(),
+                Some(base.metadata_location.clone()),
+            );
+            for u in updates {
+                b = u.apply(b)?;
+            }
+            let built = b.build()?;
+            let loc = MetadataLocation::from_str(&base.metadata_location)?
+                .with_next_version()
+                .with_new_metadata(&built.metadata);
+            built.metadata.write_to(&self.catalog.file_io, &loc).await?;
+            let new_location = loc.to_string();
+            written.push(new_location.clone());
+            match self
+                .catalog
+                .swap(id, &base.metadata_location, &new_location)
+                .await
+            {
+                Ok(true) => {
+                    self.expire_metadata(&built.metadata, &built.expired_metadata_logs);
+                    return Ok(Committed {
+                        table: LoadedTable {
+                            ident: id.clone(),
+                            metadata_location: new_location,
+                            metadata: built.metadata,
+                        },
+                        attempts: attempt,
+                        recovered: false,
+                        snapshot_id,
+                    });
+                }
+                Ok(false) => continue,
+                Err(Error::ReplyLost(_)) | Err(Error::Sql(_)) => {
+                    // Unknown outcome: the next attempt looks for this commit first.
+                    reply_lost = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Contention {
+            table: display(id),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// Delete metadata files the builder expired, when the table asks for it.
+    fn expire_metadata(&self, m: &TableMetadata, expired: &[iceberg::spec::MetadataLog]) {
+        let enabled = m
+            .properties()
+            .get("write.metadata.delete-after-commit.enabled")
+            .is_some_and(|v| v == "true");
+        if !enabled {
+            return;
+        }
+        for e in expired {
+            if let Some(p) = local_path(&e.metadata_file) {
+                // Best effort: a file left behind costs space, not correctness.
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+
+    async fn stage(
+        &self,
+        base: &LoadedTable,
+        commit_id: &str,
+        change: &Change,
+        attempt: u32,
+    ) -> Result<(Vec<TableUpdate>, Vec<TableRequirement>, Option<i64>)> {
+        let m = &base.metadata;
+        let mut updates = Vec::new();
+        let mut reqs = vec![TableRequirement::UuidMatch { uuid: m.uuid() }];
+        match change {
+            Change::Metadata(mc) => {
+                if let Some(t) = &mc.schema {
+                    if let Some((schema_id, last_col)) = mc.expect_schema {
+                        reqs.push(TableRequirement::CurrentSchemaIdMatch {
+                            current_schema_id: schema_id,
+                        });
+                        reqs.push(TableRequirement::LastAssignedFieldIdMatch {
+                            last_assigned_field_id: last_col,
+                        });
+                    }
+                    let next_id = m.schemas_iter().map(|s| s.schema_id()).max().unwrap_or(0) + 1;
+                    let schema = convert::schema(t, next_id)?;
+                    updates.push(TableUpdate::AddSchema { schema });
+                    updates.push(TableUpdate::SetCurrentSchema {
+                        schema_id: TableMetadataBuilder::LAST_ADDED,
+                    });
+                }
+                if !mc.set_properties.is_empty() {
+                    updates.push(TableUpdate::SetProperties {
+                        updates: mc
+                            .set_properties
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    });
+                }
+                if !mc.remove_properties.is_empty() {
+                    updates.push(TableUpdate::RemoveProperties {
+                        removals: mc.remove_properties.clone(),
+                    });
+                }
+                Ok((updates, reqs, None))
+            }
+            Change::Snapshot(sc) => {
+                let (snapshot, main) = self.stage_snapshot(base, commit_id, sc, attempt).await?;
+                reqs.push(TableRequirement::RefSnapshotIdMatch {
+                    r#ref: "main".into(),
+                    snapshot_id: main,
+                });
+                let sid = snapshot.snapshot_id();
+                updates.push(TableUpdate::AddSnapshot { snapshot });
+                updates.push(TableUpdate::SetSnapshotRef {
+                    ref_name: "main".into(),
+                    reference: SnapshotReference::new(
+                        sid,
+                        SnapshotRetention::branch(None, None, None),
+                    ),
+                });
+                Ok((updates, reqs, Some(sid)))
+            }
+        }
+    }
+
+    /// Write the manifests and manifest list of a new snapshot on top of `base`.
+    async fn stage_snapshot(
+        &self,
+        base: &LoadedTable,
+        commit_id: &str,
+        sc: &SnapshotChange,
+        attempt: u32,
+    ) -> Result<(Snapshot, Option<i64>)> {
+        let m = &base.metadata;
+        let table = display(&base.ident);
+        if m.format_version() != FormatVersion::V2 {
+            return Err(Error::Invalid(format!(
+                "table {table}: lakeshift writes snapshots to format v2 tables only (this one is {})",
+                m.format_version()
+            )));
+        }
+        let file_io = &self.catalog.file_io;
+        let parent = m.current_snapshot().map(|s| s.snapshot_id());
+        if let Some(expected) = sc.base_snapshot {
+            check_base(m, &table, expected, parent)?;
+        }
+        let existing: Vec<ManifestFile> = match m.current_snapshot() {
+            Some(s) => {
+                let bytes = file_io.new_input(s.manifest_list())?.read().await?;
+                ManifestList::parse_with_version(&bytes, m.format_version())?
+                    .consume_entries()
+                    .into_iter()
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        if !sc.referenced_data_files.is_empty() {
+            let mut live = HashSet::new();
+            for mf in existing
+                .iter()
+                .filter(|mf| mf.content == ManifestContentType::Data)
+            {
+                for e in mf.load_manifest(file_io).await?.entries() {
+                    if e.is_alive() {
+                        live.insert(e.data_file().file_path().to_owned());
+                    }
+                }
+            }
+            if let Some(gone) = sc
+                .referenced_data_files
+                .iter()
+                .find(|p| !live.contains(p.as_str()))
+            {
+                return Err(Error::BaseMoved {
+                    table,
+                    reason: format!("data file {gone}, which position deletes point at, is no longer in the table"),
+                });
+            }
+        }
+        let seq = m.last_sequence_number() + 1;
+        let snapshot_id = new_snapshot_id(m);
+        let schema = m.current_schema().clone();
+        let spec = m.default_partition_spec().as_ref().clone();
+        let mut collector = SnapshotSummaryCollector::default();
+        let mut manifests: Vec<ManifestFile> = Vec::new();
+        let prefix = format!("{}/metadata/{}", m.location(), uuid::Uuid::new_v4());
+        let mut n = 0;
+        let mut out_path = || {
+            n += 1;
+            format!("{prefix}-m{n}.avro")
+        };
+        if !sc.data_files.is_empty() {
+            let mut w = ManifestWriterBuilder::new(
+                file_io.new_output(out_path())?,
+                Some(snapshot_id),
+                schema.clone(),
+                spec.clone(),
+            )
+            .build_v2_data();
+            for f in &sc.data_files {
+                collector.add_file(f, schema.clone(), Arc::new(spec.clone()));
+                w.add_file(f.clone(), seq)?;
+            }
+            manifests.push(w.write_manifest_file().await?);
+        }
+        if !sc.delete_files.is_empty() {
+            let mut w = ManifestWriterBuilder::new(
+                file_io.new_output(out_path())?,
+                Some(snapshot_id),
+                schema.clone(),
+                spec.clone(),
+            )
+            .build_v2_deletes();
+            for f in &sc.delete_files {
+                if f.content_type() == DataContentType::Data {
+                    return Err(Error::Invalid(format!(
+                        "table {table}: {} is a data file, not a delete file",
+                        f.file_path()
+                    )));
+                }
+                collector.add_file(f, schema.clone(), Arc::new(spec.clone()));
+                w.add_file(f.clone(), seq)?;
+            }
+            manifests.push(w.write_manifest_file().await?);
+        }
+        if sc.truncate {
+            for mf in &existing {
+                let manifest = mf.load_manifest(file_io).await?;
+                let spec = m
+                    .partition_spec_by_id(mf.partition_spec_id)
+                    .map(|s| s.as_ref().clone())
+                    .unwrap_or_else(|| spec.clone());
+                let builder = ManifestWriterBuilder::new(
+                    file_io.new_output(out_path())?,
+                    Some(snapshot_id),
+                    schema.clone(),
+                    spec.clone(),
+                );
+                let mut w = match mf.content {
+                    ManifestContentType::Data => builder.build_v2_data(),
+                    ManifestContentType::Deletes => builder.build_v2_deletes(),
+                };
+                let mut any = false;
+                for e in manifest.entries() {
+                    if !e.is_alive() {
+                        continue;
+                    }
+                    any = true;
+                    collector.remove_file(e.data_file(), schema.clone(), Arc::new(spec.clone()));
+                    w.add_delete_file(
+                        e.data_file().clone(),
+                        e.sequence_number().unwrap_or(0),
+                        e.file_sequence_number,
+                    )?;
+                }
+                if any {
+                    manifests.push(w.write_manifest_file().await?);
+                }
+            }
+        } else {
+            manifests.extend(existing);
+        }
+        let list_path = format!(
+            "{}/metadata/snap-{snapshot_id}-{attempt}-{}.avro",
+            m.location(),
+            uuid::Uuid::new_v4()
+        );
+        let mut lw = ManifestListWriter::v2(
+            file_io.new_output(&list_path)?.writer().await?,
+            snapshot_id,
+            parent,
+            seq,
+        );
+        lw.add_manifests(manifests.into_iter())?;
+        lw.close().await?;
+
+        for (k, v) in &sc.summary {
+            collector.set(k, v);
+        }
+        collector.set(COMMIT_ID, commit_id);
+        let mut props = collector.build();
+        add_totals(m, &mut props, sc.truncate);
+        let operation = if sc.truncate {
+            Operation::Delete
+        } else if sc.delete_files.is_empty() {
+            Operation::Append
+        } else {
+            Operation::Overwrite
+        };
+        let snapshot = Snapshot::builder()
+            .with_snapshot_id(snapshot_id)
+            .with_parent_snapshot_id(parent)
+            .with_sequence_number(seq)
+            .with_timestamp_ms(chrono_now_ms().max(m.last_updated_ms()))
+            .with_manifest_list(list_path)
+            .with_summary(Summary {
+                operation,
+                additional_properties: props,
+            })
+            .with_schema_id(m.current_schema_id())
+            .build();
+        Ok((snapshot, parent))
+    }
+}
+
+fn chrono_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn new_snapshot_id(m: &TableMetadata) -> i64 {
+    loop {
+        let u = uuid::Uuid::new_v4().as_u128();
+        let id = ((u >> 64) as i64 ^ u as i64) & i64::MAX;
+        if id != 0 && m.snapshot_by_id(id).is_none() {
+            return id;
+        }
+    }
+}
+
+/// Totals of the new snapshot from its parent's totals and its own changes.
+fn add_totals(m: &TableMetadata, props: &mut HashMap<String, String>, truncate: bool) {
+    let prev = |k: &str| -> i64 {
+        if truncate {
+            return 0;
+        }
+        m.current_snapshot()
+            .and_then(|s| s.summary().additional_properties.get(k).cloned())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let get = |p: &HashMap<String, String>, k: &str| -> i64 {
+        p.get(k).and_then(|v| v.parse().ok()).unwrap_or(0)
+    };
+    let pairs = [
+        ("total-records", "added-records", "deleted-records"),
+        ("total-data-files", "added-data-files", "deleted-data-files"),
+        (
+            "total-delete-files",
+            "added-delete-files",
+            "removed-delete-files",
+        ),
+        ("total-files-size", "added-files-size", "removed-files-size"),
+        (
+            "total-equality-deletes",
+            "added-equality-deletes",
+            "removed-equality-deletes",
+        ),
+        (
+            "total-position-deletes",
+            "added-position-deletes",
+            "removed-position-deletes",
+        ),
+    ];
+    for (total, added, removed) in pairs {
+        let v = if truncate {
+            0
+        } else {
+            (prev(total) + get(props, added) - get(props, removed)).max(0)
+        };
+        props.insert(total.to_owned(), v.to_string());
+    }
+}
+
+/// A row delta may be rebased only over appends.
+fn check_base(
+    m: &TableMetadata,
+    table: &str,
+    expected: Option<i64>,
+    current: Option<i64>,
+) -> Result<()> {
+    let mut at = current;
+    while at != expected {
+        let Some(id) = at else {
+            return Err(Error::BaseMoved {
+                table: table.to_owned(),
+                reason: format!(
+                    "snapshot {} the row delta was computed against is no longer an ancestor of the current snapshot",
+                    expected.map_or("(none)".to_owned(), |e| e.to_string())
+                ),
+            });
+        };
+        let s = m.snapshot_by_id(id).ok_or_else(|| Error::BaseMoved {
+            table: table.to_owned(),
+            reason: format!("snapshot {id} is missing from the metadata"),
+        })?;
+        if s.summary().operation != Operation::Append {
+            return Err(Error::BaseMoved {
+                table: table.to_owned(),
+                reason: format!(
+                    "concurrent snapshot {id} ({}) removed or rewrote files after the row delta's base",
+                    s.summary().operation.as_str()
+                ),
+            });
+        }
+        at = s.parent_snapshot_id();
+    }
+    Ok(())
+}
+
+/// Whether a commit already landed: one of the metadata files it wrote is current or
+/// in the metadata log, or a snapshot carries its id. Returns its snapshot, if any.
+fn already_applied(t: &LoadedTable, commit_id: &str, written: &[String]) -> Option<Option<i64>> {
+    let snap = t
+        .metadata
+        .snapshots()
+        .find(|s| {
+            s.summary()
+                .additional_properties
+                .get(COMMIT_ID)
+                .is_some_and(|v| v == commit_id)
+        })
+        .map(|s| s.snapshot_id());
+    if snap.is_some() {
+        return Some(snap);
+    }
+    let wrote = |loc: &str| written.iter().any(|w| w == loc);
+    if wrote(&t.metadata_location)
+        || t.metadata
+            .metadata_log()
+            .iter()
+            .any(|l| wrote(&l.metadata_file))
+    {
+        return Some(None);
+    }
+    None
+}
+
+/// The live data files of the current snapshot (paths).
+pub async fn live_files(
+    catalog: &Catalog,
+    t: &LoadedTable,
+) -> Result<Vec<(DataContentType, String, u64)>> {
+    let m = &t.metadata;
+    let Some(s) = m.current_snapshot() else {
+        return Ok(Vec::new());
+    };
+    let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
+    let mut out = Vec::new();
+    for mf in ManifestList::parse_with_version(&bytes, m.format_version())?.entries() {
+        for e in mf.load_manifest(&catalog.file_io).await?.entries() {
+            if e.is_alive() {
+                out.push((
+                    e.data_file().content_type(),
+                    e.data_file().file_path().to_owned(),
+                    e.data_file().record_count(),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The unpartitioned spec of a table, for writers.
+pub fn spec(m: &TableMetadata) -> PartitionSpec {
+    m.default_partition_spec().as_ref().clone()
+}

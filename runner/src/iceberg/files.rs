@@ -1,0 +1,194 @@
+//! Parquet data and delete files for a table, through the iceberg crate's writers:
+//! data files, equality-delete files (on the table's key), and position-delete files
+//! (which the crate has no writer for: a Parquet file of `file_path`, `pos` with the
+//! reserved field ids, registered as position deletes).
+
+use super::catalog::LoadedTable;
+use super::{Error, Result};
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use iceberg::arrow::schema_to_arrow_schema;
+use iceberg::io::FileIO;
+use iceberg::spec::{
+    DataContentType, DataFile, DataFileFormat, NestedField, PrimitiveType, Schema, SchemaRef, Type,
+};
+use iceberg::writer::base_writer::data_file_writer::DataFileWriterBuilder;
+use iceberg::writer::base_writer::equality_delete_writer::{
+    EqualityDeleteFileWriterBuilder, EqualityDeleteWriterConfig,
+};
+use iceberg::writer::file_writer::location_generator::{
+    DefaultFileNameGenerator, DefaultLocationGenerator,
+};
+use iceberg::writer::file_writer::rolling_writer::RollingFileWriterBuilder;
+use iceberg::writer::file_writer::ParquetWriterBuilder;
+use iceberg::writer::{IcebergWriter, IcebergWriterBuilder};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use std::sync::Arc;
+
+/// Reserved field ids of position-delete files (Iceberg spec).
+pub const DELETE_FILE_PATH_ID: i32 = 2147483546;
+pub const DELETE_POS_ID: i32 = 2147483545;
+
+/// Parquet writer properties from the table's properties (compression codec).
+pub fn writer_properties(t: &LoadedTable) -> WriterProperties {
+    let codec = t
+        .metadata
+        .properties()
+        .get("write.parquet.compression-codec")
+        .map(String::as_str)
+        .unwrap_or("zstd");
+    let compression = match codec {
+        "snappy" => Compression::SNAPPY,
+        "gzip" => Compression::GZIP(Default::default()),
+        "uncompressed" | "none" => Compression::UNCOMPRESSED,
+        _ => Compression::ZSTD(ZstdLevel::default()),
+    };
+    WriterProperties::builder()
+        .set_compression(compression)
+        .build()
+}
+
+fn target_size(t: &LoadedTable) -> usize {
+    t.metadata
+        .properties()
+        .get("write.target-file-size-bytes")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128 * 1024 * 1024)
+}
+
+fn rolling(
+    t: &LoadedTable,
+    file_io: &FileIO,
+    schema: SchemaRef,
+    prefix: &str,
+) -> Result<
+    RollingFileWriterBuilder<
+        ParquetWriterBuilder,
+        DefaultLocationGenerator,
+        DefaultFileNameGenerator,
+    >,
+> {
+    let pw = ParquetWriterBuilder::new(writer_properties(t), schema);
+    let loc = DefaultLocationGenerator::new(&t.metadata)?;
+    let names = DefaultFileNameGenerator::new(
+        format!("{prefix}-{}", uuid::Uuid::new_v4()),
+        None,
+        DataFileFormat::Parquet,
+    );
+    Ok(RollingFileWriterBuilder::new(
+        pw,
+        target_size(t),
+        file_io.clone(),
+        loc,
+        names,
+    ))
+}
+
+/// The Arrow schema (with field ids) of the table's current schema.
+pub fn arrow_schema(t: &LoadedTable) -> Result<arrow_schema::SchemaRef> {
+    Ok(Arc::new(schema_to_arrow_schema(
+        t.metadata.current_schema(),
+    )?))
+}
+
+/// Write rows (in the table's current schema) as data files. Unpartitioned tables only.
+pub async fn write_data(
+    t: &LoadedTable,
+    file_io: &FileIO,
+    batches: &[RecordBatch],
+) -> Result<Vec<DataFile>> {
+    unpartitioned(t)?;
+    let schema = t.metadata.current_schema().clone();
+    let mut w = DataFileWriterBuilder::new(rolling(t, file_io, schema, "data")?)
+        .build(None)
+        .await?;
+    for b in batches {
+        w.write(b.clone()).await?;
+    }
+    Ok(w.close().await?)
+}
+
+/// Write equality deletes: `batches` hold whole rows (in the current schema) whose
+/// `key_ids` columns identify the rows to delete.
+pub async fn write_equality_deletes(
+    t: &LoadedTable,
+    file_io: &FileIO,
+    key_ids: &[i32],
+    batches: &[RecordBatch],
+) -> Result<Vec<DataFile>> {
+    unpartitioned(t)?;
+    let schema = t.metadata.current_schema().clone();
+    let config = EqualityDeleteWriterConfig::new(key_ids.to_vec(), schema.clone())?;
+    let projected = config.projected_arrow_schema_ref().clone();
+    let delete_schema = Arc::new(iceberg::arrow::arrow_schema_to_schema(&projected)?);
+    let mut w = EqualityDeleteFileWriterBuilder::new(
+        rolling(t, file_io, delete_schema, "eq-delete")?,
+        config,
+    )
+    .build(None)
+    .await?;
+    for b in batches {
+        w.write(b.clone()).await?;
+    }
+    Ok(w.close().await?)
+}
+
+/// Write position deletes: (data file path, row position) pairs, sorted as the spec
+/// asks (by path, then position).
+pub async fn write_position_deletes(
+    t: &LoadedTable,
+    file_io: &FileIO,
+    mut deletes: Vec<(String, i64)>,
+) -> Result<Vec<DataFile>> {
+    unpartitioned(t)?;
+    if deletes.is_empty() {
+        return Ok(Vec::new());
+    }
+    deletes.sort();
+    let schema = Arc::new(
+        Schema::builder()
+            .with_fields(vec![
+                NestedField::required(
+                    DELETE_FILE_PATH_ID,
+                    "file_path",
+                    Type::Primitive(PrimitiveType::String),
+                )
+                .into(),
+                NestedField::required(DELETE_POS_ID, "pos", Type::Primitive(PrimitiveType::Long))
+                    .into(),
+            ])
+            .build()?,
+    );
+    let arrow = Arc::new(schema_to_arrow_schema(&schema)?);
+    let paths: ArrayRef = Arc::new(StringArray::from_iter_values(
+        deletes.iter().map(|(p, _)| p.as_str()),
+    ));
+    let pos: ArrayRef = Arc::new(Int64Array::from_iter_values(
+        deletes.iter().map(|(_, n)| *n),
+    ));
+    let batch = RecordBatch::try_new(arrow, vec![paths, pos])
+        .map_err(|e| Error::Invalid(format!("position delete batch: {e}")))?;
+    let mut w = rolling(t, file_io, schema, "pos-delete")?.build();
+    w.write(&None, &batch).await?;
+    let mut out = Vec::new();
+    for mut b in w.close().await? {
+        b.content(DataContentType::PositionDeletes);
+        b.partition_spec_id(t.metadata.default_partition_spec_id());
+        out.push(
+            b.build()
+                .map_err(|e| Error::Invalid(format!("position delete file: {e}")))?,
+        );
+    }
+    Ok(out)
+}
+
+fn unpartitioned(t: &LoadedTable) -> Result<()> {
+    if t.metadata.default_partition_spec().is_unpartitioned() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "table {}: writing partitioned tables is not supported by this writer",
+            super::catalog::display(&t.ident)
+        )))
+    }
+}

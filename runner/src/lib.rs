@@ -1,0 +1,5 @@
+//! The lakeshift runner: the Iceberg target (catalog, commit layer, writers) and the
+//! commands built on it. The `lakeshift` binary (`main.rs`) only parses arguments.
+
+pub mod apply;
+pub mod iceberg;
