@@ -55,6 +55,7 @@ impl LoadedTable {
             .identifier(self.ident.clone())
             .metadata_location(self.metadata_location.clone())
             .metadata(self.metadata.clone())
+            .runtime(iceberg::Runtime::try_current()?)
             .build()?)
     }
 }

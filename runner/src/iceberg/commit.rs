@@ -205,7 +205,7 @@ impl<'a> Committer<'a> {
             for r in &requirements {
                 r.check(Some(&base.metadata)).map_err(|e| Error::Stale {
                     table: display(id),
-                    reason: format!("{}", e.message()),
+                    reason: e.message().to_string(),
                 })?;
             }
             let mut b = TableMetadataBuilder::new_from_metadata(
@@ -487,12 +487,12 @@ impl<'a> Committer<'a> {
         lw.add_manifests(manifests.into_iter())?;
         lw.close().await?;
 
-        for (k, v) in &sc.summary {
-            collector.set(k, v);
-        }
-        collector.set(COMMIT_ID, commit_id);
         let mut props = collector.build();
         add_totals(m, &mut props, sc.truncate);
+        for (k, v) in &sc.summary {
+            props.insert(k.clone(), v.clone());
+        }
+        props.insert(COMMIT_ID.to_owned(), commit_id.to_owned());
         let operation = if sc.truncate {
             Operation::Delete
         } else if sc.delete_files.is_empty() {
