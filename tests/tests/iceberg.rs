@@ -777,3 +777,83 @@ async fn a_lost_reply_is_not_applied_twice() {
         .unwrap_err();
     assert!(matches!(e, Error::Stale { .. }), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layout_options_and_metadata_hygiene() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = CatalogConfig::local(dir.path());
+    let mut iceberg = IcebergOptions::default();
+    iceberg.layout.partitioning = dialects::iceberg::Partitioning::BucketPrimaryKey { buckets: 8 };
+    iceberg.layout.sort_order = dialects::iceberg::SortOrder::PrimaryKey;
+    iceberg.layout.target_file_size_bytes = 64 << 20;
+    iceberg.layout.metadata_previous_versions_max = 5;
+    let opts = ApplyOptions {
+        source: Dialect::MySql,
+        catalog: cfg.clone(),
+        iceberg,
+        ansi_quotes: false,
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let rep = apply(
+        &opts,
+        &[(
+            "l.sql".into(),
+            "CREATE TABLE l.t (a INT NOT NULL, b VARCHAR(5) NOT NULL, c INT, PRIMARY KEY (a, b));"
+                .into(),
+        )],
+        &mut out,
+        &mut err,
+    )
+    .await
+    .unwrap();
+    assert!(!rep.failed, "{}", String::from_utf8_lossy(&err));
+    let cat = Catalog::open(&cfg).await.unwrap();
+    let id = ident("l", "t").unwrap();
+    let t = cat.load_required(&id).await.unwrap();
+    let spec = t.metadata.default_partition_spec();
+    assert_eq!(spec.fields().len(), 1);
+    assert_eq!(spec.fields()[0].source_id, 1);
+    assert_eq!(
+        spec.fields()[0].transform,
+        iceberg::spec::Transform::Bucket(8)
+    );
+    let order = t.metadata.default_sort_order();
+    assert_eq!(
+        order.fields.iter().map(|f| f.source_id).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    let p = t.metadata.properties();
+    assert_eq!(p["write.target-file-size-bytes"], (64u64 << 20).to_string());
+    assert_eq!(p["write.metadata.delete-after-commit.enabled"], "true");
+
+    // Many commits leave a bounded number of metadata files.
+    for i in 0..15 {
+        let mc = runner::iceberg::commit::MetadataChange {
+            set_properties: BTreeMap::from([("lakeshift.test".to_owned(), i.to_string())]),
+            ..Default::default()
+        };
+        Committer::new(&cat)
+            .commit(&id, &format!("p{i}"), &Change::Metadata(mc))
+            .await
+            .unwrap();
+    }
+    let t = cat.load_required(&id).await.unwrap();
+    let meta_dir =
+        runner::iceberg::catalog::local_path(&format!("{}/metadata", t.metadata.location()))
+            .unwrap();
+    let n = std::fs::read_dir(&meta_dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".metadata.json")
+        })
+        .count();
+    assert_eq!(t.metadata.metadata_log().len(), 5);
+    assert_eq!(
+        n, 6,
+        "current + 5 previous metadata files, older ones deleted"
+    );
+}

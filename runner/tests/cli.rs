@@ -1,0 +1,158 @@
+//! The `lakeshift` binary as a user runs it.
+
+use std::process::{Command, Output};
+
+fn lakeshift(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("lakeshift runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn translate_to_iceberg_prints_a_json_plan() {
+    let o = lakeshift(
+        &["translate", "--from", "mysql", "--to", "iceberg"],
+        "CREATE TABLE s.t (id BIGINT UNSIGNED PRIMARY KEY, f TINYINT(1));\nALTER TABLE s.t ADD COLUMN g INT AFTER id;\nCREATE INDEX ix ON s.t (g);\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    let stmts = v.as_array().unwrap();
+    assert_eq!(stmts.len(), 3);
+    assert_eq!(stmts[0]["actions"][1]["action"], "create-table");
+    assert_eq!(stmts[0]["actions"][1]["schema"][0]["type"], "decimal(20,0)");
+    assert_eq!(stmts[0]["actions"][1]["schema"][1]["type"], "boolean");
+    assert_eq!(stmts[1]["actions"][0]["field"]["id"], 3);
+    assert_eq!(stmts[1]["actions"][0]["position"]["after"], "id");
+    assert_eq!(stmts[2]["diagnostics"][0]["severity"], "skipped");
+    // Options change the mapping.
+    let o = lakeshift(
+        &[
+            "translate",
+            "--from",
+            "mysql",
+            "--to",
+            "iceberg",
+            "--tinyint1",
+            "int",
+            "--bigint-unsigned",
+            "long",
+        ],
+        "CREATE TABLE t (id BIGINT UNSIGNED, f TINYINT(1));",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["actions"][1]["schema"][0]["type"], "long");
+    assert_eq!(v[0]["actions"][1]["schema"][1]["type"], "int");
+    assert!(text(&o.stderr).contains("9223372036854775807"));
+}
+
+#[test]
+fn apply_commits_and_reports_and_stops_at_a_refused_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let wh = dir.path().join("wh");
+    let wh = wh.to_str().unwrap();
+    let o = lakeshift(
+        &["apply", "--from", "mysql", "--warehouse", wh],
+        "CREATE TABLE shop.t (id INT PRIMARY KEY, amount BIGINT);\nALTER TABLE shop.t ADD note TEXT;\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("<stdin>:1:1: created table shop.t"), "{out}");
+    assert!(out.contains("<stdin>:2:1: altered table shop.t"), "{out}");
+    assert!(std::path::Path::new(wh).join("catalog.db").exists());
+
+    // A narrowing: refused by default, with the statement's position.
+    let o = lakeshift(
+        &["apply", "--from", "mysql", "--warehouse", wh],
+        "\nALTER TABLE shop.t MODIFY amount INT;\nALTER TABLE shop.t ADD x INT;\n",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("error: <stdin>:2:1: table shop.t column amount"),
+        "{err}"
+    );
+    assert!(err.contains("stopped at <stdin>:2:1"), "{err}");
+    assert!(text(&o.stdout).is_empty(), "nothing applied");
+
+    // The same change with a policy that accepts it.
+    let o = lakeshift(
+        &[
+            "apply",
+            "--from",
+            "mysql",
+            "--warehouse",
+            wh,
+            "--schema-change-behavior",
+            "lenient",
+        ],
+        "ALTER TABLE shop.t MODIFY amount INT;\nALTER TABLE shop.t ADD x INT;\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("kept as long"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    // Unparsable input: position and reason.
+    let o = lakeshift(
+        &["apply", "--from", "mysql", "--warehouse", wh],
+        "ALTER TABLE shop.t ADD COLUMN y notatype;",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("error: <stdin>:1:"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let o = lakeshift(
+        &[
+            "apply",
+            "--from",
+            "mysql",
+            "--warehouse",
+            "/tmp/x",
+            "--schema-change-behavior",
+            "strict",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("try-evolve"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = lakeshift(
+        &[
+            "apply",
+            "--from",
+            "mysql",
+            "--warehouse",
+            "/tmp/x",
+            "/no/such.sql",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
