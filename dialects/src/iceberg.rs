@@ -1657,4 +1657,112 @@ mod tests {
         assert!(!IceType::Long.promotes_to(&IceType::Int));
         assert!(!IceType::Int.promotes_to(&IceType::String));
     }
+
+    use crate::translate::{Target, Translator};
+    use crate::Dialect;
+
+    fn planner(behavior: SchemaChangeBehavior, seed: &str) -> Translator {
+        let mut tr = Translator::new(Dialect::MySql, Target::Iceberg);
+        tr.iceberg = IcebergPlanner::new(IcebergOptions {
+            behavior,
+            ..Default::default()
+        });
+        // Seeded tables count as existing tables that may hold rows.
+        assert!(tr.seed(seed).is_empty());
+        tr
+    }
+
+    fn names(tr: &Translator, t: &str) -> Vec<(i32, String, String, bool)> {
+        tr.iceberg.tables[&("default".to_owned(), t.to_owned())]
+            .fields
+            .iter()
+            .map(|f| (f.id, f.name.clone(), f.ty.to_string(), f.required))
+            .collect()
+    }
+
+    #[test]
+    fn lenient_family_change_finds_a_free_name() {
+        let mut tr = planner(
+            SchemaChangeBehavior::Lenient,
+            "CREATE TABLE t (id int PRIMARY KEY, code int, code_old int);",
+        );
+        let r = tr.translate("ALTER TABLE t MODIFY code date;");
+        assert!(!r[0].failed(), "{:?}", r[0].diagnostics);
+        assert_eq!(
+            names(&tr, "t"),
+            vec![
+                (1, "id".into(), "int".into(), true),
+                (2, "code_old2".into(), "int".into(), false),
+                (4, "code".into(), "date".into(), false),
+                (3, "code_old".into(), "int".into(), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn required_column_on_a_table_with_rows_goes_through_the_policy() {
+        let seed = "CREATE TABLE t (id int PRIMARY KEY);";
+        let mut tr = planner(SchemaChangeBehavior::Exception, seed);
+        let r = tr.translate("ALTER TABLE t ADD c int NOT NULL;");
+        assert!(r[0].failed());
+        let msg = &r[0].diagnostics[0].2.message;
+        assert!(msg.contains("column c") && msg.contains("evolve"), "{msg}");
+        // Nothing of the failed statement reached the planner.
+        assert_eq!(names(&tr, "t").len(), 1);
+        let mut tr = planner(SchemaChangeBehavior::Ignore, seed);
+        tr.translate("ALTER TABLE t ADD c int NOT NULL;");
+        assert_eq!(names(&tr, "t")[1], (2, "c".into(), "int".into(), false));
+        // A table created in the same script has no rows: the column is required.
+        let mut tr = planner(SchemaChangeBehavior::Exception, "");
+        let r =
+            tr.translate("CREATE TABLE u (id int PRIMARY KEY);\nALTER TABLE u ADD c int NOT NULL;");
+        assert!(!r[1].failed());
+        assert_eq!(names(&tr, "u")[1], (2, "c".into(), "int".into(), true));
+    }
+
+    #[test]
+    fn dropping_a_key_column_updates_identifier_fields() {
+        let mut tr = planner(
+            SchemaChangeBehavior::Exception,
+            "CREATE TABLE t (a int NOT NULL, b int NOT NULL, PRIMARY KEY (a, b));",
+        );
+        let t = &tr.iceberg.tables[&("default".to_owned(), "t".to_owned())];
+        assert_eq!(t.identifier_field_ids, vec![1, 2]);
+        let r = tr.translate("ALTER TABLE t DROP COLUMN b;");
+        assert!(!r[0].failed(), "{:?}", r[0].diagnostics);
+        let t = &tr.iceberg.tables[&("default".to_owned(), "t".to_owned())];
+        assert_eq!(t.identifier_field_ids, vec![1]);
+    }
+
+    #[test]
+    fn reported_type_mappings() {
+        let o = IcebergOptions::default();
+        let mut d = Diagnostics::default();
+        let dec = |p, s| DataType::Decimal {
+            precision: Some(p),
+            scale: Some(s),
+            unsigned: false,
+        };
+        assert_eq!(map_type(&o, "x", &dec(65, 2), &mut d), IceType::String);
+        assert!(d.0[0].message.contains("above Iceberg's 38"));
+        assert_eq!(
+            map_type(&o, "x", &dec(5, -2), &mut d),
+            IceType::Decimal {
+                precision: 7,
+                scale: 0
+            }
+        );
+        assert_eq!(
+            map_type(
+                &o,
+                "x",
+                &DataType::Int {
+                    bytes: 4,
+                    unsigned: true
+                },
+                &mut d
+            ),
+            IceType::Long
+        );
+    }
 }

@@ -107,8 +107,21 @@ impl Catalog {
         };
         let postgres = uri.starts_with("postgres");
         install_default_drivers();
+        // One direct connection first: its error says why (refused, auth, no database),
+        // where the pool would only time out.
+        {
+            use sqlx::Connection;
+            let conn = sqlx::AnyConnection::connect(&uri).await.map_err(|e| {
+                Error::Invalid(format!(
+                    "cannot open the catalog database {}: {e}",
+                    redact(&uri)
+                ))
+            })?;
+            let _ = conn.close().await;
+        }
         let pool = AnyPoolOptions::new()
             .max_connections(4)
+            .acquire_timeout(std::time::Duration::from_secs(30))
             .connect(&uri)
             .await
             .map_err(|e| {
