@@ -239,28 +239,13 @@ fn dialect(from: SourceArg) -> Dialect {
 }
 
 fn apply(opts: runner::apply::ApplyOptions, files: &[String]) -> ExitCode {
-    let inputs: Vec<String> = if files.is_empty() {
-        vec!["-".into()]
-    } else {
-        files.to_vec()
-    };
-    let mut texts = Vec::new();
-    for path in &inputs {
-        match read(path) {
-            Ok(t) => texts.push((
-                if path == "-" {
-                    "<stdin>".to_owned()
-                } else {
-                    path.clone()
-                },
-                t,
-            )),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
+    let texts = match read_inputs(files) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
         }
-    }
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -308,6 +293,15 @@ fn read(path: &str) -> Result<String, String> {
         .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
+/// The named files, or standard input when none is named, as (name shown in
+/// diagnostics, text).
+fn read_inputs(files: &[String]) -> Result<Vec<(String, String)>, String> {
+    if files.is_empty() {
+        return Ok(vec![("<stdin>".to_owned(), read("-")?)]);
+    }
+    files.iter().map(|p| Ok((p.clone(), read(p)?))).collect()
+}
+
 fn translate(
     from: SourceArg,
     to: TargetArg,
@@ -345,30 +339,18 @@ fn translate(
             }
         }
     }
-    let inputs: Vec<String> = if files.is_empty() {
-        vec!["-".into()]
-    } else {
-        files.to_vec()
-    };
-    let mut texts = Vec::new();
-    for path in &inputs {
-        match read(path) {
-            Ok(t) => texts.push((path, t)),
-            Err(e) => {
-                let _ = writeln!(err, "error: {e}");
-                return ExitCode::from(2);
-            }
+    let texts = match read_inputs(files) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return ExitCode::from(2);
         }
-    }
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut plans = Vec::new();
-    for (path, text) in &texts {
-        let shown = if *path == "-" {
-            "<stdin>"
-        } else {
-            path.as_str()
-        };
+    for (shown, text) in &texts {
+        let shown = shown.as_str();
         let results = tr.translate(text);
         for r in &results {
             for (l, c, d) in &r.diagnostics {
