@@ -3,3 +3,4 @@
 
 pub mod apply;
 pub mod iceberg;
+pub mod source;

@@ -58,6 +58,33 @@ enum Command {
         #[arg(value_name = "FILE")]
         files: Vec<String>,
     },
+    /// Print a MySQL/MariaDB source's changes as JSON lines.
+    ///
+    /// Reads the `source` part of the job file: with startup mode `initial`, every
+    /// captured table's snapshot rows first (`"type":"snapshot"`), then the binlog: one
+    /// line per row change (`insert`, `update` with `data` and `old`, `delete`), per DDL
+    /// on a captured table (`ddl`, with its IR changes) and per transaction boundary
+    /// (`commit`). Every line carries the position just after it; `--from` resumes
+    /// exactly there (inside a transaction too) with the schema history kept in
+    /// `--state`. Progress and skips go to standard error.
+    Tail {
+        /// The job file (YAML); only its `source` part is used.
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+        /// Resume at this position (FILE:OFFSET[#ORDINAL][@GTID]) instead of the
+        /// startup mode.
+        #[arg(long, value_name = "POSITION")]
+        from: Option<String>,
+        /// Resume by the position's GTID state rather than its file and offset.
+        #[arg(long)]
+        gtid: bool,
+        /// Folder for the schema history (needed to resume later).
+        #[arg(long, value_name = "DIR")]
+        state: Option<std::path::PathBuf>,
+        /// Stop at the current end of the binlog instead of following it.
+        #[arg(long)]
+        until_end: bool,
+    },
     /// Apply DDL to Iceberg tables in a catalog, one commit per statement and table.
     ///
     /// Each statement is planned as `translate --to iceberg` would and committed
@@ -206,6 +233,13 @@ fn main() -> ExitCode {
             ansi_quotes,
             files,
         } => translate(from, to, &iceberg, &schema, ansi_quotes, &files),
+        Command::Tail {
+            config,
+            from,
+            gtid,
+            state,
+            until_end,
+        } => tail(&config, from.as_deref(), gtid, state, until_end),
         Command::Apply {
             from,
             warehouse,
@@ -230,6 +264,108 @@ fn main() -> ExitCode {
     }
 }
 
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            None
+        }
+    }
+}
+
+fn tail(
+    config: &std::path::Path,
+    from: Option<&str>,
+    gtid: bool,
+    state: Option<std::path::PathBuf>,
+    until_end: bool,
+) -> ExitCode {
+    use runner::source::{config::parse_job, run, SourceEvent};
+    let text = match std::fs::read_to_string(config) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", config.display());
+            return ExitCode::from(2);
+        }
+    };
+    let (_, src) = match parse_job(&text, |k| std::env::var(k).ok()) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("error: {}: {e}", config.display());
+            return ExitCode::from(2);
+        }
+    };
+    let resume = match from.map(str::parse::<runner::source::position::Position>) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => {
+            eprintln!("error: --from: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(rt) = runtime() else {
+        return ExitCode::from(1);
+    };
+    rt.block_on(async move {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        let opts = run::RunOptions {
+            state_dir: state,
+            resume,
+            by_gtid: gtid,
+            stop_at_end: until_end,
+        };
+        let task = tokio::spawn(run::run(std::sync::Arc::new(src), opts, tx));
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        let mut last_progress = std::time::Instant::now();
+        while let Some(e) = rx.recv().await {
+            if let SourceEvent::SnapshotRows {
+                table,
+                done,
+                estimate,
+                ..
+            } = &e
+            {
+                if last_progress.elapsed().as_secs() >= 1 {
+                    eprintln!(
+                        "snapshot {}.{}: {done} of ~{estimate} rows",
+                        table.db, table.name
+                    );
+                    last_progress = std::time::Instant::now();
+                }
+            }
+            for l in runner::source::json::lines(&e) {
+                if writeln!(out, "{l}").is_err() {
+                    return ExitCode::from(0);
+                }
+            }
+            if matches!(
+                e,
+                SourceEvent::Commit { .. } | SourceEvent::Heartbeat { .. }
+            ) {
+                let _ = out.flush();
+            }
+        }
+        let _ = out.flush();
+        match task.await {
+            Ok(Ok(())) => ExitCode::from(0),
+            Ok(Err(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        }
+    })
+}
+
 fn dialect(from: SourceArg) -> Dialect {
     match from {
         SourceArg::Mysql | SourceArg::Mariadb => Dialect::MySql,
@@ -246,16 +382,8 @@ fn apply(opts: runner::apply::ApplyOptions, files: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
+    let Some(rt) = runtime() else {
+        return ExitCode::from(1);
     };
     let mut out = std::io::stdout();
     let mut err = std::io::stderr();

@@ -1,0 +1,669 @@
+//! The binlog reader: MariaDB (and MySQL) replication protocol through mysql_async,
+//! with MariaDB's own events read from their raw bytes, rows decoded straight into
+//! Arrow, DDL applied to the schema history, and exact positions.
+
+use super::config::Source;
+use super::decode::{decode_row, BinCol, Cur, RowsBuilder, SourceTable};
+use super::history::SchemaHistory;
+use super::position::{Gtid, GtidState, Position};
+use super::{Op, RowBatch, RowPos, SourceError, SourceEvent};
+use futures::StreamExt;
+use mysql_async::binlog::events::{EventData, RowsEventData, TableMapEvent};
+use mysql_async::prelude::Queryable;
+use mysql_async::BinlogStreamRequest;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// MariaDB event types mysql_async does not know.
+const MARIA_ANNOTATE_ROWS: u8 = 160;
+const MARIA_BINLOG_CHECKPOINT: u8 = 161;
+const MARIA_GTID: u8 = 162;
+const MARIA_GTID_LIST: u8 = 163;
+const MARIA_QUERY_COMPRESSED: u8 = 165;
+const MARIA_DELETE_ROWS_COMPRESSED_V1: u8 = 171;
+const HEARTBEAT: u8 = 27;
+/// MariaDB GTID event flag: a statement outside BEGIN/COMMIT (DDL).
+const FL_STANDALONE: u8 = 1;
+
+struct MappedTable {
+    db: String,
+    name: String,
+    cols: Vec<BinCol>,
+    /// The decoder's table, when captured.
+    table: Option<Arc<SourceTable>>,
+}
+
+/// Where a read starts and how much of its first transaction was already delivered.
+#[derive(Debug, Clone)]
+pub enum ReadFrom {
+    /// File and offset (with the GTID state known there, possibly empty).
+    Position(Position),
+    /// A MariaDB GTID state: the server finds the file and offset.
+    Gtid(GtidState),
+}
+
+pub struct BinlogReader {
+    pub src: Arc<Source>,
+    pub history: SchemaHistory,
+    tx: mpsc::Sender<SourceEvent>,
+    tables: HashMap<u64, MappedTable>,
+    decoders: HashMap<(String, String), Arc<SourceTable>>,
+    // Position state.
+    file: String,
+    gtid: GtidState,
+    in_txn: bool,
+    txn_start: u64,
+    txn_gtid_before: GtidState,
+    pending_gtid: Option<(Gtid, bool)>,
+    /// The last transaction boundary not yet announced.
+    pending_commit: Option<Position>,
+    ordinal: u64,
+    /// Changes of the first transaction to skip (resume inside a transaction).
+    skip: u64,
+    skip_offset: Option<u64>,
+    // Batching.
+    open: Vec<(
+        Arc<SourceTable>,
+        Op,
+        RowsBuilder,
+        Option<RowsBuilder>,
+        Vec<RowPos>,
+    )>,
+    txns: Vec<Position>,
+    buffered_bytes: usize,
+    last_flush: Instant,
+    pub rows_decoded: u64,
+}
+
+impl BinlogReader {
+    pub fn new(src: Arc<Source>, history: SchemaHistory, tx: mpsc::Sender<SourceEvent>) -> Self {
+        BinlogReader {
+            src,
+            history,
+            tx,
+            tables: HashMap::new(),
+            decoders: HashMap::new(),
+            file: String::new(),
+            gtid: GtidState::default(),
+            in_txn: false,
+            txn_start: 0,
+            txn_gtid_before: GtidState::default(),
+            pending_gtid: None,
+            pending_commit: None,
+            ordinal: 0,
+            skip: 0,
+            skip_offset: None,
+            open: Vec::new(),
+            txns: Vec::new(),
+            buffered_bytes: 0,
+            last_flush: Instant::now(),
+            rows_decoded: 0,
+        }
+    }
+
+    fn position_at(&self, offset: u64, ordinal: u64, gtid: &GtidState) -> Position {
+        Position {
+            gtid: gtid.clone(),
+            file: self.file.clone(),
+            offset,
+            ordinal,
+        }
+    }
+
+    /// Read from `from` until the receiver is dropped (Ok) or an error.
+    /// `stop_at_end`: stop at the current end of the binlog instead of waiting.
+    pub async fn run(&mut self, from: ReadFrom, stop_at_end: bool) -> Result<(), SourceError> {
+        let mut conn = mysql_async::Conn::new(self.src.opts())
+            .await
+            .map_err(|e| SourceError::Connect(e.to_string()))?;
+        conn.query_drop(format!(
+            "SET @master_heartbeat_period = {}",
+            u64::from(self.src.config.heartbeat_seconds) * 1_000_000_000
+        ))
+        .await
+        .map_err(SourceError::sql)?;
+        // Real MariaDB GTID events (not BEGIN stand-ins) and GTID resume.
+        conn.query_drop("SET @mariadb_slave_capability = 4")
+            .await
+            .map_err(SourceError::sql)?;
+        let (file, pos) = match &from {
+            ReadFrom::Position(p) => {
+                self.gtid = p.gtid.clone();
+                self.skip = p.ordinal;
+                self.skip_offset = Some(p.offset);
+                (p.file.clone(), p.offset)
+            }
+            ReadFrom::Gtid(g) => {
+                conn.query_drop(format!("SET @slave_connect_state = '{g}'"))
+                    .await
+                    .map_err(SourceError::sql)?;
+                conn.query_drop("SET @slave_gtid_strict_mode = 0")
+                    .await
+                    .map_err(SourceError::sql)?;
+                self.gtid = g.clone();
+                (String::new(), 4)
+            }
+        };
+        self.file = file.clone();
+        let mut req = BinlogStreamRequest::new(self.src.config.server_id)
+            .with_filename(file.as_bytes())
+            .with_pos(pos.max(4));
+        if stop_at_end {
+            req = req.with_non_blocking();
+        }
+        let mut stream = conn
+            .get_binlog_stream(req)
+            .await
+            .map_err(|e| SourceError::classify(e.to_string(), &from))?;
+        while let Some(ev) = stream.next().await {
+            let ev = ev.map_err(|e| SourceError::classify(e.to_string(), &from))?;
+            if !self.event(&ev).await? {
+                return Ok(());
+            }
+        }
+        // End of a non-blocking read: deliver what is buffered.
+        self.flush().await?;
+        Ok(())
+    }
+
+    async fn send(&self, e: SourceEvent) -> bool {
+        self.tx.send(e).await.is_ok()
+    }
+
+    /// Handle one event; false when the receiver is gone.
+    async fn event(
+        &mut self,
+        ev: &mysql_async::binlog::events::Event,
+    ) -> Result<bool, SourceError> {
+        let h = ev.header();
+        let ty = h.event_type_raw();
+        let end = h.log_pos() as u64;
+        let start = end.saturating_sub(h.event_size() as u64);
+        match ty {
+            MARIA_GTID => {
+                let d = ev.data();
+                if d.len() < 13 {
+                    return Err(SourceError::Protocol("short MariaDB GTID event".into()));
+                }
+                let seq = u64::from_le_bytes(d[0..8].try_into().unwrap());
+                let domain = u32::from_le_bytes(d[8..12].try_into().unwrap());
+                let flags = d[12];
+                let g = Gtid {
+                    domain,
+                    server: h.server_id(),
+                    seq,
+                };
+                self.begin(start);
+                self.pending_gtid = Some((g, flags & FL_STANDALONE != 0));
+                return Ok(true);
+            }
+            MARIA_GTID_LIST => {
+                // The GTID state at the start of this file, when we know none yet.
+                if self.gtid.is_empty() {
+                    if let Some(st) = parse_gtid_list(ev.data()) {
+                        self.gtid = st;
+                    }
+                }
+                return Ok(true);
+            }
+            MARIA_ANNOTATE_ROWS | MARIA_BINLOG_CHECKPOINT => return Ok(true),
+            MARIA_QUERY_COMPRESSED..=MARIA_DELETE_ROWS_COMPRESSED_V1 => {
+                return Err(SourceError::Protocol(format!(
+                    "compressed binlog event (type {ty}) at {}:{start}: set log_bin_compress=OFF on the server",
+                    self.file
+                )))
+            }
+            HEARTBEAT => {
+                if !self.in_txn {
+                    if !self.flush().await? {
+                        return Ok(false);
+                    }
+                    let p = self
+                        .pending_commit
+                        .clone()
+                        .unwrap_or_else(|| self.position_at(end.max(start), 0, &self.gtid.clone()));
+                    return Ok(self.send(SourceEvent::Heartbeat { position: p }).await);
+                }
+                return Ok(true);
+            }
+            _ => {}
+        }
+        let data = ev
+            .read_data()
+            .map_err(|e| SourceError::Protocol(format!("event at {}:{start}: {e}", self.file)))?;
+        let Some(data) = data else { return Ok(true) };
+        match data {
+            EventData::RotateEvent(r) => {
+                if !self.flush().await? {
+                    return Ok(false);
+                }
+                self.file = binlog_name(r.name_raw());
+            }
+            EventData::QueryEvent(q) => {
+                let sql = q.query();
+                let trimmed = sql.trim();
+                if trimmed.eq_ignore_ascii_case("BEGIN") {
+                    self.begin(start);
+                } else if trimmed.eq_ignore_ascii_case("COMMIT") {
+                    return self.commit(end).await;
+                } else if trimmed.eq_ignore_ascii_case("ROLLBACK") {
+                    // A rolled back transaction logged (non-transactional tables).
+                    return self.commit(end).await;
+                } else {
+                    let standalone = self.pending_gtid.map(|(_, s)| s).unwrap_or(!self.in_txn);
+                    if !self.in_txn {
+                        self.begin(start);
+                    }
+                    let db = q.schema().into_owned();
+                    let ansi = sql_mode_ansi_quotes(&q);
+                    if !self.ddl(&db, ansi, trimmed).await? {
+                        return Ok(false);
+                    }
+                    if standalone {
+                        return self.commit(end).await;
+                    }
+                }
+            }
+            EventData::XidEvent(_) => return self.commit(end).await,
+            EventData::TableMapEvent(tme) => self.table_map(&tme)?,
+            EventData::RowsEvent(re) => {
+                if !self.in_txn {
+                    self.begin(start);
+                }
+                return self.rows(&re, start).await;
+            }
+            _ => {}
+        }
+        Ok(true)
+    }
+
+    fn begin(&mut self, start: u64) {
+        if self.in_txn {
+            return;
+        }
+        self.in_txn = true;
+        self.txn_start = start;
+        self.txn_gtid_before = self.gtid.clone();
+        self.ordinal = 0;
+        if self.skip_offset.is_some_and(|o| o != start) {
+            // Resumed at a boundary, or past the transaction: nothing to skip.
+            self.skip = 0;
+        }
+        self.skip_offset = None;
+        self.txns
+            .push(self.position_at(start, 0, &self.gtid.clone()));
+    }
+
+    async fn commit(&mut self, end: u64) -> Result<bool, SourceError> {
+        if let Some((g, _)) = self.pending_gtid.take() {
+            self.gtid.apply(g);
+        }
+        self.in_txn = false;
+        self.skip = 0;
+        self.pending_commit = Some(self.position_at(end, 0, &self.gtid.clone()));
+        // Deliver at commits once enough is buffered or some time passed.
+        if self.buffered_bytes >= self.src.config.batch_bytes / 4
+            || self.last_flush.elapsed() >= Duration::from_millis(100)
+        {
+            return self.flush().await;
+        }
+        Ok(true)
+    }
+
+    /// Deliver every open batch. Returns false when the receiver is gone.
+    pub async fn flush(&mut self) -> Result<bool, SourceError> {
+        self.last_flush = Instant::now();
+        self.buffered_bytes = 0;
+        let open = std::mem::take(&mut self.open);
+        let txns = std::mem::take(&mut self.txns);
+        let txns = Arc::new(txns);
+        // The transaction in progress continues in the next batches.
+        if self.in_txn {
+            self.txns
+                .push(self.position_at(self.txn_start, 0, &self.txn_gtid_before.clone()));
+        }
+        let commit = if self.in_txn {
+            None
+        } else {
+            self.pending_commit.take()
+        };
+        for (table, op, mut a, b, positions) in open {
+            let first = a.finish();
+            let (before, after) = match (op, b) {
+                (Op::Insert, _) => (None, Some(first)),
+                (Op::Delete, _) => (Some(first), None),
+                (Op::Update, Some(mut after)) => (Some(first), Some(after.finish())),
+                (Op::Update, None) => unreachable!("updates keep two builders"),
+            };
+            let batch = RowBatch {
+                table,
+                op,
+                before,
+                after,
+                positions,
+                txns: txns.clone(),
+            };
+            if !self.send(SourceEvent::Rows(batch)).await {
+                return Ok(false);
+            }
+        }
+        // At a transaction boundary: everything before it is delivered.
+        if let Some(position) = commit {
+            return Ok(self.send(SourceEvent::Commit { position }).await);
+        }
+        Ok(true)
+    }
+
+    async fn ddl(&mut self, db: &str, ansi: bool, sql: &str) -> Result<bool, SourceError> {
+        self.ordinal += 1;
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(true);
+        }
+        // Rows before the DDL are delivered under the old schema.
+        if !self.flush().await? {
+            return Ok(false);
+        }
+        let pos = self.position_at(
+            self.txn_start,
+            self.ordinal - 1,
+            &self.txn_gtid_before.clone(),
+        );
+        let db_opt = (!db.is_empty()).then_some(db);
+        match self.history.apply(&pos, db_opt, ansi, sql) {
+            Ok(out) => {
+                self.decoders.clear();
+                for t in self.tables.values_mut() {
+                    t.table = None;
+                }
+                let tables: Vec<String> = out
+                    .changes
+                    .iter()
+                    .filter_map(|c| c.table().map(|t| t.to_string()))
+                    .collect();
+                let captured = out.changes.iter().any(|c| {
+                    c.table().is_some_and(|t| {
+                        self.src
+                            .captures(t.schema.as_deref().unwrap_or(db), &t.name)
+                    }) || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. }
+                        if self.src.captures(to.schema.as_deref().unwrap_or(db), &to.name))
+                });
+                if !captured {
+                    return Ok(true);
+                }
+                let after =
+                    self.position_at(self.txn_start, self.ordinal, &self.txn_gtid_before.clone());
+                Ok(self
+                    .send(SourceEvent::Schema {
+                        position: after,
+                        db: db.to_owned(),
+                        ddl: sql.to_owned(),
+                        changes: out.changes,
+                        tables,
+                        notes: out.notes,
+                    })
+                    .await)
+            }
+            Err(e) if !self.error_concerns_capture(&e, db) => {
+                tracing_skip(&format!(
+                    "DDL at {pos} outside the captured tables skipped: {e}"
+                ));
+                Ok(true)
+            }
+            Err(e) => Err(SourceError::Ddl {
+                position: pos.to_string(),
+                ddl: sql.to_owned(),
+                reason: e,
+            }),
+        }
+    }
+
+    /// Whether a history error is about a captured table (or unknown: then yes).
+    fn error_concerns_capture(&self, e: &str, db: &str) -> bool {
+        for marker in [" does not exist", " already exists"] {
+            if let Some(head) = e.split(marker).next() {
+                if let Some(name) = head.rsplit("table ").next() {
+                    if head.len() != e.len() {
+                        let (d, t) = name.split_once('.').unwrap_or((db, name));
+                        return self.src.captures(d, t);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn table_map(&mut self, tme: &TableMapEvent<'_>) -> Result<(), SourceError> {
+        let id = tme.table_id();
+        let db = tme.database_name().into_owned();
+        let name = tme.table_name().into_owned();
+        if let Some(m) = self.tables.get(&id) {
+            if m.db == db && m.name == name && m.cols.len() == tme.columns_count() as usize {
+                return Ok(());
+            }
+        }
+        let mut cols = Vec::with_capacity(tme.columns_count() as usize);
+        for i in 0..tme.columns_count() as usize {
+            let ty = tme
+                .get_raw_column_type(i)
+                .map_err(|e| SourceError::Protocol(format!("TABLE_MAP of {db}.{name}: {e}")))?
+                .map(|t| t as u8)
+                .unwrap_or(0);
+            let meta = tme.get_column_metadata(i).unwrap_or(&[]);
+            let mut m = [0u8; 2];
+            for (j, b) in meta.iter().take(2).enumerate() {
+                m[j] = *b;
+            }
+            cols.push(BinCol { ty, meta: m });
+        }
+        self.tables.insert(
+            id,
+            MappedTable {
+                db,
+                name,
+                cols,
+                table: None,
+            },
+        );
+        Ok(())
+    }
+
+    fn decoder(&mut self, db: &str, name: &str) -> Result<Option<Arc<SourceTable>>, SourceError> {
+        if !self.src.captures(db, name) {
+            return Ok(None);
+        }
+        let key = (db.to_owned(), name.to_owned());
+        if let Some(t) = self.decoders.get(&key) {
+            return Ok(Some(t.clone()));
+        }
+        let ir = self.history.table(db, name).ok_or_else(|| {
+            SourceError::Schema(format!(
+                "rows for {db}.{name}, which the schema history does not know"
+            ))
+        })?;
+        let over = self
+            .src
+            .config
+            .key_overrides
+            .get(&format!("{db}.{name}"))
+            .map(Vec::as_slice);
+        let t = Arc::new(SourceTable::from_ir(db, ir, over).map_err(SourceError::Schema)?);
+        self.decoders.insert(key, t.clone());
+        Ok(Some(t))
+    }
+
+    async fn rows(&mut self, re: &RowsEventData<'_>, start: u64) -> Result<bool, SourceError> {
+        let id = re.table_id();
+        let Some(m) = self.tables.get(&id) else {
+            return Err(SourceError::Protocol(format!(
+                "rows event at {}:{start} for unknown table id {id}",
+                self.file
+            )));
+        };
+        let (db, name) = (m.db.clone(), m.name.clone());
+        let table = match &m.table {
+            Some(t) => t.clone(),
+            None => match self.decoder(&db, &name)? {
+                Some(t) => {
+                    if t.columns.len() != self.tables[&id].cols.len() {
+                        return Err(SourceError::Schema(format!(
+                            "{db}.{name}: the binlog has {} columns, the schema history {} ({})",
+                            self.tables[&id].cols.len(),
+                            t.columns.len(),
+                            self.file
+                        )));
+                    }
+                    self.tables.get_mut(&id).expect("mapped").table = Some(t.clone());
+                    t
+                }
+                None => {
+                    // Not captured: the rows still count for positions only if captured,
+                    // so nothing to do.
+                    return Ok(true);
+                }
+            },
+        };
+        let cols = self.tables[&id].cols.clone();
+        let op = match re {
+            RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_) => Op::Insert,
+            RowsEventData::UpdateRowsEvent(_)
+            | RowsEventData::UpdateRowsEventV1(_)
+            | RowsEventData::PartialUpdateRowsEvent(_) => Op::Update,
+            RowsEventData::DeleteRowsEvent(_) | RowsEventData::DeleteRowsEventV1(_) => Op::Delete,
+        };
+        let before: Vec<bool> = re
+            .columns_before_image()
+            .map(|b| b.iter().take(cols.len()).map(|x| *x).collect())
+            .unwrap_or_default();
+        let after: Vec<bool> = re
+            .columns_after_image()
+            .map(|b| b.iter().take(cols.len()).map(|x| *x).collect())
+            .unwrap_or_default();
+        let zero_fail = self.src.config.zero_dates == super::config::ZeroDates::Fail;
+        // An open builder for this table and op, or a new one (a different op of the
+        // same table closes the batches so far, keeping the table's order).
+        let idx = match self.open.iter().position(|o| Arc::ptr_eq(&o.0, &table)) {
+            Some(i) if self.open[i].1 == op => i,
+            Some(_) => {
+                if !self.flush().await? {
+                    return Ok(false);
+                }
+                self.open_builder(&table, op)
+            }
+            None => self.open_builder(&table, op),
+        };
+        let data = re.rows_data();
+        let mut cur = Cur { buf: data, pos: 0 };
+        let txn = (self.txns.len() - 1) as u32;
+        // Rows delivered before a restart are decoded (to move the cursor) into a
+        // scratch builder and dropped.
+        let mut scratch: Option<(RowsBuilder, RowsBuilder)> = None;
+        while cur.pos < data.len() {
+            self.ordinal += 1;
+            let skipping = self.skip > 0;
+            let entry = &mut self.open[idx];
+            let (first, second) = if skipping {
+                let s = scratch.get_or_insert_with(|| {
+                    (
+                        RowsBuilder::new(table.clone()),
+                        RowsBuilder::new(table.clone()),
+                    )
+                });
+                (&mut s.0, Some(&mut s.1))
+            } else {
+                (&mut entry.2, entry.3.as_mut())
+            };
+            let res = match op {
+                Op::Insert => decode_row(&mut cur, &cols, &after, first, zero_fail),
+                Op::Delete => decode_row(&mut cur, &cols, &before, first, zero_fail),
+                Op::Update => {
+                    decode_row(&mut cur, &cols, &before, first, zero_fail).and_then(|_| {
+                        decode_row(
+                            &mut cur,
+                            &cols,
+                            &after,
+                            second.expect("update builder"),
+                            zero_fail,
+                        )
+                    })
+                }
+            };
+            res.map_err(|e| SourceError::Decode(format!("at {}:{start}: {e}", self.file)))?;
+            if skipping {
+                self.skip -= 1;
+                continue;
+            }
+            self.rows_decoded += 1;
+            self.open[idx].4.push(RowPos {
+                txn,
+                ordinal: self.ordinal as u32,
+            });
+        }
+        let bytes: usize = self
+            .open
+            .iter()
+            .map(|o| o.2.bytes + o.3.as_ref().map_or(0, |b| b.bytes))
+            .sum();
+        self.buffered_bytes = bytes;
+        if bytes >= self.src.config.batch_bytes {
+            return self.flush().await;
+        }
+        Ok(true)
+    }
+
+    fn open_builder(&mut self, table: &Arc<SourceTable>, op: Op) -> usize {
+        let a = RowsBuilder::new(table.clone());
+        let b = (op == Op::Update).then(|| RowsBuilder::new(table.clone()));
+        self.open.push((table.clone(), op, a, b, Vec::new()));
+        self.open.len() - 1
+    }
+}
+
+/// A binlog file name from a ROTATE event (whose raw name can carry checksum bytes).
+fn binlog_name(raw: &[u8]) -> String {
+    let s = String::from_utf8_lossy(raw);
+    match s.rfind('.') {
+        Some(dot) => {
+            let digits = s[dot + 1..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .count();
+            s[..dot + 1 + digits].to_owned()
+        }
+        None => s.into_owned(),
+    }
+}
+
+fn parse_gtid_list(d: &[u8]) -> Option<GtidState> {
+    if d.len() < 4 {
+        return None;
+    }
+    let n = (u32::from_le_bytes(d[0..4].try_into().ok()?) & 0x0FFF_FFFF) as usize;
+    let mut st = GtidState::default();
+    for i in 0..n {
+        let o = 4 + i * 16;
+        let e = d.get(o..o + 16)?;
+        st.apply(Gtid {
+            domain: u32::from_le_bytes(e[0..4].try_into().ok()?),
+            server: u32::from_le_bytes(e[4..8].try_into().ok()?),
+            seq: u64::from_le_bytes(e[8..16].try_into().ok()?),
+        });
+    }
+    Some(st)
+}
+
+fn sql_mode_ansi_quotes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> bool {
+    use mysql_async::binlog::events::StatusVarVal;
+    use mysql_async::binlog::StatusVarKey;
+    use mysql_async::consts::SqlMode;
+    let Some(v) = q.status_vars().get_status_var(StatusVarKey::SqlMode) else {
+        return false;
+    };
+    matches!(v.get_value(), Ok(StatusVarVal::SqlMode(m)) if m.get().contains(SqlMode::MODE_ANSI_QUOTES))
+}
+
+fn tracing_skip(msg: &str) {
+    eprintln!("skipped: {msg}");
+}

@@ -1,0 +1,300 @@
+//! The `source` part of a job file, shaped like a Flink CDC pipeline definition:
+//!
+//! ```yaml
+//! source:
+//!   type: mysql                  # MySQL or MariaDB
+//!   hostname: 127.0.0.1
+//!   port: 3306
+//!   username: repl
+//!   password-env: MYSQL_PASSWORD # or `password: ...`
+//!   server-id: 5400
+//!   tables: ['shop\..*', 'crm\.customers']
+//!   startup:
+//!     mode: initial              # initial | latest | gtid | position
+//!     gtid: 0-1-42               # with mode gtid
+//!     position: binlog.000003:4  # with mode position
+//!   key-overrides:
+//!     shop.events: [event_id]
+//! ```
+//!
+//! Everything is validated before anything connects; an error names the field.
+
+use super::position::{GtidState, Position};
+use regex::Regex;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A whole job file; the parts other than `source` belong to the sync engine.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobFile {
+    pub source: SourceConfig,
+    #[serde(default)]
+    pub sink: Option<serde_yaml::Value>,
+    #[serde(default)]
+    pub pipeline: Option<serde_yaml::Value>,
+    #[serde(default)]
+    pub route: Option<serde_yaml::Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartupMode {
+    /// Snapshot every captured table, then follow the binlog from the snapshot's point.
+    #[default]
+    Initial,
+    /// Follow the binlog from its current end; no snapshot.
+    Latest,
+    /// Follow the binlog from a GTID state (`startup.gtid`).
+    Gtid,
+    /// Follow the binlog from a file and offset (`startup.position`).
+    Position,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Startup {
+    #[serde(default)]
+    pub mode: StartupMode,
+    #[serde(default)]
+    pub gtid: Option<String>,
+    #[serde(default)]
+    pub position: Option<String>,
+}
+
+/// What to do with MySQL zero dates (`0000-00-00`, `2024-00-10`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZeroDates {
+    /// Deliver NULL (what JDBC's zeroDateTimeBehavior=convertToNull does).
+    #[default]
+    Null,
+    /// Stop with the table, column and position.
+    Fail,
+}
+
+/// What to do when the resume point was purged from the binlog while stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PurgedPolicy {
+    /// Stop with an error that names the missing position and the oldest binlog.
+    #[default]
+    Fail,
+    /// Take a new snapshot of every captured table and follow on from it.
+    Resnapshot,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SourceConfig {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub hostname: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    pub username: String,
+    #[serde(default)]
+    pub password: Option<String>,
+    /// Name of an environment variable holding the password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    pub server_id: u32,
+    /// Regexes over `database.table`, matched whole.
+    pub tables: Vec<String>,
+    #[serde(default)]
+    pub startup: Startup,
+    /// Key columns for tables without a primary key (or to override it).
+    #[serde(default)]
+    pub key_overrides: BTreeMap<String, Vec<String>>,
+    /// Rows per snapshot chunk.
+    #[serde(default = "default_chunk")]
+    pub snapshot_chunk_rows: u64,
+    /// Row batches are cut at about this many bytes.
+    #[serde(default = "default_batch_bytes")]
+    pub batch_bytes: usize,
+    #[serde(default)]
+    pub zero_dates: ZeroDates,
+    #[serde(default)]
+    pub purged_resume: PurgedPolicy,
+    /// Seconds between heartbeats from an idle server.
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat_seconds: u32,
+}
+
+fn default_port() -> u16 {
+    3306
+}
+fn default_chunk() -> u64 {
+    8192
+}
+fn default_batch_bytes() -> usize {
+    4 << 20
+}
+fn default_heartbeat() -> u32 {
+    10
+}
+
+/// A validated source: compiled table filters, a resolved password and start point.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub config: SourceConfig,
+    pub password: Option<String>,
+    pub tables: Vec<Regex>,
+    pub start: Start,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    Initial,
+    Latest,
+    Gtid(GtidState),
+    Position(Position),
+}
+
+impl Source {
+    /// Whether `db.table` is captured.
+    pub fn captures(&self, db: &str, table: &str) -> bool {
+        let name = format!("{db}.{table}");
+        self.tables.iter().any(|r| r.is_match(&name))
+    }
+
+    pub fn opts(&self) -> mysql_async::Opts {
+        mysql_async::OptsBuilder::default()
+            .ip_or_hostname(self.config.hostname.clone())
+            .tcp_port(self.config.port)
+            .user(Some(self.config.username.clone()))
+            .pass(self.password.clone())
+            .prefer_socket(false)
+            .into()
+    }
+}
+
+/// Parse and validate a job file's text; `env` looks up environment variables.
+pub fn parse_job(
+    text: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(JobFile, Source), String> {
+    let job: JobFile = serde_yaml::from_str(text).map_err(|e| format!("job file: {e}"))?;
+    let source = validate(&job.source, env)?;
+    Ok((job, source))
+}
+
+fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<Source, String> {
+    let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
+    if !matches!(c.kind.as_str(), "mysql" | "mariadb") {
+        return Err(field(
+            "type",
+            format!("`{}` is not a supported source (mysql, mariadb)", c.kind),
+        ));
+    }
+    if c.hostname.trim().is_empty() {
+        return Err(field("hostname", "is empty".into()));
+    }
+    if c.port == 0 {
+        return Err(field("port", "must be 1-65535".into()));
+    }
+    if c.server_id == 0 {
+        return Err(field(
+            "server-id",
+            "must be a non-zero id unique among the server's replicas".into(),
+        ));
+    }
+    let password = match (&c.password, &c.password_env) {
+        (Some(_), Some(_)) => {
+            return Err(field(
+                "password-env",
+                "give either password or password-env, not both".into(),
+            ))
+        }
+        (Some(p), None) => Some(p.clone()),
+        (None, Some(var)) => Some(env(var).ok_or_else(|| {
+            field(
+                "password-env",
+                format!("environment variable {var} is not set"),
+            )
+        })?),
+        (None, None) => None,
+    };
+    if c.tables.is_empty() {
+        return Err(field("tables", "names no table pattern".into()));
+    }
+    let mut tables = Vec::new();
+    for (i, t) in c.tables.iter().enumerate() {
+        tables.push(
+            Regex::new(&format!("^(?:{t})$"))
+                .map_err(|e| field(&format!("tables[{i}]"), format!("bad regex: {e}")))?,
+        );
+    }
+    let start = match c.startup.mode {
+        StartupMode::Initial => Start::Initial,
+        StartupMode::Latest => Start::Latest,
+        StartupMode::Gtid => {
+            let g = c.startup.gtid.as_deref().ok_or_else(|| {
+                field("startup.gtid", "is required with startup.mode: gtid".into())
+            })?;
+            Start::Gtid(g.parse().map_err(|e| field("startup.gtid", e))?)
+        }
+        StartupMode::Position => {
+            let p = c.startup.position.as_deref().ok_or_else(|| {
+                field(
+                    "startup.position",
+                    "is required with startup.mode: position".into(),
+                )
+            })?;
+            Start::Position(p.parse().map_err(|e| field("startup.position", e))?)
+        }
+    };
+    if c.snapshot_chunk_rows == 0 {
+        return Err(field("snapshot-chunk-rows", "must be at least 1".into()));
+    }
+    if c.batch_bytes < 1024 {
+        return Err(field("batch-bytes", "must be at least 1024".into()));
+    }
+    for (t, cols) in &c.key_overrides {
+        if !t.contains('.') || cols.is_empty() {
+            return Err(field(
+                &format!("key-overrides.{t}"),
+                "expects `database.table: [column, ...]`".into(),
+            ));
+        }
+    }
+    Ok(Source {
+        config: c.clone(),
+        password,
+        tables,
+        start,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JOB: &str = "source:\n  type: mysql\n  hostname: 127.0.0.1\n  username: root\n  server-id: 7\n  tables: ['shop\\..*']\n";
+
+    #[test]
+    fn a_minimal_job_validates() {
+        let (_, s) = parse_job(JOB, |_| None).unwrap();
+        assert_eq!(s.config.port, 3306);
+        assert!(s.captures("shop", "orders"));
+        assert!(!s.captures("shopx", "orders"));
+        assert_eq!(s.start, Start::Initial);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse_job(&JOB.replace("hostname", "hostnme"), |_| None).unwrap_err();
+        assert!(e.contains("hostnme"), "{e}");
+        let e = parse_job(&format!("{JOB}  password-env: PW\n"), |_| None).unwrap_err();
+        assert!(e.contains("source.password-env") && e.contains("PW"), "{e}");
+        let (_, s) =
+            parse_job(&format!("{JOB}  password-env: PW\n"), |_| Some("x".into())).unwrap();
+        assert_eq!(s.password.as_deref(), Some("x"));
+        let e = parse_job(&format!("{JOB}  startup: {{mode: gtid}}\n"), |_| None).unwrap_err();
+        assert!(e.contains("source.startup.gtid"), "{e}");
+        let e = parse_job(&JOB.replace("shop\\\\..*", "(("), |_| None).unwrap_err();
+        assert!(e.contains("source.tables[0]"), "{e}");
+        let e = parse_job(&JOB.replace("server-id: 7", "server-id: 0"), |_| None).unwrap_err();
+        assert!(e.contains("source.server-id"), "{e}");
+    }
+}

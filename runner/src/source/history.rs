@@ -1,0 +1,223 @@
+//! The schema history: every captured table's definition at every source position.
+//!
+//! It starts from `SHOW CREATE TABLE` of every captured table at the start position
+//! and follows every DDL of the binlog, parsed by the mysql dialect with the QUERY
+//! event's default database and sql_mode. Both are stored durably in the state folder
+//! (`schema-initial.json`, then one line per DDL in `schema-history.jsonl`, each
+//! fsynced), so a restart decodes rows with the schema as of its resume point: it
+//! replays the DDL before that point, not what the server holds today.
+
+use super::position::Position;
+use ddl_core::{SchemaChange, Severity, Table, TableName};
+use dialects::translate::{Target, Translator};
+use dialects::Dialect;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Initial {
+    position: Position,
+    /// (database, SHOW CREATE TABLE text)
+    tables: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Entry {
+    pub position: Position,
+    pub db: Option<String>,
+    pub ansi_quotes: bool,
+    pub ddl: String,
+}
+
+/// What one DDL did to the captured schema.
+#[derive(Debug, Clone, Default)]
+pub struct DdlOutcome {
+    pub changes: Vec<SchemaChange>,
+    /// Skips and warnings, as text.
+    pub notes: Vec<String>,
+}
+
+pub struct SchemaHistory {
+    tr: Translator,
+    dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SchemaHistory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaHistory")
+            .field("tables", &self.tr.catalog.tables.len())
+            .finish()
+    }
+}
+
+fn translator() -> Translator {
+    Translator::new(Dialect::MySql, Target::Ir)
+}
+
+fn fsync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+impl SchemaHistory {
+    /// A history in memory only (tail without a state folder, tests).
+    pub fn in_memory() -> Self {
+        SchemaHistory {
+            tr: translator(),
+            dir: None,
+        }
+    }
+
+    /// Start a history from table definitions read at `position`; stored in `dir`.
+    pub fn create(
+        dir: Option<&Path>,
+        position: &Position,
+        tables: Vec<(String, String)>,
+    ) -> Result<Self, String> {
+        let mut h = SchemaHistory {
+            tr: translator(),
+            dir: dir.map(Path::to_path_buf),
+        };
+        for (db, ddl) in &tables {
+            h.seed(db, ddl)?;
+        }
+        if let Some(d) = dir {
+            std::fs::create_dir_all(d).map_err(|e| format!("state folder {}: {e}", d.display()))?;
+            let init = Initial {
+                position: position.clone(),
+                tables,
+            };
+            let tmp = d.join("schema-initial.json.tmp");
+            let fin = d.join("schema-initial.json");
+            let write = || -> std::io::Result<()> {
+                let mut f = std::fs::File::create(&tmp)?;
+                f.write_all(&serde_json::to_vec(&init).expect("serialises"))?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, &fin)?;
+                // A new initial state starts a new history.
+                let _ = std::fs::remove_file(d.join("schema-history.jsonl"));
+                fsync_dir(d)
+            };
+            write().map_err(|e| format!("writing {}: {e}", fin.display()))?;
+        }
+        Ok(h)
+    }
+
+    /// Load the stored history as of `upto`: the initial tables plus every DDL before it.
+    pub fn load(dir: &Path, upto: &Position) -> Result<Option<Self>, String> {
+        let fin = dir.join("schema-initial.json");
+        let Ok(bytes) = std::fs::read(&fin) else {
+            return Ok(None);
+        };
+        let init: Initial =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", fin.display()))?;
+        if *upto < init.position {
+            return Err(format!(
+                "the resume point {upto} precedes the stored schema history, which starts at {}",
+                init.position
+            ));
+        }
+        let mut h = SchemaHistory {
+            tr: translator(),
+            dir: Some(dir.to_path_buf()),
+        };
+        for (db, ddl) in &init.tables {
+            h.seed(db, ddl)?;
+        }
+        let log = dir.join("schema-history.jsonl");
+        if let Ok(text) = std::fs::read_to_string(&log) {
+            let mut keep = String::new();
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let Ok(e) = serde_json::from_str::<Entry>(line) else {
+                    // A torn last line from a crash: not applied, not kept.
+                    break;
+                };
+                if e.position >= *upto {
+                    break;
+                }
+                h.replay(&e)?;
+                keep.push_str(line);
+                keep.push('\n');
+            }
+            // Entries at or after the resume point will be read again from the binlog.
+            std::fs::write(&log, keep).map_err(|e| format!("{}: {e}", log.display()))?;
+        }
+        Ok(Some(h))
+    }
+
+    fn seed(&mut self, db: &str, ddl: &str) -> Result<(), String> {
+        self.tr.default_schema = Some(db.to_owned());
+        let failed = self.tr.seed(ddl);
+        if let Some(f) = failed.first() {
+            return Err(format!(
+                "schema of {db}: {}",
+                f.diagnostics
+                    .iter()
+                    .map(|(_, _, d)| d.message.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        Ok(())
+    }
+
+    fn replay(&mut self, e: &Entry) -> Result<DdlOutcome, String> {
+        self.tr.default_schema = e.db.clone();
+        self.tr.options.ansi_quotes = e.ansi_quotes;
+        let mut out = DdlOutcome::default();
+        for r in self.tr.translate(&e.ddl) {
+            for (_, _, d) in &r.diagnostics {
+                if d.severity == Severity::Error {
+                    return Err(format!(
+                        "DDL at {} could not be applied to the schema history: {}\n  {}",
+                        e.position,
+                        d.message,
+                        e.ddl.trim()
+                    ));
+                }
+                out.notes.push(format!("{}: {}", d.severity, d.message));
+            }
+            out.changes.extend(r.changes);
+        }
+        Ok(out)
+    }
+
+    /// Apply a DDL read from the binlog at `position`, and store it durably.
+    pub fn apply(
+        &mut self,
+        position: &Position,
+        db: Option<&str>,
+        ansi_quotes: bool,
+        ddl: &str,
+    ) -> Result<DdlOutcome, String> {
+        let e = Entry {
+            position: position.clone(),
+            db: db.filter(|d| !d.is_empty()).map(str::to_owned),
+            ansi_quotes,
+            ddl: ddl.to_owned(),
+        };
+        let out = self.replay(&e)?;
+        if let Some(d) = &self.dir {
+            let log = d.join("schema-history.jsonl");
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .map_err(|e| format!("{}: {e}", log.display()))?;
+            let mut line = serde_json::to_vec(&e).expect("serialises");
+            line.push(b'\n');
+            f.write_all(&line)
+                .and_then(|_| f.sync_data())
+                .map_err(|e| format!("{}: {e}", log.display()))?;
+        }
+        Ok(out)
+    }
+
+    pub fn table(&self, db: &str, name: &str) -> Option<&Table> {
+        self.tr.catalog.table(&TableName::new(Some(db), name))
+    }
+
+    pub fn tables(&self) -> impl Iterator<Item = &Table> {
+        self.tr.catalog.tables.values().map(|t| t.as_ref())
+    }
+}

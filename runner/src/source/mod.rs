@@ -1,0 +1,155 @@
+//! The MySQL/MariaDB change source (the patent's S1): a lock-free consistent snapshot,
+//! then the binlog, as a stream of typed changes for the engine:
+//!
+//! - `Rows`: a batch of one table's inserts, updates (before and after images) or
+//!   deletes, as Arrow, with each row's position;
+//! - `Schema`: a DDL on a captured table, as IR changes, with its position;
+//! - `Commit`: a transaction boundary — a safe resume point;
+//! - `Truncate`: a table lost its rows without row events;
+//! - snapshot progress and completion, and heartbeats.
+
+pub mod binlog;
+pub mod config;
+pub mod decode;
+pub mod history;
+pub mod json;
+pub mod position;
+pub mod preflight;
+pub mod run;
+pub mod snapshot;
+
+use arrow_array::RecordBatch;
+use decode::SourceTable;
+use position::Position;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Insert,
+    Update,
+    Delete,
+}
+
+/// A row's place: the transaction (an index into the batch's `txns`) and the row's
+/// ordinal among that transaction's changes (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowPos {
+    pub txn: u32,
+    pub ordinal: u32,
+}
+
+/// Rows of one table and one kind of change.
+#[derive(Debug, Clone)]
+pub struct RowBatch {
+    pub table: Arc<SourceTable>,
+    pub op: Op,
+    /// Deletes and updates: the row before.
+    pub before: Option<RecordBatch>,
+    /// Inserts and updates: the row after.
+    pub after: Option<RecordBatch>,
+    pub positions: Vec<RowPos>,
+    /// Start positions of the transactions the rows belong to (shared by the batches
+    /// of one flush).
+    pub txns: Arc<Vec<Position>>,
+}
+
+impl RowBatch {
+    pub fn num_rows(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// The position just after row `i` (where a resume continues).
+    pub fn position_after(&self, i: usize) -> Position {
+        let rp = self.positions[i];
+        let mut p = self.txns[rp.txn as usize].clone();
+        p.ordinal = rp.ordinal as u64;
+        p
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum SourceEvent {
+    Rows(RowBatch),
+    Schema {
+        /// Just after the DDL.
+        position: Position,
+        db: String,
+        ddl: String,
+        changes: Vec<ddl_core::SchemaChange>,
+        tables: Vec<String>,
+        notes: Vec<String>,
+    },
+    Commit {
+        position: Position,
+    },
+    Heartbeat {
+        position: Position,
+    },
+    /// Snapshot rows of one chunk of a table (all inserts).
+    SnapshotRows {
+        table: Arc<SourceTable>,
+        rows: RecordBatch,
+        /// Rows of the table read so far (this chunk included).
+        done: u64,
+        /// Estimated rows of the table (information_schema), for progress.
+        estimate: u64,
+    },
+    /// The snapshot is complete: the binlog continues from `position`.
+    SnapshotDone {
+        position: Position,
+        tables: usize,
+        rows: u64,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("cannot connect to the source: {0}")]
+    Connect(String),
+    #[error("source query failed: {0}")]
+    Sql(String),
+    #[error("binlog protocol: {0}")]
+    Protocol(String),
+    #[error("decoding rows {0}")]
+    Decode(String),
+    #[error("schema history: {0}")]
+    Schema(String),
+    #[error("DDL at {position} cannot be applied: {reason}\n  statement: {ddl}")]
+    Ddl {
+        position: String,
+        ddl: String,
+        reason: String,
+    },
+    #[error("the resume point {position} is no longer in the server's binlog ({detail}); with `purged-resume: resnapshot` the job takes a new snapshot instead")]
+    Purged { position: String, detail: String },
+    #[error("preflight: {0}")]
+    Preflight(String),
+}
+
+impl SourceError {
+    pub fn sql(e: mysql_async::Error) -> Self {
+        SourceError::Sql(e.to_string())
+    }
+
+    /// A binlog dump error: a purged resume point becomes `Purged`.
+    pub fn classify(msg: String, from: &binlog::ReadFrom) -> Self {
+        let purged = msg.contains("1236")
+            || msg.contains("Could not find first log file")
+            || msg.contains("could not find")
+            || msg.contains("purged")
+            || msg.contains("binlog truncated");
+        if purged {
+            let position = match from {
+                binlog::ReadFrom::Position(p) => p.to_string(),
+                binlog::ReadFrom::Gtid(g) => format!("GTID {g}"),
+            };
+            SourceError::Purged {
+                position,
+                detail: msg,
+            }
+        } else {
+            SourceError::Protocol(msg)
+        }
+    }
+}

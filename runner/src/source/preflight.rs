@@ -1,0 +1,115 @@
+//! Preflight: what the source server must provide, checked before anything is read,
+//! each failure with how to fix it.
+
+use super::config::Source;
+use super::SourceError;
+use mysql_async::prelude::Queryable;
+
+/// What the server is.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub version: String,
+    pub mariadb: bool,
+    pub gtid_binlog_pos: String,
+}
+
+pub async fn check(src: &Source) -> Result<ServerInfo, SourceError> {
+    let mut conn = mysql_async::Conn::new(src.opts()).await.map_err(|e| {
+        SourceError::Connect(format!("{}:{}: {e}", src.config.hostname, src.config.port))
+    })?;
+    let var = |name: &str| format!("SELECT @@global.{name}");
+    let version: String = conn
+        .query_first("SELECT VERSION()")
+        .await
+        .map_err(SourceError::sql)?
+        .unwrap_or_default();
+    let mariadb = version.to_ascii_lowercase().contains("mariadb");
+    let mut problems = Vec::new();
+    let log_bin: Option<String> = conn
+        .query_first(var("log_bin"))
+        .await
+        .map_err(SourceError::sql)?;
+    if !matches!(log_bin.as_deref(), Some("1" | "ON")) {
+        problems
+            .push("binary logging is off: start the server with --log-bin (log_bin=ON)".to_owned());
+    }
+    let format: Option<String> = conn
+        .query_first(var("binlog_format"))
+        .await
+        .map_err(SourceError::sql)?;
+    if !format
+        .as_deref()
+        .is_some_and(|f| f.eq_ignore_ascii_case("ROW"))
+    {
+        problems.push(format!(
+            "binlog_format is {}: set binlog_format=ROW (SET GLOBAL binlog_format='ROW', and in the server's config)",
+            format.unwrap_or_default()
+        ));
+    }
+    let image: Option<String> = conn
+        .query_first(var("binlog_row_image"))
+        .await
+        .map_err(SourceError::sql)?;
+    if !image
+        .as_deref()
+        .is_some_and(|f| f.eq_ignore_ascii_case("FULL"))
+    {
+        problems.push(format!(
+            "binlog_row_image is {}: set binlog_row_image=FULL so updates and deletes carry whole rows",
+            image.unwrap_or_default()
+        ));
+    }
+    if mariadb {
+        let compress: Option<String> = conn
+            .query_first(var("log_bin_compress"))
+            .await
+            .unwrap_or(None);
+        if matches!(compress.as_deref(), Some("1" | "ON")) {
+            problems.push(
+                "log_bin_compress is ON: compressed events are not supported; set it OFF".into(),
+            );
+        }
+    }
+    // Privileges: the replication ones and SELECT (for the snapshot).
+    let grants: Vec<String> = conn.query("SHOW GRANTS").await.map_err(SourceError::sql)?;
+    let all = grants.join("\n").to_ascii_uppercase();
+    let has = |p: &str| all.contains("ALL PRIVILEGES") || all.contains(p);
+    for (p, why) in [
+        ("REPLICATION SLAVE", "to read the binlog"),
+        ("SELECT", "to take the snapshot"),
+    ] {
+        let alt = if p == "REPLICATION SLAVE" {
+            "REPLICATION REPLICA"
+        } else {
+            p
+        };
+        if !has(p) && !has(alt) {
+            problems.push(format!(
+                "user {} lacks {p} ({why}): GRANT {p} ON *.* TO '{}'",
+                src.config.username, src.config.username
+            ));
+        }
+    }
+    if !has("REPLICATION CLIENT") && !has("BINLOG MONITOR") && !has("SUPER") {
+        problems.push(format!(
+            "user {} lacks REPLICATION CLIENT (BINLOG MONITOR on MariaDB) to read binlog positions: GRANT REPLICATION CLIENT ON *.* TO '{}'",
+            src.config.username, src.config.username
+        ));
+    }
+    let gtid: Option<String> = if mariadb {
+        conn.query_first(var("gtid_binlog_pos"))
+            .await
+            .map_err(SourceError::sql)?
+    } else {
+        None
+    };
+    let _ = conn.disconnect().await;
+    if !problems.is_empty() {
+        return Err(SourceError::Preflight(problems.join("; ")));
+    }
+    Ok(ServerInfo {
+        version,
+        mariadb,
+        gtid_binlog_pos: gtid.unwrap_or_default(),
+    })
+}
