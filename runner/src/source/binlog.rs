@@ -27,6 +27,15 @@ const HEARTBEAT: u8 = 27;
 /// MariaDB GTID event flag: a statement outside BEGIN/COMMIT (DDL).
 const FL_STANDALONE: u8 = 1;
 
+/// A batch being built: table, op, builders (before/after for updates) and positions.
+type OpenBatch = (
+    Arc<SourceTable>,
+    Op,
+    RowsBuilder,
+    Option<RowsBuilder>,
+    Vec<RowPos>,
+);
+
 struct MappedTable {
     db: String,
     name: String,
@@ -64,13 +73,7 @@ pub struct BinlogReader {
     skip: u64,
     skip_offset: Option<u64>,
     // Batching.
-    open: Vec<(
-        Arc<SourceTable>,
-        Op,
-        RowsBuilder,
-        Option<RowsBuilder>,
-        Vec<RowPos>,
-    )>,
+    open: Vec<OpenBatch>,
     txns: Vec<Position>,
     buffered_bytes: usize,
     last_flush: Instant,

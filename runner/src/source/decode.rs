@@ -31,12 +31,22 @@ use std::sync::Arc;
 /// How a column's values are interpreted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
-    Int { bytes: u8, unsigned: bool },
-    Decimal { precision: u8, scale: i8 },
+    Int {
+        bytes: u8,
+        unsigned: bool,
+    },
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
     Float,
     Double,
-    Text { charset: Charset },
+    Text {
+        charset: Charset,
+    },
     Binary,
+    /// BINARY(n): the binlog drops trailing zero bytes; they are put back.
+    FixedBinary(usize),
     Enum(Vec<String>),
     Set(Vec<String>),
     Date,
@@ -143,10 +153,10 @@ impl SourceTable {
                 },
                 DataType::Enum { values } => Kind::Enum(values.clone()),
                 DataType::Set { values } => Kind::Set(values.clone()),
-                DataType::Binary { .. }
-                | DataType::Varbinary { .. }
-                | DataType::Blob { .. }
-                | DataType::Spatial { .. } => Kind::Binary,
+                DataType::Binary { length } => Kind::FixedBinary(*length as usize),
+                DataType::Varbinary { .. } | DataType::Blob { .. } | DataType::Spatial { .. } => {
+                    Kind::Binary
+                }
                 DataType::Date => Kind::Date,
                 DataType::Time { .. } => Kind::Time,
                 DataType::Timestamp {
@@ -215,7 +225,7 @@ pub fn arrow_type(k: &Kind) -> A {
         Kind::Float => A::Float32,
         Kind::Double => A::Float64,
         Kind::Text { .. } | Kind::Enum(_) | Kind::Set(_) => A::Utf8,
-        Kind::Binary => A::Binary,
+        Kind::Binary | Kind::FixedBinary(_) => A::Binary,
         Kind::Date => A::Date32,
         Kind::Time => A::Duration(TimeUnit::Microsecond),
         Kind::DateTime => A::Timestamp(TimeUnit::Microsecond, None),
@@ -620,7 +630,7 @@ fn append_text(b: &mut ColBuilder, bytes: &[u8], charset: Charset) -> Result<(),
     }
 }
 
-fn enum_value<'v>(values: &'v [String], idx: u64) -> &'v str {
+fn enum_value(values: &[String], idx: u64) -> &str {
     if idx == 0 {
         ""
     } else {
@@ -889,6 +899,14 @@ fn string_meta(bc: BinCol) -> (u8, usize) {
 }
 
 fn text_or_binary(b: &mut ColBuilder, bytes: &[u8], col: &SourceColumn) -> Result<(), String> {
+    if let (Kind::FixedBinary(n), ColBuilder::Bin(bb)) = (&col.kind, &mut *b) {
+        if bytes.len() < *n {
+            let mut padded = bytes.to_vec();
+            padded.resize(*n, 0);
+            bb.append_value(&padded);
+            return Ok(());
+        }
+    }
     let charset = match &col.kind {
         Kind::Text { charset } => *charset,
         _ => Charset::Utf8,

@@ -73,10 +73,10 @@ pub async fn gtid_at(
         .exec_first("SELECT BINLOG_GTID_POS(?, ?)", (p.file.clone(), p.offset))
         .await
         .unwrap_or(None);
-    Ok(g.flatten()
+    g.flatten()
         .unwrap_or_default()
         .parse()
-        .map_err(SourceError::Protocol)?)
+        .map_err(SourceError::Protocol)
 }
 
 /// Take the snapshot: send every captured table's rows, then `SnapshotDone`.
