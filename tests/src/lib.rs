@@ -24,7 +24,7 @@ pub fn corpus(name: &str) -> String {
 }
 
 /// Poll `ready` every 100 ms until it holds; fail the test after 60 s.
-async fn wait_until<F, Fut>(what: &str, mut ready: F)
+pub async fn wait_until<F, Fut>(what: &str, mut ready: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 fn source(db: &MariaDb, start: &str) -> Source {
     let yaml = format!(
-        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4242\n  tables: ['shop\\..*']\n  startup: {start}\n",
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4242\n  tables: ['shop\\..*']\n  batch-bytes: 2048\n  startup: {start}\n",
         db.port
     );
     parse_job(&yaml, |_| None).unwrap().1
@@ -169,4 +169,275 @@ async fn snapshot_and_binlog_give_identical_batches() {
         "zero dates are NULL: {r2}"
     );
     assert_eq!(r2["tm2"], "-PT0.01S");
+}
+
+/// A workload of small transactions, a large one, DDL and a swap rename.
+async fn workload(c: &mut mysql_async::Conn) {
+    for i in 0..20 {
+        c.query_drop(format!(
+            "INSERT INTO shop.a VALUES ({i}, {i}, 'a{i}'); INSERT INTO shop.b VALUES ({i}, 'b{i}')"
+        ))
+        .await
+        .unwrap();
+        if i % 3 == 0 {
+            c.query_drop(format!("UPDATE shop.a SET v = v + 100 WHERE id = {i}"))
+                .await
+                .unwrap();
+        }
+        if i % 5 == 4 {
+            c.query_drop(format!("DELETE FROM shop.b WHERE id = {i}"))
+                .await
+                .unwrap();
+        }
+    }
+    // One large transaction: 3000 inserts and 500 updates.
+    c.query_drop("BEGIN").await.unwrap();
+    for chunk in 0..30 {
+        let values: Vec<String> = (0..100)
+            .map(|k| {
+                let id = 1000 + chunk * 100 + k;
+                format!("({id}, {id}, 'big')")
+            })
+            .collect();
+        c.query_drop(format!("INSERT INTO shop.a VALUES {}", values.join(",")))
+            .await
+            .unwrap();
+    }
+    c.query_drop("UPDATE shop.a SET s = 'bigger' WHERE id BETWEEN 1000 AND 1499")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    c.query_drop("ALTER TABLE shop.a ADD COLUMN x INT DEFAULT 7 AFTER v")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO shop.a VALUES (5000, 1, 2, 'after ddl')")
+        .await
+        .unwrap();
+    c.query_drop("RENAME TABLE shop.a TO shop.tmp, shop.b TO shop.a, shop.tmp TO shop.b")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO shop.a VALUES (6000, 'now a is the old b')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO shop.b VALUES (6001, 1, 2, 'now b is the old a')")
+        .await
+        .unwrap();
+    c.query_drop("ALTER TABLE shop.b DROP COLUMN x")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE shop.b SET v = 0 WHERE id = 6001")
+        .await
+        .unwrap();
+}
+
+/// Consume events: returns (lines of rows and DDL, last position, whether the end was
+/// reached). Stops after `rows` row changes; with `to_boundary`, then up to the next
+/// commit.
+async fn consume(
+    src: Source,
+    opts: RunOptions,
+    rows: Option<usize>,
+    to_boundary: bool,
+) -> (Vec<String>, Option<Position>, bool) {
+    let (tx, mut rx) = mpsc::channel(4);
+    let task = tokio::spawn(run(Arc::new(src), opts, tx));
+    let mut lines = Vec::new();
+    let mut last = None;
+    let mut n = 0usize;
+    let mut stopping = false;
+    'outer: while let Some(e) = rx.recv().await {
+        match &e {
+            SourceEvent::Rows(b) => {
+                for (i, l) in json::lines(&e).into_iter().enumerate() {
+                    if rows.is_some_and(|r| n >= r) {
+                        stopping = true;
+                        if !to_boundary {
+                            break 'outer;
+                        }
+                    }
+                    lines.push(l);
+                    last = Some(b.position_after(i));
+                    n += 1;
+                }
+            }
+            SourceEvent::Schema { position, .. } => {
+                if stopping && !to_boundary {
+                    break;
+                }
+                lines.extend(json::lines(&e));
+                last = Some(position.clone());
+            }
+            SourceEvent::Commit { position } => {
+                last = Some(position.clone());
+                if stopping || rows.is_some_and(|r| n >= r) {
+                    stopping = true;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    drop(rx);
+    let res = task.await.unwrap();
+    res.unwrap_or_else(|e| panic!("source failed: {e}"));
+    let ended = !stopping;
+    (lines, last, ended)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_anywhere_gives_the_uninterrupted_stream() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.a (id INT PRIMARY KEY, v INT, s VARCHAR(20)); CREATE TABLE shop.b (id INT PRIMARY KEY, s VARCHAR(40))")
+        .await
+        .unwrap();
+    let p0 = master_position(&db).await;
+    // The schema history starts here (a `latest` start stores it as of now), before
+    // the workload; every run below resumes from p0 with it.
+    let start = "{mode: latest}";
+    let whole_state = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    for dir in [&whole_state, &state] {
+        let events = collect(source(&db, start), to_end(Some(dir.path()), None, false))
+            .await
+            .unwrap();
+        assert!(events.iter().all(|e| !matches!(e, SourceEvent::Rows(_))));
+    }
+    workload(&mut c).await;
+
+    let (whole, _, ended) = consume(
+        source(&db, start),
+        to_end(Some(whole_state.path()), Some(p0.clone()), false),
+        None,
+        false,
+    )
+    .await;
+    assert!(ended);
+    let total_rows = whole
+        .iter()
+        .filter(|l| !l.contains("\"type\":\"ddl\""))
+        .count();
+    assert_eq!(total_rows, 20 + 20 + 7 + 4 + 3000 + 500 + 1 + 1 + 1 + 1);
+    assert_eq!(
+        whole
+            .iter()
+            .filter(|l| l.contains("\"type\":\"ddl\""))
+            .count(),
+        3
+    );
+
+    // Stops at seeded pseudo-random row counts, one inside the large transaction;
+    // every other stop runs on to a transaction boundary and resumes by GTID.
+    let mut seed: u64 = 0x5eed_1234;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut got: Vec<String> = Vec::new();
+    let mut resume: Option<Position> = Some(p0.clone());
+    let mut by_gtid = false;
+    let mut runs = 0;
+    let mut inside_big = false;
+    let (mut gtid_resumes, mut mid_txn_resumes) = (0, 0);
+    loop {
+        runs += 1;
+        assert!(runs < 200, "no progress");
+        let taken_rows = got
+            .iter()
+            .filter(|l| !l.contains("\"type\":\"ddl\""))
+            .count();
+        let (step, to_boundary) = if !inside_big && taken_rows < 1500 && taken_rows > 40 {
+            inside_big = true;
+            (1500 - taken_rows, false)
+        } else {
+            (1 + (next() % 300) as usize, runs % 2 == 0)
+        };
+        let (lines, last, ended) = consume(
+            source(&db, start),
+            to_end(Some(state.path()), resume.clone(), by_gtid),
+            Some(step),
+            to_boundary,
+        )
+        .await;
+        got.extend(lines);
+        if ended {
+            break;
+        }
+        let last = last.expect("a stop after some progress");
+        by_gtid = to_boundary && last.ordinal == 0;
+        gtid_resumes += usize::from(by_gtid);
+        mid_txn_resumes += usize::from(last.ordinal > 0);
+        resume = Some(last);
+    }
+    eprintln!(
+        "{runs} runs, {gtid_resumes} resumed by GTID, {mid_txn_resumes} inside a transaction"
+    );
+    assert!(runs >= 5, "only {runs} runs");
+    assert!(gtid_resumes > 0 && mid_txn_resumes > 0);
+    assert!(inside_big);
+    assert_eq!(got.len(), whole.len());
+    for (i, (a, b)) in got.iter().zip(&whole).enumerate() {
+        assert_eq!(a, b, "line {i} differs after resumes");
+    }
+
+    // The swap rename: rows after it decode with the swapped columns.
+    let after_swap: Vec<&String> = whole.iter().filter(|l| l.contains("\"id\":600")).collect();
+    assert!(after_swap[0].contains("\"table\":\"a\"") && after_swap[0].contains("old b"));
+    assert!(after_swap[1].contains("\"table\":\"b\"") && after_swap[1].contains("\"x\":2"));
+    assert!(
+        !after_swap[2].contains("\"x\""),
+        "the dropped column is gone: {}",
+        after_swap[2]
+    );
+
+    // A purged resume point: an error by default, a new snapshot on request.
+    c.query_drop("FLUSH BINARY LOGS").await.unwrap();
+    c.query_drop("FLUSH BINARY LOGS").await.unwrap();
+    let newest = master_position(&db).await.file;
+    // Dump threads of the stopped runs may still hold the old files open until the
+    // server notices their connections are gone: end them, then purge.
+    lakeshift_tests::wait_until("the old binlogs are purged", || async {
+        let mut c = db.conn(None).await;
+        let dumps: Vec<u64> = c
+            .query(
+                "SELECT id FROM information_schema.processlist WHERE command LIKE 'Binlog Dump%'",
+            )
+            .await
+            .unwrap();
+        for id in dumps {
+            let _ = c.query_drop(format!("KILL {id}")).await;
+        }
+        c.query_drop(format!("PURGE BINARY LOGS TO '{newest}'"))
+            .await
+            .unwrap();
+        let logs: Vec<(String, u64)> = c.query("SHOW BINARY LOGS").await.unwrap();
+        logs.first().is_some_and(|(f, _)| *f == newest)
+    })
+    .await;
+    let err = collect(
+        source(&db, start),
+        to_end(Some(whole_state.path()), Some(p0.clone()), false),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, SourceError::Purged { .. }), "{err}");
+    assert!(err.to_string().contains(&p0.to_string()), "{err}");
+    let mut src = source(&db, start);
+    src.config.purged_resume = runner::source::config::PurgedPolicy::Resnapshot;
+    let events = collect(src, to_end(Some(whole_state.path()), Some(p0), false))
+        .await
+        .unwrap();
+    let snap_rows: usize = events
+        .iter()
+        .map(|e| match e {
+            SourceEvent::SnapshotRows { rows, .. } => rows.num_rows(),
+            _ => 0,
+        })
+        .sum();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, SourceEvent::SnapshotDone { .. })));
+    assert_eq!(snap_rows, 20 - 4 + 1 + 20 + 3000 + 1 + 1);
 }
