@@ -441,3 +441,126 @@ async fn resume_anywhere_gives_the_uninterrupted_stream() {
         .any(|e| matches!(e, SourceEvent::SnapshotDone { .. })));
     assert_eq!(snap_rows, 20 - 4 + 1 + 20 + 3000 + 1 + 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_history_follows_online_schema_changes_and_partition_truncates() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, a INT); CREATE TABLE shop.t2 (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    let p0 = master_position(&db).await;
+    let start = "{mode: latest}";
+    let state = tempfile::tempdir().unwrap();
+    collect(source(&db, start), to_end(Some(state.path()), None, false))
+        .await
+        .unwrap();
+    // A gh-ost migration: shadow table, its ALTER, copied rows, a changelog table, a
+    // change applied to both during the copy, then the cut-over rename.
+    for q in [
+        "INSERT INTO shop.t VALUES (1, 1)",
+        "CREATE TABLE shop._t_gho LIKE shop.t",
+        "ALTER TABLE shop._t_gho ADD COLUMN z INT DEFAULT 5",
+        "CREATE TABLE shop._t_ghc (id INT PRIMARY KEY, v TEXT)",
+        "INSERT INTO shop._t_ghc VALUES (1, 'state')",
+        "INSERT INTO shop._t_gho (id, a) SELECT id, a FROM shop.t",
+        "INSERT INTO shop.t VALUES (2, 2)",
+        "REPLACE INTO shop._t_gho (id, a) VALUES (2, 2)",
+        "RENAME TABLE shop.t TO shop._t_del, shop._t_gho TO shop.t",
+        "INSERT INTO shop.t VALUES (3, 3, 9)",
+        "DROP TABLE shop._t_del, shop._t_ghc",
+        // Rows that vanish without row events.
+        "CREATE TABLE shop.p (id INT PRIMARY KEY) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+        "INSERT INTO shop.p VALUES (1), (20)",
+        "ALTER TABLE shop.p TRUNCATE PARTITION p0",
+        "INSERT INTO shop.t2 VALUES (1)",
+        "TRUNCATE TABLE shop.t2",
+        "GRANT SELECT ON shop.* TO 'reader'@'%' IDENTIFIED BY 'x'",
+        "CREATE VIEW shop.v AS SELECT id FROM shop.t",
+    ] {
+        c.query_drop(q).await.unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+    let events = collect(
+        source(&db, start),
+        to_end(Some(state.path()), Some(p0.clone()), false),
+    )
+    .await
+    .unwrap();
+    let lines: Vec<serde_json::Value> = events
+        .iter()
+        .flat_map(json::lines)
+        .map(|l| serde_json::from_str(&l).unwrap())
+        .collect();
+    let tables: Vec<&str> = lines.iter().filter_map(|l| l["table"].as_str()).collect();
+    assert!(
+        !tables.iter().any(|t| t.starts_with('_')),
+        "helper tables' rows are not delivered: {tables:?}"
+    );
+    let ddl: Vec<&serde_json::Value> = lines.iter().filter(|l| l["type"] == "ddl").collect();
+    // The cut-over is the shadow's ALTER on shop.t; no rename reaches the consumer.
+    let cut = ddl
+        .iter()
+        .find(|l| {
+            l["sql"]
+                .as_str()
+                .unwrap()
+                .starts_with("RENAME TABLE shop.t TO shop._t_del")
+        })
+        .expect("the cut-over is delivered");
+    let changes = cut["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{cut}");
+    assert_eq!(changes[0]["change"], "add_column");
+    assert_eq!(changes[0]["table"]["name"], "t");
+    assert_eq!(changes[0]["column"]["name"], "z");
+    assert!(
+        !ddl.iter().any(|l| l["changes"].to_string().contains("_t_")),
+        "{ddl:?}"
+    );
+    let row = |id: i64| {
+        lines
+            .iter()
+            .find(|l| l["table"] == "t" && l["data"]["id"] == id)
+            .unwrap_or_else(|| panic!("row {id} of t"))
+    };
+    assert!(
+        row(2)["data"].get("z").is_none(),
+        "before the cut-over: old columns"
+    );
+    assert_eq!(row(3)["data"]["z"], 9, "after the cut-over: the new column");
+    let removed: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "rows-removed")
+        .collect();
+    assert_eq!(removed.len(), 1);
+    assert_eq!(removed[0]["table"], "p");
+    assert!(ddl
+        .iter()
+        .any(|l| l["changes"][0]["change"] == "truncate_table"
+            && l["changes"][0]["name"]["name"] == "t2"));
+
+    // A restart between the shadow's ALTER and the cut-over (at the row written during
+    // the copy) keeps the pending change.
+    let mid: Position = row(2)["position"].as_str().unwrap().parse().unwrap();
+    let events = collect(
+        source(&db, start),
+        to_end(Some(state.path()), Some(mid), false),
+    )
+    .await
+    .unwrap();
+    let resumed: Vec<serde_json::Value> = events
+        .iter()
+        .flat_map(json::lines)
+        .map(|l| serde_json::from_str(&l).unwrap())
+        .collect();
+    let cut = resumed
+        .iter()
+        .find(|l| {
+            l["type"] == "ddl"
+                && l["sql"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("RENAME TABLE shop.t TO")
+        })
+        .expect("cut-over after the restart");
+    assert_eq!(cut["changes"][0]["column"]["name"], "z", "{cut}");
+}

@@ -374,53 +374,163 @@ impl BinlogReader {
             self.ordinal - 1,
             &self.txn_gtid_before.clone(),
         );
-        let db_opt = (!db.is_empty()).then_some(db);
-        match self.history.apply(&pos, db_opt, ansi, sql) {
-            Ok(out) => {
-                self.decoders.clear();
-                for t in self.tables.values_mut() {
-                    t.table = None;
-                }
-                let tables: Vec<String> = out
-                    .changes
-                    .iter()
-                    .filter_map(|c| c.table().map(|t| t.to_string()))
-                    .collect();
-                let captured = out.changes.iter().any(|c| {
-                    c.table().is_some_and(|t| {
-                        self.src
-                            .captures(t.schema.as_deref().unwrap_or(db), &t.name)
-                    }) || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. }
-                        if self.src.captures(to.schema.as_deref().unwrap_or(db), &to.name))
-                });
-                if !captured {
-                    return Ok(true);
-                }
-                let after =
-                    self.position_at(self.txn_start, self.ordinal, &self.txn_gtid_before.clone());
-                Ok(self
-                    .send(SourceEvent::Schema {
+        let after = self.position_at(self.txn_start, self.ordinal, &self.txn_gtid_before.clone());
+        // Partition maintenance: rows vanish without row events; columns stay.
+        if let Some((tdb, table)) = partition_rows_removed(sql, db) {
+            if self.src.captures(&tdb, &table) {
+                return Ok(self
+                    .send(SourceEvent::RowsRemoved {
                         position: after,
-                        db: db.to_owned(),
+                        db: tdb,
+                        table,
                         ddl: sql.to_owned(),
-                        changes: out.changes,
-                        tables,
-                        notes: out.notes,
                     })
-                    .await)
+                    .await);
             }
+            return Ok(true);
+        }
+        let db_opt = (!db.is_empty()).then_some(db);
+        let out = match self.history.apply(&pos, db_opt, ansi, sql) {
+            Ok(out) => out,
             Err(e) if !self.error_concerns_capture(&e, db) => {
                 tracing_skip(&format!(
                     "DDL at {pos} outside the captured tables skipped: {e}"
                 ));
-                Ok(true)
+                return Ok(true);
             }
-            Err(e) => Err(SourceError::Ddl {
-                position: pos.to_string(),
-                ddl: sql.to_owned(),
-                reason: e,
-            }),
+            Err(e) => {
+                return Err(SourceError::Ddl {
+                    position: pos.to_string(),
+                    ddl: sql.to_owned(),
+                    reason: e,
+                })
+            }
+        };
+        self.decoders.clear();
+        for t in self.tables.values_mut() {
+            t.table = None;
         }
+        let changes = self.osc(db, out.changes, &pos)?;
+        let captured: Vec<ddl_core::SchemaChange> = changes
+            .into_iter()
+            .filter(|c| {
+                let hit = |t: &ddl_core::TableName| {
+                    self.src
+                        .captures(t.schema.as_deref().unwrap_or(db), &t.name)
+                };
+                c.table().is_some_and(hit)
+                    || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. } if hit(to))
+            })
+            .collect();
+        if captured.is_empty() {
+            return Ok(true);
+        }
+        let tables: Vec<String> = captured
+            .iter()
+            .filter_map(|c| c.table().map(|t| t.to_string()))
+            .collect();
+        Ok(self
+            .send(SourceEvent::Schema {
+                position: after,
+                db: db.to_owned(),
+                ddl: sql.to_owned(),
+                changes: captured,
+                tables,
+                notes: out.notes,
+            })
+            .await)
+    }
+
+    /// Online schema change tools: a shadow table's changes are kept as the real
+    /// table's, and the cut-over rename becomes those changes (or nothing).
+    fn osc(
+        &mut self,
+        db: &str,
+        changes: Vec<ddl_core::SchemaChange>,
+        pos: &Position,
+    ) -> Result<Vec<ddl_core::SchemaChange>, SourceError> {
+        let before = self.history.shadow.clone();
+        use super::config::{osc_helper, OscRole};
+        use ddl_core::SchemaChange as C;
+        let key = |t: &ddl_core::TableName| {
+            (
+                t.schema.clone().unwrap_or_else(|| db.to_owned()),
+                t.name.clone(),
+            )
+        };
+        let mut out = Vec::new();
+        let mut cut_over: Vec<((String, String), ddl_core::SchemaChange)> = Vec::new();
+        for c in changes {
+            match &c {
+                C::CreateTable { table, .. } => {
+                    if let Some((base, OscRole::Shadow)) = osc_helper(&table.name.name) {
+                        let (d, _) = key(&table.name);
+                        self.history.shadow.insert(
+                            (d, base.to_owned()),
+                            super::history::Shadow {
+                                created: pos.clone(),
+                                changes: Vec::new(),
+                                cut_over: None,
+                            },
+                        );
+                    }
+                    out.push(c);
+                }
+                C::RenameTable { from, to } => {
+                    let (fd, fname) = key(from);
+                    let (td, tname) = key(to);
+                    match (osc_helper(&fname), osc_helper(&tname)) {
+                        // t -> _t_del / _t_old: the old table leaves (part of the cut-over).
+                        (None, Some((base, OscRole::Other))) if base == fname && fd == td => {
+                            cut_over.push(((fd, fname), c.clone()));
+                        }
+                        // _t_gho -> t: the shadow becomes the table.
+                        (Some((base, OscRole::Shadow)), None) if base == tname && fd == td => {
+                            if let Some(sh) =
+                                self.history.shadow.get_mut(&(fd.clone(), tname.clone()))
+                            {
+                                if sh.cut_over.is_none() {
+                                    out.extend(sh.changes.iter().map(|(_, c)| c.clone()));
+                                    sh.cut_over = Some(pos.clone());
+                                }
+                            }
+                            cut_over.retain(|(k, _)| *k != (fd.clone(), tname.clone()));
+                        }
+                        _ => out.push(c),
+                    }
+                }
+                other => {
+                    let shadow_of = other.table().and_then(|t| {
+                        let (d, n) = key(t);
+                        match osc_helper(&n) {
+                            Some((b, OscRole::Shadow)) => Some((d, b.to_owned())),
+                            _ => None,
+                        }
+                    });
+                    if let Some((d, base)) = shadow_of {
+                        if let Some(sh) = self
+                            .history
+                            .shadow
+                            .get_mut(&(d.clone(), base.clone()))
+                            .filter(|sh| sh.cut_over.is_none())
+                        {
+                            sh.changes.push((
+                                pos.clone(),
+                                retarget(other, &ddl_core::TableName::new(Some(&d), &base)),
+                            ));
+                        }
+                    }
+                    out.push(c);
+                }
+            }
+        }
+        // A rename of t to _t_del without the shadow's rename in the same statement is
+        // an ordinary rename.
+        out.extend(cut_over.into_iter().map(|(_, c)| c));
+        if self.history.shadow != before {
+            self.history.save_shadow().map_err(SourceError::Schema)?;
+        }
+        Ok(out)
     }
 
     /// Whether a history error is about a captured table (or unknown: then yes).
@@ -622,6 +732,45 @@ impl BinlogReader {
         self.open.push((table.clone(), op, a, b, Vec::new()));
         self.open.len() - 1
     }
+}
+
+/// `ALTER TABLE t TRUNCATE|DROP|EXCHANGE PARTITION ...`: (db, table).
+fn partition_rows_removed(sql: &str, db: &str) -> Option<(String, String)> {
+    use std::sync::OnceLock;
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r"(?is)^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)\s+(?:TRUNCATE|DROP|EXCHANGE)\s+PARTITION\b",
+        )
+        .expect("valid regex")
+    });
+    let name = re.captures(sql)?.get(1)?.as_str();
+    let unq = |s: &str| s.trim().trim_matches('`').to_owned();
+    let parts: Vec<&str> = if name.starts_with('`') {
+        name.split("`.`").collect()
+    } else {
+        name.split('.').collect()
+    };
+    Some(match parts.as_slice() {
+        [d, t] => (unq(d), unq(t)),
+        _ => (db.to_owned(), unq(name)),
+    })
+}
+
+/// A change re-addressed to another table (a shadow table's change as the real one's).
+fn retarget(c: &ddl_core::SchemaChange, to: &ddl_core::TableName) -> ddl_core::SchemaChange {
+    let mut v = serde_json::to_value(c).expect("changes serialise");
+    if let Some(o) = v.as_object_mut() {
+        for k in ["table", "name"] {
+            if o.get(k).is_some_and(|x| x.get("name").is_some()) {
+                o.insert(
+                    k.to_owned(),
+                    serde_json::to_value(to).expect("names serialise"),
+                );
+            }
+        }
+    }
+    serde_json::from_value(v).unwrap_or_else(|_| c.clone())
 }
 
 /// A binlog file name from a ROTATE event (whose raw name can carry checksum bytes).

@@ -152,8 +152,19 @@ pub enum Start {
 }
 
 impl Source {
-    /// Whether `db.table` is captured.
+    /// Whether `db.table` is captured. The helper tables of online schema change tools
+    /// (gh-ost's `_t_gho`, `_t_ghc`, `_t_del`; pt-osc's `_t_new`, `_t_old`) of a
+    /// captured `t` are not: their rows are copies.
     pub fn captures(&self, db: &str, table: &str) -> bool {
+        if let Some((base, _)) = osc_helper(table) {
+            if self.matches(db, base) {
+                return false;
+            }
+        }
+        self.matches(db, table)
+    }
+
+    fn matches(&self, db: &str, table: &str) -> bool {
         let name = format!("{db}.{table}");
         self.tables.iter().any(|r| r.is_match(&name))
     }
@@ -167,6 +178,36 @@ impl Source {
             .prefer_socket(false)
             .into()
     }
+}
+
+/// What an online-schema-change helper table is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OscRole {
+    /// The new table being built (gh-ost `_t_gho`, pt-osc `_t_new`): its ALTER is the
+    /// real table's.
+    Shadow,
+    /// Bookkeeping (gh-ost `_t_ghc`) or the old table after the cut-over (`_t_del`,
+    /// `_t_old`).
+    Other,
+}
+
+/// `_t_gho` -> (`t`, Shadow), `_t_del` -> (`t`, Other), ...
+pub fn osc_helper(name: &str) -> Option<(&str, OscRole)> {
+    let inner = name.strip_prefix('_')?;
+    for (suffix, role) in [
+        ("_gho", OscRole::Shadow),
+        ("_new", OscRole::Shadow),
+        ("_ghc", OscRole::Other),
+        ("_del", OscRole::Other),
+        ("_old", OscRole::Other),
+    ] {
+        if let Some(base) = inner.strip_suffix(suffix) {
+            if !base.is_empty() {
+                return Some((base, role));
+            }
+        }
+    }
+    None
 }
 
 /// Parse and validate a job file's text; `env` looks up environment variables.

@@ -41,6 +41,18 @@ pub struct DdlOutcome {
 pub struct SchemaHistory {
     tr: Translator,
     dir: Option<PathBuf>,
+    /// Changes made to online-schema-change shadow tables, by (db, real table), with
+    /// their positions; they become the real table's at the cut-over.
+    pub shadow: std::collections::BTreeMap<(String, String), Shadow>,
+}
+
+/// One online schema change in progress (or done): when the shadow table was
+/// created, the changes made to it, and when it replaced the real table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Shadow {
+    pub created: Position,
+    pub changes: Vec<(Position, SchemaChange)>,
+    pub cut_over: Option<Position>,
 }
 
 impl std::fmt::Debug for SchemaHistory {
@@ -65,6 +77,7 @@ impl SchemaHistory {
         SchemaHistory {
             tr: translator(),
             dir: None,
+            shadow: Default::default(),
         }
     }
 
@@ -77,6 +90,7 @@ impl SchemaHistory {
         let mut h = SchemaHistory {
             tr: translator(),
             dir: dir.map(Path::to_path_buf),
+            shadow: Default::default(),
         };
         for (db, ddl) in &tables {
             h.seed(db, ddl)?;
@@ -96,6 +110,7 @@ impl SchemaHistory {
                 std::fs::rename(&tmp, &fin)?;
                 // A new initial state starts a new history.
                 let _ = std::fs::remove_file(d.join("schema-history.jsonl"));
+                let _ = std::fs::remove_file(d.join("osc-shadow.json"));
                 fsync_dir(d)
             };
             write().map_err(|e| format!("writing {}: {e}", fin.display()))?;
@@ -120,6 +135,7 @@ impl SchemaHistory {
         let mut h = SchemaHistory {
             tr: translator(),
             dir: Some(dir.to_path_buf()),
+            shadow: Default::default(),
         };
         for (db, ddl) in &init.tables {
             h.seed(db, ddl)?;
@@ -141,6 +157,22 @@ impl SchemaHistory {
             }
             // Entries at or after the resume point will be read again from the binlog.
             std::fs::write(&log, keep).map_err(|e| format!("{}: {e}", log.display()))?;
+        }
+        let osc = dir.join("osc-shadow.json");
+        if let Ok(bytes) = std::fs::read(&osc) {
+            let all: Vec<((String, String), Shadow)> =
+                serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", osc.display()))?;
+            // As of the resume point: what happened after it will be read again.
+            for (k, mut sh) in all {
+                if sh.created >= *upto {
+                    continue;
+                }
+                sh.changes.retain(|(p, _)| p < upto);
+                if sh.cut_over.as_ref().is_some_and(|c| c >= upto) {
+                    sh.cut_over = None;
+                }
+                h.shadow.insert(k, sh);
+            }
         }
         Ok(Some(h))
     }
@@ -211,6 +243,22 @@ impl SchemaHistory {
                 .map_err(|e| format!("{}: {e}", log.display()))?;
         }
         Ok(out)
+    }
+
+    /// Store the shadow-table changes durably (after each change to them).
+    pub fn save_shadow(&self) -> Result<(), String> {
+        let Some(d) = &self.dir else { return Ok(()) };
+        let all: Vec<_> = self.shadow.iter().collect();
+        let tmp = d.join("osc-shadow.json.tmp");
+        let fin = d.join("osc-shadow.json");
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&serde_json::to_vec(&all).expect("serialises"))?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &fin)?;
+            fsync_dir(d)
+        };
+        write().map_err(|e| format!("{}: {e}", fin.display()))
     }
 
     pub fn table(&self, db: &str, name: &str) -> Option<&Table> {

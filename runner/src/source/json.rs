@@ -75,6 +75,19 @@ pub fn lines(e: &SourceEvent) -> Vec<String> {
             "notes": notes,
         })
         .to_string()],
+        SourceEvent::RowsRemoved {
+            position,
+            db,
+            table,
+            ddl,
+        } => vec![json!({
+            "type": "rows-removed",
+            "database": db,
+            "table": table,
+            "position": position.to_string(),
+            "sql": ddl,
+        })
+        .to_string()],
         SourceEvent::Commit { position } => {
             vec![json!({"type": "commit", "position": position.to_string()}).to_string()]
         }

@@ -80,6 +80,14 @@ pub enum SourceEvent {
         tables: Vec<String>,
         notes: Vec<String>,
     },
+    /// Rows of a captured table vanished without row events (TRUNCATE/DROP/EXCHANGE
+    /// PARTITION): the sink must drop them (or re-read the table).
+    RowsRemoved {
+        position: Position,
+        db: String,
+        table: String,
+        ddl: String,
+    },
     Commit {
         position: Position,
     },
