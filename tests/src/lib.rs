@@ -55,6 +55,11 @@ pub struct MariaDb {
 
 impl MariaDb {
     pub async fn start() -> MariaDb {
+        Self::start_with(&[]).await
+    }
+
+    /// A server with extra `mariadbd` options (`--binlog-row-metadata=FULL`, ...).
+    pub async fn start_with(extra: &[&str]) -> MariaDb {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
         // Each server its own tmpdir: bootstraps running side by side in /tmp have been
@@ -92,6 +97,7 @@ impl MariaDb {
                 "--binlog-format=ROW",
                 "--server-id=1",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

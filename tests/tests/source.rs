@@ -564,3 +564,43 @@ async fn schema_history_follows_online_schema_changes_and_partition_truncates() 
         .expect("cut-over after the restart");
     assert_eq!(cut["changes"][0]["column"]["name"], "z", "{cut}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_map_column_names_are_checked_against_the_history() {
+    let db = MariaDb::start_with(&["--binlog-row-metadata=FULL"]).await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, a INT)")
+        .await
+        .unwrap();
+    let p0 = master_position(&db).await;
+    let state = tempfile::tempdir().unwrap();
+    collect(
+        source(&db, "{mode: latest}"),
+        to_end(Some(state.path()), None, false),
+    )
+    .await
+    .unwrap();
+    c.query_drop("INSERT INTO shop.t VALUES (1, 1)")
+        .await
+        .unwrap();
+    // A DDL the binlog never saw: the history cannot know it.
+    c.query_drop("SET SESSION sql_log_bin = 0; ALTER TABLE shop.t CHANGE a b INT; SET SESSION sql_log_bin = 1")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO shop.t VALUES (2, 2)")
+        .await
+        .unwrap();
+    let (tx, mut rx) = mpsc::channel(16);
+    let task = tokio::spawn(run(
+        Arc::new(source(&db, "{mode: latest}")),
+        to_end(Some(state.path()), Some(p0), false),
+        tx,
+    ));
+    while rx.recv().await.is_some() {}
+    let err = task.await.unwrap().unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("shop.t") && msg.contains("\"b\"") && msg.contains("\"a\""),
+        "{msg}"
+    );
+}

@@ -40,6 +40,8 @@ struct MappedTable {
     db: String,
     name: String,
     cols: Vec<BinCol>,
+    /// Column names, when the server logs them (binlog_row_metadata=FULL).
+    names: Option<Vec<String>>,
     /// The decoder's table, when captured.
     table: Option<Arc<SourceTable>>,
 }
@@ -571,12 +573,24 @@ impl BinlogReader {
             }
             cols.push(BinCol { ty, meta: m });
         }
+        let mut names = None;
+        for f in tme.iter_optional_meta().flatten() {
+            if let mysql_async::binlog::events::OptionalMetadataField::ColumnName(n) = f {
+                names = Some(
+                    n.iter_names()
+                        .filter_map(Result::ok)
+                        .map(|c| c.name().into_owned())
+                        .collect(),
+                );
+            }
+        }
         self.tables.insert(
             id,
             MappedTable {
                 db,
                 name,
                 cols,
+                names,
                 table: None,
             },
         );
@@ -620,6 +634,20 @@ impl BinlogReader {
             Some(t) => t.clone(),
             None => match self.decoder(&db, &name)? {
                 Some(t) => {
+                    if let Some(names) = &self.tables[&id].names {
+                        let ours: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+                        let same = names.len() == ours.len()
+                            && names
+                                .iter()
+                                .zip(&ours)
+                                .all(|(a, b)| a.eq_ignore_ascii_case(b));
+                        if !same {
+                            return Err(SourceError::Schema(format!(
+                                "{db}.{name} at {}:{start}: the binlog's columns {names:?} differ from the schema history's {ours:?}",
+                                self.file
+                            )));
+                        }
+                    }
                     if t.columns.len() != self.tables[&id].cols.len() {
                         return Err(SourceError::Schema(format!(
                             "{db}.{name}: the binlog has {} columns, the schema history {} ({})",
