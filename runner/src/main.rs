@@ -318,6 +318,7 @@ fn tail(
             resume,
             by_gtid: gtid,
             stop_at_end: until_end,
+            snapshot_resume: None,
         };
         let task = tokio::spawn(run::run(std::sync::Arc::new(src), opts, tx));
         let stdout = std::io::stdout();

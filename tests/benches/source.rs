@@ -159,6 +159,7 @@ async fn lakeshift_snapshot(db: &MariaDb) -> (u64, f64) {
             resume: None,
             by_gtid: false,
             stop_at_end: true,
+            snapshot_resume: None,
         },
         tx,
     ));

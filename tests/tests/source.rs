@@ -50,6 +50,7 @@ fn to_end(state: Option<&std::path::Path>, resume: Option<Position>, by_gtid: bo
         resume,
         by_gtid,
         stop_at_end: true,
+        snapshot_resume: None,
     }
 }
 
@@ -603,4 +604,161 @@ async fn table_map_column_names_are_checked_against_the_history() {
         msg.contains("shop.t") && msg.contains("\"b\"") && msg.contains("\"a\""),
         "{msg}"
     );
+}
+
+/// Apply events to a model of the tables: (table, id) -> row data.
+fn apply_model(
+    model: &mut std::collections::BTreeMap<(String, i64), serde_json::Value>,
+    events: &[SourceEvent],
+) {
+    for e in events {
+        for l in json::lines(e) {
+            let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+            let Some(t) = v["table"].as_str() else {
+                continue;
+            };
+            let key = |d: &serde_json::Value| (t.to_owned(), d["id"].as_i64().unwrap());
+            match v["type"].as_str().unwrap() {
+                "snapshot" | "insert" | "update" => {
+                    if v["type"] == "update" {
+                        model.remove(&key(&v["old"]));
+                    }
+                    model.insert(key(&v["data"]), v["data"].clone());
+                }
+                "delete" => {
+                    model.remove(&key(&v["data"]));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+async fn source_rows(
+    c: &mut mysql_async::Conn,
+    tables: &[&str],
+) -> std::collections::BTreeMap<(String, i64), serde_json::Value> {
+    let mut m = std::collections::BTreeMap::new();
+    for t in tables {
+        let rows: Vec<(i64, Option<i64>)> = c
+            .query(format!("SELECT id, v FROM shop.{t}"))
+            .await
+            .unwrap();
+        for (id, v) in rows {
+            m.insert((t.to_string(), id), serde_json::json!({"id": id, "v": v}));
+        }
+    }
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_snapshot_resumes_and_new_tables_are_snapshotted_alone() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.big (id BIGINT PRIMARY KEY, v BIGINT); CREATE TABLE shop.small (id BIGINT PRIMARY KEY, v BIGINT); CREATE TABLE shop.later (id BIGINT PRIMARY KEY, v BIGINT)")
+        .await
+        .unwrap();
+    for t in ["big", "small", "later"] {
+        let n = if t == "big" { 5000 } else { 100 };
+        let values: Vec<String> = (0..n).map(|i| format!("({i}, {i})")).collect();
+        c.query_drop(format!("INSERT INTO shop.{t} VALUES {}", values.join(",")))
+            .await
+            .unwrap();
+    }
+    let yaml = |tables: &str| {
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4243\n  tables: [{tables}]\n  snapshot-chunk-rows: 1000\n  batch-bytes: 2048\n",
+            db.port
+        )
+    };
+    let src = |tables: &str| parse_job(&yaml(tables), |_| None).unwrap().1;
+    let state = tempfile::tempdir().unwrap();
+    // Crash after two chunks of the big table.
+    let (tx, mut rx) = mpsc::channel(1);
+    let task = tokio::spawn(run(
+        Arc::new(src("'shop\\.big', 'shop\\.small'")),
+        to_end(Some(state.path()), None, false),
+        tx,
+    ));
+    let mut first = Vec::new();
+    let mut cursor = None;
+    let mut at = None;
+    while let Some(e) = rx.recv().await {
+        if let SourceEvent::SnapshotRows {
+            cursor: c,
+            position,
+            ..
+        } = &e
+        {
+            cursor = c.clone();
+            at = Some(position.clone());
+        }
+        first.push(e);
+        if first.len() == 2 {
+            break;
+        }
+    }
+    drop(rx);
+    let _ = task.await.unwrap();
+    let cursor = cursor.expect("a chunk cursor");
+    assert_eq!(cursor.table, "big");
+    // Changes while stopped, on both sides of the cursor.
+    c.query_drop("UPDATE shop.big SET v = -v WHERE id IN (5, 1500, 4999); DELETE FROM shop.big WHERE id IN (6, 3000); INSERT INTO shop.big VALUES (9000, 9); UPDATE shop.small SET v = 77 WHERE id = 1")
+        .await
+        .unwrap();
+    let mut opts = to_end(Some(state.path()), None, false);
+    opts.snapshot_resume = Some(runner::source::snapshot::SnapshotResume {
+        position: at.unwrap(),
+        done: vec![],
+        cursor: Some(cursor),
+    });
+    let rest = collect(src("'shop\\.big', 'shop\\.small'"), opts)
+        .await
+        .unwrap();
+    let snap_rows: usize = rest
+        .iter()
+        .map(|e| match e {
+            SourceEvent::SnapshotRows { rows, .. } => rows.num_rows(),
+            _ => 0,
+        })
+        .sum();
+    assert!(
+        snap_rows < 5000 + 100 - 1000,
+        "the resumed snapshot skips delivered chunks: {snap_rows}"
+    );
+    let mut model = std::collections::BTreeMap::new();
+    apply_model(&mut model, &first);
+    apply_model(&mut model, &rest);
+    assert_eq!(model, source_rows(&mut c, &["big", "small"]).await);
+
+    // The table list now also matches `later`: on resume it is snapshotted alone.
+    let last_commit = rest
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            SourceEvent::Commit { position } | SourceEvent::SnapshotDone { position, .. } => {
+                Some(position.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    c.query_drop("INSERT INTO shop.later VALUES (500, 5); UPDATE shop.big SET v = 1 WHERE id = 0")
+        .await
+        .unwrap();
+    let events = collect(
+        src("'shop\\..*'"),
+        to_end(Some(state.path()), Some(last_commit), false),
+    )
+    .await
+    .unwrap();
+    let snapshotted: std::collections::BTreeSet<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            SourceEvent::SnapshotRows { table, .. } => Some(table.name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(snapshotted, ["later".to_owned()].into_iter().collect());
+    apply_model(&mut model, &events);
+    assert_eq!(model, source_rows(&mut c, &["big", "small", "later"]).await);
 }

@@ -102,6 +102,10 @@ pub enum SourceEvent {
         done: u64,
         /// Estimated rows of the table (information_schema), for progress.
         estimate: u64,
+        /// The last key of the chunk (keyed tables): a snapshot resumes after it.
+        cursor: Option<snapshot::Cursor>,
+        /// The binlog point the snapshot continues from (what a resume passes back).
+        position: Position,
     },
     /// The snapshot is complete: the binlog continues from `position`.
     SnapshotDone {

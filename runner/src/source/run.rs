@@ -20,6 +20,37 @@ pub struct RunOptions {
     pub by_gtid: bool,
     /// Stop at the current end of the binlog instead of following it.
     pub stop_at_end: bool,
+    /// Continue an interrupted snapshot (with the state folder's schema history).
+    pub snapshot_resume: Option<snapshot::SnapshotResume>,
+}
+
+fn captured_tables(src: &Source, h: &SchemaHistory) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = h
+        .tables()
+        .filter_map(|t| {
+            let db = t.name.schema.clone()?;
+            src.captures(&db, &t.name.name)
+                .then(|| (db, t.name.name.clone()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The captured tables of the last run, kept to notice newly matching ones.
+fn load_captured(dir: &std::path::Path) -> Option<Vec<(String, String)>> {
+    serde_json::from_slice(&std::fs::read(dir.join("captured.json")).ok()?).ok()
+}
+
+fn save_captured(
+    dir: Option<&std::path::Path>,
+    tables: &[(String, String)],
+) -> Result<(), SourceError> {
+    let Some(dir) = dir else { return Ok(()) };
+    let tmp = dir.join("captured.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(tables).expect("serialises"))
+        .and_then(|_| std::fs::rename(&tmp, dir.join("captured.json")))
+        .map_err(|e| SourceError::Schema(format!("{}: {e}", dir.display())))
 }
 
 /// Run the source until the receiver is dropped, the binlog ends (`stop_at_end`), or
@@ -30,8 +61,33 @@ pub async fn run(
     tx: mpsc::Sender<SourceEvent>,
 ) -> Result<(), SourceError> {
     preflight::check(&src).await?;
-    let mut from: ReadFrom;
+    let from: ReadFrom;
     let mut history: SchemaHistory;
+    if let Some(r) = &opts.snapshot_resume {
+        let dir = opts.state_dir.as_deref().ok_or_else(|| {
+            SourceError::Schema("resuming a snapshot needs its state folder".into())
+        })?;
+        let h = SchemaHistory::load(dir, &r.position)
+            .map_err(SourceError::Schema)?
+            .ok_or_else(|| {
+                SourceError::Schema(format!("no schema history in {}", dir.display()))
+            })?;
+        match snapshot::snapshot(
+            &src,
+            &tx,
+            Some(dir),
+            snapshot::Scope::Resume(r.clone()),
+            Some(h),
+        )
+        .await?
+        {
+            Some((p, h)) => {
+                save_captured(Some(dir), &captured_tables(&src, &h))?;
+                return follow(&src, &opts, h, ReadFrom::Position(p), tx).await;
+            }
+            None => return Ok(()),
+        }
+    }
     match &opts.resume {
         Some(p) => {
             history = match opts.state_dir.as_deref() {
@@ -44,6 +100,30 @@ pub async fn run(
                     "no stored schema history to resume at {p}: resuming needs the state folder of the run that produced the position"
                 )))
             })?;
+            // Tables that match the table list now but did not before: a snapshot of
+            // them alone, then the binlog for all.
+            if let Some(before) = opts.state_dir.as_deref().and_then(load_captured) {
+                let now = captured_tables(&src, &history);
+                let new: Vec<_> = now
+                    .iter()
+                    .filter(|t| !before.contains(t))
+                    .cloned()
+                    .collect();
+                if !new.is_empty() {
+                    match snapshot::snapshot(
+                        &src,
+                        &tx,
+                        opts.state_dir.as_deref(),
+                        snapshot::Scope::Only(new, p.clone()),
+                        Some(history),
+                    )
+                    .await?
+                    {
+                        Some((_, h)) => history = h,
+                        None => return Ok(()),
+                    }
+                }
+            }
             from = if opts.by_gtid && !p.gtid.is_empty() {
                 if p.ordinal > 0 {
                     // Inside a transaction: GTID resume restarts that transaction;
@@ -57,7 +137,14 @@ pub async fn run(
             };
         }
         None => match &src.start {
-            Start::Initial => match snapshot::snapshot(&src, &tx, opts.state_dir.as_deref()).await?
+            Start::Initial => match snapshot::snapshot(
+                &src,
+                &tx,
+                opts.state_dir.as_deref(),
+                snapshot::Scope::All,
+                None,
+            )
+            .await?
             {
                 Some((p, h)) => {
                     history = h;
@@ -89,6 +176,18 @@ pub async fn run(
             }
         },
     }
+    save_captured(opts.state_dir.as_deref(), &captured_tables(&src, &history))?;
+    follow(&src, &opts, history, from, tx).await
+}
+
+/// Follow the binlog (re-snapshotting on a purged resume point when asked).
+async fn follow(
+    src: &Arc<Source>,
+    opts: &RunOptions,
+    mut history: SchemaHistory,
+    mut from: ReadFrom,
+    tx: mpsc::Sender<SourceEvent>,
+) -> Result<(), SourceError> {
     loop {
         let mut reader = BinlogReader::new(src.clone(), history, tx.clone());
         match reader.run(from.clone(), opts.stop_at_end).await {
@@ -96,7 +195,15 @@ pub async fn run(
                 if src.config.purged_resume == PurgedPolicy::Resnapshot =>
             {
                 eprintln!("warning: resume point {position} was purged ({detail}); taking a new snapshot (purged-resume: resnapshot)");
-                match snapshot::snapshot(&src, &tx, opts.state_dir.as_deref()).await? {
+                match snapshot::snapshot(
+                    src,
+                    &tx,
+                    opts.state_dir.as_deref(),
+                    snapshot::Scope::All,
+                    None,
+                )
+                .await?
+                {
                     Some((p, h)) => {
                         history = h;
                         from = ReadFrom::Position(p);

@@ -16,6 +16,70 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
+/// A key value of a snapshot chunk boundary, storable in a state file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyValue {
+    Null,
+    Int(i64),
+    UInt(u64),
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl KeyValue {
+    fn from_mysql(v: &Value) -> KeyValue {
+        match v {
+            Value::NULL => KeyValue::Null,
+            Value::Int(i) => KeyValue::Int(*i),
+            Value::UInt(u) => KeyValue::UInt(*u),
+            Value::Bytes(b) => match std::str::from_utf8(b) {
+                Ok(s) => KeyValue::Text(s.to_owned()),
+                Err(_) => KeyValue::Bytes(b.clone()),
+            },
+            other => KeyValue::Text(other.as_sql(true).trim_matches('\'').to_owned()),
+        }
+    }
+
+    fn to_mysql(&self) -> Value {
+        match self {
+            KeyValue::Null => Value::NULL,
+            KeyValue::Int(i) => Value::Int(*i),
+            KeyValue::UInt(u) => Value::UInt(*u),
+            KeyValue::Text(s) => Value::Bytes(s.clone().into_bytes()),
+            KeyValue::Bytes(b) => Value::Bytes(b.clone()),
+        }
+    }
+}
+
+/// Where a table's snapshot stands: rows up to and including `after` were delivered.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Cursor {
+    pub db: String,
+    pub table: String,
+    pub after: Vec<KeyValue>,
+}
+
+/// A snapshot interrupted by a crash, resumed: its binlog point, the tables already
+/// done, and the chunk cursor of the table in progress.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SnapshotResume {
+    pub position: Position,
+    pub done: Vec<(String, String)>,
+    pub cursor: Option<Cursor>,
+}
+
+/// Which tables a snapshot reads.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    /// Every captured table; starts a new schema history.
+    All,
+    /// The rest of an interrupted snapshot (its history is the stored one).
+    Resume(SnapshotResume),
+    /// Only these tables (newly captured), reported at `position`.
+    Only(Vec<(String, String)>, Position),
+}
+
 const SYSTEM: &str = "'mysql','sys','information_schema','performance_schema'";
 
 pub fn quote(name: &str) -> String {
@@ -85,6 +149,8 @@ pub async fn snapshot(
     src: &Source,
     tx: &mpsc::Sender<SourceEvent>,
     state_dir: Option<&Path>,
+    scope: Scope,
+    stored: Option<SchemaHistory>,
 ) -> Result<Option<(Position, SchemaHistory)>, SourceError> {
     let mut conn = mysql_async::Conn::new(src.opts())
         .await
@@ -115,19 +181,53 @@ pub async fn snapshot(
     let mut position = Position::new(file, pos.parse().unwrap_or(4));
     position.gtid = gtid_at(&mut conn, &position).await?;
     let defs = read_definitions(&mut conn).await?;
-    let history = SchemaHistory::create(
-        state_dir,
-        &position,
-        defs.iter()
-            .map(|(db, _, _, ddl)| (db.clone(), ddl.clone()))
-            .collect(),
-    )
-    .map_err(SourceError::Schema)?;
+    let (history, report_at) = match (&scope, stored) {
+        (Scope::All, _) => (
+            SchemaHistory::create(
+                state_dir,
+                &position,
+                defs.iter()
+                    .map(|(db, _, _, ddl)| (db.clone(), ddl.clone()))
+                    .collect(),
+            )
+            .map_err(SourceError::Schema)?,
+            position.clone(),
+        ),
+        (Scope::Resume(r), Some(h)) => (h, r.position.clone()),
+        (Scope::Only(_, at), Some(h)) => (h, at.clone()),
+        (_, None) => {
+            return Err(SourceError::Schema(
+                "resuming a snapshot needs the stored schema history".into(),
+            ))
+        }
+    };
     let mut total = 0u64;
     let mut n_tables = 0;
     for (db, name, estimate, _) in &defs {
         if !src.captures(db, name) {
             continue;
+        }
+        let key = (db.clone(), name.clone());
+        let mut after = None;
+        match &scope {
+            Scope::All => {}
+            Scope::Resume(r) => {
+                if r.done.contains(&key) {
+                    continue;
+                }
+                if let Some(c) = r
+                    .cursor
+                    .as_ref()
+                    .filter(|c| c.db == *db && c.table == *name)
+                {
+                    after = Some(c.after.iter().map(KeyValue::to_mysql).collect());
+                }
+            }
+            Scope::Only(tables, _) => {
+                if !tables.contains(&key) {
+                    continue;
+                }
+            }
         }
         let ir = history.table(db, name).ok_or_else(|| {
             SourceError::Schema(format!("{db}.{name} is missing from the schema history"))
@@ -139,7 +239,7 @@ pub async fn snapshot(
             .map(Vec::as_slice);
         let table = Arc::new(SourceTable::from_ir(db, ir, over).map_err(SourceError::Schema)?);
         n_tables += 1;
-        match read_table(&mut conn, src, &table, *estimate, tx).await? {
+        match read_table(&mut conn, src, &table, *estimate, tx, after, &report_at).await? {
             Some(n) => total += n,
             None => return Ok(None),
         }
@@ -148,7 +248,7 @@ pub async fn snapshot(
     let _ = conn.disconnect().await;
     if tx
         .send(SourceEvent::SnapshotDone {
-            position: position.clone(),
+            position: report_at.clone(),
             tables: n_tables,
             rows: total,
         })
@@ -157,7 +257,7 @@ pub async fn snapshot(
     {
         return Ok(None);
     }
-    Ok(Some((position, history)))
+    Ok(Some((report_at, history)))
 }
 
 /// Read one table in key chunks. Returns the rows read (None: receiver gone).
@@ -167,6 +267,8 @@ pub async fn read_table(
     table: &Arc<SourceTable>,
     estimate: u64,
     tx: &mpsc::Sender<SourceEvent>,
+    after: Option<Vec<Value>>,
+    at: &Position,
 ) -> Result<Option<u64>, SourceError> {
     let cols = table
         .columns
@@ -183,7 +285,7 @@ pub async fn read_table(
         .map(|i| quote(&table.columns[*i].name))
         .collect();
     let mut done = 0u64;
-    let mut last: Option<Vec<Value>> = None;
+    let mut last: Option<Vec<Value>> = after;
     loop {
         let sql = if key.is_empty() {
             format!("SELECT {cols} FROM {from}")
@@ -239,6 +341,8 @@ pub async fn read_table(
                         rows,
                         done,
                         estimate,
+                        cursor: None,
+                        position: at.clone(),
                     })
                     .await
                     .is_err()
@@ -251,12 +355,19 @@ pub async fn read_table(
         done += b.rows as u64;
         if b.rows > 0 || done == 0 {
             let rows = b.finish();
+            let cursor = last_row.as_ref().map(|k| Cursor {
+                db: table.db.clone(),
+                table: table.name.clone(),
+                after: k.iter().map(KeyValue::from_mysql).collect(),
+            });
             if tx
                 .send(SourceEvent::SnapshotRows {
                     table: table.clone(),
                     rows,
                     done,
                     estimate,
+                    cursor,
+                    position: at.clone(),
                 })
                 .await
                 .is_err()
