@@ -156,3 +156,86 @@ fn bad_usage_exits_2() {
     );
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tail_prints_json_lines_and_resumes_from_a_printed_position() {
+    use mysql_async::prelude::Queryable;
+    let db = lakeshift_tests::MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO shop.t VALUES (1, 'a')")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  password-env: LAKESHIFT_TEST_PW\n  server-id: 99\n  tables: ['shop\\..*']\n",
+            db.port
+        ),
+    )
+    .unwrap();
+    let state = dir.path().join("state");
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "tail".to_owned(),
+            "--config".into(),
+            job.display().to_string(),
+            "--state".into(),
+            state.display().to_string(),
+            "--until-end".into(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |a: Vec<String>| {
+        let o = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(&a)
+            .env("LAKESHIFT_TEST_PW", "")
+            .output()
+            .unwrap();
+        (o.status.code(), text(&o.stdout), text(&o.stderr))
+    };
+    let (code, out, err) = run(args(&[]));
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "snapshot");
+    assert_eq!(lines[0]["data"]["v"], "a");
+    let done = lines.last().unwrap();
+    assert_eq!(done["type"], "snapshot-done");
+    let from = done["position"].as_str().unwrap().to_owned();
+    c.query_drop("INSERT INTO shop.t VALUES (2, 'b'); UPDATE shop.t SET v = 'c' WHERE id = 1")
+        .await
+        .unwrap();
+    let (code, out, err) = run(args(&["--from", &from]));
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["insert", "update", "commit"], "{out}");
+    assert_eq!(lines[1]["old"]["v"], "a");
+    assert_eq!(lines[1]["data"]["v"], "c");
+    // Resume right after the insert: only the update follows.
+    let after_insert = lines[0]["position"].as_str().unwrap().to_owned();
+    let (_, out, _) = run(args(&["--from", &after_insert]));
+    let kinds: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(kinds, ["update", "commit"]);
+    // A bad job file names the field.
+    std::fs::write(&job, "source:\n  type: oracle\n").unwrap();
+    let (code, _, err) = run(args(&[]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("source"), "{err}");
+}
