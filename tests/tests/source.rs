@@ -762,3 +762,64 @@ async fn an_interrupted_snapshot_resumes_and_new_tables_are_snapshotted_alone() 
     apply_model(&mut model, &events);
     assert_eq!(model, source_rows(&mut c, &["big", "small", "later"]).await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_move_an_idle_position_and_an_unparsable_ddl_stops_with_its_text() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4244\n  tables: ['shop\\..*']\n  heartbeat-seconds: 1\n  startup: {{mode: latest}}\n",
+        db.port
+    );
+    let src = parse_job(&yaml, |_| None).unwrap().1;
+    // Following (not stopping at the end): an idle server still reports its position.
+    let (tx, mut rx) = mpsc::channel(16);
+    let task = tokio::spawn(run(
+        Arc::new(src.clone()),
+        RunOptions {
+            state_dir: Some(state.path().to_path_buf()),
+            resume: None,
+            by_gtid: false,
+            stop_at_end: false,
+            snapshot_resume: None,
+        },
+        tx,
+    ));
+    let here = master_position(&db).await;
+    let beat = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(e) = rx.recv().await {
+            if let SourceEvent::Heartbeat { position } = e {
+                return Some(position);
+            }
+        }
+        None
+    })
+    .await
+    .expect("a heartbeat within 30 s")
+    .expect("the source keeps running");
+    assert_eq!(
+        (beat.file.as_str(), beat.offset),
+        (here.file.as_str(), here.offset)
+    );
+    drop(rx);
+    task.await.unwrap().unwrap();
+
+    // A DDL on a captured table that the mysql dialect cannot parse stops the source
+    // with the DDL's position and text.
+    c.query_drop("ALTER TABLE shop.t ADD SYSTEM VERSIONING")
+        .await
+        .unwrap();
+    let err = collect(src, to_end(Some(state.path()), Some(here.clone()), false))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, SourceError::Ddl { .. }), "{msg}");
+    assert!(
+        msg.contains("ADD SYSTEM VERSIONING") && msg.contains(&here.to_string()),
+        "{msg}"
+    );
+}
