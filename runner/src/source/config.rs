@@ -333,7 +333,7 @@ mod tests {
         assert_eq!(s.password.as_deref(), Some("x"));
         let e = parse_job(&format!("{JOB}  startup: {{mode: gtid}}\n"), |_| None).unwrap_err();
         assert!(e.contains("source.startup.gtid"), "{e}");
-        let e = parse_job(&JOB.replace("shop\\\\..*", "(("), |_| None).unwrap_err();
+        let e = parse_job(&JOB.replace("shop\\..*", "(("), |_| None).unwrap_err();
         assert!(e.contains("source.tables[0]"), "{e}");
         let e = parse_job(&JOB.replace("server-id: 7", "server-id: 0"), |_| None).unwrap_err();
         assert!(e.contains("source.server-id"), "{e}");
