@@ -114,7 +114,7 @@ pub async fn apply(
 }
 
 /// Carry out one statement's plan. Returns the number of catalog commits.
-async fn execute(
+pub(crate) async fn execute(
     c: &Committer<'_>,
     plan: &dialects::iceberg::StatementPlan,
     known: &mut BTreeMap<(String, String), (i32, i32)>,

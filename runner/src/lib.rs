@@ -4,3 +4,4 @@
 pub mod apply;
 pub mod iceberg;
 pub mod source;
+pub mod sync;

@@ -58,6 +58,30 @@ enum Command {
         #[arg(value_name = "FILE")]
         files: Vec<String>,
     },
+    /// Mirror a MySQL/MariaDB database into Iceberg tables, DDL included, exactly once.
+    ///
+    /// Reads the job file (source, sink, pipeline). The first run snapshots every
+    /// captured table, then follows the binlog; every checkpoint interval, at a
+    /// transaction boundary, changes are written as Parquet files, recorded in the
+    /// state folder, and committed per table with the checkpoint id and the table's
+    /// watermark in the snapshot summary. A restart (after a crash too) commits what a
+    /// checkpoint left uncommitted and resumes without loss or duplicates. DDL on a
+    /// table commits its pending rows first, then changes the Iceberg table.
+    Sync {
+        /// The job file (YAML).
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+        /// Stop when the binlog's current end is reached (after a final checkpoint)
+        /// instead of following it.
+        #[arg(long)]
+        until_end: bool,
+    },
+    /// Show, per Iceberg table of a job: committed checkpoint, watermark, rows, schema.
+    Status {
+        /// The job file (YAML).
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+    },
     /// Print a MySQL/MariaDB source's changes as JSON lines.
     ///
     /// Reads the `source` part of the job file: with startup mode `initial`, every
@@ -233,6 +257,8 @@ fn main() -> ExitCode {
             ansi_quotes,
             files,
         } => translate(from, to, &iceberg, &schema, ansi_quotes, &files),
+        Command::Sync { config, until_end } => sync(&config, until_end),
+        Command::Status { config } => status(&config),
         Command::Tail {
             config,
             from,
@@ -276,6 +302,75 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
             None
         }
     }
+}
+
+fn read_job(config: &std::path::Path) -> Result<runner::sync::job::SyncJob, ExitCode> {
+    let text = std::fs::read_to_string(config).map_err(|e| {
+        eprintln!("error: cannot read {}: {e}", config.display());
+        ExitCode::from(2)
+    })?;
+    runner::sync::job::parse(&text, |k| std::env::var(k).ok()).map_err(|e| {
+        eprintln!("error: {}: {e}", config.display());
+        ExitCode::from(2)
+    })
+}
+
+fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
+    let job = match read_job(config) {
+        Ok(j) => j,
+        Err(c) => return c,
+    };
+    let Some(rt) = runtime() else {
+        return ExitCode::from(1);
+    };
+    rt.block_on(async move {
+        let started = std::time::Instant::now();
+        let mut engine = match runner::sync::engine::Engine::open(job).await {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        match engine.run(until_end).await {
+            Ok(()) => {
+                eprintln!(
+                    "done: {} row change(s), {} commit(s) in {:.1} s",
+                    engine.rows,
+                    engine.commits,
+                    started.elapsed().as_secs_f64()
+                );
+                ExitCode::from(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                eprintln!("the job stopped; run it again to recover from its last checkpoint");
+                ExitCode::from(1)
+            }
+        }
+    })
+}
+
+fn status(config: &std::path::Path) -> ExitCode {
+    let job = match read_job(config) {
+        Ok(j) => j,
+        Err(c) => return c,
+    };
+    let Some(rt) = runtime() else {
+        return ExitCode::from(1);
+    };
+    rt.block_on(async move {
+        match runner::sync::status::report(&job).await {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::from(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        }
+    })
 }
 
 fn tail(

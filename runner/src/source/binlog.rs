@@ -431,6 +431,21 @@ impl BinlogReader {
             .iter()
             .filter_map(|c| c.table().map(|t| t.to_string()))
             .collect();
+        let mut after_tables: Vec<ddl_core::Table> = Vec::new();
+        for c in &captured {
+            let mut names: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
+            if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
+                names.push(to);
+            }
+            for n in names {
+                let d = n.schema.as_deref().unwrap_or(db);
+                if let Some(t) = self.history.table(d, &n.name) {
+                    if !after_tables.iter().any(|a| a.name == t.name) {
+                        after_tables.push(t.clone());
+                    }
+                }
+            }
+        }
         Ok(self
             .send(SourceEvent::Schema {
                 position: after,
@@ -439,6 +454,7 @@ impl BinlogReader {
                 changes: captured,
                 tables,
                 notes: out.notes,
+                after: after_tables,
             })
             .await)
     }

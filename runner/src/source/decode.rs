@@ -116,6 +116,8 @@ pub struct SourceTable {
     /// Key columns (primary key, or the job's key override), as indexes.
     pub key: Vec<usize>,
     pub arrow: SchemaRef,
+    /// The IR definition the decoder was built from.
+    pub ir: Arc<Table>,
 }
 
 impl SourceTable {
@@ -195,7 +197,14 @@ impl SourceTable {
         let arrow = Arc::new(Schema::new(
             columns
                 .iter()
-                .map(|c| Field::new(&c.name, arrow_type(&c.kind), true))
+                .map(|c| {
+                    let f = Field::new(&c.name, arrow_type(&c.kind), true);
+                    if c.kind == Kind::Bit {
+                        f.with_metadata([("mysql.type".to_owned(), "bit".to_owned())].into())
+                    } else {
+                        f
+                    }
+                })
                 .collect::<Vec<_>>(),
         ));
         Ok(SourceTable {
@@ -204,6 +213,7 @@ impl SourceTable {
             columns,
             key,
             arrow,
+            ir: Arc::new(t.clone()),
         })
     }
 }

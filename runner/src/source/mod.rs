@@ -79,6 +79,8 @@ pub enum SourceEvent {
         changes: Vec<ddl_core::SchemaChange>,
         tables: Vec<String>,
         notes: Vec<String>,
+        /// The IR definitions of the touched tables after the DDL (dropped ones absent).
+        after: Vec<ddl_core::Table>,
     },
     /// Rows of a captured table vanished without row events (TRUNCATE/DROP/EXCHANGE
     /// PARTITION): the sink must drop them (or re-read the table).

@@ -1,0 +1,159 @@
+//! Source batches (lossless MySQL Arrow types) into an Iceberg table's Arrow schema,
+//! column by column by name, with the Iceberg mapping's conversions. A value that does
+//! not fit (a TIME beyond 24 h into Iceberg `time`, an unsigned 64-bit value into
+//! `long`) is an error naming table and column, never a silent change.
+
+use arrow_array::{
+    new_null_array, Array, ArrayRef, BooleanArray, DurationMicrosecondArray, Int8Array,
+    RecordBatch, Time64MicrosecondArray, UInt64Array,
+};
+use arrow_cast::cast::{cast_with_options, CastOptions};
+use arrow_schema::{DataType, SchemaRef};
+use std::sync::Arc;
+
+pub fn to_iceberg(
+    table: &str,
+    batch: &RecordBatch,
+    target: &SchemaRef,
+) -> Result<RecordBatch, String> {
+    let src = batch.schema();
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
+    for f in target.fields() {
+        let idx = src
+            .fields()
+            .iter()
+            .position(|s| s.name() == f.name())
+            .or_else(|| {
+                src.fields()
+                    .iter()
+                    .position(|s| s.name().eq_ignore_ascii_case(f.name()))
+            });
+        let Some(i) = idx else {
+            if !f.is_nullable() {
+                return Err(format!(
+                    "table {table}: required column {} has no source column",
+                    f.name()
+                ));
+            }
+            cols.push(new_null_array(f.data_type(), batch.num_rows()));
+            continue;
+        };
+        let a = batch.column(i);
+        let err = |e: String| format!("table {table} column {}: {e}", f.name());
+        let out: ArrayRef = match (a.data_type(), f.data_type()) {
+            (x, y) if x == y => a.clone(),
+            (DataType::Int8, DataType::Boolean) => {
+                let v = a.as_any().downcast_ref::<Int8Array>().expect("int8");
+                Arc::new(
+                    v.iter()
+                        .map(|x| x.map(|x| x != 0))
+                        .collect::<BooleanArray>(),
+                )
+            }
+            (DataType::UInt64, DataType::Int64) if is_bit(batch, i) => {
+                // BIT(n): the bits as a signed long.
+                let v = a.as_any().downcast_ref::<UInt64Array>().expect("uint64");
+                Arc::new(
+                    v.iter()
+                        .map(|x| x.map(|x| x as i64))
+                        .collect::<arrow_array::Int64Array>(),
+                )
+            }
+            (DataType::Duration(_), DataType::Time64(_)) => {
+                let v = a
+                    .as_any()
+                    .downcast_ref::<DurationMicrosecondArray>()
+                    .expect("duration");
+                let mut out = Vec::with_capacity(v.len());
+                for x in v.iter() {
+                    match x {
+                        Some(us) if !(0..86_400_000_000).contains(&us) => {
+                            return Err(err(format!(
+                                "TIME value {us} µs is outside Iceberg's time of day (00:00-24:00)"
+                            )))
+                        }
+                        other => out.push(other),
+                    }
+                }
+                Arc::new(Time64MicrosecondArray::from(out))
+            }
+            (_, to) => cast_with_options(
+                a,
+                to,
+                &CastOptions {
+                    safe: false,
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| err(e.to_string()))?,
+        };
+        cols.push(out);
+    }
+    RecordBatch::try_new(target.clone(), cols).map_err(|e| format!("table {table}: {e}"))
+}
+
+fn is_bit(batch: &RecordBatch, i: usize) -> bool {
+    batch
+        .schema()
+        .field(i)
+        .metadata()
+        .get("mysql.type")
+        .is_some_and(|t| t == "bit")
+}
+
+/// Stable bytes of a row's key columns (for folding changes to one key).
+pub fn key_bytes(batch: &RecordBatch, cols: &[usize], row: usize, out: &mut Vec<u8>) {
+    use arrow_array::*;
+    out.clear();
+    for &c in cols {
+        let a = batch.column(c);
+        if a.is_null(row) {
+            out.push(0);
+            continue;
+        }
+        out.push(1);
+        macro_rules! prim {
+            ($t:ty) => {
+                out.extend_from_slice(
+                    &a.as_any()
+                        .downcast_ref::<$t>()
+                        .unwrap()
+                        .value(row)
+                        .to_le_bytes(),
+                )
+            };
+        }
+        match a.data_type() {
+            DataType::Int8 => prim!(Int8Array),
+            DataType::Int16 => prim!(Int16Array),
+            DataType::Int32 => prim!(Int32Array),
+            DataType::Int64 => prim!(Int64Array),
+            DataType::UInt8 => prim!(UInt8Array),
+            DataType::UInt16 => prim!(UInt16Array),
+            DataType::UInt32 => prim!(UInt32Array),
+            DataType::UInt64 => prim!(UInt64Array),
+            DataType::Date32 => prim!(Date32Array),
+            DataType::Decimal128(..) => prim!(Decimal128Array),
+            DataType::Utf8 => {
+                let s = a.as_any().downcast_ref::<StringArray>().unwrap().value(row);
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+            DataType::Binary => {
+                let s = a.as_any().downcast_ref::<BinaryArray>().unwrap().value(row);
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s);
+            }
+            _ => {
+                let s = arrow_cast::display::ArrayFormatter::try_new(
+                    a.as_ref(),
+                    &arrow_cast::display::FormatOptions::default(),
+                )
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_default();
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
+}

@@ -1,0 +1,946 @@
+//! The sync engine: source events into Iceberg tables, exactly once.
+//!
+//! Per table, changes of the current checkpoint are folded by key in memory (the last
+//! state of each key wins). At a checkpoint (a transaction boundary, every interval),
+//! each table's folded changes become Parquet files: the rows that are live at the
+//! end, and equality deletes on every key the checkpoint updated or deleted (an
+//! upsert: the delete removes older versions; rows of the same snapshot are not
+//! touched by it). The files are listed durably in the state folder with the
+//! checkpoint id and the source position (write, fsync, rename, fsync folder), then
+//! each table commits them, tagged with the job, the checkpoint id and that table's
+//! own watermark (the position of its last change). On start, tables that lack the
+//! state's checkpoint commit it; the source resumes at the state's position; each
+//! table skips changes at or below its watermark.
+//!
+//! A DDL on a table first commits that table's pending changes under the old schema
+//! (a barrier; other tables go on), then changes the Iceberg table in the same commit
+//! that records the DDL's position (`lakeshift.schema-position`), so a replayed DDL
+//! is recognised.
+
+use super::convert::{key_bytes, to_iceberg};
+use super::job::SyncJob;
+use crate::iceberg::catalog::{display, ident};
+use crate::iceberg::commit::{Change, SnapshotChange};
+use crate::iceberg::{convert as iconv, files, Catalog, CatalogConfig, Committer, LoadedTable};
+use crate::source::position::Position;
+use crate::source::run::{run, RunOptions};
+use crate::source::snapshot::SnapshotResume;
+use crate::source::{Op, SourceEvent};
+use arrow_array::{RecordBatch, UInt32Array};
+use arrow_schema::SchemaRef;
+use dialects::iceberg::IcebergPlanner;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+pub const JOB: &str = "lakeshift.job";
+pub const CHECKPOINT: &str = "lakeshift.checkpoint-id";
+pub const WATERMARK: &str = "lakeshift.watermark";
+pub const SCHEMA_POSITION: &str = "lakeshift.schema-position";
+
+/// The durable state: the last checkpoint, where the source resumes, and the files
+/// each table must have committed for it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct State {
+    pub job: String,
+    pub checkpoint: u64,
+    pub position: Option<Position>,
+    pub snapshot: Option<SnapshotResume>,
+    /// ns.table -> (avro file of the checkpoint's files, watermark)
+    pub pending: BTreeMap<String, (String, Option<Position>)>,
+}
+
+fn fsync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+impl State {
+    fn path(dir: &Path) -> PathBuf {
+        dir.join("checkpoint.json")
+    }
+
+    pub fn load(dir: &Path) -> Result<Option<State>, String> {
+        match std::fs::read(Self::path(dir)) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", Self::path(dir).display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", Self::path(dir).display())),
+        }
+    }
+
+    /// Write, fsync the file, rename over the old state, fsync the folder.
+    fn store(&self, dir: &Path) -> Result<(), String> {
+        let tmp = dir.join("checkpoint.json.tmp");
+        let fin = Self::path(dir);
+        let io = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&serde_json::to_vec_pretty(self).expect("serialises"))?;
+            f.sync_all()?;
+            failpoint("state-before-rename");
+            std::fs::rename(&tmp, &fin)?;
+            failpoint("state-before-dir-fsync");
+            fsync_dir(dir)
+        };
+        io().map_err(|e| format!("writing {}: {e}", fin.display()))
+    }
+}
+
+/// Crash on purpose at a named point (`LAKESHIFT_FAILPOINT=name[:count]`), for tests.
+pub fn failpoint(name: &str) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static HITS: AtomicU32 = AtomicU32::new(0);
+    let Ok(spec) = std::env::var("LAKESHIFT_FAILPOINT") else {
+        return;
+    };
+    let (fp, nth) = match spec.split_once(':') {
+        Some((f, n)) => (f.to_owned(), n.parse::<u32>().unwrap_or(1)),
+        None => (spec.clone(), 1),
+    };
+    if fp == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 == nth {
+        eprintln!("failpoint {name}: exiting");
+        std::process::exit(86);
+    }
+}
+
+/// Changes of one table in the current checkpoint, folded by key.
+struct Pending {
+    /// Converted rows (Iceberg schema) in arrival order.
+    batches: Vec<RecordBatch>,
+    /// key -> (batch, row) of its live row, or None when deleted.
+    live: HashMap<Vec<u8>, Option<(u32, u32)>>,
+    /// Rows (batch, row) holding keys to delete from older data.
+    deletes: Vec<(u32, u32)>,
+    /// Keyless tables: rows appended (no folding).
+    appended: Vec<(u32, u32)>,
+    watermark: Option<Position>,
+    bytes: usize,
+}
+
+impl Pending {
+    fn new() -> Self {
+        Pending {
+            batches: Vec::new(),
+            live: HashMap::new(),
+            deletes: Vec::new(),
+            appended: Vec::new(),
+            watermark: None,
+            bytes: 0,
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.live.is_empty() && self.deletes.is_empty() && self.appended.is_empty()
+    }
+}
+
+/// One Iceberg table the engine writes.
+struct Sink {
+    ident: iceberg::TableIdent,
+    table: LoadedTable,
+    arrow: SchemaRef,
+    /// Key columns (indexes into the Iceberg schema); all columns for keyless tables.
+    key: Vec<usize>,
+    key_ids: Vec<i32>,
+    keyed: bool,
+    /// The table held rows when this process first saw it.
+    had_rows: bool,
+    watermark: Option<Position>,
+    pending: Pending,
+}
+
+pub struct Engine {
+    job: SyncJob,
+    catalog: Catalog,
+    planner: IcebergPlanner,
+    state_dir: PathBuf,
+    state: State,
+    sinks: HashMap<(String, String), Sink>,
+    last_checkpoint: Instant,
+    pub rows: u64,
+    pub commits: u64,
+}
+
+fn ns_of(db: &str) -> String {
+    db.to_owned()
+}
+
+impl Engine {
+    pub async fn open(job: SyncJob) -> Result<Engine, String> {
+        let catalog = Catalog::open(&CatalogConfig {
+            name: job.sink.catalog_name.clone(),
+            warehouse: job.sink.warehouse.clone(),
+            uri: job.sink.catalog.clone(),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        let state_dir = job.pipeline.state.clone();
+        std::fs::create_dir_all(state_dir.join("pending"))
+            .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
+        let state = State::load(&state_dir)?.unwrap_or(State {
+            job: job.pipeline.name.clone(),
+            ..Default::default()
+        });
+        let planner = IcebergPlanner::new(job.iceberg_options());
+        Ok(Engine {
+            job,
+            catalog,
+            planner,
+            state_dir,
+            state,
+            sinks: HashMap::new(),
+            last_checkpoint: Instant::now(),
+            rows: 0,
+            commits: 0,
+        })
+    }
+
+    fn summary(&self, checkpoint: u64, watermark: &Option<Position>) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::from([
+            (JOB.to_owned(), self.job.pipeline.name.clone()),
+            (CHECKPOINT.to_owned(), checkpoint.to_string()),
+        ]);
+        if let Some(w) = watermark {
+            m.insert(WATERMARK.to_owned(), w.to_string());
+        }
+        m
+    }
+
+    /// The newest of this job's snapshots of a table: (checkpoint id, watermark).
+    fn committed(&self, t: &LoadedTable) -> (Option<u64>, Option<Position>) {
+        let mut best: Option<(i64, u64, Option<Position>)> = None;
+        for s in t.metadata.snapshots() {
+            let p = &s.summary().additional_properties;
+            if p.get(JOB).is_none_or(|j| *j != self.job.pipeline.name) {
+                continue;
+            }
+            let ck = p.get(CHECKPOINT).and_then(|v| v.parse().ok()).unwrap_or(0);
+            let wm = p.get(WATERMARK).and_then(|v| v.parse().ok());
+            if best.as_ref().is_none_or(|b| s.sequence_number() > b.0) {
+                best = Some((s.sequence_number(), ck, wm));
+            }
+        }
+        match best {
+            Some((_, c, w)) => (Some(c), w),
+            None => (None, None),
+        }
+    }
+
+    /// Commit what the state's checkpoint lists and a table lacks (after a crash).
+    pub async fn recover(&mut self) -> Result<usize, String> {
+        let n = self.state.checkpoint;
+        let mut done = 0;
+        for (name, (avro, wm)) in self.state.pending.clone() {
+            let (ns, t) = name.rsplit_once('.').ok_or("bad table name in state")?;
+            let id = ident(ns, t).map_err(|e| e.to_string())?;
+            let Some(table) = self.catalog.load(&id).await.map_err(|e| e.to_string())? else {
+                continue; // dropped since
+            };
+            let (ck, _) = self.committed(&table);
+            if ck.is_some_and(|c| c >= n) {
+                continue;
+            }
+            let files = read_files(&self.state_dir.join(&avro), &table)?;
+            let (data, deletes): (Vec<_>, Vec<_>) = files
+                .into_iter()
+                .partition(|f| f.content_type() == iceberg::spec::DataContentType::Data);
+            Committer::new(&self.catalog)
+                .commit(
+                    &id,
+                    &format!("{}:{n}:{name}", self.job.pipeline.name),
+                    &Change::Snapshot(SnapshotChange {
+                        data_files: data,
+                        delete_files: deletes,
+                        summary: self.summary(n, &wm),
+                        ..Default::default()
+                    }),
+                )
+                .await
+                .map_err(|e| format!("recovering checkpoint {n} of {name}: {e}"))?;
+            done += 1;
+        }
+        Ok(done)
+    }
+
+    /// The sink of a table, creating the Iceberg table on first sight.
+    async fn sink(
+        &mut self,
+        t: &crate::source::decode::SourceTable,
+        at: &Position,
+    ) -> Result<&mut Sink, String> {
+        let key = (ns_of(&t.db), t.name.clone());
+        if !self.sinks.contains_key(&key) {
+            let id = ident(&key.0, &key.1).map_err(|e| e.to_string())?;
+            let table = match self.catalog.load(&id).await.map_err(|e| e.to_string())? {
+                Some(tb) => tb,
+                None => {
+                    let mut diags = ddl_core::Diagnostics::default();
+                    let mut ir = (*t.ir).clone();
+                    ir.name = ddl_core::TableName::new(Some(&key.0), &key.1);
+                    let mut cat = ddl_core::Catalog::new(dialects::Dialect::MySql.name_rules());
+                    let create = ddl_core::SchemaChange::CreateTable {
+                        table: ir,
+                        if_not_exists: false,
+                    };
+                    cat.apply(&create).map_err(|e| e.to_string())?;
+                    self.planner.tables.remove(&key);
+                    let mut plan = self
+                        .planner
+                        .plan(&[create], &cat, &mut diags)
+                        .map_err(|e| e.to_string())?;
+                    for d in diags.0 {
+                        eprintln!("{}: table {}.{}: {}", d.severity, key.0, key.1, d.message);
+                    }
+                    mark_schema_position(&mut plan, at);
+                    let mut known = BTreeMap::new();
+                    let mut log = Vec::new();
+                    crate::apply::execute(
+                        &Committer::new(&self.catalog),
+                        &plan,
+                        &mut known,
+                        &mut log,
+                        "create",
+                    )
+                    .await?;
+                    eprint!("{}", String::from_utf8_lossy(&log));
+                    self.catalog
+                        .load_required(&id)
+                        .await
+                        .map_err(|e| e.to_string())?
+                }
+            };
+            let sink = self.make_sink(id, table)?;
+            self.sinks.insert(key.clone(), sink);
+        }
+        Ok(self.sinks.get_mut(&key).expect("inserted"))
+    }
+
+    fn make_sink(&mut self, id: iceberg::TableIdent, table: LoadedTable) -> Result<Sink, String> {
+        let ice = iconv::ice_table(&id.namespace().join("."), id.name(), &table.metadata)
+            .map_err(|e| e.to_string())?;
+        self.planner
+            .tables
+            .insert((ice.namespace.clone(), ice.name.clone()), ice.clone());
+        self.planner.namespaces.insert(ice.namespace.clone());
+        let arrow = files::arrow_schema(&table).map_err(|e| e.to_string())?;
+        let keyed = !ice.identifier_field_ids.is_empty();
+        let (key, key_ids): (Vec<usize>, Vec<i32>) = if keyed {
+            ice.identifier_field_ids
+                .iter()
+                .map(|id| (ice.fields.iter().position(|f| f.id == *id).unwrap(), *id))
+                .unzip()
+        } else {
+            // Full-row deletes: every column Iceberg allows in an equality delete.
+            ice.fields
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| {
+                    !matches!(
+                        f.ty,
+                        dialects::iceberg::IceType::Float | dialects::iceberg::IceType::Double
+                    )
+                })
+                .map(|(i, f)| (i, f.id))
+                .unzip()
+        };
+        let (_, watermark) = self.committed(&table);
+        let had_rows = ice.has_rows;
+        Ok(Sink {
+            ident: id,
+            table,
+            arrow,
+            key,
+            key_ids,
+            keyed,
+            had_rows,
+            watermark,
+            pending: Pending::new(),
+        })
+    }
+
+    /// Fold a batch of changes (after watermark filtering) into the table's pending.
+    #[allow(clippy::too_many_arguments)]
+    fn fold(
+        sink: &mut Sink,
+        op: Op,
+        upsert: bool,
+        before: Option<RecordBatch>,
+        after: Option<RecordBatch>,
+        keep: &[bool],
+        last: Position,
+    ) {
+        let p = &mut sink.pending;
+        let mut kb = Vec::new();
+        let add = |p: &mut Pending, b: RecordBatch| -> u32 {
+            p.bytes += b.get_array_memory_size();
+            p.batches.push(b);
+            (p.batches.len() - 1) as u32
+        };
+        let bi = before.map(|b| add(p, b));
+        let ai = after.map(|b| add(p, b));
+        for (row, k) in keep.iter().enumerate() {
+            if !k {
+                continue;
+            }
+            let row = row as u32;
+            if let Some(b) = bi {
+                // Update or delete: the old key goes (from older data too).
+                let batch = &p.batches[b as usize];
+                key_bytes(batch, &sink.key, row as usize, &mut kb);
+                if sink.keyed {
+                    p.live.insert(kb.clone(), None);
+                    p.deletes.push((b, row));
+                } else if let Some(i) = p.appended.iter().position(|&(pb, pr)| {
+                    let mut other = Vec::new();
+                    key_bytes(&p.batches[pb as usize], &sink.key, pr as usize, &mut other);
+                    other == kb
+                }) {
+                    // A row written in this checkpoint: drop it before it is written.
+                    p.appended.remove(i);
+                } else {
+                    p.deletes.push((b, row));
+                }
+            }
+            if let Some(a) = ai {
+                let batch = &p.batches[a as usize];
+                key_bytes(batch, &sink.key, row as usize, &mut kb);
+                if sink.keyed {
+                    // An upsert: older versions of the key are deleted too (a replayed
+                    // or re-snapshotted row must not appear twice). Snapshot rows of a
+                    // table that held no rows need no delete.
+                    if op != Op::Insert || upsert {
+                        p.deletes.push((a, row));
+                    }
+                    p.live.insert(kb.clone(), Some((a, row)));
+                } else {
+                    p.appended.push((a, row));
+                }
+            }
+        }
+        p.watermark = Some(last);
+    }
+
+    /// Write a table's pending changes as files. Returns (data, deletes).
+    async fn write_pending(
+        &self,
+        sink: &Sink,
+    ) -> Result<(Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>), String> {
+        let p = &sink.pending;
+        let take = |rows: &[(u32, u32)]| -> Result<Vec<RecordBatch>, String> {
+            let mut by_batch: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            for (b, r) in rows {
+                by_batch.entry(*b).or_default().push(*r);
+            }
+            by_batch
+                .into_iter()
+                .map(|(b, idx)| {
+                    let batch = &p.batches[b as usize];
+                    let idx = UInt32Array::from(idx);
+                    let cols = batch
+                        .columns()
+                        .iter()
+                        .map(|c| arrow_select::take::take(c, &idx, None))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| e.to_string())?;
+                    RecordBatch::try_new(batch.schema(), cols).map_err(|e| e.to_string())
+                })
+                .collect()
+        };
+        let mut live: Vec<(u32, u32)> = if sink.keyed {
+            p.live.values().filter_map(|v| *v).collect()
+        } else {
+            p.appended.clone()
+        };
+        live.sort();
+        let data_batches = take(&live)?;
+        let data = if data_batches.is_empty() {
+            Vec::new()
+        } else {
+            files::write_data(&sink.table, &self.catalog.file_io, &data_batches)
+                .await
+                .map_err(|e| e.to_string())?
+        };
+        let mut del = p.deletes.clone();
+        del.sort();
+        del.dedup();
+        let del_batches = take(&del)?;
+        let deletes = if del_batches.is_empty() {
+            Vec::new()
+        } else {
+            files::write_equality_deletes(
+                &sink.table,
+                &self.catalog.file_io,
+                &sink.key_ids,
+                &del_batches,
+            )
+            .await
+            .map_err(|e| e.to_string())?
+        };
+        Ok((data, deletes))
+    }
+
+    /// Commit one table's pending changes now (DDL barrier, memory pressure), tagged
+    /// with the last completed checkpoint and the table's watermark.
+    async fn flush_table(&mut self, key: &(String, String)) -> Result<(), String> {
+        let Some(sink) = self.sinks.get(key) else {
+            return Ok(());
+        };
+        if sink.pending.is_empty() {
+            return Ok(());
+        }
+        let (data, deletes) = self.write_pending(sink).await?;
+        let wm = sink.pending.watermark.clone();
+        let summary = self.summary(self.state.checkpoint, &wm);
+        let id = sink.ident.clone();
+        let done = Committer::new(&self.catalog)
+            .commit(
+                &id,
+                &uuid::Uuid::new_v4().to_string(),
+                &Change::Snapshot(SnapshotChange {
+                    data_files: data,
+                    delete_files: deletes,
+                    summary,
+                    ..Default::default()
+                }),
+            )
+            .await
+            .map_err(|e| format!("commit of {}: {e}", display(&id)))?;
+        self.commits += 1;
+        let sink = self.sinks.get_mut(key).expect("present");
+        sink.table = done.table;
+        sink.watermark = wm;
+        sink.pending = Pending::new();
+        Ok(())
+    }
+
+    /// A checkpoint at a transaction boundary: files, durable state, commits.
+    pub async fn checkpoint(
+        &mut self,
+        position: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), String> {
+        let n = self.state.checkpoint + 1;
+        let mut pending = BTreeMap::new();
+        let mut staged = Vec::new();
+        let keys: Vec<(String, String)> = self.sinks.keys().cloned().collect();
+        for key in keys {
+            let sink = &self.sinks[&key];
+            if sink.pending.is_empty() {
+                continue;
+            }
+            let (data, deletes) = self.write_pending(sink).await?;
+            let name = format!("{}.{}", key.0, key.1);
+            let rel = format!("pending/{n}-{name}.avro");
+            write_files(
+                &self.state_dir.join(&rel),
+                &sink.table,
+                data.iter().chain(&deletes),
+            )?;
+            pending.insert(name.clone(), (rel, sink.pending.watermark.clone()));
+            staged.push((key, data, deletes));
+        }
+        let state = State {
+            job: self.job.pipeline.name.clone(),
+            checkpoint: n,
+            position: position.or(self.state.position.clone()),
+            snapshot,
+            pending,
+        };
+        state.store(&self.state_dir)?;
+        self.state = state;
+        for (i, (key, data, deletes)) in staged.into_iter().enumerate() {
+            if i == 1 {
+                failpoint("between-table-commits");
+            }
+            let name = format!("{}.{}", key.0, key.1);
+            let sink = &self.sinks[&key];
+            let wm = sink.pending.watermark.clone();
+            let id = sink.ident.clone();
+            let done = Committer::new(&self.catalog)
+                .commit(
+                    &id,
+                    &format!("{}:{n}:{name}", self.job.pipeline.name),
+                    &Change::Snapshot(SnapshotChange {
+                        data_files: data,
+                        delete_files: deletes,
+                        summary: self.summary(n, &wm),
+                        ..Default::default()
+                    }),
+                )
+                .await
+                .map_err(|e| format!("checkpoint {n}: commit of {name}: {e}"))?;
+            self.commits += 1;
+            let sink = self.sinks.get_mut(&key).expect("present");
+            sink.table = done.table;
+            sink.watermark = wm;
+            sink.pending = Pending::new();
+        }
+        // Files of older checkpoints are no longer needed for recovery.
+        if let Ok(rd) = std::fs::read_dir(self.state_dir.join("pending")) {
+            for e in rd.flatten() {
+                let keep = e
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{n}-"));
+                if !keep {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        self.last_checkpoint = Instant::now();
+        Ok(())
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_secs_f64(self.job.pipeline.checkpoint_interval_seconds)
+    }
+
+    fn over_budget(&self) -> Option<(String, String)> {
+        let budget = self.job.pipeline.memory_budget_mib as usize * 1024 * 1024;
+        let total: usize = self.sinks.values().map(|s| s.pending.bytes).sum();
+        if total < budget {
+            return None;
+        }
+        self.sinks
+            .iter()
+            .max_by_key(|(_, s)| s.pending.bytes)
+            .map(|(k, _)| k.clone())
+    }
+
+    /// Apply a DDL: barrier-commit the tables it touches, then change Iceberg.
+    async fn ddl(
+        &mut self,
+        position: &Position,
+        changes: &[ddl_core::SchemaChange],
+        after: &[ddl_core::Table],
+        sql: &str,
+    ) -> Result<(), String> {
+        let touched: Vec<(String, String)> = changes
+            .iter()
+            .flat_map(|c| {
+                let mut v: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
+                if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
+                    v.push(to);
+                }
+                v.into_iter()
+                    .map(|t| {
+                        (
+                            ns_of(t.schema.as_deref().unwrap_or_default()),
+                            t.name.clone(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let t0 = Instant::now();
+        for k in &touched {
+            self.flush_table(k).await?;
+            // Make sure the planner knows the table as Iceberg has it.
+            if !self.sinks.contains_key(k) {
+                let id = ident(&k.0, &k.1).map_err(|e| e.to_string())?;
+                if let Some(t) = self.catalog.load(&id).await.map_err(|e| e.to_string())? {
+                    let s = self.make_sink(id, t)?;
+                    self.sinks.insert(k.clone(), s);
+                }
+            }
+        }
+        failpoint("inside-ddl-barrier");
+        // Already applied (replay after a restart)?
+        for k in &touched {
+            if let Some(s) = self.sinks.get(k) {
+                let applied = s
+                    .table
+                    .metadata
+                    .properties()
+                    .get(SCHEMA_POSITION)
+                    .and_then(|p| p.parse::<Position>().ok());
+                if applied.is_some_and(|a| a >= *position) {
+                    return Ok(());
+                }
+            }
+        }
+        let mut cat = ddl_core::Catalog::new(dialects::Dialect::MySql.name_rules());
+        for t in after {
+            cat.apply(&ddl_core::SchemaChange::CreateTable {
+                table: t.clone(),
+                if_not_exists: false,
+            })
+            .map_err(|e| e.to_string())?;
+        }
+        let mut diags = ddl_core::Diagnostics::default();
+        let mut plan = match self.planner.plan(changes, &cat, &mut diags) {
+            Ok(p) => p,
+            Err(e) if is_replay(&e.0) => {
+                eprintln!("info: DDL at {position} already applied ({e}); skipped");
+                return Ok(());
+            }
+            Err(e) => return Err(format!("DDL at {position}: {e}\n  statement: {sql}")),
+        };
+        for d in diags.0 {
+            eprintln!("{}: DDL at {position}: {}", d.severity, d.message);
+        }
+        mark_schema_position(&mut plan, position);
+        let mut known = BTreeMap::new();
+        for k in &touched {
+            if let Some(s) = self.sinks.get(k) {
+                known.insert(
+                    k.clone(),
+                    (
+                        s.table.metadata.current_schema_id(),
+                        s.table.metadata.last_column_id(),
+                    ),
+                );
+            }
+        }
+        let mut log = Vec::new();
+        crate::apply::execute(
+            &Committer::new(&self.catalog),
+            &plan,
+            &mut known,
+            &mut log,
+            &position.to_string(),
+        )
+        .await?;
+        eprint!("{}", String::from_utf8_lossy(&log));
+        self.commits += 1;
+        // Reload the touched tables' sinks (schema, renames, drops).
+        for k in &touched {
+            if let Some(old) = self.sinks.remove(k) {
+                debug_assert!(old.pending.is_empty());
+            }
+            let id = ident(&k.0, &k.1).map_err(|e| e.to_string())?;
+            if let Some(t) = self.catalog.load(&id).await.map_err(|e| e.to_string())? {
+                let s = self.make_sink(id, t)?;
+                self.sinks.insert(k.clone(), s);
+            } else {
+                self.planner.tables.remove(k);
+            }
+        }
+        eprintln!(
+            "info: DDL at {position} applied; {} table(s) paused {:.0} ms",
+            touched.len(),
+            t0.elapsed().as_secs_f64() * 1000.0
+        );
+        Ok(())
+    }
+
+    /// Run until the source ends (`until_end`) or fails.
+    pub async fn run(&mut self, until_end: bool) -> Result<(), String> {
+        let recovered = self.recover().await?;
+        if recovered > 0 {
+            eprintln!(
+                "info: recovered {recovered} table commit(s) of checkpoint {}",
+                self.state.checkpoint
+            );
+        }
+        let (tx, mut rx) = mpsc::channel(32);
+        let opts = RunOptions {
+            state_dir: Some(self.state_dir.join("source")),
+            resume: self
+                .state
+                .position
+                .clone()
+                .filter(|_| self.state.snapshot.is_none()),
+            by_gtid: false,
+            stop_at_end: until_end,
+            snapshot_resume: self.state.snapshot.clone(),
+        };
+        let src = Arc::new(self.job.source.clone());
+        let task = tokio::spawn(run(src, opts, tx));
+        let mut snap: Option<SnapshotResume> = self.state.snapshot.clone();
+        let res = self.consume(&mut rx, &mut snap).await;
+        drop(rx);
+        let src_res = task.await.map_err(|e| e.to_string())?;
+        res?;
+        src_res.map_err(|e| e.to_string())?;
+        // Everything read is committed before a clean stop.
+        let pos = self.state.position.clone();
+        if self.sinks.values().any(|s| !s.pending.is_empty()) {
+            self.checkpoint(pos, None).await?;
+        }
+        Ok(())
+    }
+
+    async fn consume(
+        &mut self,
+        rx: &mut mpsc::Receiver<SourceEvent>,
+        snap: &mut Option<SnapshotResume>,
+    ) -> Result<(), String> {
+        let mut boundary: Option<Position> = None;
+        while let Some(e) = rx.recv().await {
+            match e {
+                SourceEvent::SnapshotRows {
+                    table,
+                    rows,
+                    cursor,
+                    position,
+                    ..
+                } => {
+                    if rows.num_rows() == 0 {
+                        continue;
+                    }
+                    let name = format!("{}.{}", table.db, table.name);
+                    let s = self.sink(&table, &position).await?;
+                    let converted = to_iceberg(&name, &rows, &s.arrow)?;
+                    let keep = vec![true; converted.num_rows()];
+                    let upsert = s.had_rows;
+                    Self::fold(
+                        s,
+                        Op::Insert,
+                        upsert,
+                        None,
+                        Some(converted),
+                        &keep,
+                        position.clone(),
+                    );
+                    self.rows += keep.len() as u64;
+                    let sr = snap.get_or_insert_with(|| SnapshotResume {
+                        position: position.clone(),
+                        done: Vec::new(),
+                        cursor: None,
+                    });
+                    if let Some(c) = &sr.cursor {
+                        if (c.db.clone(), c.table.clone()) != (table.db.clone(), table.name.clone())
+                        {
+                            let k = (c.db.clone(), c.table.clone());
+                            if !sr.done.contains(&k) {
+                                sr.done.push(k);
+                            }
+                        }
+                    }
+                    sr.cursor = cursor;
+                    if self.last_checkpoint.elapsed() >= self.interval()
+                        || self.over_budget().is_some()
+                    {
+                        failpoint("mid-snapshot");
+                        let s = snap.clone();
+                        self.checkpoint(None, s).await?;
+                    }
+                }
+                SourceEvent::SnapshotDone { position, .. } => {
+                    *snap = None;
+                    self.checkpoint(Some(position), None).await?;
+                }
+                SourceEvent::Rows(b) => {
+                    let table = b.table.clone();
+                    let name = format!("{}.{}", table.db, table.name);
+                    let first = b.position_after(0);
+                    let s = self.sink(&table, &first).await?;
+                    let keep: Vec<bool> = (0..b.num_rows())
+                        .map(|i| {
+                            s.watermark
+                                .as_ref()
+                                .is_none_or(|w| b.position_after(i) > *w)
+                        })
+                        .collect();
+                    if !keep.iter().any(|k| *k) {
+                        continue;
+                    }
+                    let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, String> {
+                        x.as_ref()
+                            .map(|r| to_iceberg(&name, r, &s.arrow))
+                            .transpose()
+                    };
+                    let (before, after) = (conv(&b.before)?, conv(&b.after)?);
+                    let last = b.position_after(b.num_rows() - 1);
+                    Self::fold(s, b.op, true, before, after, &keep, last);
+                    self.rows += keep.iter().filter(|k| **k).count() as u64;
+                    if let Some(k) = self.over_budget() {
+                        self.flush_table(&k).await?;
+                    }
+                }
+                SourceEvent::Schema {
+                    position,
+                    changes,
+                    after,
+                    ddl,
+                    ..
+                } => {
+                    self.ddl(&position, &changes, &after, &ddl).await?;
+                }
+                SourceEvent::RowsRemoved {
+                    position,
+                    db,
+                    table,
+                    ddl,
+                    ..
+                } => {
+                    return Err(format!(
+                        "{db}.{table} lost rows without row events at {position} ({ddl}); the Iceberg table cannot follow: re-snapshot it (drop it and restart the job)"
+                    ));
+                }
+                SourceEvent::Commit { position } | SourceEvent::Heartbeat { position } => {
+                    boundary = Some(position.clone());
+                    self.state.position = Some(position.clone());
+                    if self.last_checkpoint.elapsed() >= self.interval() {
+                        self.checkpoint(Some(position), None).await?;
+                    }
+                }
+            }
+        }
+        if let Some(b) = boundary {
+            self.state.position = Some(b);
+        }
+        Ok(())
+    }
+}
+
+fn is_replay(e: &str) -> bool {
+    e.contains("already exists")
+        || e.contains("does not exist in Iceberg")
+        || e.contains("already has a column")
+}
+
+/// Record the DDL's position in every table the plan leaves, in the same commit.
+fn mark_schema_position(plan: &mut dialects::iceberg::StatementPlan, at: &Position) {
+    for t in plan.tables.values_mut().flatten() {
+        t.properties
+            .insert(SCHEMA_POSITION.to_owned(), at.to_string());
+    }
+    for a in &mut plan.actions {
+        if let dialects::iceberg::Action::CreateTable { properties, .. } = a {
+            properties.insert(SCHEMA_POSITION.to_owned(), at.to_string());
+        }
+    }
+}
+
+fn write_files<'a>(
+    path: &Path,
+    t: &LoadedTable,
+    files: impl Iterator<Item = &'a iceberg::spec::DataFile>,
+) -> Result<(), String> {
+    let spec = t.metadata.default_partition_spec();
+    let ptype = spec
+        .partition_type(t.metadata.current_schema())
+        .map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    iceberg::spec::write_data_files_to_avro(
+        &mut buf,
+        files.cloned(),
+        &ptype,
+        iceberg::spec::FormatVersion::V2,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(&buf)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn read_files(path: &Path, t: &LoadedTable) -> Result<Vec<iceberg::spec::DataFile>, String> {
+    let spec = t.metadata.default_partition_spec();
+    let schema = t.metadata.current_schema();
+    let ptype = spec.partition_type(schema).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    iceberg::spec::read_data_files_from_avro(
+        &mut bytes.as_slice(),
+        schema,
+        spec.spec_id(),
+        &ptype,
+        iceberg::spec::FormatVersion::V2,
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))
+}

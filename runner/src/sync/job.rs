@@ -1,0 +1,142 @@
+//! The `sink` and `pipeline` parts of a job file.
+//!
+//! ```yaml
+//! sink:
+//!   type: iceberg
+//!   warehouse: ./warehouse          # local folder (SQLite catalog inside by default)
+//!   catalog: postgresql://...       # optional shared catalog
+//!   catalog-name: lakeshift
+//!   tinyint1: boolean               # or int
+//!   bigint-unsigned: decimal        # or long
+//! pipeline:
+//!   name: shop-mirror
+//!   state: ./state                  # checkpoints and the source's schema history
+//!   checkpoint-interval-seconds: 10
+//!   schema-change-behavior: exception
+//!   memory-budget-mib: 256
+//! ```
+
+use crate::source::config::{parse_job, Source};
+use serde::Deserialize;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SinkConfig {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub warehouse: PathBuf,
+    #[serde(default)]
+    pub catalog: Option<String>,
+    #[serde(default = "default_catalog_name")]
+    pub catalog_name: String,
+    #[serde(default)]
+    pub tinyint1: Option<String>,
+    #[serde(default)]
+    pub bigint_unsigned: Option<String>,
+}
+
+fn default_catalog_name() -> String {
+    "lakeshift".into()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PipelineConfig {
+    pub name: String,
+    pub state: PathBuf,
+    #[serde(default = "default_interval")]
+    pub checkpoint_interval_seconds: f64,
+    #[serde(default)]
+    pub schema_change_behavior: ddl_core::SchemaChangeBehavior,
+    #[serde(default = "default_budget")]
+    pub memory_budget_mib: u64,
+    /// DDL barrier timeout, in checkpoint intervals.
+    #[serde(default = "default_barrier")]
+    pub barrier_timeout_intervals: u32,
+}
+
+fn default_interval() -> f64 {
+    10.0
+}
+fn default_budget() -> u64 {
+    256
+}
+fn default_barrier() -> u32 {
+    3
+}
+
+#[derive(Debug, Clone)]
+pub struct SyncJob {
+    pub source: Source,
+    pub sink: SinkConfig,
+    pub pipeline: PipelineConfig,
+}
+
+impl SyncJob {
+    pub fn iceberg_options(&self) -> dialects::iceberg::IcebergOptions {
+        use dialects::iceberg::*;
+        IcebergOptions {
+            tinyint1: match self.sink.tinyint1.as_deref() {
+                Some("int") => Tinyint1::Int,
+                _ => Tinyint1::Boolean,
+            },
+            bigint_unsigned: match self.sink.bigint_unsigned.as_deref() {
+                Some("long") => BigintUnsigned::Long,
+                _ => BigintUnsigned::Decimal,
+            },
+            behavior: self.pipeline.schema_change_behavior,
+            ..Default::default()
+        }
+    }
+}
+
+/// Parse and validate a whole job file for `lakeshift sync`.
+pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob, String> {
+    let (job, source) = parse_job(text, env)?;
+    let field = |f: &str, why: &str| format!("job file: {f}: {why}");
+    let sink: SinkConfig = serde_yaml::from_value(
+        job.sink
+            .ok_or_else(|| field("sink", "is missing (type: iceberg, warehouse: DIR)"))?,
+    )
+    .map_err(|e| format!("job file: sink: {e}"))?;
+    if sink.kind != "iceberg" {
+        return Err(field(
+            "sink.type",
+            &format!("`{}` is not supported here (iceberg)", sink.kind),
+        ));
+    }
+    for (k, v, ok) in [
+        ("sink.tinyint1", &sink.tinyint1, ["boolean", "int"]),
+        (
+            "sink.bigint-unsigned",
+            &sink.bigint_unsigned,
+            ["decimal", "long"],
+        ),
+    ] {
+        if let Some(v) = v {
+            if !ok.contains(&v.as_str()) {
+                return Err(field(k, &format!("`{v}`: expected {} or {}", ok[0], ok[1])));
+            }
+        }
+    }
+    let pipeline: PipelineConfig = serde_yaml::from_value(
+        job.pipeline
+            .ok_or_else(|| field("pipeline", "is missing (name:, state:)"))?,
+    )
+    .map_err(|e| format!("job file: pipeline: {e}"))?;
+    if pipeline.name.trim().is_empty() {
+        return Err(field("pipeline.name", "is empty"));
+    }
+    if !(pipeline.checkpoint_interval_seconds > 0.0) {
+        return Err(field(
+            "pipeline.checkpoint-interval-seconds",
+            "must be positive",
+        ));
+    }
+    Ok(SyncJob {
+        source,
+        sink,
+        pipeline,
+    })
+}

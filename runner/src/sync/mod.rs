@@ -1,0 +1,7 @@
+//! `lakeshift sync`: a whole MySQL/MariaDB database mirrored into Iceberg, DDL
+//! included, exactly once (see [`engine`]).
+
+pub mod convert;
+pub mod engine;
+pub mod job;
+pub mod status;

@@ -1,0 +1,86 @@
+//! `lakeshift status`: per Iceberg table of a job, the committed checkpoint, the
+//! watermark, rows and schema version, read from the catalog and the state folder.
+
+use super::engine::{State, CHECKPOINT, JOB, WATERMARK};
+use super::job::SyncJob;
+use crate::iceberg::catalog::ident;
+use crate::iceberg::{Catalog, CatalogConfig};
+use std::fmt::Write;
+
+pub async fn report(job: &SyncJob) -> Result<String, String> {
+    let catalog = Catalog::open(&CatalogConfig {
+        name: job.sink.catalog_name.clone(),
+        warehouse: job.sink.warehouse.clone(),
+        uri: job.sink.catalog.clone(),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    match State::load(&job.pipeline.state)? {
+        Some(s) => {
+            let _ = writeln!(
+                out,
+                "job {}: checkpoint {}, source position {}{}",
+                job.pipeline.name,
+                s.checkpoint,
+                s.position
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                if s.snapshot.is_some() {
+                    " (snapshot in progress)"
+                } else {
+                    ""
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(out, "job {}: not started", job.pipeline.name);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{:<32} {:>10} {:>10} {:>7}  watermark",
+        "table", "checkpoint", "rows", "schema"
+    );
+    for ns in catalog.list_namespaces().await.map_err(|e| e.to_string())? {
+        for t in catalog.list_tables(&ns).await.map_err(|e| e.to_string())? {
+            let id = ident(&ns, &t).map_err(|e| e.to_string())?;
+            let Some(tb) = catalog.load(&id).await.map_err(|e| e.to_string())? else {
+                continue;
+            };
+            let m = &tb.metadata;
+            let ours = m
+                .snapshots()
+                .filter(|s| {
+                    s.summary()
+                        .additional_properties
+                        .get(JOB)
+                        .is_some_and(|j| *j == job.pipeline.name)
+                })
+                .max_by_key(|s| s.sequence_number());
+            let get = |k: &str| {
+                ours.and_then(|s| s.summary().additional_properties.get(k).cloned())
+                    .unwrap_or_else(|| "-".into())
+            };
+            let rows = m
+                .current_snapshot()
+                .and_then(|s| {
+                    s.summary()
+                        .additional_properties
+                        .get("total-records")
+                        .cloned()
+                })
+                .unwrap_or_else(|| "0".into());
+            let _ = writeln!(
+                out,
+                "{:<32} {:>10} {:>10} {:>7}  {}",
+                format!("{ns}.{t}"),
+                get(CHECKPOINT),
+                rows,
+                m.current_schema_id(),
+                get(WATERMARK)
+            );
+        }
+    }
+    Ok(out)
+}
