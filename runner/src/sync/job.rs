@@ -128,7 +128,8 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     if pipeline.name.trim().is_empty() {
         return Err(field("pipeline.name", "is empty"));
     }
-    if pipeline.checkpoint_interval_seconds.is_nan() || pipeline.checkpoint_interval_seconds <= 0.0 {
+    if pipeline.checkpoint_interval_seconds.is_nan() || pipeline.checkpoint_interval_seconds <= 0.0
+    {
         return Err(field(
             "pipeline.checkpoint-interval-seconds",
             "must be positive",
