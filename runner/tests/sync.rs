@@ -226,21 +226,24 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
     // Kill -9 at seeded random moments while the workload runs.
     let mut kills = 0;
     let mut i = 0u64;
-    let ddl_at = [8u64, 16, 24, 32];
+    let ddl_at = [4u64, 8, 12, 16];
+    let mut ddls = 0;
     while kills < 20 {
         let mut child = spawn(&job, false, None);
         let steps = 1 + rng.below(12);
-        for _ in 0..steps {
+        for k in 0..steps {
             step(&mut c, &mut rng, i).await;
             i += 1;
-            if ddl_at.contains(&kills) && i % 5 == 0 {
+            // DDL mid-stream, between row changes, while the job runs.
+            if k == steps / 2 && ddl_at.contains(&kills) {
                 let q = match kills {
-                    8 => "ALTER TABLE shop.items ADD COLUMN note VARCHAR(20) DEFAULT NULL",
-                    16 => "ALTER TABLE shop.items CHANGE note memo VARCHAR(30)",
-                    24 => "ALTER TABLE shop.events MODIFY payload VARCHAR(80)",
+                    4 => "ALTER TABLE shop.items ADD COLUMN note VARCHAR(20) DEFAULT NULL",
+                    8 => "ALTER TABLE shop.items CHANGE note memo VARCHAR(30)",
+                    12 => "ALTER TABLE shop.events MODIFY payload VARCHAR(80)",
                     _ => "ALTER TABLE shop.items DROP COLUMN memo",
                 };
-                let _ = c.query_drop(q).await;
+                c.query_drop(q).await.unwrap();
+                ddls += 1;
             }
         }
         tokio::time::sleep(Duration::from_millis(50 + rng.below(700))).await;
@@ -256,7 +259,8 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
         let _ = child.wait();
         kills += 1;
     }
-    eprintln!("{kills} kills (SIGKILL) during {i} workload steps");
+    eprintln!("{kills} kills (SIGKILL) during {i} workload steps and {ddls} DDL");
+    assert_eq!(ddls, 4);
     catch_up(&job);
     let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
         .await

@@ -80,6 +80,8 @@ pub struct BinlogReader {
     buffered_bytes: usize,
     last_flush: Instant,
     pub rows_decoded: u64,
+    /// Whether the server checksums binlog events.
+    checksum: bool,
 }
 
 impl BinlogReader {
@@ -105,6 +107,7 @@ impl BinlogReader {
             buffered_bytes: 0,
             last_flush: Instant::now(),
             rows_decoded: 0,
+            checksum: true,
         }
     }
 
@@ -129,6 +132,11 @@ impl BinlogReader {
         ))
         .await
         .map_err(SourceError::sql)?;
+        let alg: Option<String> = conn
+            .query_first("SELECT @@global.binlog_checksum")
+            .await
+            .map_err(SourceError::sql)?;
+        self.checksum = alg.is_some_and(|a| !a.eq_ignore_ascii_case("NONE"));
         // Real MariaDB GTID events (not BEGIN stand-ins) and GTID resume.
         conn.query_drop("SET @mariadb_slave_capability = 4")
             .await
@@ -244,7 +252,8 @@ impl BinlogReader {
                 if !self.flush().await? {
                     return Ok(false);
                 }
-                self.file = binlog_name(r.name_raw());
+                let fake = h.log_pos() == 0 || h.timestamp() == 0;
+                self.file = binlog_name(r.name_raw(), fake && self.checksum);
             }
             EventData::QueryEvent(q) => {
                 let sql = q.query();
@@ -817,8 +826,15 @@ fn retarget(c: &ddl_core::SchemaChange, to: &ddl_core::TableName) -> ddl_core::S
     serde_json::from_value(v).unwrap_or_else(|_| c.clone())
 }
 
-/// A binlog file name from a ROTATE event (whose raw name can carry checksum bytes).
-fn binlog_name(raw: &[u8]) -> String {
+/// A binlog file name from a ROTATE event. The server's first (fake) ROTATE comes
+/// before the format description, so the event reader cannot know the checksum yet
+/// and leaves its 4 bytes on the name: `fake_with_checksum` strips them.
+fn binlog_name(raw: &[u8], fake_with_checksum: bool) -> String {
+    let raw = if fake_with_checksum && raw.len() > 4 {
+        &raw[..raw.len() - 4]
+    } else {
+        raw
+    };
     let s = String::from_utf8_lossy(raw);
     match s.rfind('.') {
         Some(dot) => {
@@ -862,4 +878,17 @@ fn sql_mode_ansi_quotes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> bool
 
 fn tracing_skip(msg: &str) {
     eprintln!("skipped: {msg}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotate_names_lose_the_fake_events_checksum() {
+        // Checksum bytes can look like digits: `binlog.000001` + "2\x8f\x01\x00".
+        let raw = b"binlog.0000012\x8f\x01\x00";
+        assert_eq!(binlog_name(raw, true), "binlog.000001");
+        assert_eq!(binlog_name(b"binlog.000002", false), "binlog.000002");
+    }
 }
