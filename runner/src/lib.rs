@@ -2,6 +2,7 @@
 //! commands built on it. The `lakeshift` binary (`main.rs`) only parses arguments.
 
 pub mod apply;
+pub mod failpoint;
 pub mod iceberg;
 pub mod source;
 pub mod sync;

@@ -273,6 +273,7 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
         ("state-before-rename", None),
         ("state-before-dir-fsync", None),
         ("between-table-commits", None),
+        ("after-swap", None),
         (
             "inside-ddl-barrier",
             Some("ALTER TABLE shop.events ADD COLUMN extra INT"),
@@ -344,4 +345,88 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
         text.contains("shop.items") && text.contains("shop.extra2"),
         "{text}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_survives_a_source_restart_and_follows_a_shadow_table_migration() {
+    let mut db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), at DATETIME);
+         CREATE TABLE shop.counter (id INT PRIMARY KEY, n BIGINT NOT NULL);
+         CREATE TABLE shop.events (id INT AUTO_INCREMENT PRIMARY KEY, payload VARCHAR(40));
+         CREATE TABLE shop.nokey (k INT, v VARCHAR(10));
+         INSERT INTO shop.counter VALUES (1, 0);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    let mut child = spawn(&job, false, None);
+    let mut rng = Rng(42);
+    for i in 0..40 {
+        step(&mut c, &mut rng, i).await;
+    }
+    // The source server dies and comes back while the job follows it.
+    drop(c);
+    db.restart().await;
+    let mut c = db.conn(None).await;
+    for i in 40..80 {
+        step(&mut c, &mut rng, i).await;
+    }
+    // A gh-ost style migration of items while the job runs.
+    for q in [
+        "CREATE TABLE shop._items_gho LIKE shop.items",
+        "ALTER TABLE shop._items_gho ADD COLUMN sku VARCHAR(12) DEFAULT 'none'",
+        "INSERT INTO shop._items_gho (id, name, price, at) SELECT id, name, price, at FROM shop.items",
+        "RENAME TABLE shop.items TO shop._items_del, shop._items_gho TO shop.items",
+        "DROP TABLE shop._items_del",
+        "INSERT INTO shop.items (id, name, price, at, sku) VALUES (77777, 'after', 1.00, NULL, 'S1')",
+    ] {
+        c.query_drop(q).await.unwrap();
+    }
+    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
+        .await
+        .unwrap();
+    let tables = ["items", "counter", "events", "nokey"];
+    // The running job catches up by itself (bounded wait on the condition).
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let mut equal = true;
+        for t in tables {
+            if iceberg_rows(&cat, t).await != Some(source_rows(&mut c, t).await) {
+                equal = false;
+                break;
+            }
+        }
+        if equal {
+            break;
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "sync stopped ({st}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job did not catch up within 90 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("source connection lost"),
+        "the restart was noticed: {err}"
+    );
+    assert_mirrored(&mut c, &cat, &tables).await;
+    assert!(cat
+        .load(&ident("shop", "_items_gho").unwrap())
+        .await
+        .unwrap()
+        .is_none());
 }

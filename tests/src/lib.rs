@@ -50,6 +50,7 @@ fn free_port() -> u16 {
 pub struct MariaDb {
     pub port: u16,
     child: Child,
+    args: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -84,27 +85,25 @@ impl MariaDb {
             String::from_utf8_lossy(&out.stderr)
         );
         let port = free_port();
-        let child = Command::new("mariadbd")
-            .args([
-                "--no-defaults",
-                &format!("--datadir={}", data.display()),
-                &format!("--tmpdir={}", tmp.display()),
-                &format!("--socket={}", dir.path().join("sock").display()),
-                &format!("--port={port}"),
-                "--bind-address=127.0.0.1",
-                "--user=root",
-                "--log-bin=binlog",
-                "--binlog-format=ROW",
-                "--server-id=1",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("mariadbd starts");
+        let mut args: Vec<String> = [
+            "--no-defaults".to_owned(),
+            format!("--datadir={}", data.display()),
+            format!("--tmpdir={}", tmp.display()),
+            format!("--socket={}", dir.path().join("sock").display()),
+            format!("--port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--user=root".into(),
+            "--log-bin=binlog".into(),
+            "--binlog-format=ROW".into(),
+            "--server-id=1".into(),
+        ]
+        .into();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Self::spawn(&args);
         let db = MariaDb {
             port,
             child,
+            args,
             _dir: dir,
         };
         wait_until("mariadbd accepts connections", || async {
@@ -120,6 +119,34 @@ impl MariaDb {
         })
         .await;
         db
+    }
+
+    fn spawn(args: &[String]) -> Child {
+        Command::new("mariadbd")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mariadbd starts")
+    }
+
+    /// Kill the server (SIGKILL) and start it again on the same data and port.
+    pub async fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = Self::spawn(&self.args);
+        wait_until("mariadbd accepts connections again", || async {
+            use mysql_async::prelude::Queryable;
+            match mysql_async::Conn::new(self.opts(None)).await {
+                Ok(mut c) => {
+                    let up = c.query_drop("SELECT 1").await.is_ok();
+                    let _ = c.disconnect().await;
+                    up
+                }
+                Err(_) => false,
+            }
+        })
+        .await;
     }
 
     pub fn opts(&self, db: Option<&str>) -> mysql_async::Opts {

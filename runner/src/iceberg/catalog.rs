@@ -429,6 +429,10 @@ impl Catalog {
         .execute(&self.pool)
         .await?;
         let swapped = r.rows_affected() == 1;
+        if swapped {
+            // The swap is done; its reply to the caller is not (recovery tests).
+            crate::failpoint::hit("after-swap");
+        }
         if swapped
             && self
                 .lose_replies

@@ -90,22 +90,7 @@ impl State {
     }
 }
 
-/// Crash on purpose at a named point (`LAKESHIFT_FAILPOINT=name[:count]`), for tests.
-pub fn failpoint(name: &str) {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static HITS: AtomicU32 = AtomicU32::new(0);
-    let Ok(spec) = std::env::var("LAKESHIFT_FAILPOINT") else {
-        return;
-    };
-    let (fp, nth) = match spec.split_once(':') {
-        Some((f, n)) => (f.to_owned(), n.parse::<u32>().unwrap_or(1)),
-        None => (spec.clone(), 1),
-    };
-    if fp == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 == nth {
-        eprintln!("failpoint {name}: exiting");
-        std::process::exit(86);
-    }
-}
+use crate::failpoint::hit as failpoint;
 
 /// Changes of one table in the current checkpoint, folded by key.
 struct Pending {
@@ -727,7 +712,10 @@ impl Engine {
         Ok(())
     }
 
-    /// Run until the source ends (`until_end`) or fails.
+    /// Run until the source ends (`until_end`) or fails. A lost connection to the
+    /// source (server restarted, network) is retried from the last transaction
+    /// boundary, with what was read so far committed first (watermarks keep the
+    /// re-read exact).
     pub async fn run(&mut self, until_end: bool) -> Result<(), String> {
         let recovered = self.recover().await?;
         if recovered > 0 {
@@ -736,26 +724,43 @@ impl Engine {
                 self.state.checkpoint
             );
         }
-        let (tx, mut rx) = mpsc::channel(32);
-        let opts = RunOptions {
-            state_dir: Some(self.state_dir.join("source")),
-            resume: self
-                .state
-                .position
-                .clone()
-                .filter(|_| self.state.snapshot.is_none()),
-            by_gtid: false,
-            stop_at_end: until_end,
-            snapshot_resume: self.state.snapshot.clone(),
-        };
-        let src = Arc::new(self.job.source.clone());
-        let task = tokio::spawn(run(src, opts, tx));
         let mut snap: Option<SnapshotResume> = self.state.snapshot.clone();
-        let res = self.consume(&mut rx, &mut snap).await;
-        drop(rx);
-        let src_res = task.await.map_err(|e| e.to_string())?;
-        res?;
-        src_res.map_err(|e| e.to_string())?;
+        let mut retries = 0u32;
+        loop {
+            let (tx, mut rx) = mpsc::channel(32);
+            let opts = RunOptions {
+                state_dir: Some(self.state_dir.join("source")),
+                resume: self.state.position.clone().filter(|_| snap.is_none()),
+                by_gtid: false,
+                stop_at_end: until_end,
+                snapshot_resume: snap.clone(),
+            };
+            let src = Arc::new(self.job.source.clone());
+            let task = tokio::spawn(run(src, opts, tx));
+            let rows_before = self.rows;
+            let res = self.consume(&mut rx, &mut snap).await;
+            drop(rx);
+            let src_res = task.await.map_err(|e| e.to_string())?;
+            res?;
+            match src_res {
+                Ok(()) => break,
+                Err(e) if transient(&e) && retries < 60 => {
+                    if self.rows > rows_before {
+                        retries = 0;
+                    }
+                    retries += 1;
+                    eprintln!("warning: source connection lost ({e}); retrying from {} (attempt {retries})",
+                        self.state.position.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "the start".into()));
+                    let pos = self.state.position.clone();
+                    if self.sinks.values().any(|s| !s.pending.is_empty()) {
+                        self.checkpoint(pos, snap.clone()).await?;
+                    }
+                    tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8))))
+                        .await;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
         // Everything read is committed before a clean stop.
         let pos = self.state.position.clone();
         if self.sinks.values().any(|s| !s.pending.is_empty()) {
@@ -885,6 +890,30 @@ impl Engine {
             self.state.position = Some(b);
         }
         Ok(())
+    }
+}
+
+/// Errors a reconnect can fix.
+fn transient(e: &crate::source::SourceError) -> bool {
+    use crate::source::SourceError as E;
+    match e {
+        E::Connect(_) => true,
+        E::Protocol(m) | E::Sql(m) => {
+            let m = m.to_ascii_lowercase();
+            [
+                "connection",
+                "broken pipe",
+                "reset",
+                "eof",
+                "io error",
+                "shutdown",
+                "unexpected end",
+                "server has gone away",
+            ]
+            .iter()
+            .any(|k| m.contains(k))
+        }
+        _ => false,
     }
 }
 

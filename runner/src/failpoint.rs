@@ -1,0 +1,23 @@
+//! Crash on purpose at a named durable step, for the recovery tests:
+//! `LAKESHIFT_FAILPOINT=name[:n]` makes the process exit with status 86 the n-th time
+//! (default the first) it reaches `name`. Without the variable this costs one
+//! environment lookup per call, at checkpoint granularity.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub const EXIT_CODE: i32 = 86;
+
+pub fn hit(name: &str) {
+    static HITS: AtomicU32 = AtomicU32::new(0);
+    let Ok(spec) = std::env::var("LAKESHIFT_FAILPOINT") else {
+        return;
+    };
+    let (fp, nth) = match spec.split_once(':') {
+        Some((f, n)) => (f.to_owned(), n.parse::<u32>().unwrap_or(1)),
+        None => (spec.clone(), 1),
+    };
+    if fp == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 == nth {
+        eprintln!("failpoint {name}: exiting");
+        std::process::exit(EXIT_CODE);
+    }
+}
