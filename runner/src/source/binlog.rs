@@ -170,7 +170,22 @@ impl BinlogReader {
             .get_binlog_stream(req)
             .await
             .map_err(|e| SourceError::classify(e.to_string(), &from))?;
-        while let Some(ev) = stream.next().await {
+        loop {
+            // When the server goes quiet, what is buffered is delivered at once (up to
+            // the last transaction boundary) instead of waiting for the next event.
+            let ev = match tokio::time::timeout(Duration::from_millis(50), stream.next()).await {
+                Err(_) => {
+                    if !self.in_txn
+                        && (!self.open.is_empty() || self.pending_commit.is_some())
+                        && !self.flush().await?
+                    {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                Ok(None) => break,
+                Ok(Some(ev)) => ev,
+            };
             let ev = ev.map_err(|e| SourceError::classify(e.to_string(), &from))?;
             if !self.event(&ev).await? {
                 return Ok(());

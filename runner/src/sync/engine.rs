@@ -775,7 +775,30 @@ impl Engine {
         snap: &mut Option<SnapshotResume>,
     ) -> Result<(), String> {
         let mut boundary: Option<Position> = None;
-        while let Some(e) = rx.recv().await {
+        // Whether the last event ended a transaction (a checkpoint may be taken).
+        let mut at_boundary = false;
+        loop {
+            let e = match tokio::time::timeout(self.interval(), rx.recv()).await {
+                Ok(Some(e)) => e,
+                Ok(None) => break,
+                Err(_) => {
+                    // Quiet source: commit what is pending at the last boundary.
+                    if at_boundary
+                        && snap.is_none()
+                        && self.sinks.values().any(|s| !s.pending.is_empty())
+                    {
+                        let pos = self.state.position.clone();
+                        self.checkpoint(pos, None).await?;
+                    }
+                    continue;
+                }
+            };
+            at_boundary = matches!(
+                e,
+                SourceEvent::Commit { .. }
+                    | SourceEvent::Heartbeat { .. }
+                    | SourceEvent::SnapshotDone { .. }
+            );
             match e {
                 SourceEvent::SnapshotRows {
                     table,
