@@ -332,6 +332,28 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
+        let stop = engine.stop.clone();
+        tokio::spawn(async move {
+            let term = async {
+                #[cfg(unix)]
+                {
+                    if let Ok(mut s) =
+                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    {
+                        s.recv().await;
+                    }
+                }
+                #[cfg(not(unix))]
+                std::future::pending::<()>().await;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term => {}
+            }
+            eprintln!("info: stopping: committing what was read");
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
         match engine.run(until_end).await {
             Ok(()) => {
                 eprintln!(

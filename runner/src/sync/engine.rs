@@ -147,6 +147,8 @@ pub struct Engine {
     last_checkpoint: Instant,
     pub rows: u64,
     pub commits: u64,
+    /// Set to stop after committing what was read (SIGTERM, Ctrl-C).
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn ns_of(db: &str) -> String {
@@ -180,6 +182,7 @@ impl Engine {
             last_checkpoint: Instant::now(),
             rows: 0,
             commits: 0,
+            stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         })
     }
 
@@ -579,6 +582,10 @@ impl Engine {
         Ok(())
     }
 
+    fn stopping(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn interval(&self) -> Duration {
         Duration::from_secs_f64(self.job.pipeline.checkpoint_interval_seconds)
     }
@@ -742,6 +749,9 @@ impl Engine {
             drop(rx);
             let src_res = task.await.map_err(|e| e.to_string())?;
             res?;
+            if self.stopping() {
+                break;
+            }
             match src_res {
                 Ok(()) => break,
                 Err(e) if transient(&e) && retries < 60 => {
@@ -778,12 +788,17 @@ impl Engine {
         // Whether the last event ended a transaction (a checkpoint may be taken).
         let mut at_boundary = false;
         loop {
-            let e = match tokio::time::timeout(self.interval(), rx.recv()).await {
+            if self.stopping() {
+                break;
+            }
+            let wait = self.interval().min(Duration::from_millis(250));
+            let e = match tokio::time::timeout(wait, rx.recv()).await {
                 Ok(Some(e)) => e,
                 Ok(None) => break,
                 Err(_) => {
                     // Quiet source: commit what is pending at the last boundary.
-                    if at_boundary
+                    if self.last_checkpoint.elapsed() >= self.interval()
+                        && at_boundary
                         && snap.is_none()
                         && self.sinks.values().any(|s| !s.pending.is_empty())
                     {
