@@ -578,3 +578,67 @@ async fn sync_survives_a_source_restart_and_follows_a_shadow_table_migration() {
         .unwrap()
         .is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_commit_stops_the_job_and_a_restart_recovers() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), at DATETIME);
+         CREATE TABLE shop.counter (id INT PRIMARY KEY, n BIGINT NOT NULL);
+         CREATE TABLE shop.events (id INT AUTO_INCREMENT PRIMARY KEY, payload VARCHAR(40));
+         CREATE TABLE shop.nokey (k INT, v VARCHAR(10));
+         INSERT INTO shop.counter VALUES (1, 0);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    // 1. The catalog refuses every metadata swap (injected): the commit fails, the
+    //    job says which table and stops non-zero.
+    c.query_drop("UPDATE shop.counter SET n = n + 1 WHERE id = 1; INSERT INTO shop.events (payload) VALUES ('x')")
+        .await
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args([
+            "sync",
+            "--until-end",
+            "--config",
+            &job.display().to_string(),
+        ])
+        .env("LAKESHIFT_FAIL_SWAPS", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("commit of shop.") && err.contains("run it again"),
+        "{err}"
+    );
+    catch_up(&job);
+    // 2. A table's metadata folder is replaced by a file (really unwritable): the job
+    //    stops naming the table; repaired, the next run catches up.
+    let meta = dir.path().join("warehouse/shop/counter/metadata");
+    let aside = dir.path().join("metadata-aside");
+    std::fs::rename(&meta, &aside).unwrap();
+    std::fs::write(&meta, b"not a folder").unwrap();
+    c.query_drop("UPDATE shop.counter SET n = n + 1 WHERE id = 1")
+        .await
+        .unwrap();
+    let out = spawn(&job, true, None).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("shop.counter") && err.contains("run it again"),
+        "{err}"
+    );
+    std::fs::remove_file(&meta).unwrap();
+    std::fs::rename(&aside, &meta).unwrap();
+    catch_up(&job);
+    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
+        .await
+        .unwrap();
+    assert_mirrored(&mut c, &cat, &["counter", "events"]).await;
+}

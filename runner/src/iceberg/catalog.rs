@@ -136,28 +136,40 @@ impl Catalog {
                 .execute(&pool)
                 .await?;
         }
-        sqlx::query(
-            "CREATE TABLE IF NOT EXISTS iceberg_tables (
-                catalog_name VARCHAR(255) NOT NULL,
-                table_namespace VARCHAR(255) NOT NULL,
-                table_name VARCHAR(255) NOT NULL,
-                metadata_location VARCHAR(1000),
-                previous_metadata_location VARCHAR(1000),
-                iceberg_type VARCHAR(5),
-                PRIMARY KEY (catalog_name, table_namespace, table_name))",
-        )
-        .execute(&pool)
-        .await?;
-        sqlx::query(
-            "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
-                catalog_name VARCHAR(255) NOT NULL,
-                namespace VARCHAR(255) NOT NULL,
-                property_key VARCHAR(255),
-                property_value VARCHAR(1000),
-                PRIMARY KEY (catalog_name, namespace, property_key))",
-        )
-        .execute(&pool)
-        .await?;
+        // Create the layout only when missing: a catalog another writer holds locked
+        // can still be read.
+        let exists = sqlx::query("SELECT COUNT(*) FROM iceberg_tables WHERE 1 = 0")
+            .fetch_optional(&pool)
+            .await
+            .is_ok()
+            && sqlx::query("SELECT COUNT(*) FROM iceberg_namespace_properties WHERE 1 = 0")
+                .fetch_optional(&pool)
+                .await
+                .is_ok();
+        if !exists {
+            sqlx::query(
+                "CREATE TABLE IF NOT EXISTS iceberg_tables (
+                    catalog_name VARCHAR(255) NOT NULL,
+                    table_namespace VARCHAR(255) NOT NULL,
+                    table_name VARCHAR(255) NOT NULL,
+                    metadata_location VARCHAR(1000),
+                    previous_metadata_location VARCHAR(1000),
+                    iceberg_type VARCHAR(5),
+                    PRIMARY KEY (catalog_name, table_namespace, table_name))",
+            )
+            .execute(&pool)
+            .await?;
+            sqlx::query(
+                "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
+                    catalog_name VARCHAR(255) NOT NULL,
+                    namespace VARCHAR(255) NOT NULL,
+                    property_key VARCHAR(255),
+                    property_value VARCHAR(1000),
+                    PRIMARY KEY (catalog_name, namespace, property_key))",
+            )
+            .execute(&pool)
+            .await?;
+        }
         Ok(Catalog {
             pool,
             name: cfg.name.clone(),
@@ -414,6 +426,13 @@ impl Catalog {
     /// Compare-and-swap of the metadata location. Ok(true): swapped; Ok(false): the
     /// table no longer names `expected` (another writer won).
     pub async fn swap(&self, id: &TableIdent, expected: &str, new: &str) -> Result<bool> {
+        // Fault injection for the recovery tests: a catalog that refuses writes.
+        if std::env::var_os("LAKESHIFT_FAIL_SWAPS").is_some() {
+            return Err(Error::Invalid(format!(
+                "table {}: the catalog refused the metadata swap (LAKESHIFT_FAIL_SWAPS)",
+                display(id)
+            )));
+        }
         let r = sqlx::query(&self.q(
             "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?
               WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?

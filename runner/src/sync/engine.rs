@@ -224,7 +224,12 @@ impl Engine {
         for (name, (avro, wm)) in self.state.pending.clone() {
             let (ns, t) = name.rsplit_once('.').ok_or("bad table name in state")?;
             let id = ident(ns, t).map_err(|e| e.to_string())?;
-            let Some(table) = self.catalog.load(&id).await.map_err(|e| e.to_string())? else {
+            let Some(table) = self
+                .catalog
+                .load(&id)
+                .await
+                .map_err(|e| format!("loading table {name}: {e}"))?
+            else {
                 continue; // dropped since
             };
             let (ck, _) = self.committed(&table);
@@ -262,7 +267,12 @@ impl Engine {
         let key = (ns_of(&t.db), t.name.clone());
         if !self.sinks.contains_key(&key) {
             let id = ident(&key.0, &key.1).map_err(|e| e.to_string())?;
-            let table = match self.catalog.load(&id).await.map_err(|e| e.to_string())? {
+            let table = match self
+                .catalog
+                .load(&id)
+                .await
+                .map_err(|e| format!("loading table {}: {e}", display(&id)))?
+            {
                 Some(tb) => tb,
                 None => {
                     let mut diags = ddl_core::Diagnostics::default();
@@ -633,7 +643,12 @@ impl Engine {
             // Make sure the planner knows the table as Iceberg has it.
             if !self.sinks.contains_key(k) {
                 let id = ident(&k.0, &k.1).map_err(|e| e.to_string())?;
-                if let Some(t) = self.catalog.load(&id).await.map_err(|e| e.to_string())? {
+                if let Some(t) = self
+                    .catalog
+                    .load(&id)
+                    .await
+                    .map_err(|e| format!("loading table {}: {e}", display(&id)))?
+                {
                     let s = self.make_sink(id, t)?;
                     self.sinks.insert(k.clone(), s);
                 }
