@@ -323,6 +323,8 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
     let Some(rt) = runtime() else {
         return ExitCode::from(1);
     };
+    let engine_metrics_port = job.pipeline.metrics_port;
+    let job_name = job.pipeline.name.clone();
     rt.block_on(async move {
         let started = std::time::Instant::now();
         let mut engine = match runner::sync::engine::Engine::open(job).await {
@@ -332,6 +334,15 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        if let Some(port) = engine_metrics_port {
+            if let Err(e) =
+                runner::sync::metrics::serve(port, job_name.clone(), engine.metrics.clone()).await
+            {
+                eprintln!("error: metrics endpoint on 127.0.0.1:{port}: {e}");
+                return ExitCode::from(1);
+            }
+            eprintln!("info: metrics on http://127.0.0.1:{port}/metrics");
+        }
         // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
         let stop = engine.stop.clone();
         tokio::spawn(async move {

@@ -511,6 +511,14 @@ async fn sync_survives_a_source_restart_and_follows_a_shadow_table_migration() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let job = job(dir.path(), db.port);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut text = std::fs::read_to_string(&job).unwrap();
+    text.push_str(&format!("  metrics-port: {port}\n  progress-seconds: 1\n"));
+    std::fs::write(&job, text).unwrap();
     let mut child = spawn(&job, false, None);
     let mut rng = Rng(42);
     for i in 0..40 {

@@ -149,6 +149,9 @@ pub struct Engine {
     pub commits: u64,
     /// Set to stop after committing what was read (SIGTERM, Ctrl-C).
     pub stop: Arc<std::sync::atomic::AtomicBool>,
+    pub metrics: Arc<super::metrics::Metrics>,
+    last_progress: Instant,
+    rows_at_progress: u64,
 }
 
 fn ns_of(db: &str) -> String {
@@ -183,6 +186,9 @@ impl Engine {
             rows: 0,
             commits: 0,
             stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            metrics: super::metrics::Metrics::new(),
+            last_progress: Instant::now(),
+            rows_at_progress: 0,
         })
     }
 
@@ -521,6 +527,7 @@ impl Engine {
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), String> {
         let n = self.state.checkpoint + 1;
+        let t0 = Instant::now();
         let mut pending = BTreeMap::new();
         let mut staged = Vec::new();
         let keys: Vec<(String, String)> = self.sinks.keys().cloned().collect();
@@ -589,7 +596,59 @@ impl Engine {
             }
         }
         self.last_checkpoint = Instant::now();
+        use std::sync::atomic::Ordering::Relaxed;
+        self.metrics.checkpoint.store(n, Relaxed);
+        self.metrics
+            .checkpoint_at_ms
+            .store(super::metrics::now_ms(), Relaxed);
+        self.metrics.commits.store(self.commits, Relaxed);
+        self.metrics
+            .commit_micros
+            .fetch_add(t0.elapsed().as_micros() as u64, Relaxed);
         Ok(())
+    }
+
+    /// Every `progress-seconds`: rows/s, lag, last checkpoint, on standard error and
+    /// in the metrics.
+    async fn progress(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.metrics.rows.store(self.rows, Relaxed);
+        let every = self.job.pipeline.progress_seconds;
+        if every <= 0.0 || self.last_progress.elapsed().as_secs_f64() < every {
+            return;
+        }
+        let secs = self.last_progress.elapsed().as_secs_f64();
+        let rate = (self.rows - self.rows_at_progress) as f64 / secs;
+        self.last_progress = Instant::now();
+        self.rows_at_progress = self.rows;
+        // Lag in bytes: the server's binlog end against the job's position.
+        let mut lag = -1i64;
+        if let (Ok(mut c), Some(p)) = (
+            mysql_async::Conn::new(self.job.source.opts()).await,
+            self.state.position.as_ref(),
+        ) {
+            use mysql_async::prelude::Queryable;
+            if let Ok(Some(row)) = c
+                .query_first::<mysql_async::Row, _>("SHOW MASTER STATUS")
+                .await
+            {
+                let file: String = row.get(0).unwrap_or_default();
+                let pos: u64 = row.get(1).unwrap_or(0);
+                if file == p.file {
+                    lag = pos.saturating_sub(p.offset) as i64;
+                }
+            }
+            let _ = c.disconnect().await;
+        }
+        self.metrics.lag_bytes.store(lag, Relaxed);
+        eprintln!(
+            "progress: {} row changes ({rate:.0}/s), checkpoint {} ({:.1} s ago), position {}, lag {}",
+            self.rows,
+            self.state.checkpoint,
+            self.last_checkpoint.elapsed().as_secs_f64(),
+            self.state.position.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            if lag < 0 { "unknown".to_owned() } else { format!("{lag} bytes") }
+        );
     }
 
     fn stopping(&self) -> bool {
@@ -806,6 +865,7 @@ impl Engine {
             if self.stopping() {
                 break;
             }
+            self.progress().await;
             let wait = self.interval().min(Duration::from_millis(250));
             let e = match tokio::time::timeout(wait, rx.recv()).await {
                 Ok(Some(e)) => e,

@@ -4,4 +4,5 @@
 pub mod convert;
 pub mod engine;
 pub mod job;
+pub mod metrics;
 pub mod status;
