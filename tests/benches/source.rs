@@ -21,7 +21,9 @@ use std::time::Instant;
 const TABLES: usize = 10;
 const PER_STMT: usize = 1000;
 
-async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize) {
+type Defs = Vec<(String, String)>;
+
+async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize, Defs) {
     let mut c = db.conn(None).await;
     c.query_drop("CREATE DATABASE bench").await.unwrap();
     for t in 0..TABLES {
@@ -33,6 +35,13 @@ async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize) {
     }
     let row: mysql_async::Row = c.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
     let start = Position::new(row.get::<String, _>(0).unwrap(), row.get(1).unwrap());
+    // The schema as of the start (the backlog has a DDL in it).
+    let defs: Defs = runner::source::snapshot::read_definitions(&mut c)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(d, _, _, ddl)| (d, ddl))
+        .collect();
     // 60% inserts, 30% updates, 10% deletes, in statements of PER_STMT rows.
     let inserts = changes * 6 / 10;
     let per_table = inserts / TABLES;
@@ -58,6 +67,8 @@ async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize) {
             done += n;
         }
     }
+    // A DDL mid-backlog: its barrier stall is measured.
+    c.query_drop("ALTER TABLE bench.t0 ADD COLUMN extra INT").await.unwrap();
     let updates = changes * 3 / 10 / TABLES;
     let deletes = changes / 10 / TABLES;
     for t in 0..TABLES {
@@ -87,7 +98,7 @@ async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize) {
             done += n;
         }
     }
-    (start, done)
+    (start, done, defs)
 }
 
 fn job(db: &MariaDb) -> runner::source::config::Source {
@@ -98,19 +109,9 @@ fn job(db: &MariaDb) -> runner::source::config::Source {
     parse_job(&yaml, |_| None).unwrap().1
 }
 
-async fn lakeshift_binlog(db: &MariaDb, from: &Position) -> (u64, f64) {
+async fn lakeshift_binlog(db: &MariaDb, from: &Position, defs: &Defs) -> (u64, f64) {
     let src = Arc::new(job(db));
-    // The schema as of the start: definitions now (no DDL in the backlog).
-    let mut c = db.conn(None).await;
-    let defs = runner::source::snapshot::read_definitions(&mut c)
-        .await
-        .unwrap();
-    let history = SchemaHistory::create(
-        None,
-        from,
-        defs.into_iter().map(|(d, _, _, ddl)| (d, ddl)).collect(),
-    )
-    .unwrap();
+    let history = SchemaHistory::create(None, from, defs.clone()).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let t0 = Instant::now();
     let from = from.clone();
@@ -150,10 +151,65 @@ fn mariadb_binlog(db: &MariaDb, file: &str) -> f64 {
 }
 
 /// The whole sync engine catching up on the backlog into a local Iceberg warehouse.
-async fn lakeshift_sync(db: &MariaDb, from: &Position) -> (u64, f64) {
+/// Peak resident memory of this process since the last reset, in MiB.
+fn peak_rss_mib() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|k| k.parse::<f64>().ok())
+        .map(|k| k / 1024.0)
+        .unwrap_or(-1.0)
+}
+
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+async fn lakeshift_sync(
+    db: &MariaDb,
+    from: &Position,
+    defs: &Defs,
+) -> (u64, f64, Vec<(String, usize, f64)>) {
     let dir = tempfile::tempdir().unwrap();
+    // A job that resumes at the backlog's start, with the schema history of then.
+    let state = dir.path().join("state");
+    SchemaHistory::create(Some(&state.join("source")), from, defs.clone()).unwrap();
+    let st = runner::sync::engine::State {
+        job: "bench".into(),
+        checkpoint: 0,
+        position: Some(from.clone()),
+        snapshot: None,
+        pending: Default::default(),
+    };
+    std::fs::write(state.join("checkpoint.json"), serde_json::to_vec(&st).unwrap()).unwrap();
     let yaml = format!(
         "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 778\n  tables: ['bench\\..*']\n  startup: {{mode: position, position: '{from}'}}\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: bench\n  state: {}\n  checkpoint-interval-seconds: 5\n",
+        db.port,
+        dir.path().join("wh").display(),
+        dir.path().join("state").display()
+    );
+    let job = runner::sync::job::parse(&yaml, |_| None).unwrap();
+    let t0 = Instant::now();
+    let mut engine = runner::sync::engine::Engine::open(job).await.unwrap();
+    engine.run(true).await.unwrap();
+    (engine.rows, t0.elapsed().as_secs_f64(), engine.ddl_stalls.clone())
+}
+
+/// A job over 1,000 small tables (snapshot then binlog): time and peak memory.
+async fn many_tables(db: &MariaDb) -> (u64, f64) {
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE many").await.unwrap();
+    for t in 0..1000 {
+        c.query_drop(format!(
+            "CREATE TABLE many.t{t} (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO many.t{t} VALUES (1, 'a'), (2, 'b')"
+        ))
+        .await
+        .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 779\n  tables: ['many\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: many\n  state: {}\n  checkpoint-interval-seconds: 5\n",
         db.port,
         dir.path().join("wh").display(),
         dir.path().join("state").display()
@@ -237,11 +293,13 @@ fn main() {
     rt.block_on(async {
         let db = MariaDb::start().await;
         eprintln!("preparing a backlog of {changes} row changes over {TABLES} tables (60/30/10)...");
-        let (start, done) = backlog(&db, changes).await;
-        let (rows, secs) = lakeshift_binlog(&db, &start).await;
+        let (start, done, defs) = backlog(&db, changes).await;
+        let (rows, secs) = lakeshift_binlog(&db, &start, &defs).await;
         assert_eq!(rows as usize, done, "every row change decoded");
         let mb_secs = mariadb_binlog(&db, &start.file);
-        let (sync_rows, sync_secs) = lakeshift_sync(&db, &start).await;
+        reset_peak_rss();
+        let (sync_rows, sync_secs, stalls) = lakeshift_sync(&db, &start, &defs).await;
+        let sync_rss = peak_rss_mib();
         assert_eq!(sync_rows as usize, done, "every row change synced");
         let (srows, ssecs) = lakeshift_snapshot(&db).await;
         let (rrows, rsecs) = raw_select(&db);
@@ -256,8 +314,16 @@ fn main() {
         let sync_rate = sync_rows as f64 / sync_secs;
         println!("| lakeshift sync -> Iceberg (catch-up) | {sync_rows} | {sync_secs:.2} | {sync_rate:.0} | {:.2}x |", sync_rate / mb_rate);
         let srate = srows as f64 / ssecs;
+        reset_peak_rss();
+        let (many_rows, many_secs) = many_tables(&db).await;
+        let many_rss = peak_rss_mib();
         let rrate = rrows as f64 / rsecs;
         println!("| mariadb --quick SELECT * (baseline) | {rrows} | {rsecs:.2} | {rrate:.0} | 1.00x |");
         println!("| lakeshift snapshot -> Arrow | {srows} | {ssecs:.2} | {srate:.0} | {:.2}x |", srate / rrate);
+        println!();
+        for (pos, tables, ms) in &stalls {
+            println!("DDL barrier at {pos}: {tables} table(s) paused {ms:.1} ms (the other tables' changes queue for the same time: one consumer task)");
+        }
+        println!("peak RSS (process, reset before each): sync catch-up {sync_rss:.0} MiB; 1,000-table job ({many_rows} rows, {many_secs:.1} s) {many_rss:.0} MiB");
     });
 }

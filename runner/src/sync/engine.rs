@@ -152,6 +152,8 @@ pub struct Engine {
     pub metrics: Arc<super::metrics::Metrics>,
     last_progress: Instant,
     rows_at_progress: u64,
+    /// (DDL position, tables, ms the barrier and schema change took).
+    pub ddl_stalls: Vec<(String, usize, f64)>,
 }
 
 fn ns_of(db: &str) -> String {
@@ -189,6 +191,7 @@ impl Engine {
             metrics: super::metrics::Metrics::new(),
             last_progress: Instant::now(),
             rows_at_progress: 0,
+            ddl_stalls: Vec::new(),
         })
     }
 
@@ -785,10 +788,11 @@ impl Engine {
                 self.planner.tables.remove(k);
             }
         }
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        self.ddl_stalls.push((position.to_string(), touched.len(), ms));
         eprintln!(
-            "info: DDL at {position} applied; {} table(s) paused {:.0} ms",
-            touched.len(),
-            t0.elapsed().as_secs_f64() * 1000.0
+            "info: DDL at {position} applied; {} table(s) paused {ms:.0} ms",
+            touched.len()
         );
         Ok(())
     }
