@@ -650,3 +650,103 @@ async fn a_failing_commit_stops_the_job_and_a_restart_recovers() {
         .unwrap();
     assert_mirrored(&mut c, &cat, &["counter", "events"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_maps_every_common_type() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.typed (
+           id INT PRIMARY KEY, flag TINYINT(1), small SMALLINT UNSIGNED, iu INT UNSIGNED,
+           bu BIGINT UNSIGNED, d DECIMAL(12,3), f FLOAT, g DOUBLE, dt DATE, dtm DATETIME(3),
+           ts TIMESTAMP(6) NULL, tm TIME(3), y YEAR, e ENUM('a','b'), s SET('x','y'), j JSON,
+           l VARCHAR(20) CHARACTER SET latin1, b BLOB, bits BIT(8), t TEXT) ;
+         INSERT INTO shop.typed VALUES (1, 1, 65535, 4294967295, 18446744073709551615, -123.456,
+           1.5, 2.25, '2024-02-29', '2024-02-29 13:14:15.123', '2024-03-01 00:00:00.000001',
+           '23:59:59.999', 2024, 'b', 'x,y', '{\"k\": 1}', 'café', X'00FF', b'10000001', 'text');",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job); // the snapshot
+    c.query_drop("SET time_zone = '+02:00'; INSERT INTO shop.typed VALUES (2, 0, 0, 0, 0, 0, 0, 0, '1970-01-01', '1970-01-01 00:00:00', '2024-03-01 02:00:00', '00:00:00', 1901, 'a', '', '[]', '', X'', b'0', '')")
+        .await
+        .unwrap();
+    catch_up(&job); // the binlog
+    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
+        .await
+        .unwrap();
+    let t = cat
+        .load_required(&ident("shop", "typed").unwrap())
+        .await
+        .unwrap();
+    let types: Vec<String> = t
+        .metadata
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| {
+            runner::iceberg::convert::ice_type(&f.field_type)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "int",
+            "boolean",
+            "int",
+            "long",
+            "decimal(20,0)",
+            "decimal(12,3)",
+            "float",
+            "double",
+            "date",
+            "timestamp",
+            "timestamptz",
+            "time",
+            "int",
+            "string",
+            "string",
+            "string",
+            "string",
+            "binary",
+            "long",
+            "string"
+        ]
+    );
+    let rows = iceberg_rows(&cat, "typed").await.unwrap();
+    let r1: Vec<Option<&str>> = rows[0].iter().map(|v| v.as_deref()).collect();
+    assert_eq!(
+        r1,
+        [
+            Some("1"),
+            Some("true"),
+            Some("65535"),
+            Some("4294967295"),
+            Some("18446744073709551615"),
+            Some("-123.456"),
+            Some("1.5"),
+            Some("2.25"),
+            Some("2024-02-29"),
+            Some("2024-02-29 13:14:15.123"),
+            Some("2024-03-01 00:00:00.000001Z"),
+            Some("23:59:59.999"),
+            Some("2024"),
+            Some("b"),
+            Some("x,y"),
+            Some("{\"k\": 1}"),
+            Some("café"),
+            Some("00ff"),
+            Some("129"),
+            Some("text")
+        ]
+    );
+    // Row 2 came through the binlog: TIMESTAMP written at +02:00 is the same instant.
+    assert_eq!(rows[1][10].as_deref(), Some("2024-03-01 00:00:00Z"));
+    assert_eq!(rows[1][1].as_deref(), Some("false"));
+}

@@ -68,7 +68,9 @@ async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize, Defs) {
         }
     }
     // A DDL mid-backlog: its barrier stall is measured.
-    c.query_drop("ALTER TABLE bench.t0 ADD COLUMN extra INT").await.unwrap();
+    c.query_drop("ALTER TABLE bench.t0 ADD COLUMN extra INT")
+        .await
+        .unwrap();
     let updates = changes * 3 / 10 / TABLES;
     let deletes = changes / 10 / TABLES;
     for t in 0..TABLES {
@@ -182,7 +184,11 @@ async fn lakeshift_sync(
         snapshot: None,
         pending: Default::default(),
     };
-    std::fs::write(state.join("checkpoint.json"), serde_json::to_vec(&st).unwrap()).unwrap();
+    std::fs::write(
+        state.join("checkpoint.json"),
+        serde_json::to_vec(&st).unwrap(),
+    )
+    .unwrap();
     let yaml = format!(
         "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 778\n  tables: ['bench\\..*']\n  startup: {{mode: position, position: '{from}'}}\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: bench\n  state: {}\n  checkpoint-interval-seconds: 5\n",
         db.port,
@@ -193,7 +199,11 @@ async fn lakeshift_sync(
     let t0 = Instant::now();
     let mut engine = runner::sync::engine::Engine::open(job).await.unwrap();
     engine.run(true).await.unwrap();
-    (engine.rows, t0.elapsed().as_secs_f64(), engine.ddl_stalls.clone())
+    (
+        engine.rows,
+        t0.elapsed().as_secs_f64(),
+        engine.ddl_stalls.clone(),
+    )
 }
 
 /// A job over 1,000 small tables (snapshot then binlog): time and peak memory.

@@ -789,7 +789,8 @@ impl Engine {
             }
         }
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
-        self.ddl_stalls.push((position.to_string(), touched.len(), ms));
+        self.ddl_stalls
+            .push((position.to_string(), touched.len(), ms));
         eprintln!(
             "info: DDL at {position} applied; {} table(s) paused {ms:.0} ms",
             touched.len()
