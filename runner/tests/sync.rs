@@ -750,3 +750,33 @@ async fn sync_maps_every_common_type() {
     assert_eq!(rows[1][10].as_deref(), Some("2024-03-01 00:00:00Z"));
     assert_eq!(rows[1][1].as_deref(), Some("false"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_override_makes_a_keyless_table_upsert() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.kv (k INT NOT NULL, v INT); INSERT INTO shop.kv VALUES (1, 1), (2, 2)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        "  snapshot-chunk-rows: 500\n",
+        "  snapshot-chunk-rows: 500\n  key-overrides:\n    shop.kv: [k]\n",
+    );
+    std::fs::write(&job, text).unwrap();
+    let out = spawn(&job, true, None).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("table shop.kv: upserts on key (k)"),
+        "the log says which: {err}"
+    );
+    c.query_drop("UPDATE shop.kv SET v = 10 WHERE k = 1; DELETE FROM shop.kv WHERE k = 2; INSERT INTO shop.kv VALUES (3, 3); UPDATE shop.kv SET v = 30 WHERE k = 3")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
+        .await
+        .unwrap();
+    assert_mirrored(&mut c, &cat, &["kv"]).await;
+}

@@ -333,26 +333,63 @@ impl Engine {
             .insert((ice.namespace.clone(), ice.name.clone()), ice.clone());
         self.planner.namespaces.insert(ice.namespace.clone());
         let arrow = files::arrow_schema(&table).map_err(|e| e.to_string())?;
-        let keyed = !ice.identifier_field_ids.is_empty();
-        let (key, key_ids): (Vec<usize>, Vec<i32>) = if keyed {
-            ice.identifier_field_ids
-                .iter()
-                .map(|id| (ice.fields.iter().position(|f| f.id == *id).unwrap(), *id))
-                .unzip()
-        } else {
-            // Full-row deletes: every column Iceberg allows in an equality delete.
-            ice.fields
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| {
-                    !matches!(
-                        f.ty,
-                        dialects::iceberg::IceType::Float | dialects::iceberg::IceType::Double
-                    )
-                })
-                .map(|(i, f)| (i, f.id))
-                .unzip()
-        };
+        // The key: identifier fields, else the job's key override, else full rows.
+        let over = self
+            .job
+            .source
+            .config
+            .key_overrides
+            .get(&format!("{}.{}", ice.namespace, ice.name))
+            .and_then(|cols| {
+                cols.iter()
+                    .map(|c| {
+                        ice.fields
+                            .iter()
+                            .position(|f| f.name.eq_ignore_ascii_case(c))
+                            .map(|i| (i, ice.fields[i].id))
+                    })
+                    .collect::<Option<Vec<_>>>()
+            });
+        let (keyed, (key, key_ids)): (bool, (Vec<usize>, Vec<i32>)) =
+            if !ice.identifier_field_ids.is_empty() {
+                (
+                    true,
+                    ice.identifier_field_ids
+                        .iter()
+                        .map(|id| (ice.fields.iter().position(|f| f.id == *id).unwrap(), *id))
+                        .unzip(),
+                )
+            } else if let Some(o) = over {
+                (true, o.into_iter().unzip())
+            } else {
+                // Full-row deletes: every column Iceberg allows in an equality delete.
+                (
+                    false,
+                    ice.fields
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, f)| {
+                            !matches!(
+                                f.ty,
+                                dialects::iceberg::IceType::Float
+                                    | dialects::iceberg::IceType::Double
+                            )
+                        })
+                        .map(|(i, f)| (i, f.id))
+                        .unzip(),
+                )
+            };
+        let names: Vec<&str> = key.iter().map(|i| ice.fields[*i].name.as_str()).collect();
+        eprintln!(
+            "info: table {}.{}: {}",
+            ice.namespace,
+            ice.name,
+            if keyed {
+                format!("upserts on key ({})", names.join(", "))
+            } else {
+                "no key: updates and deletes are full-row equality deletes (identical duplicate rows are removed together)".to_owned()
+            }
+        );
         let (_, watermark) = self.committed(&table);
         let had_rows = ice.has_rows;
         Ok(Sink {
