@@ -1019,7 +1019,20 @@ impl Engine {
                     ddl,
                     ..
                 } => {
-                    self.ddl(&position, &changes, &after, &ddl).await?;
+                    // A barrier that cannot complete stops the job with a clear error.
+                    let limit = (self.interval()
+                        * self.job.pipeline.barrier_timeout_intervals.max(1))
+                    .max(Duration::from_secs(5));
+                    match tokio::time::timeout(limit, self.ddl(&position, &changes, &after, &ddl)).await {
+                        Ok(r) => r?,
+                        Err(_) => {
+                            return Err(format!(
+                                "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
+                                limit.as_secs_f64(),
+                                changes.iter().filter_map(|c| c.table().map(|t| t.to_string())).collect::<Vec<_>>()
+                            ))
+                        }
+                    }
                 }
                 SourceEvent::RowsRemoved {
                     position,
