@@ -780,3 +780,53 @@ async fn a_key_override_makes_a_keyless_table_upsert() {
         .unwrap();
     assert_mirrored(&mut c, &cat, &["kv"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), at DATETIME);
+         CREATE TABLE shop.counter (id INT PRIMARY KEY, n BIGINT NOT NULL);
+         INSERT INTO shop.counter VALUES (1, 0);",
+    )
+    .await
+    .unwrap();
+    for part in 0..10 {
+        let values: Vec<String> = (part * 3000..(part + 1) * 3000)
+            .map(|k| format!("({k}, 'seed', {k}.50, NULL)"))
+            .collect();
+        c.query_drop(format!(
+            "INSERT INTO shop.items VALUES {}",
+            values.join(",")
+        ))
+        .await
+        .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    // Right after the first checkpoint inside the snapshot, the process dies.
+    let out = spawn(&job, true, Some("mid-snapshot"))
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(86),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = std::fs::read_to_string(dir.path().join("state/checkpoint.json")).unwrap();
+    assert!(
+        state.contains("\"cursor\""),
+        "a snapshot cursor was stored: {state}"
+    );
+    c.query_drop("UPDATE shop.items SET price = 0 WHERE id IN (1, 29999); DELETE FROM shop.items WHERE id = 15000; UPDATE shop.counter SET n = 5")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
+        .await
+        .unwrap();
+    assert_mirrored(&mut c, &cat, &["items", "counter"]).await;
+}

@@ -975,9 +975,9 @@ impl Engine {
                     if self.last_checkpoint.elapsed() >= self.interval()
                         || self.over_budget().is_some()
                     {
-                        failpoint("mid-snapshot");
                         let s = snap.clone();
                         self.checkpoint(None, s).await?;
+                        failpoint("mid-snapshot");
                     }
                 }
                 SourceEvent::SnapshotDone { position, .. } => {
