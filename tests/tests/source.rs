@@ -268,7 +268,7 @@ async fn consume(
                 lines.extend(json::lines(&e));
                 last = Some(position.clone());
             }
-            SourceEvent::Commit { position } => {
+            SourceEvent::Commit { position, .. } => {
                 last = Some(position.clone());
                 if stopping || rows.is_some_and(|r| n >= r) {
                     stopping = true;
@@ -732,16 +732,15 @@ async fn an_interrupted_snapshot_resumes_and_new_tables_are_snapshotted_alone() 
     assert_eq!(model, source_rows(&mut c, &["big", "small"]).await);
 
     // The table list now also matches `later`: on resume it is snapshotted alone.
-    let last_commit = rest
-        .iter()
-        .rev()
-        .find_map(|e| match e {
-            SourceEvent::Commit { position } | SourceEvent::SnapshotDone { position, .. } => {
-                Some(position.clone())
-            }
-            _ => None,
-        })
-        .unwrap();
+    let last_commit =
+        rest.iter()
+            .rev()
+            .find_map(|e| match e {
+                SourceEvent::Commit { position, .. }
+                | SourceEvent::SnapshotDone { position, .. } => Some(position.clone()),
+                _ => None,
+            })
+            .unwrap();
     c.query_drop("INSERT INTO shop.later VALUES (500, 5); UPDATE shop.big SET v = 1 WHERE id = 0")
         .await
         .unwrap();

@@ -82,6 +82,8 @@ pub struct BinlogReader {
     pub rows_decoded: u64,
     /// Whether the server checksums binlog events.
     checksum: bool,
+    /// Source time of the last event (unix seconds).
+    commit_ts: u32,
 }
 
 impl BinlogReader {
@@ -108,6 +110,7 @@ impl BinlogReader {
             last_flush: Instant::now(),
             rows_decoded: 0,
             checksum: true,
+            commit_ts: 0,
         }
     }
 
@@ -207,6 +210,9 @@ impl BinlogReader {
     ) -> Result<bool, SourceError> {
         let h = ev.header();
         let ty = h.event_type_raw();
+        if h.timestamp() != 0 {
+            self.commit_ts = h.timestamp();
+        }
         let end = h.log_pos() as u64;
         let start = end.saturating_sub(h.event_size() as u64);
         match ty {
@@ -380,7 +386,12 @@ impl BinlogReader {
         }
         // At a transaction boundary: everything before it is delivered.
         if let Some(position) = commit {
-            return Ok(self.send(SourceEvent::Commit { position }).await);
+            return Ok(self
+                .send(SourceEvent::Commit {
+                    position,
+                    at: self.commit_ts,
+                })
+                .await);
         }
         Ok(true)
     }

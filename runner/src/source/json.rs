@@ -88,7 +88,7 @@ pub fn lines(e: &SourceEvent) -> Vec<String> {
             "sql": ddl,
         })
         .to_string()],
-        SourceEvent::Commit { position } => {
+        SourceEvent::Commit { position, .. } => {
             vec![json!({"type": "commit", "position": position.to_string()}).to_string()]
         }
         SourceEvent::Heartbeat { position } => {

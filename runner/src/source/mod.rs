@@ -92,6 +92,8 @@ pub enum SourceEvent {
     },
     Commit {
         position: Position,
+        /// Source time (unix seconds) of the transaction's commit.
+        at: u32,
     },
     Heartbeat {
         position: Position,

@@ -925,6 +925,13 @@ impl Engine {
                     continue;
                 }
             };
+            if let SourceEvent::Commit { at, .. } = &e {
+                // Lag: how far the source's commit time is behind now.
+                let lag = super::metrics::now_ms() / 1000 - i64::from(*at);
+                self.metrics
+                    .lag_seconds
+                    .store(lag.max(0), std::sync::atomic::Ordering::Relaxed);
+            }
             at_boundary = matches!(
                 e,
                 SourceEvent::Commit { .. }
@@ -1045,7 +1052,7 @@ impl Engine {
                         "{db}.{table} lost rows without row events at {position} ({ddl}); the Iceberg table cannot follow: re-snapshot it (drop it and restart the job)"
                     ));
                 }
-                SourceEvent::Commit { position } | SourceEvent::Heartbeat { position } => {
+                SourceEvent::Commit { position, .. } | SourceEvent::Heartbeat { position } => {
                     boundary = Some(position.clone());
                     self.state.position = Some(position.clone());
                     if self.last_checkpoint.elapsed() >= self.interval() {
