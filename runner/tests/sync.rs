@@ -517,7 +517,10 @@ async fn sync_survives_a_source_restart_and_follows_a_shadow_table_migration() {
         .unwrap()
         .port();
     let mut text = std::fs::read_to_string(&job).unwrap();
-    text.push_str(&format!("  metrics-port: {port}\n  progress-seconds: 1\n"));
+    // Two writer shards per table here (the iceberg crate's reads check them).
+    text.push_str(&format!(
+        "  metrics-port: {port}\n  progress-seconds: 1\n  writer-shards: 2\n"
+    ));
     std::fs::write(&job, text).unwrap();
     let mut child = spawn(&job, false, None);
     let mut rng = Rng(42);

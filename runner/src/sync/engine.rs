@@ -499,30 +499,57 @@ impl Engine {
             p.appended.clone()
         };
         live.sort();
-        let data_batches = take(&live)?;
-        let data = if data_batches.is_empty() {
-            Vec::new()
-        } else {
-            files::write_data(&sink.table, &self.catalog.file_io, &data_batches)
-                .await
-                .map_err(|e| e.to_string())?
-        };
         let mut del = p.deletes.clone();
         del.sort();
         del.dedup();
-        let del_batches = take(&del)?;
-        let deletes = if del_batches.is_empty() {
-            Vec::new()
-        } else {
-            files::write_equality_deletes(
-                &sink.table,
-                &self.catalog.file_io,
-                &sink.key_ids,
-                &del_batches,
-            )
-            .await
-            .map_err(|e| e.to_string())?
+        // Writer shards: rows split by key hash, each shard's files written by its
+        // own task (`pipeline.writer-shards`, default 1).
+        let shards = self.job.pipeline.writer_shards.max(1) as usize;
+        let shard_of = |rows: &[(u32, u32)]| -> Vec<Vec<(u32, u32)>> {
+            let mut out = vec![Vec::new(); shards];
+            let mut kb = Vec::new();
+            for &(b, r) in rows {
+                let i = if shards == 1 {
+                    0
+                } else {
+                    key_bytes(&p.batches[b as usize], &sink.key, r as usize, &mut kb);
+                    (ddl_core::names::fnv1a(&kb) % shards as u64) as usize
+                };
+                out[i].push((b, r));
+            }
+            out
         };
+        let mut tasks = Vec::new();
+        for (live, del) in shard_of(&live).into_iter().zip(shard_of(&del)) {
+            let data_batches = take(&live)?;
+            let del_batches = take(&del)?;
+            let table = sink.table.clone();
+            let io = self.catalog.file_io.clone();
+            let key_ids = sink.key_ids.clone();
+            tasks.push(tokio::spawn(async move {
+                let data = if data_batches.is_empty() {
+                    Vec::new()
+                } else {
+                    files::write_data(&table, &io, &data_batches)
+                        .await
+                        .map_err(|e| e.to_string())?
+                };
+                let deletes = if del_batches.is_empty() {
+                    Vec::new()
+                } else {
+                    files::write_equality_deletes(&table, &io, &key_ids, &del_batches)
+                        .await
+                        .map_err(|e| e.to_string())?
+                };
+                Ok::<_, String>((data, deletes))
+            }));
+        }
+        let (mut data, mut deletes) = (Vec::new(), Vec::new());
+        for t in tasks {
+            let (d, x) = t.await.map_err(|e| e.to_string())??;
+            data.extend(d);
+            deletes.extend(x);
+        }
         Ok((data, deletes))
     }
 

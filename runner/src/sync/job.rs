@@ -54,12 +54,19 @@ pub struct PipelineConfig {
     /// DDL barrier timeout, in checkpoint intervals.
     #[serde(default = "default_barrier")]
     pub barrier_timeout_intervals: u32,
+    /// Writer shards per table: rows split by key hash, written in parallel.
+    #[serde(default = "default_shards")]
+    pub writer_shards: u32,
     /// Serve Prometheus metrics on 127.0.0.1:PORT.
     #[serde(default)]
     pub metrics_port: Option<u16>,
     /// Seconds between progress lines on standard error (0: none).
     #[serde(default = "default_progress")]
     pub progress_seconds: f64,
+}
+
+fn default_shards() -> u32 {
+    1
 }
 
 fn default_progress() -> f64 {
