@@ -241,6 +241,16 @@ impl IcebergArgs {
 }
 
 fn main() -> ExitCode {
+    // Logs on standard error; LAKESHIFT_LOG=debug (or warn, ...) sets the level.
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LAKESHIFT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -341,7 +351,7 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
                 eprintln!("error: metrics endpoint on 127.0.0.1:{port}: {e}");
                 return ExitCode::from(1);
             }
-            eprintln!("info: metrics on http://127.0.0.1:{port}/metrics");
+            tracing::info!("metrics on http://127.0.0.1:{port}/metrics");
         }
         // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
         let stop = engine.stop.clone();
@@ -362,7 +372,7 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term => {}
             }
-            eprintln!("info: stopping: committing what was read");
+            tracing::info!("stopping: committing what was read");
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         match engine.run(until_end).await {

@@ -903,7 +903,7 @@ fn sql_mode_ansi_quotes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> bool
 }
 
 fn tracing_skip(msg: &str) {
-    eprintln!("skipped: {msg}");
+    tracing::info!("skipped: {msg}");
 }
 
 #[cfg(test)]

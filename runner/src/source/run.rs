@@ -194,7 +194,7 @@ async fn follow(
             Err(SourceError::Purged { position, detail })
                 if src.config.purged_resume == PurgedPolicy::Resnapshot =>
             {
-                eprintln!("warning: resume point {position} was purged ({detail}); taking a new snapshot (purged-resume: resnapshot)");
+                tracing::warn!("resume point {position} was purged ({detail}); taking a new snapshot (purged-resume: resnapshot)");
                 match snapshot::snapshot(
                     src,
                     &tx,

@@ -299,7 +299,7 @@ impl Engine {
                         .plan(&[create], &cat, &mut diags)
                         .map_err(|e| e.to_string())?;
                     for d in diags.0 {
-                        eprintln!("{}: table {}.{}: {}", d.severity, key.0, key.1, d.message);
+                        tracing::info!("{}: table {}.{}: {}", d.severity, key.0, key.1, d.message);
                     }
                     mark_schema_position(&mut plan, at);
                     let mut known = BTreeMap::new();
@@ -312,7 +312,9 @@ impl Engine {
                         "create",
                     )
                     .await?;
-                    eprint!("{}", String::from_utf8_lossy(&log));
+                    for l in String::from_utf8_lossy(&log).lines() {
+                        tracing::info!("{l}");
+                    }
                     self.catalog
                         .load_required(&id)
                         .await
@@ -380,8 +382,8 @@ impl Engine {
                 )
             };
         let names: Vec<&str> = key.iter().map(|i| ice.fields[*i].name.as_str()).collect();
-        eprintln!(
-            "info: table {}.{}: {}",
+        tracing::info!(
+            "table {}.{}: {}",
             ice.namespace,
             ice.name,
             if keyed {
@@ -708,7 +710,7 @@ impl Engine {
             let _ = c.disconnect().await;
         }
         self.metrics.lag_bytes.store(lag, Relaxed);
-        eprintln!(
+        tracing::info!(
             "progress: {} row changes ({rate:.0}/s), checkpoint {} ({:.1} s ago), position {}, lag {}",
             self.rows,
             self.state.checkpoint,
@@ -807,13 +809,13 @@ impl Engine {
         let mut plan = match self.planner.plan(changes, &cat, &mut diags) {
             Ok(p) => p,
             Err(e) if is_replay(&e.0) => {
-                eprintln!("info: DDL at {position} already applied ({e}); skipped");
+                tracing::info!("DDL at {position} already applied ({e}); skipped");
                 return Ok(());
             }
             Err(e) => return Err(format!("DDL at {position}: {e}\n  statement: {sql}")),
         };
         for d in diags.0 {
-            eprintln!("{}: DDL at {position}: {}", d.severity, d.message);
+            tracing::info!("{}: DDL at {position}: {}", d.severity, d.message);
         }
         mark_schema_position(&mut plan, position);
         let mut known = BTreeMap::new();
@@ -837,7 +839,9 @@ impl Engine {
             &position.to_string(),
         )
         .await?;
-        eprint!("{}", String::from_utf8_lossy(&log));
+        for l in String::from_utf8_lossy(&log).lines() {
+            tracing::info!("{l}");
+        }
         self.commits += 1;
         // Reload the touched tables' sinks (schema, renames, drops).
         for k in &touched {
@@ -855,8 +859,8 @@ impl Engine {
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         self.ddl_stalls
             .push((position.to_string(), touched.len(), ms));
-        eprintln!(
-            "info: DDL at {position} applied; {} table(s) paused {ms:.0} ms",
+        tracing::info!(
+            "DDL at {position} applied; {} table(s) paused {ms:.0} ms",
             touched.len()
         );
         Ok(())
@@ -869,8 +873,8 @@ impl Engine {
     pub async fn run(&mut self, until_end: bool) -> Result<(), String> {
         let recovered = self.recover().await?;
         if recovered > 0 {
-            eprintln!(
-                "info: recovered {recovered} table commit(s) of checkpoint {}",
+            tracing::info!(
+                "recovered {recovered} table commit(s) of checkpoint {}",
                 self.state.checkpoint
             );
         }
@@ -902,8 +906,14 @@ impl Engine {
                         retries = 0;
                     }
                     retries += 1;
-                    eprintln!("warning: source connection lost ({e}); retrying from {} (attempt {retries})",
-                        self.state.position.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "the start".into()));
+                    tracing::warn!(
+                        "source connection lost ({e}); retrying from {} (attempt {retries})",
+                        self.state
+                            .position
+                            .as_ref()
+                            .map(|p| p.to_string())
+                            .unwrap_or_else(|| "the start".into())
+                    );
                     let pos = self.state.position.clone();
                     if self.sinks.values().any(|s| !s.pending.is_empty()) {
                         self.checkpoint(pos, snap.clone()).await?;
