@@ -833,3 +833,71 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
         .unwrap();
     assert_mirrored(&mut c, &cat, &["items", "counter"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changelog_tables_keep_every_change() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.log (id INT PRIMARY KEY, v INT); INSERT INTO shop.log VALUES (1, 1)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    let mut text = std::fs::read_to_string(&job).unwrap();
+    text.push_str("  changelog-tables: ['shop\\.log']\n");
+    std::fs::write(&job, text).unwrap();
+    let out = spawn(&job, true, None).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("table shop.log: changelog"), "{err}");
+    c.query_drop("INSERT INTO shop.log VALUES (2, 2); UPDATE shop.log SET v = 10 WHERE id = 1; DELETE FROM shop.log WHERE id = 2")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
+        .await
+        .unwrap();
+    let rows = iceberg_rows(&cat, "log").await.unwrap();
+    // (id, v, _op) in source order of the changes.
+    // (position, kind, id, v), in source order: positions order the changes, and an
+    // update's two images share one position (before first).
+    let rank = |op: &str| usize::from(op == "update_after");
+    let mut ops: Vec<(
+        runner::source::position::Position,
+        usize,
+        String,
+        String,
+        String,
+    )> = rows
+        .iter()
+        .map(|r| {
+            let op = r[2].clone().unwrap();
+            (
+                r[3].as_deref().unwrap().parse().unwrap(),
+                rank(&op),
+                op,
+                r[0].clone().unwrap(),
+                r[1].clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    ops.sort();
+    let kinds: Vec<(&str, &str, &str)> = ops
+        .iter()
+        .map(|(_, _, op, id, v)| (op.as_str(), id.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("snapshot", "1", "1"),
+            ("insert", "2", "2"),
+            ("update_before", "1", "1"),
+            ("update_after", "1", "10"),
+            ("delete", "2", "2"),
+        ]
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r[2].as_deref() == Some("snapshot") || r[4].is_some()),
+        "_source_ts is set on every change"
+    );
+}

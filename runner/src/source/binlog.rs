@@ -791,6 +791,7 @@ impl BinlogReader {
             self.open[idx].4.push(RowPos {
                 txn,
                 ordinal: self.ordinal as u32,
+                at: self.commit_ts,
             });
         }
         let bytes: usize = self

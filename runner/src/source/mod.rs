@@ -37,6 +37,8 @@ pub enum Op {
 pub struct RowPos {
     pub txn: u32,
     pub ordinal: u32,
+    /// Source time (unix seconds) of the row event.
+    pub at: u32,
 }
 
 /// Rows of one table and one kind of change.

@@ -131,6 +131,8 @@ struct Sink {
     key: Vec<usize>,
     key_ids: Vec<i32>,
     keyed: bool,
+    /// Append every change with `_op`, `_source_pos`, `_source_ts` (changelog mode; `_pos` is a name Iceberg readers reserve).
+    changelog: bool,
     /// The table held rows when this process first saw it.
     had_rows: bool,
     watermark: Option<Position>,
@@ -287,6 +289,41 @@ impl Engine {
                     let mut diags = ddl_core::Diagnostics::default();
                     let mut ir = (*t.ir).clone();
                     ir.name = ddl_core::TableName::new(Some(&key.0), &key.1);
+                    if self.job.changelog(&key.0, &key.1) {
+                        // Append-only: no key; each change is a row with its kind,
+                        // position and source time.
+                        ir.primary_key = None;
+                        for c in &mut ir.columns {
+                            c.nullable = true;
+                        }
+                        for (name, dt) in [
+                            (
+                                "_op",
+                                ddl_core::DataType::Varchar {
+                                    length: Some(16),
+                                    unit: Default::default(),
+                                    national: false,
+                                },
+                            ),
+                            (
+                                "_source_pos",
+                                ddl_core::DataType::Varchar {
+                                    length: Some(200),
+                                    unit: Default::default(),
+                                    national: false,
+                                },
+                            ),
+                            (
+                                "_source_ts",
+                                ddl_core::DataType::Timestamp {
+                                    precision: 0,
+                                    tz: ddl_core::TimeZone::Instant,
+                                },
+                            ),
+                        ] {
+                            ir.columns.push(ddl_core::Column::new(name, dt));
+                        }
+                    }
                     let mut cat = ddl_core::Catalog::new(dialects::Dialect::MySql.name_rules());
                     let create = ddl_core::SchemaChange::CreateTable {
                         table: ir,
@@ -381,12 +418,15 @@ impl Engine {
                         .unzip(),
                 )
             };
+        let changelog = self.job.changelog(&ice.namespace, &ice.name);
         let names: Vec<&str> = key.iter().map(|i| ice.fields[*i].name.as_str()).collect();
         tracing::info!(
             "table {}.{}: {}",
             ice.namespace,
             ice.name,
-            if keyed {
+            if changelog {
+                "changelog: every change appended with _op, _source_pos, _source_ts".to_owned()
+            } else if keyed {
                 format!("upserts on key ({})", names.join(", "))
             } else {
                 "no key: updates and deletes are full-row equality deletes (identical duplicate rows are removed together)".to_owned()
@@ -400,7 +440,8 @@ impl Engine {
             arrow,
             key,
             key_ids,
-            keyed,
+            keyed: keyed && !changelog,
+            changelog,
             had_rows,
             watermark,
             pending: Pending::new(),
@@ -988,7 +1029,10 @@ impl Engine {
                     }
                     let name = format!("{}.{}", table.db, table.name);
                     let s = self.sink(&table, &position).await?;
-                    let converted = to_iceberg(&name, &rows, &s.arrow)?;
+                    let mut converted = to_iceberg(&name, &rows, &s.arrow)?;
+                    if s.changelog {
+                        converted = snapshot_changelog_columns(converted, &position)?;
+                    }
                     let keep = vec![true; converted.num_rows()];
                     let upsert = s.had_rows;
                     Self::fold(
@@ -1050,6 +1094,26 @@ impl Engine {
                     };
                     let (before, after) = (conv(&b.before)?, conv(&b.after)?);
                     let last = b.position_after(b.num_rows() - 1);
+                    if s.changelog {
+                        let tag = |x: Option<RecordBatch>,
+                                   op: &str|
+                         -> Result<Option<RecordBatch>, String> {
+                            x.map(|r| changelog_columns(r, op, &b)).transpose()
+                        };
+                        let (before, after) = match b.op {
+                            Op::Insert => (None, tag(after, "insert")?),
+                            Op::Delete => (tag(before, "delete")?, None),
+                            Op::Update => {
+                                (tag(before, "update_before")?, tag(after, "update_after")?)
+                            }
+                        };
+                        // Both images are appended as rows: no deletes.
+                        for x in [before, after].into_iter().flatten() {
+                            Self::fold(s, Op::Insert, false, None, Some(x), &keep, last.clone());
+                        }
+                        self.rows += keep.iter().filter(|k| **k).count() as u64;
+                        continue;
+                    }
                     Self::fold(s, b.op, true, before, after, &keep, last);
                     self.rows += keep.iter().filter(|k| **k).count() as u64;
                     if let Some(k) = self.over_budget() {
@@ -1103,6 +1167,55 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Fill the changelog columns of converted rows: the change kind, each row's source
+/// position and source time.
+fn changelog_columns(
+    r: RecordBatch,
+    op: &str,
+    b: &crate::source::RowBatch,
+) -> Result<RecordBatch, String> {
+    use arrow_array::{ArrayRef, StringArray, TimestampMicrosecondArray};
+    let schema = r.schema();
+    let mut cols: Vec<ArrayRef> = r.columns().to_vec();
+    for (i, f) in schema.fields().iter().enumerate() {
+        match f.name().as_str() {
+            "_op" => cols[i] = Arc::new(StringArray::from(vec![op; r.num_rows()])),
+            "_source_pos" => {
+                cols[i] = Arc::new(StringArray::from_iter_values(
+                    (0..r.num_rows()).map(|k| b.position_after(k).to_string()),
+                ))
+            }
+            "_source_ts" => {
+                cols[i] = Arc::new(
+                    TimestampMicrosecondArray::from_iter_values(
+                        b.positions.iter().map(|p| i64::from(p.at) * 1_000_000),
+                    )
+                    .with_timezone("+00:00"),
+                )
+            }
+            _ => {}
+        }
+    }
+    RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())
+}
+
+/// Snapshot rows of a changelog table: `_op` = snapshot, `_pos` = the snapshot point.
+fn snapshot_changelog_columns(r: RecordBatch, at: &Position) -> Result<RecordBatch, String> {
+    use arrow_array::{ArrayRef, StringArray};
+    let schema = r.schema();
+    let mut cols: Vec<ArrayRef> = r.columns().to_vec();
+    for (i, f) in schema.fields().iter().enumerate() {
+        match f.name().as_str() {
+            "_op" => cols[i] = Arc::new(StringArray::from(vec!["snapshot"; r.num_rows()])),
+            "_source_pos" => {
+                cols[i] = Arc::new(StringArray::from(vec![at.to_string(); r.num_rows()]))
+            }
+            _ => {}
+        }
+    }
+    RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())
 }
 
 /// Errors a reconnect can fix.

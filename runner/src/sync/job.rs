@@ -54,6 +54,11 @@ pub struct PipelineConfig {
     /// DDL barrier timeout, in checkpoint intervals.
     #[serde(default = "default_barrier")]
     pub barrier_timeout_intervals: u32,
+    /// Tables (regexes over `database.table`) kept as an append-only changelog: every
+    /// change a row, with `_op`, `_source_pos` (source position) and `_source_ts` (source
+    /// time; `_pos` is reserved by Iceberg readers).
+    #[serde(default)]
+    pub changelog_tables: Vec<String>,
     /// Writer shards per table: rows split by key hash, written in parallel.
     #[serde(default = "default_shards")]
     pub writer_shards: u32,
@@ -91,6 +96,15 @@ pub struct SyncJob {
 }
 
 impl SyncJob {
+    /// Whether `db.table` is kept as a changelog.
+    pub fn changelog(&self, db: &str, table: &str) -> bool {
+        let name = format!("{db}.{table}");
+        self.pipeline
+            .changelog_tables
+            .iter()
+            .any(|t| regex::Regex::new(&format!("^(?:{t})$")).is_ok_and(|r| r.is_match(&name)))
+    }
+
     pub fn iceberg_options(&self) -> dialects::iceberg::IcebergOptions {
         use dialects::iceberg::*;
         IcebergOptions {
@@ -151,6 +165,14 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             "pipeline.checkpoint-interval-seconds",
             "must be positive",
         ));
+    }
+    for (i, t) in pipeline.changelog_tables.iter().enumerate() {
+        regex::Regex::new(t).map_err(|e| {
+            field(
+                &format!("pipeline.changelog-tables[{i}]"),
+                &format!("bad regex: {e}"),
+            )
+        })?;
     }
     Ok(SyncJob {
         source,
