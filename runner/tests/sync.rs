@@ -901,3 +901,70 @@ async fn changelog_tables_keep_every_change() {
         "_source_ts is set on every change"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layout_options_partition_new_tables_by_key_bucket() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), at DATETIME)")
+        .await
+        .unwrap();
+    let values: Vec<String> = (0..300)
+        .map(|k| format!("({k}, 'n{k}', {k}.25, NULL)"))
+        .collect();
+    c.query_drop(format!(
+        "INSERT INTO shop.items VALUES {}",
+        values.join(",")
+    ))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        "  type: iceberg\n",
+        "  type: iceberg\n  partition-buckets: 4\n  sort-by-key: true\n  compression: snappy\n",
+    );
+    std::fs::write(&job, text).unwrap();
+    catch_up(&job);
+    c.query_drop("UPDATE shop.items SET price = 0 WHERE id < 50; DELETE FROM shop.items WHERE id BETWEEN 100 AND 120; INSERT INTO shop.items VALUES (1000, 'new', 1, NULL)")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
+        .await
+        .unwrap();
+    assert_mirrored(&mut c, &cat, &["items"]).await;
+    let t = cat
+        .load_required(&ident("shop", "items").unwrap())
+        .await
+        .unwrap();
+    let spec = t.metadata.default_partition_spec();
+    assert_eq!(
+        spec.fields()[0].transform,
+        iceberg::spec::Transform::Bucket(4)
+    );
+    assert_eq!(t.metadata.default_sort_order().fields.len(), 1);
+    assert_eq!(
+        t.metadata.properties()["write.parquet.compression-codec"],
+        "snappy"
+    );
+    let files = runner::iceberg::commit::live_files(&cat, &t).await.unwrap();
+    assert!(
+        files
+            .iter()
+            .filter(|f| f.1.contains("/data/id_bucket="))
+            .count()
+            >= 4,
+        "data and delete files in bucket folders: {files:?}"
+    );
+    let loc = cat
+        .metadata_location(&ident("shop", "items").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        duckdb_rows(&loc),
+        source_rows(&mut c, "items").await,
+        "DuckDB reads it"
+    );
+}

@@ -91,46 +91,78 @@ pub fn arrow_schema(t: &LoadedTable) -> Result<arrow_schema::SchemaRef> {
     )?))
 }
 
-/// Write rows (in the table's current schema) as data files. Unpartitioned tables only.
+/// Rows grouped by the table's partition (one group, without a key, when the table is
+/// unpartitioned).
+fn partitioned(
+    t: &LoadedTable,
+    batches: &[RecordBatch],
+) -> Result<Vec<(Option<iceberg::spec::PartitionKey>, Vec<RecordBatch>)>> {
+    if t.metadata.default_partition_spec().is_unpartitioned() {
+        return Ok(vec![(None, batches.to_vec())]);
+    }
+    let splitter = iceberg::arrow::RecordBatchPartitionSplitter::try_new_with_computed_values(
+        t.metadata.current_schema().clone(),
+        t.metadata.default_partition_spec().clone(),
+    )?;
+    let mut groups: Vec<(String, iceberg::spec::PartitionKey, Vec<RecordBatch>)> = Vec::new();
+    for b in batches {
+        for (key, part) in splitter.split(b)? {
+            let id = format!("{:?}", key.data());
+            match groups.iter_mut().find(|g| g.0 == id) {
+                Some(g) => g.2.push(part),
+                None => groups.push((id, key, vec![part])),
+            }
+        }
+    }
+    Ok(groups.into_iter().map(|(_, k, b)| (Some(k), b)).collect())
+}
+
+/// Write rows (in the table's current schema) as data files, one set per partition.
 pub async fn write_data(
     t: &LoadedTable,
     file_io: &FileIO,
     batches: &[RecordBatch],
 ) -> Result<Vec<DataFile>> {
-    unpartitioned(t)?;
     let schema = t.metadata.current_schema().clone();
-    let mut w = DataFileWriterBuilder::new(rolling(t, file_io, schema, "data")?)
-        .build(None)
-        .await?;
-    for b in batches {
-        w.write(b.clone()).await?;
+    let mut out = Vec::new();
+    for (key, group) in partitioned(t, batches)? {
+        let mut w = DataFileWriterBuilder::new(rolling(t, file_io, schema.clone(), "data")?)
+            .build(key)
+            .await?;
+        for b in group {
+            w.write(b).await?;
+        }
+        out.extend(w.close().await?);
     }
-    Ok(w.close().await?)
+    Ok(out)
 }
 
 /// Write equality deletes: `batches` hold whole rows (in the current schema) whose
-/// `key_ids` columns identify the rows to delete.
+/// `key_ids` columns identify the rows to delete; one set of files per partition.
 pub async fn write_equality_deletes(
     t: &LoadedTable,
     file_io: &FileIO,
     key_ids: &[i32],
     batches: &[RecordBatch],
 ) -> Result<Vec<DataFile>> {
-    unpartitioned(t)?;
     let schema = t.metadata.current_schema().clone();
-    let config = EqualityDeleteWriterConfig::new(key_ids.to_vec(), schema.clone())?;
-    let projected = config.projected_arrow_schema_ref().clone();
-    let delete_schema = Arc::new(iceberg::arrow::arrow_schema_to_schema(&projected)?);
-    let mut w = EqualityDeleteFileWriterBuilder::new(
-        rolling(t, file_io, delete_schema, "eq-delete")?,
-        config,
-    )
-    .build(None)
-    .await?;
-    for b in batches {
-        w.write(b.clone()).await?;
+    let mut out = Vec::new();
+    for (key, group) in partitioned(t, batches)? {
+        let config = EqualityDeleteWriterConfig::new(key_ids.to_vec(), schema.clone())?;
+        let projected = config.projected_arrow_schema_ref().clone();
+        let delete_schema = Arc::new(iceberg::arrow::arrow_schema_to_schema(&projected)?);
+        let mut w = EqualityDeleteFileWriterBuilder::new(
+            rolling(t, file_io, delete_schema, "eq-delete")?,
+            config,
+        )
+        .build(key)
+        .await?;
+        for b in group {
+            w.write(b).await?;
+        }
+        out.extend(w.close().await?);
     }
-    Ok(w.close().await?)
+    Ok(out)
 }
 
 /// Write position deletes: (data file path, row position) pairs, sorted as the spec

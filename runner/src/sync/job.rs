@@ -34,6 +34,25 @@ pub struct SinkConfig {
     pub tinyint1: Option<String>,
     #[serde(default)]
     pub bigint_unsigned: Option<String>,
+    /// New tables partitioned by `bucket(N, first key column)` (0: unpartitioned).
+    #[serde(default)]
+    pub partition_buckets: u32,
+    /// Declare the primary key as the sort order of new tables.
+    #[serde(default)]
+    pub sort_by_key: bool,
+    #[serde(default = "default_file_mib")]
+    pub target_file_size_mib: u64,
+    /// Parquet compression of new tables (zstd, snappy, gzip, uncompressed).
+    #[serde(default = "default_compression")]
+    pub compression: String,
+}
+
+fn default_file_mib() -> u64 {
+    128
+}
+
+fn default_compression() -> String {
+    "zstd".into()
 }
 
 fn default_catalog_name() -> String {
@@ -60,7 +79,7 @@ pub struct PipelineConfig {
     #[serde(default)]
     pub changelog_tables: Vec<String>,
     /// Writer shards per table: rows split by key hash, written in parallel.
-    #[serde(default = "default_shards")]
+    #[serde(default = "default_shards", alias = "parallelism")]
     pub writer_shards: u32,
     /// Serve Prometheus metrics on 127.0.0.1:PORT.
     #[serde(default)]
@@ -117,6 +136,23 @@ impl SyncJob {
                 _ => BigintUnsigned::Decimal,
             },
             behavior: self.pipeline.schema_change_behavior,
+            layout: Layout {
+                partitioning: if self.sink.partition_buckets > 0 {
+                    Partitioning::BucketPrimaryKey {
+                        buckets: self.sink.partition_buckets,
+                    }
+                } else {
+                    Partitioning::None
+                },
+                sort_order: if self.sink.sort_by_key {
+                    SortOrder::PrimaryKey
+                } else {
+                    SortOrder::None
+                },
+                target_file_size_bytes: self.sink.target_file_size_mib * 1024 * 1024,
+                compression: self.sink.compression.clone(),
+                ..Layout::default()
+            },
             ..Default::default()
         }
     }
@@ -131,6 +167,15 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             .ok_or_else(|| field("sink", "is missing (type: iceberg, warehouse: DIR)"))?,
     )
     .map_err(|e| format!("job file: sink: {e}"))?;
+    if !["zstd", "snappy", "gzip", "uncompressed"].contains(&sink.compression.as_str()) {
+        return Err(field(
+            "sink.compression",
+            &format!(
+                "`{}`: expected zstd, snappy, gzip or uncompressed",
+                sink.compression
+            ),
+        ));
+    }
     if sink.kind != "iceberg" {
         return Err(field(
             "sink.type",
