@@ -968,3 +968,58 @@ async fn layout_options_partition_new_tables_by_key_bucket() {
         "DuckDB reads it"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_transaction_spills_within_the_memory_budget() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), at DATETIME)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    let mut text = std::fs::read_to_string(&job).unwrap().replace(
+        "  snapshot-chunk-rows: 500\n",
+        "  snapshot-chunk-rows: 500\n  batch-bytes: 65536\n",
+    );
+    text.push_str("  memory-budget-mib: 1\n");
+    std::fs::write(&job, text).unwrap();
+    catch_up(&job);
+    // One transaction far larger than the budget.
+    c.query_drop("BEGIN").await.unwrap();
+    for part in 0..20 {
+        let values: Vec<String> = (part * 1000..(part + 1) * 1000)
+            .map(|k| format!("({k}, 'a rather long name for row {k}', {k}.25, NULL)"))
+            .collect();
+        c.query_drop(format!(
+            "INSERT INTO shop.items VALUES {}",
+            values.join(",")
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("UPDATE shop.items SET price = 1 WHERE id % 7 = 0")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    catch_up(&job);
+    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
+        .await
+        .unwrap();
+    assert_mirrored(&mut c, &cat, &["items"]).await;
+    let t = cat
+        .load_required(&ident("shop", "items").unwrap())
+        .await
+        .unwrap();
+    let mid_txn = t
+        .metadata
+        .snapshots()
+        .filter_map(|s| s.summary().additional_properties.get("lakeshift.watermark"))
+        .filter_map(|w| w.parse::<runner::source::position::Position>().ok())
+        .filter(|w| w.ordinal > 0 && w.ordinal < 22_857)
+        .count();
+    assert!(
+        mid_txn >= 2,
+        "the transaction was committed in parts as it was read ({mid_txn})"
+    );
+}
