@@ -156,6 +156,8 @@ pub struct Engine {
     rows_at_progress: u64,
     /// (DDL position, tables, ms the barrier and schema change took).
     pub ddl_stalls: Vec<(String, usize, f64)>,
+    /// The table being snapshotted: (name, rows read, estimated rows).
+    snapshot_progress: Option<(String, u64, u64)>,
 }
 
 fn ns_of(db: &str) -> String {
@@ -194,6 +196,7 @@ impl Engine {
             last_progress: Instant::now(),
             rows_at_progress: 0,
             ddl_stalls: Vec::new(),
+            snapshot_progress: None,
         })
     }
 
@@ -751,6 +754,9 @@ impl Engine {
             let _ = c.disconnect().await;
         }
         self.metrics.lag_bytes.store(lag, Relaxed);
+        if let Some((t, done, est)) = &self.snapshot_progress {
+            tracing::info!("progress: snapshot of {t}: {done} of ~{est} rows");
+        }
         tracing::info!(
             "progress: {} row changes ({rate:.0}/s), checkpoint {} ({:.1} s ago), position {}, lag {}",
             self.rows,
@@ -1022,8 +1028,11 @@ impl Engine {
                     rows,
                     cursor,
                     position,
-                    ..
+                    done,
+                    estimate,
                 } => {
+                    self.snapshot_progress =
+                        Some((format!("{}.{}", table.db, table.name), done, estimate));
                     if rows.num_rows() == 0 {
                         continue;
                     }
@@ -1070,6 +1079,7 @@ impl Engine {
                 }
                 SourceEvent::SnapshotDone { position, .. } => {
                     *snap = None;
+                    self.snapshot_progress = None;
                     self.checkpoint(Some(position), None).await?;
                 }
                 SourceEvent::Rows(b) => {
