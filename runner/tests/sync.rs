@@ -121,9 +121,17 @@ async fn iceberg_rows_at(
         .expect("the iceberg crate's scan finished within 120 s");
     // Columns by the current schema's names: a file written before a column was added
     // may come back without it (the crate's reader), which reads as NULL.
-    let names: Vec<String> = t
-        .metadata()
-        .current_schema()
+    // (For a snapshot: the schema it was written with.)
+    let schema = match snapshot {
+        Some(id) => t
+            .metadata()
+            .snapshot_by_id(id)
+            .unwrap()
+            .schema(t.metadata())
+            .unwrap(),
+        None => t.metadata().current_schema().clone(),
+    };
+    let names: Vec<String> = schema
         .as_struct()
         .fields()
         .iter()
@@ -210,7 +218,7 @@ print(json.dumps([[cell(v) for v in r] for r in rows]))
     rows
 }
 
-const ORACLE_TABLES: [&str; 2] = ["counter", "nokey"];
+const ORACLE_TABLES: [&str; 4] = ["items", "counter", "events", "nokey"];
 
 type Dump = BTreeMap<&'static str, Vec<Vec<Option<String>>>>;
 
@@ -226,8 +234,9 @@ async fn record(c: &mut mysql_async::Conn) -> ((u64, u64), Dump) {
     ((runner::source::position::file_index(&file), pos), d)
 }
 
-/// Every snapshot the job committed to the oracle tables equals the source contents
-/// after the transaction its watermark is in; no data file is added twice.
+/// Every snapshot the job committed equals the source contents after the transaction
+/// its watermark is in (compared under the schema of that time); no data file is added
+/// twice.
 async fn check_every_snapshot(cat: &Catalog, oracle: &[((u64, u64), Dump)]) -> (usize, usize) {
     let mut checked = 0;
     let mut seen = std::collections::HashSet::new();
