@@ -11,8 +11,8 @@ use std::process::ExitCode;
 #[command(
     name = "lakeshift",
     version,
-    about = "Translate database DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and apply it to Iceberg tables",
-    after_help = "Exit status: 0 success, 1 some statement failed, 2 usage error."
+    about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and mirror MySQL/MariaDB databases into Iceberg tables, DDL included, exactly once",
+    after_help = "Exit status: 0 success, 1 failure (a statement, a commit, the source), 2 usage error."
 )]
 struct Cli {
     #[command(subcommand)]
