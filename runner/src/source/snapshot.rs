@@ -101,10 +101,16 @@ pub async fn read_definitions(
         .map_err(SourceError::sql)?;
     let mut out = Vec::new();
     for (db, name, rows) in tables {
-        let ddl: Option<(String, String)> = conn
+        let ddl: Option<(String, String)> = match conn
             .query_first(format!("SHOW CREATE TABLE {}.{}", quote(&db), quote(&name)))
             .await
-            .map_err(SourceError::sql)?;
+        {
+            Ok(d) => d,
+            // Dropped or renamed since it was listed (an online schema change's helper
+            // table, say): it is not there to describe.
+            Err(mysql_async::Error::Server(e)) if e.code == 1146 => continue,
+            Err(e) => return Err(SourceError::sql(e)),
+        };
         if let Some((_, ddl)) = ddl {
             out.push((db, name, rows.unwrap_or(0), ddl));
         }

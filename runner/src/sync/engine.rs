@@ -231,6 +231,31 @@ impl Engine {
         }
     }
 
+    /// Commit one table's files of checkpoint `n`, with the commit id that recovery
+    /// uses too (so a commit whose reply was lost is found, not repeated).
+    async fn commit_checkpoint(
+        &self,
+        id: &iceberg::TableIdent,
+        n: u64,
+        name: &str,
+        data: Vec<iceberg::spec::DataFile>,
+        deletes: Vec<iceberg::spec::DataFile>,
+        wm: &Option<Position>,
+    ) -> crate::iceberg::Result<crate::iceberg::commit::Committed> {
+        Committer::new(&self.catalog)
+            .commit(
+                id,
+                &format!("{}:{n}:{name}", self.job.pipeline.name),
+                &Change::Snapshot(SnapshotChange {
+                    data_files: data,
+                    delete_files: deletes,
+                    summary: self.summary(n, wm),
+                    ..Default::default()
+                }),
+            )
+            .await
+    }
+
     /// Commit what the state's checkpoint lists and a table lacks (after a crash).
     pub async fn recover(&mut self) -> Result<usize, String> {
         let n = self.state.checkpoint;
@@ -254,17 +279,7 @@ impl Engine {
             let (data, deletes): (Vec<_>, Vec<_>) = files
                 .into_iter()
                 .partition(|f| f.content_type() == iceberg::spec::DataContentType::Data);
-            Committer::new(&self.catalog)
-                .commit(
-                    &id,
-                    &format!("{}:{n}:{name}", self.job.pipeline.name),
-                    &Change::Snapshot(SnapshotChange {
-                        data_files: data,
-                        delete_files: deletes,
-                        summary: self.summary(n, &wm),
-                        ..Default::default()
-                    }),
-                )
+            self.commit_checkpoint(&id, n, &name, data, deletes, &wm)
                 .await
                 .map_err(|e| format!("recovering checkpoint {n} of {name}: {e}"))?;
             done += 1;
@@ -677,17 +692,8 @@ impl Engine {
             let sink = &self.sinks[&key];
             let wm = sink.pending.watermark.clone();
             let id = sink.ident.clone();
-            let done = Committer::new(&self.catalog)
-                .commit(
-                    &id,
-                    &format!("{}:{n}:{name}", self.job.pipeline.name),
-                    &Change::Snapshot(SnapshotChange {
-                        data_files: data,
-                        delete_files: deletes,
-                        summary: self.summary(n, &wm),
-                        ..Default::default()
-                    }),
-                )
+            let done = self
+                .commit_checkpoint(&id, n, &name, data, deletes, &wm)
                 .await
                 .map_err(|e| format!("checkpoint {n}: commit of {name}: {e}"))?;
             self.commits += 1;
