@@ -80,8 +80,6 @@ pub struct BinlogReader {
     buffered_bytes: usize,
     last_flush: Instant,
     pub rows_decoded: u64,
-    /// Whether the server checksums binlog events.
-    checksum: bool,
     /// Source time of the last event (unix seconds).
     commit_ts: u32,
 }
@@ -109,7 +107,6 @@ impl BinlogReader {
             buffered_bytes: 0,
             last_flush: Instant::now(),
             rows_decoded: 0,
-            checksum: true,
             commit_ts: 0,
         }
     }
@@ -135,11 +132,6 @@ impl BinlogReader {
         ))
         .await
         .map_err(SourceError::sql)?;
-        let alg: Option<String> = conn
-            .query_first("SELECT @@global.binlog_checksum")
-            .await
-            .map_err(SourceError::sql)?;
-        self.checksum = alg.is_some_and(|a| !a.eq_ignore_ascii_case("NONE"));
         // Real MariaDB GTID events (not BEGIN stand-ins) and GTID resume.
         conn.query_drop("SET @mariadb_slave_capability = 4")
             .await
@@ -876,9 +868,9 @@ fn ends_with_checksum(h: &mysql_async::binlog::events::BinlogEventHeader, data: 
 
 /// A binlog file name from a ROTATE event. The server's first (fake) ROTATE comes
 /// before the format description, so the event reader cannot know the checksum yet
-/// and leaves its 4 bytes on the name: `fake_with_checksum` strips them.
-fn binlog_name(raw: &[u8], fake_with_checksum: bool) -> String {
-    let raw = if fake_with_checksum && raw.len() > 4 {
+/// and can leave its 4 bytes on the name: `with_checksum` strips them.
+fn binlog_name(raw: &[u8], with_checksum: bool) -> String {
+    let raw = if with_checksum && raw.len() > 4 {
         &raw[..raw.len() - 4]
     } else {
         raw
