@@ -47,6 +47,13 @@ fn job(dir: &Path, port: u16) -> std::path::PathBuf {
     p
 }
 
+/// The job's Iceberg catalog (the local warehouse under `dir`).
+async fn warehouse(dir: &Path) -> Catalog {
+    Catalog::open(&CatalogConfig::local(dir.join("warehouse")))
+        .await
+        .unwrap()
+}
+
 fn spawn(job: &Path, until_end: bool, failpoint: Option<&str>) -> Child {
     let mut c = Command::new(env!("CARGO_BIN_EXE_lakeshift"));
     c.args(["sync", "--config", &job.display().to_string()]);
@@ -406,9 +413,7 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
     eprintln!("{kills} kills (SIGKILL) during {i} workload steps and {ddls} DDL");
     assert_eq!(ddls, 4);
     catch_up(&job);
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["items", "counter", "events", "nokey"]).await;
     // DuckDB's iceberg extension reads the same rows (equality deletes on the key
     // included). Not checked on the keyless table: DuckDB 1.4.4 was seen dropping rows
@@ -551,9 +556,7 @@ async fn sync_survives_a_source_restart_and_follows_a_shadow_table_migration() {
     ] {
         c.query_drop(q).await.unwrap();
     }
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     let tables = ["items", "counter", "events", "nokey"];
     // The running job catches up by itself (bounded wait on the condition).
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
@@ -663,9 +666,7 @@ async fn a_failing_commit_stops_the_job_and_a_restart_recovers() {
     std::fs::remove_file(&meta).unwrap();
     std::fs::rename(&aside, &meta).unwrap();
     catch_up(&job);
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["counter", "events"]).await;
 }
 
@@ -693,9 +694,7 @@ async fn sync_maps_every_common_type() {
         .await
         .unwrap();
     catch_up(&job); // the binlog
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     let t = cat
         .load_required(&ident("shop", "typed").unwrap())
         .await
@@ -793,9 +792,7 @@ async fn a_key_override_makes_a_keyless_table_upsert() {
         .await
         .unwrap();
     catch_up(&job);
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["kv"]).await;
 }
 
@@ -843,9 +840,7 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
         .await
         .unwrap();
     catch_up(&job);
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["items", "counter"]).await;
 }
 
@@ -868,9 +863,7 @@ async fn changelog_tables_keep_every_change() {
         .await
         .unwrap();
     catch_up(&job);
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     let rows = iceberg_rows(&cat, "log").await.unwrap();
     // (id, v, _op) in source order of the changes.
     // (position, kind, id, v), in source order: positions order the changes, and an
@@ -945,9 +938,7 @@ async fn layout_options_partition_new_tables_by_key_bucket() {
         .await
         .unwrap();
     catch_up(&job);
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["items"]).await;
     let t = cat
         .load_required(&ident("shop", "items").unwrap())
@@ -1018,9 +1009,7 @@ async fn a_huge_transaction_spills_within_the_memory_budget() {
         .unwrap();
     c.query_drop("COMMIT").await.unwrap();
     catch_up(&job);
-    let cat = Catalog::open(&CatalogConfig::local(dir.path().join("warehouse")))
-        .await
-        .unwrap();
+    let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["items"]).await;
     let t = cat
         .load_required(&ident("shop", "items").unwrap())

@@ -30,7 +30,7 @@ use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 use dialects::iceberg::IcebergPlanner;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -100,8 +100,9 @@ struct Pending {
     live: HashMap<Vec<u8>, Option<(u32, u32)>>,
     /// Rows (batch, row) holding keys to delete from older data.
     deletes: Vec<(u32, u32)>,
-    /// Keyless tables: rows appended (no folding).
-    appended: Vec<(u32, u32)>,
+    /// Keyless tables: rows appended, by full-row key (identical rows each count, the
+    /// earliest first).
+    appended: HashMap<Vec<u8>, VecDeque<(u32, u32)>>,
     watermark: Option<Position>,
     bytes: usize,
 }
@@ -112,7 +113,7 @@ impl Pending {
             batches: Vec::new(),
             live: HashMap::new(),
             deletes: Vec::new(),
-            appended: Vec::new(),
+            appended: HashMap::new(),
             watermark: None,
             bytes: 0,
         }
@@ -382,6 +383,22 @@ impl Engine {
         Ok(self.sinks.get_mut(&key).expect("inserted"))
     }
 
+    /// The sink of an existing Iceberg table, loaded afresh. False: no such table.
+    async fn load_sink(&mut self, k: &(String, String)) -> Result<bool, String> {
+        let id = ident(&k.0, &k.1).map_err(|e| e.to_string())?;
+        let Some(t) = self
+            .catalog
+            .load(&id)
+            .await
+            .map_err(|e| format!("loading table {}: {e}", display(&id)))?
+        else {
+            return Ok(false);
+        };
+        let s = self.make_sink(id, t)?;
+        self.sinks.insert(k.clone(), s);
+        Ok(true)
+    }
+
     fn make_sink(&mut self, id: iceberg::TableIdent, table: LoadedTable) -> Result<Sink, String> {
         let ice = iconv::ice_table(&id.namespace().join("."), id.name(), &table.metadata)
             .map_err(|e| e.to_string())?;
@@ -498,13 +515,12 @@ impl Engine {
                 if sink.keyed {
                     p.live.insert(kb.clone(), None);
                     p.deletes.push((b, row));
-                } else if let Some(i) = p.appended.iter().position(|&(pb, pr)| {
-                    let mut other = Vec::new();
-                    key_bytes(&p.batches[pb as usize], &sink.key, pr as usize, &mut other);
-                    other == kb
-                }) {
+                } else if let Some(rows) = p.appended.get_mut(&kb) {
                     // A row written in this checkpoint: drop it before it is written.
-                    p.appended.remove(i);
+                    rows.pop_front();
+                    if rows.is_empty() {
+                        p.appended.remove(&kb);
+                    }
                 } else {
                     p.deletes.push((b, row));
                 }
@@ -521,7 +537,10 @@ impl Engine {
                     }
                     p.live.insert(kb.clone(), Some((a, row)));
                 } else {
-                    p.appended.push((a, row));
+                    p.appended
+                        .entry(kb.clone())
+                        .or_default()
+                        .push_back((a, row));
                 }
             }
         }
@@ -557,7 +576,7 @@ impl Engine {
         let mut live: Vec<(u32, u32)> = if sink.keyed {
             p.live.values().filter_map(|v| *v).collect()
         } else {
-            p.appended.clone()
+            p.appended.values().flatten().copied().collect()
         };
         live.sort();
         let mut del = p.deletes.clone();
@@ -640,12 +659,22 @@ impl Engine {
             )
             .await
             .map_err(|e| format!("commit of {}: {e}", display(&id)))?;
+        self.committed_pending(key, done.table, wm);
+        Ok(())
+    }
+
+    /// A table's pending changes landed: its new state and watermark, nothing pending.
+    fn committed_pending(
+        &mut self,
+        key: &(String, String),
+        table: LoadedTable,
+        wm: Option<Position>,
+    ) {
         self.commits += 1;
         let sink = self.sinks.get_mut(key).expect("present");
-        sink.table = done.table;
+        sink.table = table;
         sink.watermark = wm;
         sink.pending = Pending::new();
-        Ok(())
     }
 
     /// A checkpoint at a transaction boundary: files, durable state, commits.
@@ -696,11 +725,7 @@ impl Engine {
                 .commit_checkpoint(&id, n, &name, data, deletes, &wm)
                 .await
                 .map_err(|e| format!("checkpoint {n}: commit of {name}: {e}"))?;
-            self.commits += 1;
-            let sink = self.sinks.get_mut(&key).expect("present");
-            sink.table = done.table;
-            sink.watermark = wm;
-            sink.pending = Pending::new();
+            self.committed_pending(&key, done.table, wm);
         }
         // Files of older checkpoints are no longer needed for recovery.
         if let Ok(rd) = std::fs::read_dir(self.state_dir.join("pending")) {
@@ -823,16 +848,7 @@ impl Engine {
             self.flush_table(k).await?;
             // Make sure the planner knows the table as Iceberg has it.
             if !self.sinks.contains_key(k) {
-                let id = ident(&k.0, &k.1).map_err(|e| e.to_string())?;
-                if let Some(t) = self
-                    .catalog
-                    .load(&id)
-                    .await
-                    .map_err(|e| format!("loading table {}: {e}", display(&id)))?
-                {
-                    let s = self.make_sink(id, t)?;
-                    self.sinks.insert(k.clone(), s);
-                }
+                self.load_sink(k).await?;
             }
         }
         failpoint("inside-ddl-barrier");
@@ -901,11 +917,7 @@ impl Engine {
             if let Some(old) = self.sinks.remove(k) {
                 debug_assert!(old.pending.is_empty());
             }
-            let id = ident(&k.0, &k.1).map_err(|e| e.to_string())?;
-            if let Some(t) = self.catalog.load(&id).await.map_err(|e| e.to_string())? {
-                let s = self.make_sink(id, t)?;
-                self.sinks.insert(k.clone(), s);
-            } else {
+            if !self.load_sink(k).await? {
                 self.planner.tables.remove(k);
             }
         }
