@@ -749,7 +749,7 @@ impl IcebergPlanner {
                             f.required = true;
                         }
                     }
-                    let pos = self.ice_position(&t, position.as_ref());
+                    let pos = ice_position(&t, position.as_ref());
                     insert_at(&mut t.fields, f.clone(), &pos);
                     out.push(Action::AddColumn {
                         table: format!("{}.{}", key.0, key.1),
@@ -924,12 +924,7 @@ impl IcebergPlanner {
                 let t = self.tables.get_mut(&key).ok_or_else(|| no_table(&key))?;
                 let i = t.index_of(column).ok_or_else(|| no_col(&key, column))?;
                 let f = t.fields.remove(i);
-                let pos = match position {
-                    ColumnPosition::First => IcePosition::First,
-                    ColumnPosition::After(a) => {
-                        IcePosition::After(t.field(a).map(|f| f.name.clone()).unwrap_or(a.clone()))
-                    }
-                };
+                let pos = ice_position(t, Some(position));
                 insert_at(&mut t.fields, f.clone(), &pos);
                 out.push(Action::MoveColumn {
                     table: format!("{}.{}", key.0, key.1),
@@ -1159,16 +1154,6 @@ impl IcebergPlanner {
         Ok(())
     }
 
-    fn ice_position(&self, t: &IceTable, p: Option<&ColumnPosition>) -> IcePosition {
-        match p {
-            None => IcePosition::Last,
-            Some(ColumnPosition::First) => IcePosition::First,
-            Some(ColumnPosition::After(a)) => {
-                IcePosition::After(t.field(a).map(|f| f.name.clone()).unwrap_or(a.clone()))
-            }
-        }
-    }
-
     fn alter_type(
         &mut self,
         key: &(String, String),
@@ -1373,6 +1358,18 @@ impl IcebergPlanner {
 
 fn column_required(c: &Column) -> bool {
     !c.nullable
+}
+
+/// Where a source position puts a column in an Iceberg schema (the column named
+/// after is matched as the table spells it).
+fn ice_position(t: &IceTable, p: Option<&ColumnPosition>) -> IcePosition {
+    match p {
+        None => IcePosition::Last,
+        Some(ColumnPosition::First) => IcePosition::First,
+        Some(ColumnPosition::After(a)) => {
+            IcePosition::After(t.field(a).map(|f| f.name.clone()).unwrap_or(a.clone()))
+        }
+    }
 }
 
 fn insert_at(fields: &mut Vec<IceField>, f: IceField, pos: &IcePosition) {

@@ -239,14 +239,12 @@ type Dump = BTreeMap<&'static str, Vec<Vec<Option<String>>>>;
 
 /// The binlog end (file index, offset) and the oracle tables' contents there.
 async fn record(c: &mut mysql_async::Conn) -> ((u64, u64), Dump) {
-    let row: mysql_async::Row = c.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
-    let file: String = row.get(0).unwrap();
-    let pos: u64 = row.get(1).unwrap();
+    let end = runner::source::snapshot::current_position(c).await.unwrap();
     let mut d = BTreeMap::new();
     for t in ORACLE_TABLES {
         d.insert(t, source_rows(c, t).await);
     }
-    ((runner::source::position::file_index(&file), pos), d)
+    ((end.file_index(), end.offset), d)
 }
 
 /// Every snapshot the job committed equals the source contents after the transaction

@@ -33,8 +33,9 @@ async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize, Defs) {
         .await
         .unwrap();
     }
-    let row: mysql_async::Row = c.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
-    let start = Position::new(row.get::<String, _>(0).unwrap(), row.get(1).unwrap());
+    let start = runner::source::snapshot::current_position(&mut c)
+        .await
+        .unwrap();
     // The schema as of the start (the backlog has a DDL in it).
     let defs: Defs = runner::source::snapshot::read_definitions(&mut c)
         .await

@@ -19,17 +19,9 @@ fn source(db: &MariaDb, start: &str) -> Source {
 }
 
 async fn master_position(db: &MariaDb) -> Position {
-    let mut c = db.conn(None).await;
-    let row: mysql_async::Row = c.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
-    let file: String = row.get(0).unwrap();
-    let pos: u64 = row.get(1).unwrap();
-    let g: Option<String> = c
-        .exec_first("SELECT BINLOG_GTID_POS(?, ?)", (file.clone(), pos))
+    runner::source::snapshot::current_position(&mut db.conn(None).await)
         .await
-        .unwrap();
-    let mut p = Position::new(file, pos);
-    p.gtid = g.unwrap_or_default().parse().unwrap();
-    p
+        .unwrap()
 }
 
 /// Run the source to the end of the binlog, collecting every event.
