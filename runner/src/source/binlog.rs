@@ -424,9 +424,7 @@ impl BinlogReader {
         let out = match self.history.apply(&pos, db_opt, ansi, sql) {
             Ok(out) => out,
             Err(e) if !self.error_concerns_capture(&e, db) => {
-                tracing_skip(&format!(
-                    "DDL at {pos} outside the captured tables skipped: {e}"
-                ));
+                tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
                 return Ok(true);
             }
             Err(e) => {
@@ -914,10 +912,6 @@ fn sql_mode_ansi_quotes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> bool
         return false;
     };
     matches!(v.get_value(), Ok(StatusVarVal::SqlMode(m)) if m.get().contains(SqlMode::MODE_ANSI_QUOTES))
-}
-
-fn tracing_skip(msg: &str) {
-    tracing::info!("skipped: {msg}");
 }
 
 #[cfg(test)]

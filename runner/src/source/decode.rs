@@ -543,76 +543,56 @@ fn read_frac(c: &mut Cur<'_>, fsp: u8) -> Result<i64, String> {
 
 const DIG2BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
 
-/// MySQL's binary DECIMAL into an unscaled integer.
-fn read_decimal(c: &mut Cur<'_>, precision: u8, scale: u8) -> Result<(bool, Vec<u32>), String> {
-    // Returns (negative, base-10^9 groups most significant first, with partial groups
-    // padded) — callers fold it into their integer width.
+/// MySQL's binary DECIMAL straight into the column's unscaled integer, without
+/// copying the bytes: groups of up to 9 digits, most significant first, the sign in the
+/// first bit (negative values have every bit inverted).
+fn decode_decimal(
+    c: &mut Cur<'_>,
+    precision: u8,
+    scale: u8,
+    b: &mut ColBuilder,
+) -> Result<(), String> {
     let intg = precision.saturating_sub(scale) as usize;
     let (intg0, intg0x) = (intg / 9, intg % 9);
     let (frac0, frac0x) = (scale as usize / 9, scale as usize % 9);
     let size = intg0 * 4 + DIG2BYTES[intg0x] + frac0 * 4 + DIG2BYTES[frac0x];
     let raw = c.take(size)?;
-    let mut b = raw.to_vec();
-    if b.is_empty() {
-        return Ok((false, Vec::new()));
-    }
-    let negative = b[0] & 0x80 == 0;
-    b[0] ^= 0x80;
-    if negative {
-        for x in &mut b {
-            *x ^= 0xFF;
-        }
-    }
-    let mut groups = Vec::with_capacity(intg0 + frac0 + 2);
+    let negative = raw.first().is_some_and(|b0| b0 & 0x80 == 0);
+    let mask = if negative { 0xFF } else { 0 };
+    // (bytes, digits) of each group in order.
+    let groups = (intg0x > 0)
+        .then_some((DIG2BYTES[intg0x], intg0x as u32))
+        .into_iter()
+        .chain(std::iter::repeat_n((4, 9), intg0 + frac0))
+        .chain((frac0x > 0).then_some((DIG2BYTES[frac0x], frac0x as u32)));
     let mut p = 0;
-    let mut rd = |n: usize| -> u32 {
+    let mut next = |n: usize| -> u32 {
         let mut v = 0u32;
-        for x in &b[p..p + n] {
-            v = (v << 8) | *x as u32;
+        for (i, x) in raw[p..p + n].iter().enumerate() {
+            let first = if p + i == 0 { 0x80 } else { 0 };
+            v = (v << 8) | (x ^ first ^ mask) as u32;
         }
         p += n;
         v
     };
-    if intg0x > 0 {
-        groups.push((rd(DIG2BYTES[intg0x]), intg0x as u32));
-    }
-    for _ in 0..intg0 {
-        groups.push((rd(4), 9));
-    }
-    for _ in 0..frac0 {
-        groups.push((rd(4), 9));
-    }
-    if frac0x > 0 {
-        groups.push((rd(DIG2BYTES[frac0x]), frac0x as u32));
-    }
-    // Encode digits count in the high bits: (value, digits) pairs flattened.
-    let mut out = Vec::with_capacity(groups.len() * 2);
-    for (v, d) in groups {
-        out.push(v);
-        out.push(d);
-    }
-    Ok((negative, out))
-}
-
-fn append_decimal_groups(b: &mut ColBuilder, negative: bool, groups: &[u32]) -> Result<(), String> {
     match b {
         ColBuilder::D128(db, ..) => {
             let mut v: i128 = 0;
-            for pair in groups.chunks(2) {
-                v = v * 10i128.pow(pair[1]) + pair[0] as i128;
+            for (n, digits) in groups {
+                v = v * 10i128.pow(digits) + next(n) as i128;
             }
             db.append_value(if negative { -v } else { v });
         }
         ColBuilder::D256(db, ..) => {
             let mut v = i256::ZERO;
-            for pair in groups.chunks(2) {
+            for (n, digits) in groups {
                 v = v
-                    .wrapping_mul(i256::from_i128(10i128.pow(pair[1])))
-                    .wrapping_add(i256::from_i128(pair[0] as i128));
+                    .wrapping_mul(i256::from_i128(10i128.pow(digits)))
+                    .wrapping_add(i256::from_i128(next(n) as i128));
             }
             db.append_value(if negative { v.wrapping_neg() } else { v });
         }
-        _ => return Err("not a decimal column".into()),
+        _ => return Err("decimal into a non-decimal column".into()),
     }
     Ok(())
 }
@@ -722,10 +702,7 @@ pub fn decode_binlog_value(
             }
             Ok(())
         }
-        t::NEWDECIMAL => {
-            let (neg, groups) = read_decimal(cur, bc.meta[0], bc.meta[1])?;
-            append_decimal_groups(b, neg, &groups)
-        }
+        t::NEWDECIMAL => decode_decimal(cur, bc.meta[0], bc.meta[1], b),
         t::YEAR => {
             let v = cur.le(1)?;
             append_year(b, v)

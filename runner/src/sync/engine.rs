@@ -159,6 +159,8 @@ pub struct Engine {
     pub ddl_stalls: Vec<(String, usize, f64)>,
     /// The table being snapshotted: (name, rows read, estimated rows).
     snapshot_progress: Option<(String, u64, u64)>,
+    /// A connection to the source for the lag figure.
+    monitor: Option<mysql_async::Conn>,
 }
 
 fn ns_of(db: &str) -> String {
@@ -198,6 +200,7 @@ impl Engine {
             rows_at_progress: 0,
             ddl_stalls: Vec::new(),
             snapshot_progress: None,
+            monitor: None,
         })
     }
 
@@ -765,24 +768,18 @@ impl Engine {
         let rate = (self.rows - self.rows_at_progress) as f64 / secs;
         self.last_progress = Instant::now();
         self.rows_at_progress = self.rows;
-        // Lag in bytes: the server's binlog end against the job's position.
+        // Lag in bytes: the server's binlog end against the job's position, on one
+        // monitoring connection kept between progress lines.
         let mut lag = -1i64;
-        if let (Ok(mut c), Some(p)) = (
-            mysql_async::Conn::new(self.job.source.opts()).await,
-            self.state.position.as_ref(),
-        ) {
-            use mysql_async::prelude::Queryable;
-            if let Ok(Some(row)) = c
-                .query_first::<mysql_async::Row, _>("SHOW MASTER STATUS")
-                .await
-            {
-                let file: String = row.get(0).unwrap_or_default();
-                let pos: u64 = row.get(1).unwrap_or(0);
-                if file == p.file {
-                    lag = pos.saturating_sub(p.offset) as i64;
-                }
+        if self.monitor.is_none() {
+            self.monitor = mysql_async::Conn::new(self.job.source.opts()).await.ok();
+        }
+        if let (Some(c), Some(p)) = (self.monitor.as_mut(), self.state.position.as_ref()) {
+            match crate::source::snapshot::current_position(c).await {
+                Ok(end) if end.file == p.file => lag = end.offset.saturating_sub(p.offset) as i64,
+                Ok(_) => {}
+                Err(_) => self.monitor = None,
             }
-            let _ = c.disconnect().await;
         }
         self.metrics.lag_bytes.store(lag, Relaxed);
         if let Some((t, done, est)) = &self.snapshot_progress {
