@@ -32,6 +32,9 @@ pub struct StatementResult {
     pub diagnostics: Vec<(usize, usize, Diagnostic)>,
     /// With the Iceberg target: the statement's plan.
     pub plan: Option<StatementPlan>,
+    /// The tables the statement reads or changes (as the catalog names them), known
+    /// once it parsed, whether or not it then applied.
+    pub tables: Vec<ddl_core::TableName>,
 }
 
 impl StatementResult {
@@ -105,6 +108,7 @@ impl Translator {
                     changes: o.changes,
                     diagnostics,
                     plan: o.plan,
+                    tables: o.tables,
                 }
             })
             .collect()
@@ -144,6 +148,7 @@ impl Translator {
         // Expand and apply in order, on a copy of the tables the statement touches: a
         // statement is all or nothing, and the copy costs nothing per other table.
         let scoped = self.catalog.touched(&requests);
+        o.tables = scoped.clone();
         let before = self.catalog.scope(&scoped);
         let mut after = before.clone();
         let mut changes = Vec::new();
@@ -232,6 +237,7 @@ struct Outcome {
     changes: Vec<SchemaChange>,
     diagnostics: Vec<(At, Diagnostic)>,
     plan: Option<StatementPlan>,
+    tables: Vec<ddl_core::TableName>,
 }
 
 impl Outcome {

@@ -801,6 +801,12 @@ async fn heartbeats_move_an_idle_position_and_an_unparsable_ddl_stops_with_its_t
 
     // A DDL on a captured table that the mysql dialect cannot parse stops the source
     // with the DDL's position and text.
+    // A DDL the history cannot apply on a table outside the capture is skipped (a
+    // table created unlogged, then dropped): the source stops at the next one.
+    c.query_drop("CREATE DATABASE other; SET SESSION sql_log_bin = 0; CREATE TABLE other.x (id INT); SET SESSION sql_log_bin = 1; DROP TABLE other.x")
+        .await
+        .unwrap();
+    let ddl_at = master_position(&db).await;
     c.query_drop("ALTER TABLE shop.t ADD SYSTEM VERSIONING")
         .await
         .unwrap();
@@ -810,7 +816,7 @@ async fn heartbeats_move_an_idle_position_and_an_unparsable_ddl_stops_with_its_t
     let msg = err.to_string();
     assert!(matches!(err, SourceError::Ddl { .. }), "{msg}");
     assert!(
-        msg.contains("ADD SYSTEM VERSIONING") && msg.contains(&here.to_string()),
+        msg.contains("ADD SYSTEM VERSIONING") && msg.contains(&ddl_at.to_string()),
         "{msg}"
     );
 }

@@ -423,7 +423,7 @@ impl BinlogReader {
         let db_opt = (!db.is_empty()).then_some(db);
         let out = match self.history.apply(&pos, db_opt, ansi, sql) {
             Ok(out) => out,
-            Err(e) if !self.error_concerns_capture(&e, db) => {
+            Err(e) if !self.concerns_capture(&e.tables, db) => {
                 tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
                 return Ok(true);
             }
@@ -431,7 +431,7 @@ impl BinlogReader {
                 return Err(SourceError::Ddl {
                     position: pos.to_string(),
                     ddl: sql.to_owned(),
-                    reason: e,
+                    reason: e.message,
                 })
             }
         };
@@ -578,19 +578,14 @@ impl BinlogReader {
         Ok(out)
     }
 
-    /// Whether a history error is about a captured table (or unknown: then yes).
-    fn error_concerns_capture(&self, e: &str, db: &str) -> bool {
-        for marker in [" does not exist", " already exists"] {
-            if let Some(head) = e.split(marker).next() {
-                if let Some(name) = head.rsplit("table ").next() {
-                    if head.len() != e.len() {
-                        let (d, t) = name.split_once('.').unwrap_or((db, name));
-                        return self.src.captures(d, t);
-                    }
-                }
-            }
-        }
-        true
+    /// Whether a DDL the history could not apply names a captured table (one that
+    /// named no table, because it did not parse, counts as captured).
+    fn concerns_capture(&self, tables: &[ddl_core::TableName], db: &str) -> bool {
+        tables.is_empty()
+            || tables.iter().any(|t| {
+                self.src
+                    .captures(t.schema.as_deref().unwrap_or(db), &t.name)
+            })
     }
 
     fn table_map(&mut self, tme: &TableMapEvent<'_>) -> Result<(), SourceError> {

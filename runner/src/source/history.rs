@@ -38,6 +38,20 @@ pub struct DdlOutcome {
     pub notes: Vec<String>,
 }
 
+/// A DDL the history could not apply, with the tables it names (empty when it did not
+/// even parse).
+#[derive(Debug, Clone)]
+pub struct HistoryError {
+    pub message: String,
+    pub tables: Vec<TableName>,
+}
+
+impl std::fmt::Display for HistoryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 pub struct SchemaHistory {
     tr: Translator,
     dir: Option<PathBuf>,
@@ -151,7 +165,7 @@ impl SchemaHistory {
                 if e.position >= *upto {
                     break;
                 }
-                h.replay(&e)?;
+                h.replay(&e).map_err(|e| e.message)?;
                 keep.push_str(line);
                 keep.push('\n');
             }
@@ -193,19 +207,22 @@ impl SchemaHistory {
         Ok(())
     }
 
-    fn replay(&mut self, e: &Entry) -> Result<DdlOutcome, String> {
+    fn replay(&mut self, e: &Entry) -> Result<DdlOutcome, HistoryError> {
         self.tr.default_schema = e.db.clone();
         self.tr.options.ansi_quotes = e.ansi_quotes;
         let mut out = DdlOutcome::default();
         for r in self.tr.translate(&e.ddl) {
             for (_, _, d) in &r.diagnostics {
                 if d.severity == Severity::Error {
-                    return Err(format!(
-                        "DDL at {} could not be applied to the schema history: {}\n  {}",
-                        e.position,
-                        d.message,
-                        e.ddl.trim()
-                    ));
+                    return Err(HistoryError {
+                        message: format!(
+                            "DDL at {} could not be applied to the schema history: {}\n  {}",
+                            e.position,
+                            d.message,
+                            e.ddl.trim()
+                        ),
+                        tables: r.tables.clone(),
+                    });
                 }
                 out.notes.push(format!("{}: {}", d.severity, d.message));
             }
@@ -221,7 +238,7 @@ impl SchemaHistory {
         db: Option<&str>,
         ansi_quotes: bool,
         ddl: &str,
-    ) -> Result<DdlOutcome, String> {
+    ) -> Result<DdlOutcome, HistoryError> {
         let e = Entry {
             position: position.clone(),
             db: db.filter(|d| !d.is_empty()).map(str::to_owned),
@@ -231,16 +248,19 @@ impl SchemaHistory {
         let out = self.replay(&e)?;
         if let Some(d) = &self.dir {
             let log = d.join("schema-history.jsonl");
-            let mut f = std::fs::OpenOptions::new()
+            std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&log)
-                .map_err(|e| format!("{}: {e}", log.display()))?;
-            let mut line = serde_json::to_vec(&e).expect("serialises");
-            line.push(b'\n');
-            f.write_all(&line)
-                .and_then(|_| f.sync_data())
-                .map_err(|e| format!("{}: {e}", log.display()))?;
+                .and_then(|mut f| {
+                    let mut line = serde_json::to_vec(&e).expect("serialises");
+                    line.push(b'\n');
+                    f.write_all(&line).and_then(|_| f.sync_data())
+                })
+                .map_err(|err| HistoryError {
+                    message: format!("{}: {err}", log.display()),
+                    tables: Vec::new(),
+                })?;
         }
         Ok(out)
     }
