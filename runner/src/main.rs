@@ -58,15 +58,20 @@ enum Command {
         #[arg(value_name = "FILE")]
         files: Vec<String>,
     },
-    /// Mirror a MySQL/MariaDB database into Iceberg tables, DDL included, exactly once.
+    /// Mirror a MySQL/MariaDB database into Iceberg tables or into PostgreSQL or
+    /// MySQL/MariaDB, DDL included, exactly once.
     ///
-    /// Reads the job file (source, sink, pipeline). The first run snapshots every
-    /// captured table, then follows the binlog; every checkpoint interval, at a
-    /// transaction boundary, changes are written as Parquet files, recorded in the
-    /// state folder, and committed per table with the checkpoint id and the table's
-    /// watermark in the snapshot summary. A restart (after a crash too) commits what a
-    /// checkpoint left uncommitted and resumes without loss or duplicates. DDL on a
-    /// table commits its pending rows first, then changes the Iceberg table.
+    /// Reads the job file (source, sink, pipeline, route). The first run snapshots every
+    /// captured table, then follows the binlog. Iceberg (`sink.type: iceberg`): every
+    /// checkpoint interval, at a transaction boundary, changes are written as Parquet
+    /// files, recorded in the state folder, and committed per table with the checkpoint
+    /// id and the table's watermark in the snapshot summary. PostgreSQL or MySQL
+    /// (`sink.type: postgres | mysql`): changes folded by key become upserts and
+    /// deletes in one target transaction per checkpoint, which also moves the job's row
+    /// in the target's `lakeshift.sync_state`. DDL on a table commits its pending rows
+    /// first, then is translated and applied; every DDL is kept in the DDL log
+    /// (`lakeshift ddl-log`). A restart (after a crash too) resumes without loss or
+    /// duplicates.
     Sync {
         /// The job file (YAML).
         #[arg(long, value_name = "FILE")]
@@ -81,6 +86,23 @@ enum Command {
         /// The job file (YAML).
         #[arg(long, value_name = "FILE")]
         config: std::path::PathBuf,
+    },
+    /// List the DDL a sync job handled: number, status (pending, executed, failed,
+    /// skipped, parked, held, resolved), source position, source and target text, and
+    /// the reason when it did not run. With --resolve N, release a parked DDL after you
+    /// acted on it (applied it by hand, or fixed the target so it can run): its held
+    /// changes are applied at the job's next checkpoint.
+    DdlLog {
+        /// The job file (YAML).
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+        /// Release parked entry N.
+        #[arg(long, value_name = "N")]
+        resolve: Option<u64>,
+        /// With --resolve: have the job run the entry's translated DDL first (after you
+        /// fixed what made the target refuse it) instead of taking it as done by hand.
+        #[arg(long, requires = "resolve")]
+        retry: bool,
     },
     /// Print a MySQL/MariaDB source's changes as JSON lines.
     ///
@@ -269,6 +291,11 @@ fn main() -> ExitCode {
         } => translate(from, to, &iceberg, &schema, ansi_quotes, &files),
         Command::Sync { config, until_end } => sync(&config, until_end),
         Command::Status { config } => status(&config),
+        Command::DdlLog {
+            config,
+            resolve,
+            retry,
+        } => ddl_log(&config, resolve, retry),
         Command::Tail {
             config,
             from,
@@ -335,6 +362,9 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
     };
     let engine_metrics_port = job.pipeline.metrics_port;
     let job_name = job.pipeline.name.clone();
+    if job.sink.kind != "iceberg" {
+        return rt.block_on(sync_rdb(job, until_end));
+    }
     rt.block_on(async move {
         let started = std::time::Instant::now();
         let mut engine = match runner::sync::engine::Engine::open(job).await {
@@ -354,27 +384,7 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
             tracing::info!("metrics on http://127.0.0.1:{port}/metrics");
         }
         // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
-        let stop = engine.stop.clone();
-        tokio::spawn(async move {
-            let term = async {
-                #[cfg(unix)]
-                {
-                    if let Ok(mut s) =
-                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    {
-                        s.recv().await;
-                    }
-                }
-                #[cfg(not(unix))]
-                std::future::pending::<()>().await;
-            };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term => {}
-            }
-            tracing::info!("stopping: committing what was read");
-            stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        });
+        tokio::spawn(stop_on_signal(engine.stop.clone()));
         match engine.run(until_end).await {
             Ok(()) => {
                 eprintln!(
@@ -392,6 +402,89 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
             }
         }
     })
+}
+
+async fn stop_on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let term = async {
+        #[cfg(unix)]
+        {
+            if let Ok(mut s) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            {
+                s.recv().await;
+            }
+        }
+        #[cfg(not(unix))]
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+    tracing::info!("stopping: committing what was read");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+async fn sync_rdb(job: runner::sync::job::SyncJob, until_end: bool) -> ExitCode {
+    let started = std::time::Instant::now();
+    let mut engine = match runner::sync::rdb::RdbEngine::open(job).await {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    tokio::spawn(stop_on_signal(engine.stop.clone()));
+    match engine.run(until_end).await {
+        Ok(()) => {
+            eprintln!(
+                "done: {} row change(s), {} DDL, {} commit(s) in {:.1} s",
+                engine.rows,
+                engine.ddls,
+                engine.commits,
+                started.elapsed().as_secs_f64()
+            );
+            ExitCode::from(0)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            eprintln!("the job stopped; run it again to resume from the target's last checkpoint");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn ddl_log(config: &std::path::Path, resolve: Option<u64>, retry: bool) -> ExitCode {
+    let job = match read_job(config) {
+        Ok(j) => j,
+        Err(c) => return c,
+    };
+    if let Some(n) = resolve {
+        return match runner::sync::ddllog::DdlLog::request_resolution(&job.pipeline.state, n, retry)
+        {
+            Ok(()) => {
+                println!(
+                    "DDL #{n}: release requested; the job applies its held changes at its next checkpoint{}",
+                    if retry { " after running the DDL" } else { "" }
+                );
+                ExitCode::from(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    match runner::sync::rdb::ddl_log_report(&job) {
+        Ok(t) => {
+            print!("{t}");
+            ExitCode::from(0)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn status(config: &std::path::Path) -> ExitCode {

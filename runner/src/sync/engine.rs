@@ -1244,7 +1244,7 @@ fn snapshot_changelog_columns(r: RecordBatch, at: &Position) -> Result<RecordBat
 }
 
 /// Errors a reconnect can fix.
-fn transient(e: &crate::source::SourceError) -> bool {
+pub(crate) fn transient(e: &crate::source::SourceError) -> bool {
     use crate::source::SourceError as E;
     match e {
         E::Connect(_) => true,

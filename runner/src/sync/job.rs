@@ -25,7 +25,21 @@ use std::path::PathBuf;
 pub struct SinkConfig {
     #[serde(rename = "type")]
     pub kind: String,
+    /// Iceberg: the warehouse folder.
+    #[serde(default)]
     pub warehouse: PathBuf,
+    /// postgres / mysql: the target, `postgres://user@host:port/db` or
+    /// `mysql://user:password@host:port`. `${VAR}` is read from the environment.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// postgres / mysql: foreign keys of created tables: `drop` (default; tables are
+    /// applied independently) or `keep` (MySQL: kept, checked off in the sink's
+    /// session; PostgreSQL: created DEFERRABLE INITIALLY DEFERRED).
+    #[serde(default)]
+    pub foreign_keys: ForeignKeys,
+    /// postgres / mysql: rows per INSERT or DELETE statement.
+    #[serde(default = "default_batch_rows")]
+    pub batch_rows: usize,
     #[serde(default)]
     pub catalog: Option<String>,
     #[serde(default = "default_catalog_name")]
@@ -45,6 +59,33 @@ pub struct SinkConfig {
     /// Parquet compression of new tables (zstd, snappy, gzip, uncompressed).
     #[serde(default = "default_compression")]
     pub compression: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForeignKeys {
+    #[default]
+    Drop,
+    Keep,
+}
+
+/// What happens to a DDL that cannot be parsed or translated, or that the target
+/// refuses (the conversion-error manager).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DdlErrorPolicy {
+    /// Stop the job with the statement, its position and the reason.
+    #[default]
+    Fail,
+    /// Log it, record it as skipped in the DDL log, and go on.
+    Skip,
+    /// Write it to the dead-letter file, hold the table's later changes (durably),
+    /// go on with other tables; `lakeshift ddl-log --resolve N` releases it.
+    Park,
+}
+
+fn default_batch_rows() -> usize {
+    1000
 }
 
 fn default_file_mib() -> u64 {
@@ -87,6 +128,12 @@ pub struct PipelineConfig {
     /// Seconds between progress lines on standard error (0: none).
     #[serde(default = "default_progress")]
     pub progress_seconds: f64,
+    /// A DDL that cannot be translated or that the target refuses: fail, skip or park.
+    #[serde(default)]
+    pub ddl_error_policy: DdlErrorPolicy,
+    /// Where parked DDL is written (default: `<state>/dead-letter.jsonl`).
+    #[serde(default)]
+    pub dead_letter: Option<PathBuf>,
 }
 
 fn default_shards() -> u32 {
@@ -112,6 +159,7 @@ pub struct SyncJob {
     pub source: Source,
     pub sink: SinkConfig,
     pub pipeline: PipelineConfig,
+    pub router: super::route::Router,
 }
 
 impl SyncJob {
@@ -160,7 +208,7 @@ impl SyncJob {
 
 /// Parse and validate a whole job file for `lakeshift sync`.
 pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob, String> {
-    let (job, source) = parse_job(text, env)?;
+    let (job, source) = parse_job(text, &env)?;
     let field = |f: &str, why: &str| format!("job file: {f}: {why}");
     let sink: SinkConfig = serde_yaml::from_value(
         job.sink
@@ -176,11 +224,40 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             ),
         ));
     }
-    if sink.kind != "iceberg" {
-        return Err(field(
-            "sink.type",
-            &format!("`{}` is not supported here (iceberg)", sink.kind),
-        ));
+    match sink.kind.as_str() {
+        "iceberg" => {
+            if sink.warehouse.as_os_str().is_empty() {
+                return Err(field("sink.warehouse", "is missing (a folder)"));
+            }
+        }
+        "postgres" | "postgresql" | "mysql" | "mariadb" => {
+            let Some(url) = &sink.url else {
+                return Err(field(
+                    "sink.url",
+                    "is missing (postgres://user@host:5432/db or mysql://user@host:3306)",
+                ));
+            };
+            let scheme_ok = if sink.kind.starts_with("postgres") {
+                url.starts_with("postgres://") || url.starts_with("postgresql://")
+            } else {
+                url.starts_with("mysql://") || url.starts_with("mariadb://")
+            };
+            if !scheme_ok {
+                return Err(field(
+                    "sink.url",
+                    &format!("`{}` does not match sink type {}", crate::iceberg::catalog::redact(url), sink.kind),
+                ));
+            }
+            if sink.batch_rows == 0 {
+                return Err(field("sink.batch-rows", "must be at least 1"));
+            }
+        }
+        other => {
+            return Err(field(
+                "sink.type",
+                &format!("`{other}` is not supported (iceberg, postgres, mysql)"),
+            ))
+        }
     }
     for (k, v, ok) in [
         ("sink.tinyint1", &sink.tinyint1, ["boolean", "int"]),
@@ -219,9 +296,32 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             )
         })?;
     }
+    let router = super::route::Router::parse(job.route.as_ref())?;
+    let mut sink = sink;
+    if let Some(u) = &sink.url {
+        sink.url = Some(expand_env(u, &env).map_err(|e| field("sink.url", &e))?);
+    }
     Ok(SyncJob {
         source,
         sink,
         pipeline,
+        router,
     })
+}
+
+/// `${VAR}` in a setting, from the environment.
+fn expand_env(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let Some(j) = rest[i..].find('}') else {
+            return Err(format!("unclosed `${{` in `{s}`"));
+        };
+        let var = &rest[i + 2..i + j];
+        out.push_str(&env(var).ok_or_else(|| format!("environment variable {var} is not set"))?);
+        rest = &rest[i + j + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }

@@ -4,5 +4,8 @@
 pub mod convert;
 pub mod engine;
 pub mod job;
+pub mod ddllog;
 pub mod metrics;
+pub mod rdb;
+pub mod route;
 pub mod status;

@@ -1,0 +1,274 @@
+//! The DDL log: every source DDL the sink handled, with its source position, source
+//! text, translated text and status, kept durably in the state folder
+//! (`ddl-log.json`: written whole, fsynced, renamed). A restart looks a replayed DDL
+//! up by position, so it is neither repeated nor skipped. `lakeshift ddl-log` lists
+//! it; `--resolve N` releases a parked entry.
+//!
+//! Parked DDL (the `park` policy) also goes to the dead-letter file (one JSON line
+//! each), and the changes of its tables that follow are held in `held/` until it is
+//! resolved.
+
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Recorded, about to run (a crash here is reconciled on restart).
+    Pending,
+    Executed,
+    /// The target refused it and the policy is `fail`: the job stopped.
+    Failed,
+    Skipped,
+    /// Parked: its tables are held until `--resolve`.
+    Parked,
+    /// A DDL on a table that was parked: queued behind the parked one.
+    Held,
+    /// Released by a person (`ddl-log --resolve`).
+    Resolved,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Pending => "pending",
+            Status::Executed => "executed",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::Parked => "parked",
+            Status::Held => "held",
+            Status::Resolved => "resolved",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    /// Source position just after the DDL.
+    pub position: String,
+    pub source_sql: String,
+    /// The statements the target runs (empty when it could not be translated).
+    pub target_sql: Vec<String>,
+    /// Target tables (`db.table`) the DDL touches.
+    pub tables: Vec<String>,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Target statements already run (targets whose DDL commits one at a time).
+    #[serde(default)]
+    pub done: usize,
+    /// Unix seconds of the last status change.
+    pub at: u64,
+    /// Checkpoint whose commit released this entry's held changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_in: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+pub struct DdlLog {
+    dir: PathBuf,
+    pub entries: Vec<Entry>,
+}
+
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Write a file durably: temp file, fsync, rename, fsync the folder.
+pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut f = std::fs::File::create(&tmp).map_err(err)?;
+    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)?;
+    if let Some(d) = path.parent() {
+        std::fs::File::open(d).and_then(|d| d.sync_all()).map_err(err)?;
+    }
+    Ok(())
+}
+
+impl DdlLog {
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join("ddl-log.json")
+    }
+
+    pub fn load(dir: &Path) -> Result<DdlLog, String> {
+        let p = Self::path(dir);
+        let entries = match std::fs::read(&p) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("{}: {e}", p.display())),
+        };
+        Ok(DdlLog {
+            dir: dir.to_owned(),
+            entries,
+        })
+    }
+
+    pub fn store(&self) -> Result<(), String> {
+        let b = serde_json::to_vec_pretty(&self.entries).expect("entries serialise");
+        write_durably(&Self::path(&self.dir), &b)
+    }
+
+    pub fn find(&self, position: &str) -> Option<usize> {
+        self.entries.iter().rposition(|e| e.position == position)
+    }
+
+    /// Record a new entry durably; returns its index.
+    pub fn add(&mut self, mut e: Entry) -> Result<usize, String> {
+        e.seq = self.entries.last().map(|x| x.seq + 1).unwrap_or(1);
+        e.at = now();
+        self.entries.push(e);
+        self.store()?;
+        Ok(self.entries.len() - 1)
+    }
+
+    pub fn set(&mut self, i: usize, status: Status, reason: Option<String>) -> Result<(), String> {
+        let e = &mut self.entries[i];
+        e.status = status;
+        if reason.is_some() {
+            e.reason = reason;
+        }
+        e.at = now();
+        self.store()
+    }
+
+    /// Target tables held by a parked entry (or a DDL queued behind one).
+    pub fn parked_tables(&self) -> std::collections::BTreeSet<String> {
+        self.entries
+            .iter()
+            .filter(|e| matches!(e.status, Status::Parked | Status::Held))
+            .flat_map(|e| e.tables.iter().cloned())
+            .collect()
+    }
+
+    /// The resolutions a person asked for: (seq, retry).
+    pub fn resolutions(&self) -> Vec<(u64, bool)> {
+        let dir = self.dir.join("resolve");
+        let mut out = Vec::new();
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            for e in rd.flatten() {
+                if let Ok(seq) = e.file_name().to_string_lossy().parse::<u64>() {
+                    let retry = std::fs::read_to_string(e.path())
+                        .map(|s| s.trim() == "retry")
+                        .unwrap_or(false);
+                    out.push((seq, retry));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    pub fn clear_resolution(&self, seq: u64) {
+        let _ = std::fs::remove_file(self.dir.join("resolve").join(seq.to_string()));
+    }
+
+    /// Ask the running (or next) job to release a parked entry.
+    pub fn request_resolution(dir: &Path, seq: u64, retry: bool) -> Result<(), String> {
+        let log = DdlLog::load(dir)?;
+        let Some(e) = log.entries.iter().find(|e| e.seq == seq) else {
+            return Err(format!("no DDL log entry {seq}"));
+        };
+        if e.status != Status::Parked {
+            return Err(format!(
+                "entry {seq} is {}, not parked: nothing to resolve",
+                e.status
+            ));
+        }
+        let d = dir.join("resolve");
+        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        write_durably(
+            &d.join(seq.to_string()),
+            if retry { b"retry" } else { b"done" },
+        )
+    }
+
+    /// Append a parked DDL to the dead-letter file.
+    pub fn dead_letter(path: &Path, e: &Entry) -> Result<(), String> {
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).map_err(|x| format!("{}: {x}", d.display()))?;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|x| format!("{}: {x}", path.display()))?;
+        let line = serde_json::json!({
+            "seq": e.seq,
+            "position": e.position,
+            "statement": e.source_sql,
+            "translated": e.target_sql,
+            "tables": e.tables,
+            "reason": e.reason,
+            "at": e.at,
+        });
+        writeln!(f, "{line}")
+            .and_then(|_| f.sync_all())
+            .map_err(|x| format!("{}: {x}", path.display()))
+    }
+
+    /// A table's held statements, oldest first.
+    pub fn held(&self, table: &str) -> Result<Vec<(u64, String)>, String> {
+        let p = self.held_path(table);
+        match std::fs::read(&p) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        }
+    }
+
+    fn held_path(&self, table: &str) -> PathBuf {
+        self.dir.join("held").join(format!("{table}.json"))
+    }
+
+    /// Hold statements of checkpoint `ck` for a table, durably. Statements an earlier
+    /// attempt of the same checkpoint held (before a crash) are replaced.
+    pub fn hold(&self, table: &str, ck: u64, stmts: Vec<String>) -> Result<(), String> {
+        let mut all: Vec<(u64, String)> = self.held(table)?;
+        all.retain(|(c, _)| *c < ck);
+        all.extend(stmts.into_iter().map(|s| (ck, s)));
+        let p = self.held_path(table);
+        std::fs::create_dir_all(p.parent().expect("held folder"))
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        write_durably(&p, &serde_json::to_vec(&all).expect("serialise"))
+    }
+
+    pub fn drop_held(&self, table: &str) -> Result<(), String> {
+        match std::fs::remove_file(self.held_path(table)) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The log as a table for `lakeshift ddl-log`.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        if self.entries.is_empty() {
+            s.push_str("no DDL recorded\n");
+        }
+        for e in &self.entries {
+            s.push_str(&format!(
+                "#{} {} at {} [{}]\n  source: {}\n",
+                e.seq,
+                e.status,
+                e.position,
+                e.tables.join(", "),
+                e.source_sql.replace('\n', " ")
+            ));
+            for t in &e.target_sql {
+                s.push_str(&format!("  target: {}\n", t.replace('\n', " ")));
+            }
+            if let Some(r) = &e.reason {
+                s.push_str(&format!("  reason: {r}\n"));
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,1239 @@
+//! The relational sink: a MySQL/MariaDB source mirrored into PostgreSQL or
+//! MySQL/MariaDB, DDL included, exactly once.
+//!
+//! Rows: per checkpoint, each table's changes are folded by key (the last change of a
+//! key wins), then applied in one target transaction as multi-row upserts
+//! (`INSERT ... ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE`) and deletes by key.
+//! The same transaction moves the job's row in the target's state table
+//! (`lakeshift.sync_state`: checkpoint, source position, snapshot progress) from the
+//! previous checkpoint to this one, and fails if the row is not at the previous
+//! checkpoint (another process advanced it). A restart resumes the source at the
+//! position in that row: what the target committed is never applied twice, what it
+//! did not is read again.
+//!
+//! DDL: the pending rows are committed first (a barrier), then the DDL is translated
+//! from the source's IR changes (after the job's `route`) into the target dialect and
+//! run. Every DDL is recorded in the DDL log (`ddl-log.json`, durable) before it
+//! runs. PostgreSQL runs the DDL and the state row's move in one transaction.
+//! MySQL commits each DDL statement on its own: after a crash, a DDL whose log entry
+//! is still pending is reconciled by probing the target's catalog (is the column
+//! there?) before it is run again, so each takes effect once. A DDL that cannot be
+//! translated or that the target refuses goes to the job's `ddl-error-policy`.
+
+pub mod render;
+pub mod target;
+
+use super::ddllog::{DdlLog, Entry, Status};
+use super::job::{DdlErrorPolicy, ForeignKeys, SyncJob};
+use super::route::{rename_batch, Routed};
+use crate::source::position::Position;
+use crate::source::run::{run, RunOptions};
+use crate::source::snapshot::SnapshotResume;
+use crate::source::{Op, SourceEvent};
+use arrow_array::RecordBatch;
+use ddl_core::{Catalog, SchemaChange, Table, TableName};
+use dialects::emit::{EmitCtx, Emitter};
+use dialects::Dialect;
+use render::ColSpec;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use target::Target;
+use tokio::sync::mpsc;
+
+use crate::failpoint::hit as failpoint;
+
+/// A target table as the sink writes it.
+struct TTable {
+    /// `db.table`, quoted for the target.
+    sql_name: String,
+    /// IR column names (routed), lower-cased, in order.
+    names: Vec<String>,
+    cols: Vec<ColSpec>,
+    /// Key columns (indexes into `cols`); empty: no key (full-row deletes).
+    key: Vec<usize>,
+}
+
+/// One table's changes in the current checkpoint.
+#[derive(Default)]
+struct Pend {
+    /// Keyed tables: key tuple -> (order of last change, row tuple or None = delete).
+    keyed: HashMap<String, (u64, Option<String>)>,
+    /// Keyless tables: inserts (row tuples) and deletes (statements), in order.
+    keyless: Vec<(bool, String)>,
+    /// The column list the rows were rendered with (indexes into the table's cols).
+    cols: Vec<usize>,
+}
+
+pub struct RdbEngine {
+    job: SyncJob,
+    target: Target,
+    dialect: Dialect,
+    state_dir: PathBuf,
+    log: DdlLog,
+    dead_letter: PathBuf,
+    checkpoint: u64,
+    position: Option<Position>,
+    snapshot: Option<SnapshotResume>,
+    /// Target tables (routed IR) as the sink believes them to be.
+    catalog: Catalog,
+    tables: HashMap<(String, String), TTable>,
+    pending: BTreeMap<(String, String), Pend>,
+    seq: u64,
+    parked: BTreeSet<String>,
+    last_checkpoint: Instant,
+    pub rows: u64,
+    pub commits: u64,
+    pub ddls: u64,
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+const STATE_DB: &str = "lakeshift";
+const STATE_TABLE: &str = "sync_state";
+
+fn key_of(t: &TableName) -> (String, String) {
+    (t.schema.clone().unwrap_or_default(), t.name.clone())
+}
+
+fn show(k: &(String, String)) -> String {
+    format!("{}.{}", k.0, k.1)
+}
+
+impl RdbEngine {
+    pub async fn open(job: SyncJob) -> Result<RdbEngine, String> {
+        let url = job.sink.url.clone().expect("validated");
+        let mut target = Target::connect(&url).await?;
+        let dialect = target.dialect();
+        if job.sink.foreign_keys == ForeignKeys::Keep && dialect == Dialect::Postgres {
+            return Err("sink.foreign-keys: keep is supported for MySQL targets (checks off in the sink's session); PostgreSQL targets get tables without foreign keys".into());
+        }
+        if job.sink.foreign_keys == ForeignKeys::Keep {
+            target
+                .exec("SET SESSION foreign_key_checks = 0")
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let state_dir = job.pipeline.state.clone();
+        std::fs::create_dir_all(&state_dir)
+            .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
+        let log = DdlLog::load(&state_dir)?;
+        let dead_letter = job
+            .pipeline
+            .dead_letter
+            .clone()
+            .unwrap_or_else(|| state_dir.join("dead-letter.jsonl"));
+        let parked = log.parked_tables();
+        let mut e = RdbEngine {
+            target,
+            dialect,
+            state_dir,
+            log,
+            dead_letter,
+            checkpoint: 0,
+            position: None,
+            snapshot: None,
+            catalog: Catalog::new(Dialect::MySql.name_rules()),
+            tables: HashMap::new(),
+            pending: BTreeMap::new(),
+            seq: 0,
+            parked,
+            last_checkpoint: Instant::now(),
+            rows: 0,
+            commits: 0,
+            ddls: 0,
+            stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            job,
+        };
+        e.load_state().await?;
+        Ok(e)
+    }
+
+    fn state_table(&self) -> String {
+        let q = |s: &str| dialects::emit::quote_ident(self.dialect, s);
+        format!("{}.{}", q(STATE_DB), q(STATE_TABLE))
+    }
+
+    fn lit(&self, s: &str) -> String {
+        dialects::emit::string_literal(self.dialect, s)
+    }
+
+    /// Create the state table if needed and read the job's row.
+    async fn load_state(&mut self) -> Result<(), String> {
+        let t = self.state_table();
+        let (ns, table) = match self.dialect {
+            Dialect::Postgres => (
+                format!("CREATE SCHEMA IF NOT EXISTS {STATE_DB}"),
+                format!("CREATE TABLE IF NOT EXISTS {t} (job varchar(200) PRIMARY KEY, checkpoint bigint NOT NULL, position text, snapshot text, updated_at timestamptz NOT NULL DEFAULT now())"),
+            ),
+            _ => (
+                format!("CREATE DATABASE IF NOT EXISTS {STATE_DB}"),
+                format!("CREATE TABLE IF NOT EXISTS {t} (job varchar(200) PRIMARY KEY, checkpoint bigint NOT NULL, position text, snapshot mediumtext, updated_at timestamp(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB"),
+            ),
+        };
+        for s in [ns, table] {
+            self.target
+                .exec(&s)
+                .await
+                .map_err(|e| format!("target state table: {e}"))?;
+        }
+        let job = self.lit(&self.job.pipeline.name);
+        let rows = self
+            .target
+            .query(&format!(
+                "SELECT CAST(checkpoint AS CHAR(20)), position, snapshot FROM {t} WHERE job = {job}"
+            ))
+            .await
+            .map_err(|e| format!("target state table: {e}"))?;
+        match rows.into_iter().next() {
+            None => {
+                self.target
+                    .exec(&format!(
+                        "INSERT INTO {t} (job, checkpoint) VALUES ({job}, 0)"
+                    ))
+                    .await
+                    .map_err(|e| format!("target state table: {e}"))?;
+            }
+            Some(r) => {
+                self.checkpoint = r[0].as_deref().unwrap_or("0").parse().unwrap_or(0);
+                self.position = r[1]
+                    .as_deref()
+                    .map(|p| p.parse::<Position>())
+                    .transpose()
+                    .map_err(|e| format!("target state table: position: {e}"))?;
+                self.snapshot = r[2]
+                    .as_deref()
+                    .map(serde_json::from_str)
+                    .transpose()
+                    .map_err(|e| format!("target state table: snapshot: {e}"))?;
+            }
+        }
+        // The schema as of the resume point: the source's stored history.
+        if let Some(p) = self.position.clone().or(self.snapshot.as_ref().map(|s| s.position.clone())) {
+            let dir = self.state_dir.join("source");
+            if let Ok(Some(h)) = crate::source::history::SchemaHistory::load(&dir, &p) {
+                let tables: Vec<Table> = h
+                    .tables()
+                    .filter(|t| {
+                        self.job.source.captures(
+                            t.name.schema.as_deref().unwrap_or_default(),
+                            &t.name.name,
+                        )
+                    })
+                    .cloned()
+                    .collect();
+                for t in tables {
+                    let r = self.routed_ir(&t);
+                    self.know(r);
+                }
+            }
+        }
+        // A release whose checkpoint committed is finished; one whose did not is undone.
+        for i in 0..self.log.entries.len() {
+            match self.log.entries[i].released_in {
+                Some(n) if self.log.entries[i].status == Status::Parked && n <= self.checkpoint => {
+                    self.released(i)?
+                }
+                Some(n) if n > self.checkpoint => {
+                    self.log.entries[i].released_in = None;
+                    self.log.store()?;
+                }
+                _ => {}
+            }
+        }
+        // A DDL recorded as pending whose position the target already passed ran in
+        // the transaction that moved it (PostgreSQL) or was reconciled: executed.
+        if let Some(p) = &self.position {
+            for i in 0..self.log.entries.len() {
+                let e = &self.log.entries[i];
+                if e.status == Status::Pending
+                    && e.position.parse::<Position>().is_ok_and(|x| x <= *p)
+                {
+                    self.log.set(i, Status::Executed, None)?;
+                }
+            }
+        }
+        tracing::info!(
+            "target {}: checkpoint {}, resuming at {}",
+            self.dialect,
+            self.checkpoint,
+            self.position
+                .as_ref()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "the start".into())
+        );
+        Ok(())
+    }
+
+    /// A source table definition under target names, without what the target skips.
+    fn routed_ir(&self, t: &Table) -> Table {
+        let mut r = self.job.router.table(t);
+        if self.job.sink.foreign_keys == ForeignKeys::Drop {
+            r.foreign_keys.clear();
+        }
+        r
+    }
+
+    /// Remember a target table's definition.
+    fn know(&mut self, t: Table) {
+        let k = key_of(&t.name);
+        self.catalog.tables.remove(&t.name);
+        let _ = self.catalog.apply(&SchemaChange::CreateTable {
+            table: t,
+            if_not_exists: false,
+        });
+        self.tables.remove(&k);
+    }
+
+    fn emitter_ctx_ident(&self, name: &str) -> String {
+        let cat = Catalog::new(Dialect::MySql.name_rules());
+        let mut d = ddl_core::Diagnostics::default();
+        let mut cx = EmitCtx {
+            source: Dialect::MySql,
+            before: &cat,
+            after: &cat,
+            diags: &mut d,
+        };
+        Emitter::new(self.dialect).ident(&mut cx, name)
+    }
+
+    /// The writer's view of a known target table.
+    fn ttable(&mut self, k: &(String, String)) -> Result<&TTable, String> {
+        if !self.tables.contains_key(k) {
+            let name = TableName::new(Some(&k.0), &k.1);
+            let t = self
+                .catalog
+                .table(&name)
+                .ok_or_else(|| format!("table {} is unknown to the sink", show(k)))?
+                .clone();
+            let cols: Vec<ColSpec> = t
+                .columns
+                .iter()
+                .map(|c| ColSpec {
+                    ident: self.emitter_ctx_ident(&c.name),
+                    bits: match &c.data_type {
+                        ddl_core::DataType::Bit { length, .. } => Some(length.unwrap_or(1)),
+                        _ => None,
+                    },
+                })
+                .collect();
+            let names: Vec<String> = t.columns.iter().map(|c| c.name.to_lowercase()).collect();
+            let key = t
+                .primary_key
+                .as_ref()
+                .map(|pk| pk.columns.clone())
+                .or_else(|| {
+                    self.job
+                        .source
+                        .config
+                        .key_overrides
+                        .get(&show(k))
+                        .cloned()
+                })
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|c| names.iter().position(|n| n.eq_ignore_ascii_case(c)))
+                .collect();
+            let sql_name = format!(
+                "{}.{}",
+                self.emitter_ctx_ident(&k.0),
+                self.emitter_ctx_ident(&k.1)
+            );
+            self.tables.insert(
+                k.clone(),
+                TTable {
+                    sql_name,
+                    names,
+                    cols,
+                    key,
+                },
+            );
+        }
+        Ok(&self.tables[k])
+    }
+
+    /// The target table for a source table, created on the target when new.
+    async fn table_for(
+        &mut self,
+        t: &crate::source::decode::SourceTable,
+    ) -> Result<((String, String), Routed), String> {
+        let routed = self.job.router.route(&t.db, &t.name);
+        let k = (routed.db.clone(), routed.table.clone());
+        let name = TableName::new(Some(&k.0), &k.1);
+        if self.catalog.table(&name).is_none() {
+            let mut ir = (*t.ir).clone();
+            ir.name = TableName::new(Some(&t.db), &t.name);
+            let r = self.routed_ir(&ir);
+            let sql = self.translate(&[SchemaChange::CreateTable {
+                table: r.clone(),
+                if_not_exists: true,
+            }], &[r.clone()])?;
+            self.ensure_namespace(&k.0).await?;
+            for s in &sql.0 {
+                self.target
+                    .exec(s)
+                    .await
+                    .map_err(|e| format!("creating {}: {e}\n  statement: {s}", show(&k)))?;
+            }
+            tracing::info!("table {}: created on the target (if absent)", show(&k));
+            self.know(r);
+        } else {
+            // Several source tables into one target table: their columns must agree.
+            let have: Vec<String> = self
+                .catalog
+                .table(&name)
+                .map(|x| x.columns.iter().map(|c| c.name.to_lowercase()).collect())
+                .unwrap_or_default();
+            let mine: Vec<String> = t
+                .ir
+                .columns
+                .iter()
+                .map(|c| routed.column(&c.name).to_lowercase())
+                .collect();
+            if have != mine {
+                return Err(format!(
+                    "{}.{} routes to {} whose columns ({}) differ from its own ({}): tables routed into one target must agree",
+                    t.db,
+                    t.name,
+                    show(&k),
+                    have.join(", "),
+                    mine.join(", ")
+                ));
+            }
+        }
+        Ok((k, routed))
+    }
+
+    async fn ensure_namespace(&mut self, db: &str) -> Result<(), String> {
+        let id = self.emitter_ctx_ident(db);
+        let sql = match self.dialect {
+            Dialect::Postgres => format!("CREATE SCHEMA IF NOT EXISTS {id}"),
+            _ => format!("CREATE DATABASE IF NOT EXISTS {id}"),
+        };
+        self.target
+            .exec(&sql)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("{sql}: {e}"))
+    }
+
+    /// Translate routed IR changes into target statements. Err: the reason it cannot.
+    fn translate(
+        &self,
+        changes: &[SchemaChange],
+        after_tables: &[Table],
+    ) -> Result<(Vec<String>, Vec<String>), String> {
+        let names: Vec<TableName> = changes
+            .iter()
+            .flat_map(|c| {
+                let mut v: Vec<TableName> = c.table().cloned().into_iter().collect();
+                if let SchemaChange::RenameTable { to, .. } = c {
+                    v.push(to.clone());
+                }
+                v
+            })
+            .collect();
+        let before = self.catalog.scope(&names);
+        let mut after = before.clone();
+        let mut applied = true;
+        for c in changes {
+            if after.apply(c).is_err() {
+                applied = false;
+                break;
+            }
+        }
+        if !applied {
+            // The sink did not know the table as the source had it: take the source's
+            // view after the DDL.
+            after = before.clone();
+            for t in after_tables {
+                after.tables.remove(&t.name);
+                let _ = after.apply(&SchemaChange::CreateTable {
+                    table: t.clone(),
+                    if_not_exists: false,
+                });
+            }
+        }
+        let mut diags = ddl_core::Diagnostics::default();
+        let mut cx = EmitCtx {
+            source: Dialect::MySql,
+            before: &before,
+            after: &after,
+            diags: &mut diags,
+        };
+        let out = Emitter::new(self.dialect).emit(changes, &mut cx);
+        let mut notes = Vec::new();
+        for d in diags.0 {
+            if d.severity == ddl_core::Severity::Error {
+                return Err(format!("cannot translate: {}", d.message));
+            }
+            notes.push(format!("{}: {}", d.severity, d.message));
+        }
+        Ok((out, notes))
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_secs_f64(self.job.pipeline.checkpoint_interval_seconds)
+    }
+
+    /// Fold a batch of row changes into the table's pending changes.
+    async fn rows(
+        &mut self,
+        table: &crate::source::decode::SourceTable,
+        op: Op,
+        before: Option<&RecordBatch>,
+        after: Option<&RecordBatch>,
+    ) -> Result<(), String> {
+        let (k, routed) = self.table_for(table).await?;
+        let d = self.dialect;
+        let rename = |b: Option<&RecordBatch>| b.map(|b| rename_batch(b, &routed)).transpose();
+        let (before, after) = (rename(before)?, rename(after)?);
+        let any = after.as_ref().or(before.as_ref()).expect("rows have an image");
+        let tt = self.ttable(&k)?;
+        // Batch column -> target column.
+        let schema = any.schema();
+        let mut map: Vec<(usize, usize)> = Vec::new();
+        for (bi, f) in schema.fields().iter().enumerate() {
+            if let Some(ti) = tt.names.iter().position(|n| n.eq_ignore_ascii_case(f.name())) {
+                map.push((bi, ti));
+            }
+        }
+        let cols: Vec<(usize, &ColSpec)> = map.iter().map(|(b, t)| (*b, &tt.cols[*t])).collect();
+        let key: Vec<(usize, &ColSpec)> = tt
+            .key
+            .iter()
+            .filter_map(|ti| map.iter().find(|(_, t)| t == ti).map(|(b, t)| (*b, &tt.cols[*t])))
+            .collect();
+        if !tt.key.is_empty() && key.len() != tt.key.len() {
+            return Err(format!("{}: rows lack key columns", show(&k)));
+        }
+        let keyed = !key.is_empty();
+        let sql_name = tt.sql_name.clone();
+        let col_idx: Vec<usize> = map.iter().map(|(_, t)| *t).collect();
+        let n = any.num_rows();
+        let mut out: Vec<(bool, Option<String>, Option<String>)> = Vec::with_capacity(n);
+        for r in 0..n {
+            let mut kt = String::new();
+            if let Some(b) = &before {
+                if keyed {
+                    render::tuple(&mut kt, d, b, &key, r)?;
+                    out.push((true, Some(kt.clone()), None));
+                } else {
+                    out.push((false, None, Some(render::delete_one(d, &sql_name, b, &cols, r)?)));
+                }
+            }
+            if let Some(a) = &after {
+                let mut row = String::new();
+                render::tuple(&mut row, d, a, &cols, r)?;
+                if keyed {
+                    let mut kt = String::new();
+                    render::tuple(&mut kt, d, a, &key, r)?;
+                    out.push((true, Some(kt), Some(row)));
+                } else {
+                    out.push((false, None, Some(row)));
+                }
+            }
+        }
+        let _ = op;
+        let p = self.pending.entry(k).or_default();
+        if p.cols.is_empty() {
+            p.cols = col_idx;
+        } else if p.cols != col_idx {
+            return Err("rows of one table changed columns inside a checkpoint".into());
+        }
+        for (is_keyed, kt, row) in out {
+            self.seq += 1;
+            if is_keyed {
+                let kt = kt.expect("key");
+                p.keyed.insert(kt, (self.seq, row));
+            } else if let Some(row) = row {
+                // A keyless insert is a row tuple; a delete a statement.
+                let is_delete = row.starts_with("DELETE ");
+                p.keyless.push((!is_delete, row));
+            }
+        }
+        self.rows += n as u64;
+        Ok(())
+    }
+
+    /// The statements that apply a table's pending changes.
+    fn statements(&mut self, k: &(String, String), p: Pend) -> Result<Vec<String>, String> {
+        let batch = self.job.sink.batch_rows.max(1);
+        let d = self.dialect;
+        let tt = self.ttable(k)?;
+        let cols: Vec<&ColSpec> = p.cols.iter().map(|i| &tt.cols[*i]).collect();
+        let key: Vec<&ColSpec> = tt.key.iter().map(|i| &tt.cols[*i]).collect();
+        let mut out = Vec::new();
+        if !p.keyed.is_empty() {
+            let mut entries: Vec<(String, (u64, Option<String>))> = p.keyed.into_iter().collect();
+            entries.sort_by_key(|(_, (s, _))| *s);
+            // Deletes first (every key changed in the checkpoint goes, so the upserts
+            // cannot meet an old row's unique value), then the live rows in change order.
+            let keys: Vec<String> = entries
+                .iter()
+                .filter(|(_, (_, r))| r.is_none())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for c in keys.chunks(batch) {
+                out.push(render::delete(&tt.sql_name, &key, c));
+            }
+            let rows: Vec<String> = entries.into_iter().filter_map(|(_, (_, r))| r).collect();
+            for c in rows.chunks(batch) {
+                out.push(render::insert(d, &tt.sql_name, &cols, &key, c));
+            }
+        }
+        let mut run: Vec<String> = Vec::new();
+        for (insert, s) in p.keyless {
+            if insert {
+                run.push(s);
+                if run.len() >= batch {
+                    out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
+                    run.clear();
+                }
+            } else {
+                if !run.is_empty() {
+                    out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
+                    run.clear();
+                }
+                out.push(s);
+            }
+        }
+        if !run.is_empty() {
+            out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
+        }
+        Ok(out)
+    }
+
+    fn state_update(&self, n: u64, position: &Option<Position>, snapshot: &Option<SnapshotResume>) -> String {
+        let pos = position
+            .as_ref()
+            .map(|p| self.lit(&p.to_string()))
+            .unwrap_or_else(|| "NULL".into());
+        let snap = snapshot
+            .as_ref()
+            .map(|s| self.lit(&serde_json::to_string(s).expect("serialise")))
+            .unwrap_or_else(|| "NULL".into());
+        let now = match self.dialect {
+            Dialect::Postgres => "now()",
+            _ => "CURRENT_TIMESTAMP(6)",
+        };
+        format!(
+            "UPDATE {} SET checkpoint = {n}, position = {pos}, snapshot = {snap}, updated_at = {now} WHERE job = {} AND checkpoint = {}",
+            self.state_table(),
+            self.lit(&self.job.pipeline.name),
+            n - 1
+        )
+    }
+
+    /// Run statements and move the state row in one target transaction.
+    async fn commit(
+        &mut self,
+        stmts: &[String],
+        position: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), String> {
+        let n = self.checkpoint + 1;
+        let position = position.or(self.position.clone());
+        let begin = match self.dialect {
+            Dialect::Postgres => "BEGIN",
+            _ => "START TRANSACTION",
+        };
+        self.target.exec(begin).await.map_err(|e| e.to_string())?;
+        let res = async {
+            for (i, s) in stmts.iter().enumerate() {
+                if i == 1 {
+                    failpoint("inside-target-transaction");
+                }
+                self.target
+                    .exec(s)
+                    .await
+                    .map_err(|e| format!("checkpoint {n}: {e}\n  statement: {}", clip(s)))?;
+            }
+            let moved = self
+                .target
+                .exec(&self.state_update(n, &position, &snapshot))
+                .await
+                .map_err(|e| format!("checkpoint {n}: state table: {e}"))?;
+            if moved != 1 {
+                return Err(format!(
+                    "checkpoint {n}: the target's state for job `{}` is no longer at checkpoint {}: another process advanced it; this one stops",
+                    self.job.pipeline.name,
+                    n - 1
+                ));
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = res {
+            let _ = self.target.exec("ROLLBACK").await;
+            return Err(e);
+        }
+        self.target
+            .exec("COMMIT")
+            .await
+            .map_err(|e| format!("checkpoint {n}: commit: {e}"))?;
+        failpoint("after-target-commit");
+        self.checkpoint = n;
+        if position.is_some() {
+            self.position = position;
+        }
+        self.snapshot = snapshot;
+        self.commits += 1;
+        self.last_checkpoint = Instant::now();
+        Ok(())
+    }
+
+    /// A checkpoint at a transaction boundary: every table's pending changes, held
+    /// changes of parked tables set aside, released ones applied.
+    pub async fn checkpoint(
+        &mut self,
+        position: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), String> {
+        let n = self.checkpoint + 1;
+        let mut stmts = Vec::new();
+        let pending = std::mem::take(&mut self.pending);
+        for (k, p) in pending {
+            let s = self.statements(&k, p)?;
+            let name = show(&k);
+            if self.parked.contains(&name) {
+                let mut held = self.log.held(&name)?;
+                held.retain(|(c, _)| *c < n);
+                self.log.hold(&name, n, s)?;
+                continue;
+            }
+            stmts.extend(s);
+        }
+        let released = self.releases(n, &mut stmts).await?;
+        self.commit(&stmts, position, snapshot).await?;
+        for i in released {
+            self.released(i)?;
+        }
+        Ok(())
+    }
+
+    /// Parked entries a person resolved: their held statements join checkpoint `n`.
+    /// The entry records `released_in: n` first; it becomes resolved once `n` is
+    /// committed (a restart finishes or undoes a release by the target's checkpoint).
+    async fn releases(&mut self, n: u64, stmts: &mut Vec<String>) -> Result<Vec<usize>, String> {
+        let mut out = Vec::new();
+        for (seq, retry) in self.log.resolutions() {
+            let Some(i) = self.log.entries.iter().position(|e| e.seq == seq) else {
+                self.log.clear_resolution(seq);
+                continue;
+            };
+            if self.log.entries[i].status != Status::Parked {
+                self.log.clear_resolution(seq);
+                continue;
+            }
+            let tables = self.log.entries[i].tables.clone();
+            let mut mine = Vec::new();
+            if retry {
+                mine.extend(self.log.entries[i].target_sql.clone());
+            }
+            for t in &tables {
+                mine.extend(self.log.held(t)?.into_iter().map(|(_, s)| s));
+            }
+            self.log.entries[i].released_in = Some(n);
+            self.log.store()?;
+            tracing::info!(
+                "DDL #{seq} resolved: {} held statement(s) of {} applied",
+                mine.len(),
+                tables.join(", ")
+            );
+            stmts.extend(mine);
+            out.push(i);
+        }
+        Ok(out)
+    }
+
+    /// A release committed: the entry is resolved, DDL queued behind it done, the
+    /// held changes gone.
+    fn released(&mut self, i: usize) -> Result<(), String> {
+        let tables = self.log.entries[i].tables.clone();
+        for j in i + 1..self.log.entries.len() {
+            let e = &mut self.log.entries[j];
+            if e.status == Status::Held && e.tables.iter().any(|t| tables.contains(t)) {
+                e.status = Status::Executed;
+            }
+        }
+        self.log.set(i, Status::Resolved, None)?;
+        for t in &tables {
+            self.log.drop_held(t)?;
+        }
+        self.log.clear_resolution(self.log.entries[i].seq);
+        self.parked = self.log.parked_tables();
+        Ok(())
+    }
+
+    /// Handle a DDL event.
+    async fn ddl(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        changes: &[SchemaChange],
+        after: &[Table],
+    ) -> Result<(), String> {
+        // Barrier: what came before the DDL is committed first.
+        let pos_before = self.position.clone();
+        if !self.pending.is_empty() {
+            self.checkpoint(pos_before, None).await?;
+        }
+        let mut routed: Vec<SchemaChange> = changes.iter().map(|c| self.job.router.change(c)).collect();
+        if self.job.sink.foreign_keys == ForeignKeys::Drop {
+            routed.retain(|c| !matches!(c, SchemaChange::AddForeignKey { .. }));
+            for c in &mut routed {
+                if let SchemaChange::CreateTable { table, .. } = c {
+                    table.foreign_keys.clear();
+                }
+            }
+        }
+        let after_routed: Vec<Table> = after.iter().map(|t| self.routed_ir(t)).collect();
+        let mut touched: Vec<String> = Vec::new();
+        for c in &routed {
+            if let Some(t) = c.table() {
+                touched.push(show(&key_of(t)));
+            }
+            if let SchemaChange::RenameTable { to, .. } = c {
+                touched.push(show(&key_of(to)));
+            }
+        }
+        touched.dedup();
+        let at = position.to_string();
+        failpoint("before-ddl");
+        // Seen before (a replay after a restart)?
+        if let Some(i) = self.log.find(&at) {
+            let e = self.log.entries[i].clone();
+            match e.status {
+                Status::Pending | Status::Failed => {
+                    return self.run_ddl(i, position, &routed, &after_routed, true).await;
+                }
+                _ => {
+                    tracing::info!("DDL #{} at {at} was {} before; not repeated", e.seq, e.status);
+                    self.apply_catalog(&routed, &after_routed);
+                    return self.advance(position).await;
+                }
+            }
+        }
+        let translated = self.translate(&routed, &after_routed);
+        let mut entry = Entry {
+            seq: 0,
+            position: at.clone(),
+            source_sql: sql.to_owned(),
+            target_sql: Vec::new(),
+            tables: touched.clone(),
+            status: Status::Pending,
+            reason: None,
+            done: 0,
+            at: 0,
+            released_in: None,
+        };
+        // A DDL on a parked table waits behind the parked one.
+        if touched.iter().any(|t| self.parked.contains(t)) {
+            entry.target_sql = translated.as_ref().map(|t| t.0.clone()).unwrap_or_default();
+            entry.status = Status::Held;
+            entry.reason = Some("its table is parked behind an earlier DDL".into());
+            let i = self.log.add(entry)?;
+            let stmts = self.log.entries[i].target_sql.clone();
+            for t in &touched {
+                self.log.hold(t, self.checkpoint + 1, stmts.clone())?;
+            }
+            self.parked.extend(touched);
+            self.apply_catalog(&routed, &after_routed);
+            return self.advance(position).await;
+        }
+        match translated {
+            Ok((stmts, notes)) => {
+                for n in notes {
+                    tracing::info!("DDL at {at}: {n}");
+                }
+                entry.target_sql = stmts;
+                let i = self.log.add(entry)?;
+                self.run_ddl(i, position, &routed, &after_routed, false).await
+            }
+            Err(reason) => {
+                entry.reason = Some(reason.clone());
+                let i = self.log.add(entry)?;
+                self.policy(i, position, &routed, &after_routed, reason).await
+            }
+        }
+    }
+
+    /// The catalog follows the source, whatever happened to the DDL on the target.
+    fn apply_catalog(&mut self, routed: &[SchemaChange], after: &[Table]) {
+        let mut ok = true;
+        for c in routed {
+            if self.catalog.apply(c).is_err() {
+                ok = false;
+            }
+        }
+        if !ok {
+            for t in after {
+                self.know(t.clone());
+            }
+        }
+        for c in routed {
+            if let Some(t) = c.table() {
+                self.tables.remove(&key_of(t));
+            }
+            if let SchemaChange::RenameTable { to, .. } = c {
+                self.tables.remove(&key_of(to));
+            }
+        }
+    }
+
+    /// Move the state row past a DDL (nothing else in the transaction).
+    async fn advance(&mut self, position: &Position) -> Result<(), String> {
+        if self.position.as_ref().is_some_and(|p| p >= position) {
+            return Ok(());
+        }
+        self.commit(&[], Some(position.clone()), None).await
+    }
+
+    /// Run (or reconcile) the DDL of log entry `i`.
+    async fn run_ddl(
+        &mut self,
+        i: usize,
+        position: &Position,
+        routed: &[SchemaChange],
+        after: &[Table],
+        replay: bool,
+    ) -> Result<(), String> {
+        let stmts = self.log.entries[i].target_sql.clone();
+        let seq = self.log.entries[i].seq;
+        for t in &self.log.entries[i].tables.clone() {
+            if let Some((db, _)) = t.split_once('.') {
+                if routed.iter().any(|c| matches!(c, SchemaChange::CreateTable { .. })) {
+                    self.ensure_namespace(db).await?;
+                }
+            }
+        }
+        let result = if self.target.transactional_ddl() {
+            // DDL, DDL-log position and the state row in one transaction.
+            let r = self.commit(&stmts, Some(position.clone()), None).await;
+            failpoint("after-ddl");
+            r
+        } else {
+            let mut r = Ok(());
+            let start = self.log.entries[i].done;
+            for (j, s) in stmts.iter().enumerate().skip(start) {
+                if replay && j == 0 && self.already_applied(routed, after).await?
+                {
+                    tracing::info!("DDL #{seq} at {position} had taken effect before a restart; recorded, not repeated");
+                    break;
+                }
+                match self.target.exec(s).await {
+                    Ok(_) => {
+                        failpoint("after-ddl");
+                        self.log.entries[i].done = j + 1;
+                        self.log.store()?;
+                    }
+                    Err(e) if replay && applied_error(&e.message) => {
+                        self.log.entries[i].done = j + 1;
+                        self.log.store()?;
+                    }
+                    Err(e) => {
+                        r = Err(format!("{e}\n  target statement: {s}"));
+                        break;
+                    }
+                }
+            }
+            if r.is_ok() {
+                r = self.advance(position).await;
+            }
+            r
+        };
+        match result {
+            Ok(()) => {
+                self.log.set(i, Status::Executed, None)?;
+                self.apply_catalog(routed, after);
+                self.ddls += 1;
+                tracing::info!("DDL #{seq} at {position} executed on the target");
+                Ok(())
+            }
+            Err(e) if e.contains("another process advanced it") => Err(e),
+            Err(reason) => {
+                let reason = format!("the target refused it: {reason}");
+                self.policy(i, position, routed, after, reason).await
+            }
+        }
+    }
+
+    /// Whether a DDL's effect is already on the target (MySQL, after a crash between
+    /// the DDL's implicit commit and the log's update): the touched tables' columns
+    /// as the target has them are the columns after the DDL, not before.
+    async fn already_applied(&mut self, routed: &[SchemaChange], after: &[Table]) -> Result<bool, String> {
+        let mut expect: BTreeMap<(String, String), Option<Vec<String>>> = BTreeMap::new();
+        for c in routed {
+            for t in c.table().into_iter().chain(match c {
+                SchemaChange::RenameTable { to, .. } => Some(to),
+                _ => None,
+            }) {
+                let k = key_of(t);
+                let a = after
+                    .iter()
+                    .find(|x| key_of(&x.name) == k)
+                    .map(|x| x.columns.iter().map(|c| c.name.to_lowercase()).collect());
+                expect.insert(k, a);
+            }
+        }
+        let mut differs_from_before = false;
+        for (k, want) in &expect {
+            let have = self
+                .target
+                .columns(&k.0, &k.1)
+                .await
+                .map_err(|e| e.to_string())?;
+            if have != *want {
+                return Ok(false);
+            }
+            let before: Option<Vec<String>> = self
+                .catalog
+                .table(&TableName::new(Some(&k.0), &k.1))
+                .map(|x| x.columns.iter().map(|c| c.name.to_lowercase()).collect());
+            if before != *want {
+                differs_from_before = true;
+            }
+        }
+        Ok(differs_from_before)
+    }
+
+    /// The conversion-error manager: one place for a DDL that cannot be translated or
+    /// that the target refused.
+    async fn policy(
+        &mut self,
+        i: usize,
+        position: &Position,
+        routed: &[SchemaChange],
+        after: &[Table],
+        reason: String,
+    ) -> Result<(), String> {
+        let e = self.log.entries[i].clone();
+        match self.job.pipeline.ddl_error_policy {
+            DdlErrorPolicy::Fail => {
+                self.log.set(i, Status::Failed, Some(reason.clone()))?;
+                Err(format!(
+                    "DDL #{} at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {}",
+                    e.seq, e.source_sql
+                ))
+            }
+            DdlErrorPolicy::Skip => {
+                self.log.set(i, Status::Skipped, Some(reason.clone()))?;
+                tracing::warn!(
+                    "DDL #{} at {position} skipped (ddl-error-policy: skip): {reason}\n  statement: {}",
+                    e.seq,
+                    e.source_sql
+                );
+                self.apply_catalog(routed, after);
+                self.advance(position).await
+            }
+            DdlErrorPolicy::Park => {
+                self.log.set(i, Status::Parked, Some(reason.clone()))?;
+                DdlLog::dead_letter(&self.dead_letter, &self.log.entries[i])?;
+                tracing::warn!(
+                    "DDL #{} at {position} parked (ddl-error-policy: park): {reason}; {} held until `lakeshift ddl-log --resolve {}`\n  statement: {}",
+                    e.seq,
+                    e.tables.join(", "),
+                    e.seq,
+                    e.source_sql
+                );
+                self.parked.extend(e.tables.iter().cloned());
+                self.apply_catalog(routed, after);
+                self.advance(position).await
+            }
+        }
+    }
+
+    /// Run until the source ends (`until_end`) or fails.
+    pub async fn run(&mut self, until_end: bool) -> Result<(), String> {
+        let mut retries = 0u32;
+        loop {
+            let (tx, mut rx) = mpsc::channel(32);
+            let snap = self.snapshot.clone();
+            let opts = RunOptions {
+                state_dir: Some(self.state_dir.join("source")),
+                resume: self.position.clone().filter(|_| snap.is_none()),
+                by_gtid: false,
+                stop_at_end: until_end,
+                snapshot_resume: snap,
+            };
+            let src = Arc::new(self.job.source.clone());
+            let task = tokio::spawn(run(src, opts, tx));
+            let rows_before = self.rows;
+            let res = self.consume(&mut rx).await;
+            drop(rx);
+            let src_res = task.await.map_err(|e| e.to_string())?;
+            res?;
+            if self.stopping() {
+                break;
+            }
+            match src_res {
+                Ok(()) => break,
+                Err(e) if super::engine::transient(&e) && retries < 60 => {
+                    if self.rows > rows_before {
+                        retries = 0;
+                    }
+                    retries += 1;
+                    tracing::warn!("source connection lost ({e}); retrying (attempt {retries})");
+                    self.pending.clear();
+                    tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8)))).await;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    async fn consume(&mut self, rx: &mut mpsc::Receiver<SourceEvent>) -> Result<(), String> {
+        let mut boundary: Option<Position> = None;
+        let mut snap = self.snapshot.clone();
+        // Whether the last event ended a transaction (pending rows may be committed).
+        let mut at_boundary = false;
+        loop {
+            if self.stopping() {
+                break;
+            }
+            let e = match tokio::time::timeout(Duration::from_millis(250), rx.recv()).await {
+                Ok(Some(e)) => e,
+                Ok(None) => break,
+                Err(_) => {
+                    let due = self.last_checkpoint.elapsed() >= self.interval();
+                    if due
+                        && at_boundary
+                        && snap.is_none()
+                        && (!self.pending.is_empty() || !self.log.resolutions().is_empty())
+                    {
+                        if let Some(b) = boundary.clone() {
+                            self.checkpoint(Some(b), None).await?;
+                        } else if self.pending.is_empty() {
+                            let p = self.position.clone();
+                            self.checkpoint(p, None).await?;
+                        }
+                    }
+                    continue;
+                }
+            };
+            at_boundary = matches!(
+                e,
+                SourceEvent::Commit { .. }
+                    | SourceEvent::Heartbeat { .. }
+                    | SourceEvent::SnapshotDone { .. }
+                    | SourceEvent::Schema { .. }
+            );
+            match e {
+                SourceEvent::SnapshotRows {
+                    table,
+                    rows,
+                    cursor,
+                    position,
+                    ..
+                } => {
+                    if rows.num_rows() > 0 {
+                        self.rows(&table, Op::Insert, None, Some(&rows)).await?;
+                    } else {
+                        self.table_for(&table).await?;
+                    }
+                    let sr = snap.get_or_insert_with(|| SnapshotResume {
+                        position: position.clone(),
+                        done: Vec::new(),
+                        cursor: None,
+                    });
+                    if let Some(c) = &sr.cursor {
+                        let k = (c.db.clone(), c.table.clone());
+                        if k != (table.db.clone(), table.name.clone()) && !sr.done.contains(&k) {
+                            sr.done.push(k);
+                        }
+                    }
+                    sr.cursor = cursor;
+                    if self.last_checkpoint.elapsed() >= self.interval() {
+                        self.checkpoint(None, snap.clone()).await?;
+                        failpoint("mid-snapshot");
+                    }
+                }
+                SourceEvent::SnapshotDone { position, .. } => {
+                    snap = None;
+                    self.checkpoint(Some(position.clone()), None).await?;
+                    boundary = Some(position);
+                }
+                SourceEvent::Rows(b) => {
+                    self.rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
+                        .await?;
+                }
+                SourceEvent::Schema {
+                    position,
+                    changes,
+                    after,
+                    ddl,
+                    ..
+                } => {
+                    if let Some(b) = boundary.take() {
+                        if self.position.as_ref().is_none_or(|p| *p < b) {
+                            self.position = Some(b);
+                        }
+                    }
+                    self.ddl(&position, &ddl, &changes, &after).await?;
+                    boundary = Some(position);
+                }
+                SourceEvent::RowsRemoved {
+                    position,
+                    db,
+                    table,
+                    ddl,
+                } => {
+                    return Err(format!(
+                        "{db}.{table} lost rows without row events at {position} ({ddl}); the target cannot follow: re-snapshot it"
+                    ));
+                }
+                SourceEvent::Commit { position, .. } | SourceEvent::Heartbeat { position } => {
+                    boundary = Some(position.clone());
+                    if self.last_checkpoint.elapsed() >= self.interval() {
+                        self.checkpoint(Some(position), None).await?;
+                    } else if self.pending.is_empty() {
+                        // Nothing to write: the position moves at the next checkpoint.
+                    }
+                }
+            }
+        }
+        // Everything read up to the last transaction boundary is committed.
+        if let Some(b) = boundary {
+            if !self.pending.is_empty() || self.position.as_ref().is_none_or(|p| *p < b) {
+                self.checkpoint(Some(b), None).await?;
+            }
+        } else if !self.pending.is_empty() && snap.is_some() {
+            self.checkpoint(None, snap).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Errors that mean a statement's effect is already there.
+fn applied_error(m: &str) -> bool {
+    let m = m.to_ascii_lowercase();
+    m.contains("duplicate column")
+        || m.contains("already exists")
+        || m.contains("duplicate key name")
+        || m.contains("can't drop")
+        || m.contains("check that column/key exists")
+}
+
+fn clip(s: &str) -> String {
+    if s.len() > 300 {
+        let mut end = 300;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}... ({} bytes)", &s[..end], s.len())
+    } else {
+        s.to_owned()
+    }
+}
+
+/// `lakeshift ddl-log`: the DDL log of a job's state folder.
+pub fn ddl_log_report(job: &SyncJob) -> Result<String, String> {
+    let log = DdlLog::load(&job.pipeline.state)?;
+    Ok(log.render())
+}

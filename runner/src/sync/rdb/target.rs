@@ -1,0 +1,167 @@
+//! One connection to a relational target (PostgreSQL through sqlx, MySQL/MariaDB
+//! through mysql_async), with just what the sink needs: run SQL, count affected rows,
+//! read text results.
+
+use dialects::Dialect;
+use mysql_async::prelude::Queryable;
+use sqlx::{Connection, Row};
+
+pub enum Target {
+    Pg(sqlx::PgConnection),
+    My(mysql_async::Conn),
+}
+
+/// A target error, with the SQL state or error number the target gave.
+#[derive(Debug, Clone)]
+pub struct TargetError {
+    pub message: String,
+    /// The connection itself failed (not the statement).
+    pub connection: bool,
+}
+
+impl std::fmt::Display for TargetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn pg_err(e: sqlx::Error) -> TargetError {
+    let connection = matches!(
+        e,
+        sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed
+    );
+    let message = match &e {
+        sqlx::Error::Database(d) => format!(
+            "{} (SQLSTATE {})",
+            d.message(),
+            d.code().unwrap_or_default()
+        ),
+        _ => e.to_string(),
+    };
+    TargetError {
+        message,
+        connection,
+    }
+}
+
+fn my_err(e: mysql_async::Error) -> TargetError {
+    let connection = matches!(
+        e,
+        mysql_async::Error::Io(_) | mysql_async::Error::Driver(_)
+    );
+    TargetError {
+        message: e.to_string(),
+        connection,
+    }
+}
+
+impl Target {
+    pub async fn connect(url: &str) -> Result<Target, String> {
+        let shown = crate::iceberg::catalog::redact(url);
+        if url.starts_with("postgres") {
+            let mut c = sqlx::PgConnection::connect(url)
+                .await
+                .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
+            sqlx::raw_sql("SET TIME ZONE 'UTC'")
+                .execute(&mut c)
+                .await
+                .map_err(|e| format!("target {shown}: {e}"))?;
+            Ok(Target::Pg(c))
+        } else {
+            let url = url.replacen("mariadb://", "mysql://", 1);
+            let opts = mysql_async::Opts::from_url(&url)
+                .map_err(|e| format!("target url {shown}: {e}"))?;
+            let mut c = mysql_async::Conn::new(opts)
+                .await
+                .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
+            // TIMESTAMP values are written and read as UTC.
+            c.query_drop("SET SESSION time_zone = '+00:00'")
+            .await
+            .map_err(|e| format!("target {shown}: {e}"))?;
+            Ok(Target::My(c))
+        }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Target::Pg(_) => Dialect::Postgres,
+            Target::My(_) => Dialect::MySql,
+        }
+    }
+
+    /// Whether DDL takes part in transactions (PostgreSQL) or commits implicitly.
+    pub fn transactional_ddl(&self) -> bool {
+        matches!(self, Target::Pg(_))
+    }
+
+    /// Run statements; returns rows affected.
+    pub async fn exec(&mut self, sql: &str) -> Result<u64, TargetError> {
+        match self {
+            Target::Pg(c) => sqlx::raw_sql(sql)
+                .execute(c)
+                .await
+                .map(|r| r.rows_affected())
+                .map_err(pg_err),
+            Target::My(c) => {
+                c.query_drop(sql).await.map_err(my_err)?;
+                Ok(c.affected_rows())
+            }
+        }
+    }
+
+    /// Rows of a query, every value as text (NULL as None).
+    pub async fn query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, TargetError> {
+        match self {
+            Target::Pg(c) => {
+                let rows = sqlx::raw_sql(sql).fetch_all(c).await.map_err(pg_err)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| {
+                        (0..r.len())
+                            .map(|i| r.try_get::<Option<String>, _>(i).ok().flatten())
+                            .collect()
+                    })
+                    .collect())
+            }
+            Target::My(c) => {
+                let rows: Vec<mysql_async::Row> = c.query(sql).await.map_err(my_err)?;
+                Ok(rows
+                    .into_iter()
+                    .map(|r| {
+                        r.unwrap()
+                            .into_iter()
+                            .map(|v| match v {
+                                mysql_async::Value::NULL => None,
+                                mysql_async::Value::Bytes(b) => {
+                                    Some(String::from_utf8_lossy(&b).into_owned())
+                                }
+                                v => Some(v.as_sql(true).trim_matches('\'').to_owned()),
+                            })
+                            .collect()
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    /// The columns of a table, in order (lower-cased for comparison), or None when the
+    /// table does not exist.
+    pub async fn columns(&mut self, db: &str, table: &str) -> Result<Option<Vec<String>>, TargetError> {
+        let q = |s: &str| dialects::emit::string_literal(self.dialect(), s);
+        let sql = format!(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = {} AND table_name = {} ORDER BY ordinal_position",
+            q(db),
+            q(table)
+        );
+        let rows = self.query(&sql).await?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(
+            rows.into_iter()
+                .filter_map(|r| r.into_iter().next().flatten())
+                .map(|c| c.to_lowercase())
+                .collect(),
+        ))
+    }
+}
