@@ -62,8 +62,6 @@ struct Pend {
     keyed: HashMap<String, (u64, Option<String>)>,
     /// Keyless tables: inserts (row tuples) and deletes (statements), in order.
     keyless: Vec<(bool, String)>,
-    /// The column list the rows were rendered with (indexes into the table's cols).
-    cols: Vec<usize>,
 }
 
 pub struct RdbEngine {
@@ -195,7 +193,12 @@ impl RdbEngine {
                     .map_err(|e| format!("target state table: {e}"))?;
             }
             Some(r) => {
-                self.checkpoint = r[0].as_deref().unwrap_or("0").parse().unwrap_or(0);
+                self.checkpoint = r[0]
+                    .as_deref()
+                    .unwrap_or("0")
+                    .trim()
+                    .parse()
+                    .map_err(|e| format!("target state table: checkpoint: {e}"))?;
                 self.position = r[1]
                     .as_deref()
                     .map(|p| p.parse::<Position>())
@@ -224,7 +227,14 @@ impl RdbEngine {
                     .collect();
                 for t in tables {
                     let r = self.routed_ir(&t);
-                    self.know(r);
+                    // Several tables routed into one: the target has the widest.
+                    let wider = self
+                        .catalog
+                        .table(&r.name)
+                        .is_some_and(|have| have.columns.len() >= r.columns.len());
+                    if !wider {
+                        self.know(r);
+                    }
                 }
             }
         }
@@ -390,9 +400,9 @@ impl RdbEngine {
                 .iter()
                 .map(|c| routed.column(&c.name).to_lowercase())
                 .collect();
-            if have != mine {
+            if let Some(c) = mine.iter().find(|c| !have.contains(c)) {
                 return Err(format!(
-                    "{}.{} routes to {} whose columns ({}) differ from its own ({}): tables routed into one target must agree",
+                    "{}.{} routes to {} which lacks its column {c} (target columns: {}; its own: {}): tables routed into one target must agree",
                     t.db,
                     t.name,
                     show(&k),
@@ -494,41 +504,46 @@ impl RdbEngine {
         let (before, after) = (rename(before)?, rename(after)?);
         let any = after.as_ref().or(before.as_ref()).expect("rows have an image");
         let tt = self.ttable(&k)?;
-        // Batch column -> target column.
+        // Target column -> batch column (a column the source table lacks, when several
+        // tables route into one, is written as DEFAULT).
         let schema = any.schema();
-        let mut map: Vec<(usize, usize)> = Vec::new();
-        for (bi, f) in schema.fields().iter().enumerate() {
-            if let Some(ti) = tt.names.iter().position(|n| n.eq_ignore_ascii_case(f.name())) {
-                map.push((bi, ti));
-            }
-        }
-        let cols: Vec<(usize, &ColSpec)> = map.iter().map(|(b, t)| (*b, &tt.cols[*t])).collect();
-        let key: Vec<(usize, &ColSpec)> = tt
-            .key
+        let find = |name: &str| {
+            schema
+                .fields()
+                .iter()
+                .position(|f| f.name().eq_ignore_ascii_case(name))
+        };
+        let all: Vec<(Option<usize>, &ColSpec)> = tt
+            .names
             .iter()
-            .filter_map(|ti| map.iter().find(|(_, t)| t == ti).map(|(b, t)| (*b, &tt.cols[*t])))
+            .zip(&tt.cols)
+            .map(|(n, c)| (find(n), c))
             .collect();
-        if !tt.key.is_empty() && key.len() != tt.key.len() {
+        let present: Vec<(usize, &ColSpec)> = all
+            .iter()
+            .filter_map(|(b, c)| b.map(|b| (b, *c)))
+            .collect();
+        let key: Vec<(Option<usize>, &ColSpec)> = tt.key.iter().map(|i| all[*i]).collect();
+        if key.iter().any(|(b, _)| b.is_none()) {
             return Err(format!("{}: rows lack key columns", show(&k)));
         }
         let keyed = !key.is_empty();
         let sql_name = tt.sql_name.clone();
-        let col_idx: Vec<usize> = map.iter().map(|(_, t)| *t).collect();
         let n = any.num_rows();
         let mut out: Vec<(bool, Option<String>, Option<String>)> = Vec::with_capacity(n);
         for r in 0..n {
-            let mut kt = String::new();
             if let Some(b) = &before {
                 if keyed {
+                    let mut kt = String::new();
                     render::tuple(&mut kt, d, b, &key, r)?;
-                    out.push((true, Some(kt.clone()), None));
+                    out.push((true, Some(kt), None));
                 } else {
-                    out.push((false, None, Some(render::delete_one(d, &sql_name, b, &cols, r)?)));
+                    out.push((false, None, Some(render::delete_one(d, &sql_name, b, &present, r)?)));
                 }
             }
             if let Some(a) = &after {
                 let mut row = String::new();
-                render::tuple(&mut row, d, a, &cols, r)?;
+                render::tuple(&mut row, d, a, &all, r)?;
                 if keyed {
                     let mut kt = String::new();
                     render::tuple(&mut kt, d, a, &key, r)?;
@@ -540,11 +555,6 @@ impl RdbEngine {
         }
         let _ = op;
         let p = self.pending.entry(k).or_default();
-        if p.cols.is_empty() {
-            p.cols = col_idx;
-        } else if p.cols != col_idx {
-            return Err("rows of one table changed columns inside a checkpoint".into());
-        }
         for (is_keyed, kt, row) in out {
             self.seq += 1;
             if is_keyed {
@@ -565,7 +575,7 @@ impl RdbEngine {
         let batch = self.job.sink.batch_rows.max(1);
         let d = self.dialect;
         let tt = self.ttable(k)?;
-        let cols: Vec<&ColSpec> = p.cols.iter().map(|i| &tt.cols[*i]).collect();
+        let cols: Vec<&ColSpec> = tt.cols.iter().collect();
         let key: Vec<&ColSpec> = tt.key.iter().map(|i| &tt.cols[*i]).collect();
         let mut out = Vec::new();
         if !p.keyed.is_empty() {
@@ -820,6 +830,17 @@ impl RdbEngine {
             }
         }
         let translated = self.translate(&routed, &after_routed);
+        // Several tables routed into one: the same change from the next of them finds
+        // the target table already as the DDL leaves it.
+        let already = !after_routed.is_empty()
+            && !routed.iter().any(|c| matches!(c, SchemaChange::DropTable { .. } | SchemaChange::RenameTable { .. } | SchemaChange::TruncateTable { .. }))
+            && after_routed.iter().all(|t| {
+                self.catalog.table(&t.name).is_some_and(|have| {
+                    have.columns == t.columns
+                        && have.primary_key == t.primary_key
+                        && have.indexes == t.indexes
+                })
+            });
         let mut entry = Entry {
             seq: 0,
             position: at.clone(),
@@ -832,6 +853,14 @@ impl RdbEngine {
             at: 0,
             released_in: None,
         };
+        if already {
+            entry.target_sql = translated.map(|t| t.0).unwrap_or_default();
+            entry.status = Status::Skipped;
+            entry.reason = Some("the target table is already as this DDL leaves it (several source tables route into it)".into());
+            let seq = self.log.add(entry)?;
+            tracing::info!("DDL #{} at {at}: {}", self.log.entries[seq].seq, self.log.entries[seq].reason.clone().unwrap_or_default());
+            return self.advance(position).await;
+        }
         // A DDL on a parked table waits behind the parked one.
         if touched.iter().any(|t| self.parked.contains(t)) {
             entry.target_sql = translated.as_ref().map(|t| t.0.clone()).unwrap_or_default();

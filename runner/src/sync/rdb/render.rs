@@ -178,12 +178,13 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// A row as `(v1, v2, ...)` over the given batch columns.
+/// A row as `(v1, v2, ...)` over the given batch columns; a target column the batch
+/// lacks (None) is `DEFAULT`.
 pub fn tuple(
     out: &mut String,
     d: Dialect,
     b: &RecordBatch,
-    cols: &[(usize, &ColSpec)],
+    cols: &[(Option<usize>, &ColSpec)],
     row: usize,
 ) -> Result<(), String> {
     out.push('(');
@@ -191,7 +192,10 @@ pub fn tuple(
         if i > 0 {
             out.push_str(", ");
         }
-        literal(out, d, b.column(*c), row, spec)?;
+        match c {
+            Some(c) => literal(out, d, b.column(*c), row, spec)?,
+            None => out.push_str("DEFAULT"),
+        }
     }
     out.push(')');
     Ok(())

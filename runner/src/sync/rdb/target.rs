@@ -62,7 +62,7 @@ impl Target {
             let mut c = sqlx::PgConnection::connect(url)
                 .await
                 .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
-            sqlx::raw_sql("SET TIME ZONE 'UTC'")
+            sqlx::raw_sql("SET TIME ZONE 'UTC'; SET client_min_messages = warning")
                 .execute(&mut c)
                 .await
                 .map_err(|e| format!("target {shown}: {e}"))?;

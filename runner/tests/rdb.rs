@@ -1,0 +1,412 @@
+//! `lakeshift sync` into relational targets, end to end: a throwaway MariaDB source
+//! mirrored into a throwaway PostgreSQL and into a second throwaway MariaDB at once,
+//! with a mixed workload, DDL mid-stream, a name-mapping route (renamed database,
+//! tables and columns, two tables into one), SIGKILL at seeded random moments and
+//! stops at failpoints. At the end each target table equals its source (contents and
+//! schema) and each DDL took effect exactly once (the target's catalog and the DDL log).
+
+use lakeshift_tests::{mysql_schema, pg_schema, ColumnFact, MariaDb, PgServer};
+use mysql_async::prelude::Queryable;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const SHOP: &str = "CREATE DATABASE shop;
+     CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), at DATETIME);
+     CREATE TABLE shop.counter (id INT PRIMARY KEY, n BIGINT NOT NULL);
+     CREATE TABLE shop.nokey (k INT, v VARCHAR(10));
+     CREATE TABLE shop.orders_1 (id INT PRIMARY KEY, cust INT, total DECIMAL(8,2));
+     CREATE TABLE shop.orders_2 (id INT PRIMARY KEY, cust INT, total DECIMAL(8,2));
+     INSERT INTO shop.counter VALUES (1, 0);";
+
+/// The route under test: a table and a column renamed, two tables into one, the
+/// rest into another database.
+const ROUTE: &str = "route:
+  - source-table: shop\\.orders_\\d+
+    sink-table: mirror.orders
+    columns: { cust: customer_id }
+  - source-table: shop\\.items
+    sink-table: mirror.products
+    columns: { name: title }
+  - source-table: shop\\.(.*)
+    sink-table: mirror.$1
+";
+
+/// Source table -> target table under the route, and the column renames.
+fn target_of(t: &str) -> (&'static str, &'static [(&'static str, &'static str)]) {
+    match t {
+        "items" => ("products", &[("name", "title")]),
+        "orders_1" | "orders_2" => ("orders", &[("cust", "customer_id")]),
+        "counter" => ("counter", &[]),
+        "nokey" => ("nokey", &[]),
+        "late" => ("late", &[]),
+        other => panic!("unknown table {other}"),
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn write_job(dir: &Path, src_port: u16, server_id: u32, sink: &str, extra: &str) -> PathBuf {
+    let p = dir.join("job.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {src_port}\n  username: root\n  server-id: {server_id}\n  tables: ['shop\\..*']\n  snapshot-chunk-rows: 300\nsink:\n{sink}pipeline:\n  name: restore\n  state: {}\n  checkpoint-interval-seconds: 0.2\n{extra}{ROUTE}",
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn spawn(job: &Path, until_end: bool, failpoint: Option<&str>) -> Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lakeshift"));
+    c.args(["sync", "--config", &job.display().to_string()]);
+    if until_end {
+        c.arg("--until-end");
+    }
+    if let Some(f) = failpoint {
+        c.env("LAKESHIFT_FAILPOINT", f);
+    }
+    c.stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn catch_up(job: &Path) -> String {
+    let out = spawn(job, true, None).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "catch-up of {} failed: {err}", job.display());
+    err
+}
+
+fn lakeshift(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+type Rows = Vec<Vec<Option<String>>>;
+
+async fn my_rows(c: &mut mysql_async::Conn, sql: &str) -> Rows {
+    let rows: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
+    let mut out: Rows = rows
+        .into_iter()
+        .map(|r| {
+            (0..r.len())
+                .map(|i| match r.as_ref(i).unwrap() {
+                    mysql_async::Value::NULL => None,
+                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                    v => Some(v.as_sql(true)),
+                })
+                .collect()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn pg_rows(c: &tokio_postgres::Client, sql: &str) -> Rows {
+    let rows = c.simple_query(sql).await.unwrap();
+    let mut out: Rows = rows
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_owned)).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A source table's columns, in order.
+async fn source_columns(c: &mut mysql_async::Conn, t: &str) -> Vec<String> {
+    c.query(format!(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'shop' AND TABLE_NAME = '{t}' ORDER BY ORDINAL_POSITION"
+    ))
+    .await
+    .unwrap()
+}
+
+/// The SELECT of a table's columns as text, with `names` the columns to read.
+fn select_text(table: &str, names: &[String], pg: bool) -> String {
+    let cols: Vec<String> = names
+        .iter()
+        .map(|c| {
+            if pg {
+                format!("\"{c}\"::text")
+            } else {
+                format!("CAST(`{c}` AS CHAR)")
+            }
+        })
+        .collect();
+    format!("SELECT {} FROM {table}", cols.join(", "))
+}
+
+struct Targets {
+    pg: tokio_postgres::Client,
+    my: mysql_async::Conn,
+}
+
+/// Every source table equals its target table in both targets (contents, and the
+/// schema's columns, nullability and type families).
+async fn assert_restored(c: &mut mysql_async::Conn, t: &mut Targets, tables: &[&str]) {
+    let mut expected: std::collections::BTreeMap<&str, (Vec<String>, Rows)> = Default::default();
+    for s in tables {
+        let cols = source_columns(c, s).await;
+        let rows = my_rows(c, &select_text(&format!("shop.{s}"), &cols, false)).await;
+        let (target, renames) = target_of(s);
+        let tcols: Vec<String> = cols
+            .iter()
+            .map(|c| {
+                renames
+                    .iter()
+                    .find(|(a, _)| a == c)
+                    .map(|(_, b)| b.to_string())
+                    .unwrap_or_else(|| c.clone())
+            })
+            .collect();
+        let e = expected.entry(target).or_insert((tcols.clone(), Vec::new()));
+        assert_eq!(e.0, tcols, "tables routed into {target} differ");
+        e.1.extend(rows);
+    }
+    for (target, (cols, mut rows)) in expected {
+        rows.sort();
+        let got_pg = pg_rows(&t.pg, &select_text(&format!("mirror.{target}"), &cols, true)).await;
+        assert_eq!(got_pg.len(), rows.len(), "PostgreSQL mirror.{target}: row count");
+        assert_eq!(got_pg, rows, "PostgreSQL mirror.{target} differs from the source");
+        let got_my = my_rows(&mut t.my, &select_text(&format!("mirror.{target}"), &cols, false)).await;
+        assert_eq!(got_my, rows, "MariaDB mirror.{target} differs from the source");
+    }
+    // Schemas: the same columns, nullability and type families.
+    let mut src: Vec<ColumnFact> = mysql_schema(c, "shop")
+        .await
+        .into_iter()
+        .filter(|f| f.table != "orders_2")
+        .map(|mut f| {
+            let (target, renames) = target_of(&f.table);
+            if let Some((_, b)) = renames.iter().find(|(a, _)| *a == f.column) {
+                f.column = b.to_string();
+            }
+            f.table = target.to_owned();
+            f
+        })
+        .collect();
+    src.sort();
+    let mut pg = pg_schema(&t.pg, "mirror").await;
+    pg.sort();
+    assert_eq!(pg, src, "PostgreSQL schema differs from the source's");
+    let mut my = mysql_schema(&mut t.my, "mirror").await;
+    my.sort();
+    assert_eq!(my, src, "MariaDB schema differs from the source's");
+}
+
+/// One workload step.
+async fn step(c: &mut mysql_async::Conn, rng: &mut Rng, i: u64, extra_cols: bool) {
+    let id = rng.below(150) as i64;
+    let q = match rng.below(10) {
+        0..=2 => format!(
+            "INSERT INTO shop.items (id, name, price, at) VALUES ({id}, 'it''s {i}', {}.25, '2024-01-{:02} 10:00:00') ON DUPLICATE KEY UPDATE name = 'dup {i}'",
+            rng.below(1000),
+            1 + rng.below(28)
+        ),
+        3 => format!("UPDATE shop.items SET price = price + 1 WHERE id = {id}"),
+        4 => format!("DELETE FROM shop.items WHERE id = {id}"),
+        5 => format!("UPDATE shop.items SET id = {} WHERE id = {id}", 1000 + i as i64),
+        6 => "UPDATE shop.counter SET n = n + 1 WHERE id = 1".to_owned(),
+        7 => {
+            // Orders: odd ids in orders_1, even in orders_2 (one target table).
+            let oid = 2 * rng.below(100) as i64;
+            let (t, oid) = if rng.below(2) == 0 { ("orders_1", oid + 1) } else { ("orders_2", oid) };
+            if extra_cols {
+                format!("INSERT INTO shop.{t} (id, cust, total, status) VALUES ({oid}, {}, {}.10, 'new') ON DUPLICATE KEY UPDATE total = total + 1, status = 'changed'", rng.below(9), rng.below(500))
+            } else {
+                format!("INSERT INTO shop.{t} VALUES ({oid}, {}, {}.10) ON DUPLICATE KEY UPDATE total = total + 1", rng.below(9), rng.below(500))
+            }
+        }
+        8 => format!(
+            "INSERT INTO shop.nokey VALUES ({}, 'n{i}'); DELETE FROM shop.nokey WHERE k = {} LIMIT 1",
+            rng.below(20),
+            rng.below(20)
+        ),
+        _ => {
+            let base = 10_000 + i as i64 * 100;
+            let values: Vec<String> = (0..40)
+                .map(|k| format!("({}, 'bulk', 1.00, NULL)", base + k))
+                .collect();
+            format!(
+                "BEGIN; INSERT INTO shop.items (id, name, price, at) VALUES {}; UPDATE shop.items SET price = 2.00 WHERE id >= {base} AND id < {}; COMMIT",
+                values.join(","),
+                base + 20
+            )
+        }
+    };
+    c.query_drop(q).await.unwrap();
+}
+
+/// The DDL of the workload, in order, with the number of DDL log entries each makes
+/// executed per target (the second orders table's copy finds the change there).
+const DDL: [&str; 7] = [
+    "ALTER TABLE shop.items ADD COLUMN note VARCHAR(20) DEFAULT NULL",
+    "ALTER TABLE shop.orders_1 ADD COLUMN status VARCHAR(10)",
+    "ALTER TABLE shop.orders_2 ADD COLUMN status VARCHAR(10)",
+    "ALTER TABLE shop.items CHANGE note memo VARCHAR(30)",
+    "CREATE TABLE shop.late (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL)",
+    "ALTER TABLE shop.counter MODIFY n DECIMAL(20,0) NOT NULL",
+    "ALTER TABLE shop.items DROP COLUMN memo",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_route() {
+    let seed: u64 = std::env::var("LAKESHIFT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0xfeed_beef);
+    let rounds: u32 = std::env::var("LAKESHIFT_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    eprintln!("seed {seed:#x} (LAKESHIFT_SEED to replay), {rounds} kill rounds");
+    let mut rng = Rng(seed);
+    let (src, pgs, dst) = tokio::join!(MariaDb::start(), PgServer::start(), MariaDb::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(SHOP).await.unwrap();
+    let values: Vec<String> = (0..900)
+        .map(|k| format!("({}, 'seed', {k}.50, '2023-05-06 07:08:09')", 100_000 + k))
+        .collect();
+    c.query_drop(format!("INSERT INTO shop.items VALUES {}", values.join(",")))
+        .await
+        .unwrap();
+    let pg_client = pgs.create_db("restore").await;
+    let dir = tempfile::tempdir().unwrap();
+    let (dpg, dmy) = (dir.path().join("pg"), dir.path().join("my"));
+    std::fs::create_dir_all(&dpg).unwrap();
+    std::fs::create_dir_all(&dmy).unwrap();
+    let job_pg = write_job(
+        &dpg,
+        src.port,
+        601,
+        &format!("  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/restore\n", pgs.port),
+        "",
+    );
+    let job_my = write_job(
+        &dmy,
+        src.port,
+        602,
+        &format!("  type: mysql\n  url: mysql://root@127.0.0.1:{}\n", dst.port),
+        "",
+    );
+    // Failpoints that stop a job at the moments that matter: inside the target
+    // transaction, just after it committed, before a DDL, and after a DDL ran but
+    // before the DDL log recorded it (MySQL commits DDL on its own).
+    let failpoints = [
+        "inside-target-transaction",
+        "after-target-commit:2",
+        "before-ddl",
+        "after-ddl",
+    ];
+    let mut i = 0u64;
+    let mut ddl_done = 0usize;
+    let mut kills = 0;
+    let mut stops = 0;
+    for round in 0..rounds {
+        let fp = (round % 3 == 2).then(|| failpoints[(round as usize / 3) % failpoints.len()]);
+        let mut a = spawn(&job_pg, false, fp);
+        let mut b = spawn(&job_my, false, fp);
+        let steps = 1 + rng.below(10);
+        for k in 0..steps {
+            step(&mut c, &mut rng, i, ddl_done >= 3).await;
+            i += 1;
+            if k == steps / 2 && ddl_done < DDL.len() && round % 2 == 1 {
+                c.query_drop(DDL[ddl_done]).await.unwrap();
+                if ddl_done == 4 {
+                    c.query_drop("INSERT INTO shop.late VALUES (1, 'a'), (2, 'b')")
+                        .await
+                        .unwrap();
+                }
+                ddl_done += 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200 + rng.below(900))).await;
+        for (name, ch) in [("postgres", &mut a), ("mariadb", &mut b)] {
+            match ch.try_wait().unwrap() {
+                // Stopped at its failpoint (exit 86): as good as a kill.
+                Some(st) if st.code() == Some(86) => stops += 1,
+                Some(st) => {
+                    let mut err = String::new();
+                    use std::io::Read;
+                    ch.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                    panic!("{name} job exited early ({st}): {err}");
+                }
+                None => {
+                    ch.kill().unwrap();
+                    let _ = ch.wait();
+                    kills += 1;
+                }
+            }
+        }
+    }
+    while ddl_done < DDL.len() {
+        c.query_drop(DDL[ddl_done]).await.unwrap();
+        if ddl_done == 4 {
+            c.query_drop("INSERT INTO shop.late VALUES (1, 'a'), (2, 'b')")
+                .await
+                .unwrap();
+        }
+        ddl_done += 1;
+    }
+    step(&mut c, &mut rng, i, true).await;
+    eprintln!("{kills} SIGKILLs and {stops} failpoint stops over {i} workload steps and {} DDL", DDL.len());
+    assert!(kills + stops >= 2 * rounds as usize);
+    catch_up(&job_pg);
+    catch_up(&job_my);
+    let mut t = Targets {
+        pg: pg_client,
+        my: dst.conn(None).await,
+    };
+    assert_restored(
+        &mut c,
+        &mut t,
+        &["items", "counter", "nokey", "orders_1", "orders_2", "late"],
+    )
+    .await;
+    // Each DDL is in the DDL log once; the second orders table's ALTER found the
+    // column there already (two tables, one target).
+    for job in [&job_pg, &job_my] {
+        let (ok, out, err) = lakeshift(&["ddl-log", "--config", &job.display().to_string()]);
+        assert!(ok, "ddl-log: {err}");
+        eprintln!("{out}");
+        let entries: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();
+        for d in DDL {
+            let n = out
+                .lines()
+                .filter(|l| l.trim_start().starts_with("source: ") && l.contains(d))
+                .count();
+            assert_eq!(n, 1, "{}: `{d}` is in the DDL log {n} times", job.display());
+        }
+        assert_eq!(entries.len(), DDL.len(), "{out}");
+        let executed = entries.iter().filter(|l| l.contains(" executed ")).count();
+        let skipped = entries.iter().filter(|l| l.contains(" skipped ")).count();
+        assert_eq!((executed, skipped), (DDL.len() - 1, 1), "{out}");
+    }
+}
