@@ -79,17 +79,24 @@ fn spawn(job: &Path, until_end: bool, failpoint: Option<&str>) -> Child {
     if let Some(f) = failpoint {
         c.env("LAKESHIFT_FAILPOINT", f);
     }
-    c.stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    // Every run's log is kept beside the job file (LAKESHIFT_KEEP keeps the folder).
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(job.with_file_name("sync.log"))
+        .unwrap();
+    c.stdout(Stdio::null()).stderr(log).spawn().unwrap()
 }
 
-fn catch_up(job: &Path) -> String {
-    let out = spawn(job, true, None).wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "catch-up of {} failed: {err}", job.display());
-    err
+fn catch_up(job: &Path) {
+    let st = spawn(job, true, None).wait().unwrap();
+    assert!(st.success(), "catch-up of {} failed: {}", job.display(), log_tail(job));
+}
+
+fn log_tail(job: &Path) -> String {
+    let log = std::fs::read_to_string(job.with_file_name("sync.log")).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
 fn lakeshift(args: &[&str]) -> (bool, String, String) {
@@ -298,8 +305,16 @@ async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_rout
         .await
         .unwrap();
     let pg_client = pgs.create_db("restore").await;
-    let dir = tempfile::tempdir().unwrap();
-    let (dpg, dmy) = (dir.path().join("pg"), dir.path().join("my"));
+    // LAKESHIFT_KEEP=1 keeps the jobs' folders (state, logs) for a look afterwards.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_owned();
+    let _guard = if std::env::var_os("LAKESHIFT_KEEP").is_some() {
+        eprintln!("keeping {}", tmp.keep().display());
+        None
+    } else {
+        Some(tmp)
+    };
+    let (dpg, dmy) = (root.join("pg"), root.join("my"));
     std::fs::create_dir_all(&dpg).unwrap();
     std::fs::create_dir_all(&dmy).unwrap();
     let job_pg = write_job(
@@ -353,10 +368,8 @@ async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_rout
                 // Stopped at its failpoint (exit 86): as good as a kill.
                 Some(st) if st.code() == Some(86) => stops += 1,
                 Some(st) => {
-                    let mut err = String::new();
-                    use std::io::Read;
-                    ch.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-                    panic!("{name} job exited early ({st}): {err}");
+                    let job = if name == "postgres" { &job_pg } else { &job_my };
+                    panic!("{name} job exited early ({st}): {}", log_tail(job));
                 }
                 None => {
                     ch.kill().unwrap();

@@ -1199,10 +1199,15 @@ impl RdbEngine {
                     ddl,
                     ..
                 } => {
-                    if let Some(b) = boundary.take() {
-                        if self.position.as_ref().is_none_or(|p| *p < b) {
-                            self.position = Some(b);
-                        }
+                    // Every transaction before the DDL is complete at the start of
+                    // the DDL's own (the source may not have sent their Commit yet).
+                    let start = Position {
+                        ordinal: 0,
+                        ..position.clone()
+                    };
+                    let b = boundary.take().filter(|b| *b > start).unwrap_or(start);
+                    if self.position.as_ref().is_none_or(|p| *p < b) {
+                        self.position = Some(b);
                     }
                     self.ddl(&position, &ddl, &changes, &after).await?;
                     boundary = Some(position);
