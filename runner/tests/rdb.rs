@@ -423,3 +423,120 @@ async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_rout
         assert_eq!((executed, skipped), (DDL.len() - 1, 1), "{out}");
     }
 }
+
+/// A job of one policy into PostgreSQL database `db`, no route.
+fn policy_job(dir: &Path, src_port: u16, server_id: u32, pg_port: u16, db: &str, policy: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("job.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {src_port}\n  username: root\n  server-id: {server_id}\n  tables: ['shop\\..*']\nsink:\n  type: postgres\n  url: postgres://postgres@127.0.0.1:{pg_port}/{db}\npipeline:\n  name: p\n  state: {}\n  checkpoint-interval-seconds: 0.2\n  ddl-error-policy: {policy}\n",
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+async fn table_text(c: &mut mysql_async::Conn, pg: &tokio_postgres::Client, t: &str) -> (Rows, Rows) {
+    let cols = source_columns(c, t).await;
+    let src = my_rows(c, &select_text(&format!("shop.{t}"), &cols, false)).await;
+    let dst = pg_rows(pg, &select_text(&format!("shop.{t}"), &cols, true)).await;
+    (src, dst)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ddl_the_target_refuses_follows_the_policy() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (id INT PRIMARY KEY, v VARCHAR(10));
+         CREATE TABLE shop.b (id INT PRIMARY KEY, v VARCHAR(10));
+         INSERT INTO shop.a VALUES (1, 'one'); INSERT INTO shop.b VALUES (1, 'one');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut jobs = Vec::new();
+    for (i, policy) in ["fail", "skip", "park"].into_iter().enumerate() {
+        let pg = pgs.create_db(policy).await;
+        let job = policy_job(&tmp.path().join(policy), src.port, 700 + i as u32, pgs.port, policy, policy);
+        catch_up(&job);
+        // A person changed the target: the source's next DDL collides with it.
+        pg.batch_execute("ALTER TABLE shop.a ADD COLUMN extra integer")
+            .await
+            .unwrap();
+        jobs.push((policy, job, pg));
+    }
+    c.query_drop(
+        "ALTER TABLE shop.a ADD COLUMN extra INT;
+         INSERT INTO shop.a VALUES (2, 'two', 22); INSERT INTO shop.b VALUES (2, 'two');",
+    )
+    .await
+    .unwrap();
+    let alter = "ALTER TABLE shop.a ADD COLUMN extra INT";
+    for (policy, job, pg) in &jobs {
+        let cfg = job.display().to_string();
+        let st = spawn(job, true, None).wait().unwrap();
+        let log = log_tail(job);
+        let (_, ddl_log, _) = lakeshift(&["ddl-log", "--config", &cfg]);
+        match *policy {
+            "fail" => {
+                // Stops with the statement, its position and the target's reason.
+                assert!(!st.success(), "fail policy: the job must stop\n{log}");
+                assert!(log.contains("ddl-error-policy: fail"), "{log}");
+                assert!(log.contains(alter), "{log}");
+                assert!(log.contains("binlog.") && log.contains("already exists"), "{log}");
+                assert!(ddl_log.contains("#1 failed"), "{ddl_log}");
+                // Nothing after the DDL was applied.
+                assert_eq!(table_text(&mut c, pg, "b").await.1.len(), 1);
+                // The person undoes the change; the next run executes the DDL once.
+                pg.batch_execute("ALTER TABLE shop.a DROP COLUMN extra").await.unwrap();
+                catch_up(job);
+                let (_, ddl_log, _) = lakeshift(&["ddl-log", "--config", &cfg]);
+                assert!(ddl_log.contains("#1 executed"), "{ddl_log}");
+            }
+            "skip" => {
+                assert!(st.success(), "skip policy: {log}");
+                assert!(log.contains("skipped (ddl-error-policy: skip)"), "{log}");
+                assert!(ddl_log.contains("#1 skipped"), "{ddl_log}");
+            }
+            _ => {
+                assert!(st.success(), "park policy: {log}");
+                assert!(ddl_log.contains("#1 parked"), "{ddl_log}");
+                let dead = std::fs::read_to_string(job.with_file_name("state").join("dead-letter.jsonl")).unwrap();
+                let line: serde_json::Value = serde_json::from_str(dead.lines().next().unwrap()).unwrap();
+                assert_eq!(line["statement"], alter);
+                assert!(line["position"].as_str().unwrap().starts_with("binlog."), "{line}");
+                assert!(line["reason"].as_str().unwrap().contains("already exists"), "{line}");
+                // The other table went on; the parked one holds its later rows.
+                let (s, d) = table_text(&mut c, pg, "b").await;
+                assert_eq!(s, d, "shop.b goes on while shop.a is parked");
+                let a: Rows = pg_rows(pg, "SELECT id::text FROM shop.a").await;
+                assert_eq!(a, vec![vec![Some("1".to_owned())]], "shop.a's rows after the DDL are held");
+                // More changes while parked, then a restart: held rows survive it.
+                c.query_drop("INSERT INTO shop.a VALUES (3, 'three', 33); UPDATE shop.a SET v = 'uno' WHERE id = 1")
+                    .await
+                    .unwrap();
+                catch_up(job);
+                let a: Rows = pg_rows(pg, "SELECT v FROM shop.a").await;
+                assert_eq!(a, vec![vec![Some("one".to_owned())]], "still held");
+                let (bad, _, err) = lakeshift(&["ddl-log", "--config", &cfg, "--resolve", "9"]);
+                assert!(!bad && err.contains("no DDL log entry 9"), "{err}");
+                // The person acted (the column is there): release.
+                let (ok, out, err) = lakeshift(&["ddl-log", "--config", &cfg, "--resolve", "1"]);
+                assert!(ok, "{err}");
+                assert!(out.contains("release requested"), "{out}");
+                catch_up(job);
+                let (_, ddl_log, _) = lakeshift(&["ddl-log", "--config", &cfg]);
+                assert!(ddl_log.contains("#1 resolved"), "{ddl_log}");
+            }
+        }
+        for t in ["a", "b"] {
+            let (s, d) = table_text(&mut c, pg, t).await;
+            assert_eq!(s, d, "{policy}: shop.{t} differs from the source");
+        }
+    }
+}

@@ -1079,6 +1079,11 @@ impl RdbEngine {
 
     /// Run until the source ends (`until_end`) or fails.
     pub async fn run(&mut self, until_end: bool) -> Result<(), String> {
+        // Parked DDL released while the job was stopped: applied before anything else.
+        if !self.log.resolutions().is_empty() && self.snapshot.is_none() {
+            let p = self.position.clone();
+            self.checkpoint(p, None).await?;
+        }
         let mut retries = 0u32;
         loop {
             let (tx, mut rx) = mpsc::channel(32);
