@@ -248,7 +248,7 @@ async fn step(c: &mut mysql_async::Conn, rng: &mut Rng, i: u64, extra_cols: bool
             if extra_cols {
                 format!("INSERT INTO shop.{t} (id, cust, total, status) VALUES ({oid}, {}, {}.10, 'new') ON DUPLICATE KEY UPDATE total = total + 1, status = 'changed'", rng.below(9), rng.below(500))
             } else {
-                format!("INSERT INTO shop.{t} VALUES ({oid}, {}, {}.10) ON DUPLICATE KEY UPDATE total = total + 1", rng.below(9), rng.below(500))
+                format!("INSERT INTO shop.{t} (id, cust, total) VALUES ({oid}, {}, {}.10) ON DUPLICATE KEY UPDATE total = total + 1", rng.below(9), rng.below(500))
             }
         }
         8 => format!(

@@ -106,13 +106,23 @@ async fn iceberg_rows(cat: &Catalog, table: &str) -> Option<Vec<Vec<Option<Strin
     iceberg_rows_at(cat, table, None).await
 }
 
+/// Rows of `ns.table` (a namespace other than the source database's: a route).
+async fn iceberg_rows_in(
+    cat: &Catalog,
+    ns: &str,
+    table: &str,
+) -> Option<Vec<Vec<Option<String>>>> {
+    iceberg_rows_at(cat, &format!("{ns}/{table}"), None).await
+}
+
 /// As of a snapshot (time travel), or the current one.
 async fn iceberg_rows_at(
     cat: &Catalog,
     table: &str,
     snapshot: Option<i64>,
 ) -> Option<Vec<Vec<Option<String>>>> {
-    let t = cat.load(&ident("shop", table).unwrap()).await.unwrap()?;
+    let (ns, table) = table.split_once('/').unwrap_or(("shop", table));
+    let t = cat.load(&ident(ns, table).unwrap()).await.unwrap()?;
     let t = t.table(&cat.file_io).unwrap();
     // One file at a time: the crate's scan (0.10.1) can deadlock when several readers
     // wait for the same equality-delete file (apache/iceberg-rust#2630); a bounded wait
@@ -1024,4 +1034,76 @@ async fn a_huge_transaction_spills_within_the_memory_budget() {
         mid_txn >= 2,
         "the transaction was committed in parts as it was read ({mid_txn})"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_renames_and_merges_tables_into_iceberg() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.orders_1 (id INT PRIMARY KEY, cust INT, total DECIMAL(8,2));
+         CREATE TABLE shop.orders_2 (id INT PRIMARY KEY, cust INT, total DECIMAL(8,2));
+         CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20));
+         INSERT INTO shop.orders_1 VALUES (1, 7, 1.50); INSERT INTO shop.orders_2 VALUES (2, 8, 2.50);
+         INSERT INTO shop.items VALUES (1, 'a');",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    let mut text = std::fs::read_to_string(&job).unwrap();
+    text.push_str(
+        "route:\n  - source-table: shop\\.orders_\\d+\n    sink-table: lake.orders\n    columns: { cust: customer_id }\n  - source-table: shop\\.(.*)\n    sink-table: lake.${1}_copy\n",
+    );
+    std::fs::write(&job, text).unwrap();
+    catch_up(&job);
+    // DDL through the route: the column renamed in the change too; the second orders
+    // table's copy of the change finds it done.
+    c.query_drop(
+        "ALTER TABLE shop.orders_1 ADD COLUMN status VARCHAR(8);
+         ALTER TABLE shop.orders_2 ADD COLUMN status VARCHAR(8);
+         ALTER TABLE shop.items CHANGE name title VARCHAR(20);
+         INSERT INTO shop.orders_1 VALUES (3, 9, 3.50, 'new'); UPDATE shop.orders_2 SET cust = 80, status = 'x' WHERE id = 2;
+         INSERT INTO shop.items VALUES (2, 'b');",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    let s = |v: &str| Some(v.to_owned());
+    assert_eq!(
+        iceberg_rows_in(&cat, "lake", "orders").await.unwrap(),
+        vec![
+            vec![s("1"), s("7"), s("1.50"), None],
+            vec![s("2"), s("80"), s("2.50"), s("x")],
+            vec![s("3"), s("9"), s("3.50"), s("new")],
+        ]
+    );
+    assert_eq!(
+        iceberg_rows_in(&cat, "lake", "items_copy").await.unwrap(),
+        vec![vec![s("1"), s("a")], vec![s("2"), s("b")]]
+    );
+    let t = cat
+        .load(&ident("lake", "orders").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let names: Vec<String> = t
+        .metadata
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| f.name.clone())
+        .collect();
+    assert_eq!(names, ["id", "customer_id", "total", "status"]);
+    assert!(cat.load(&ident("shop", "orders_1").unwrap()).await.unwrap().is_none());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["ddl-log", "--config", &job.display().to_string()])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(log.matches(" executed ").count(), 2, "{log}");
+    assert_eq!(log.matches(" skipped ").count(), 1, "{log}");
 }

@@ -18,6 +18,7 @@
 //! is recognised.
 
 use super::convert::{key_bytes, to_iceberg};
+use super::route::rename_batch;
 use super::job::SyncJob;
 use crate::iceberg::catalog::{display, ident};
 use crate::iceberg::commit::{Change, SnapshotChange};
@@ -297,7 +298,8 @@ impl Engine {
         t: &crate::source::decode::SourceTable,
         at: &Position,
     ) -> Result<&mut Sink, String> {
-        let key = (ns_of(&t.db), t.name.clone());
+        let routed = self.job.router.route(&t.db, &t.name);
+        let key = (ns_of(&routed.db), routed.table.clone());
         if !self.sinks.contains_key(&key) {
             let id = ident(&key.0, &key.1).map_err(|e| e.to_string())?;
             let table = match self
@@ -310,6 +312,8 @@ impl Engine {
                 None => {
                     let mut diags = ddl_core::Diagnostics::default();
                     let mut ir = (*t.ir).clone();
+                    ir.name = ddl_core::TableName::new(Some(&t.db), &t.name);
+                    let mut ir = self.job.router.table(&ir);
                     ir.name = ddl_core::TableName::new(Some(&key.0), &key.1);
                     if self.job.changelog(&key.0, &key.1) {
                         // Append-only: no key; each change is a row with its kind,
@@ -823,6 +827,10 @@ impl Engine {
         after: &[ddl_core::Table],
         sql: &str,
     ) -> Result<(), String> {
+        let changes: &[ddl_core::SchemaChange] =
+            &changes.iter().map(|c| self.job.router.change(c)).collect::<Vec<_>>();
+        let after: &[ddl_core::Table] =
+            &after.iter().map(|t| self.job.router.table(t)).collect::<Vec<_>>();
         let touched: Vec<(String, String)> = changes
             .iter()
             .flat_map(|c| {
@@ -876,9 +884,13 @@ impl Engine {
             Ok(p) => p,
             Err(e) if is_replay(&e.0) => {
                 tracing::info!("DDL at {position} already applied ({e}); skipped");
-                return Ok(());
+                let why = format!("the Iceberg table already has it: {e}");
+                return self.ddl_logged(position, sql, &touched, Vec::new(), super::ddllog::Status::Skipped, Some(why));
             }
-            Err(e) => return Err(format!("DDL at {position}: {e}\n  statement: {sql}")),
+            Err(e) => {
+                let reason = format!("cannot apply it to Iceberg: {e}");
+                return self.ddl_refused(position, sql, &touched, reason);
+            }
         };
         for d in diags.0 {
             tracing::info!("{}: DDL at {position}: {}", d.severity, d.message);
@@ -918,6 +930,7 @@ impl Engine {
                 self.planner.tables.remove(k);
             }
         }
+        self.ddl_logged(position, sql, &touched, vec![serde_json::to_string(&plan.actions).unwrap_or_default()], super::ddllog::Status::Executed, None)?;
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         self.ddl_stalls
             .push((position.to_string(), touched.len(), ms));
@@ -926,6 +939,57 @@ impl Engine {
             touched.len()
         );
         Ok(())
+    }
+
+    /// Record a DDL in the DDL log (once per position).
+    fn ddl_logged(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        touched: &[(String, String)],
+        target_sql: Vec<String>,
+        status: super::ddllog::Status,
+        reason: Option<String>,
+    ) -> Result<(), String> {
+        let mut log = super::ddllog::DdlLog::load(&self.state_dir)?;
+        if log.find(&position.to_string()).is_none() {
+            log.add(super::ddllog::Entry {
+                seq: 0,
+                position: position.to_string(),
+                source_sql: sql.to_owned(),
+                target_sql,
+                tables: touched.iter().map(|(a, b)| format!("{a}.{b}")).collect(),
+                status,
+                reason,
+                done: 0,
+                at: 0,
+                released_in: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A DDL Iceberg cannot take: the job's `ddl-error-policy` (fail or skip; park is
+    /// for relational sinks and refused when the job is read).
+    fn ddl_refused(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        touched: &[(String, String)],
+        reason: String,
+    ) -> Result<(), String> {
+        use super::job::DdlErrorPolicy;
+        use super::ddllog::Status;
+        match self.job.pipeline.ddl_error_policy {
+            DdlErrorPolicy::Skip => {
+                tracing::warn!("DDL at {position} skipped (ddl-error-policy: skip): {reason}\n  statement: {sql}");
+                self.ddl_logged(position, sql, touched, Vec::new(), Status::Skipped, Some(reason))
+            }
+            _ => {
+                self.ddl_logged(position, sql, touched, Vec::new(), Status::Failed, Some(reason.clone()))?;
+                Err(format!("DDL at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {sql}"))
+            }
+        }
     }
 
     /// Run until the source ends (`until_end`) or fails. A lost connection to the
@@ -1052,6 +1116,7 @@ impl Engine {
                         continue;
                     }
                     let name = format!("{}.{}", table.db, table.name);
+                    let rows = rename_batch(&rows, &self.job.router.route(&table.db, &table.name))?;
                     let s = self.sink(&table, &position).await?;
                     let mut converted = to_iceberg(&name, &rows, &s.arrow)?;
                     if s.changelog {
@@ -1101,6 +1166,7 @@ impl Engine {
                     let table = b.table.clone();
                     let name = format!("{}.{}", table.db, table.name);
                     let first = b.position_after(0);
+                    let routed = self.job.router.route(&table.db, &table.name);
                     let s = self.sink(&table, &first).await?;
                     let keep: Vec<bool> = (0..b.num_rows())
                         .map(|i| {
@@ -1114,7 +1180,7 @@ impl Engine {
                     }
                     let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, String> {
                         x.as_ref()
-                            .map(|r| to_iceberg(&name, r, &s.arrow))
+                            .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, &s.arrow))
                             .transpose()
                     };
                     let (before, after) = (conv(&b.before)?, conv(&b.after)?);

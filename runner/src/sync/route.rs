@@ -7,7 +7,7 @@
 //!     sink-table: archive.orders          # replacement; $1.. are the regex's groups
 //!     columns: { cust: customer_id }     # column renames (source name: target name)
 //!   - source-table: shop\.(.*)
-//!     sink-table: mirror.$1               # a database rename
+//!     sink-table: mirror.${1}             # a database rename (`${1}_x`, not `$1_x`)
 //! ```
 //!
 //! The first rule that matches wins; a table no rule matches keeps its name. Several
@@ -67,6 +67,17 @@ impl Router {
             let re = Regex::new(&format!("^(?:{})$", r.source_table))
                 .map_err(|e| format!("job file: route[{i}].source-table: bad regex: {e}"))?;
             if let Some(t) = &r.sink_table {
+                // `$1_x` names a group `1_x` (the regex crate's rule): say `${1}_x`.
+                let ambiguous = Regex::new(r"\$[0-9]+[A-Za-z_]").expect("valid");
+                if let Some(m) = ambiguous.find(t) {
+                    return Err(format!(
+                        "job file: route[{i}].sink-table: `{}` reads as a group named `{}`; write `${{{}}}{}`",
+                        m.as_str(),
+                        &m.as_str()[1..],
+                        &m.as_str()[1..m.as_str().len() - 1],
+                        &m.as_str()[m.as_str().len() - 1..]
+                    ));
+                }
                 if t.split('.').count() != 2 || t.split('.').any(str::is_empty) {
                     return Err(format!(
                         "job file: route[{i}].sink-table: `{t}` must be `database.table`"
@@ -84,7 +95,11 @@ impl Router {
 
     /// The target of `db.table`.
     pub fn route(&self, db: &str, table: &str) -> Routed {
-        let name = format!("{db}.{table}");
+        let name = if self.rules.is_empty() {
+            String::new()
+        } else {
+            format!("{db}.{table}")
+        };
         for (re, r) in &self.rules {
             let Some(caps) = re.captures(&name) else {
                 continue;
@@ -327,5 +342,12 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.contains("database.table"), "{e}");
+        let e = Router::parse(Some(
+            &serde_yaml::from_str("- source-table: s\\.(.*)\n  sink-table: d.$1_copy\n").unwrap(),
+        ))
+        .unwrap_err();
+        assert!(e.contains("write `${1}_`"), "{e}");
+        let ok = router("- source-table: s\\.(.*)\n  sink-table: d.${1}_copy\n");
+        assert_eq!(ok.route("s", "t").table, "t_copy");
     }
 }
