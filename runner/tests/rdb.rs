@@ -90,7 +90,12 @@ fn spawn(job: &Path, until_end: bool, failpoint: Option<&str>) -> Child {
 
 fn catch_up(job: &Path) {
     let st = spawn(job, true, None).wait().unwrap();
-    assert!(st.success(), "catch-up of {} failed: {}", job.display(), log_tail(job));
+    assert!(
+        st.success(),
+        "catch-up of {} failed: {}",
+        job.display(),
+        log_tail(job)
+    );
 }
 
 fn log_tail(job: &Path) -> String {
@@ -193,17 +198,37 @@ async fn assert_restored(c: &mut mysql_async::Conn, t: &mut Targets, tables: &[&
                     .unwrap_or_else(|| c.clone())
             })
             .collect();
-        let e = expected.entry(target).or_insert((tcols.clone(), Vec::new()));
+        let e = expected
+            .entry(target)
+            .or_insert((tcols.clone(), Vec::new()));
         assert_eq!(e.0, tcols, "tables routed into {target} differ");
         e.1.extend(rows);
     }
     for (target, (cols, mut rows)) in expected {
         rows.sort();
-        let got_pg = pg_rows(&t.pg, &select_text(&format!("mirror.{target}"), &cols, true)).await;
-        assert_eq!(got_pg.len(), rows.len(), "PostgreSQL mirror.{target}: row count");
-        assert_eq!(got_pg, rows, "PostgreSQL mirror.{target} differs from the source");
-        let got_my = my_rows(&mut t.my, &select_text(&format!("mirror.{target}"), &cols, false)).await;
-        assert_eq!(got_my, rows, "MariaDB mirror.{target} differs from the source");
+        let got_pg = pg_rows(
+            &t.pg,
+            &select_text(&format!("mirror.{target}"), &cols, true),
+        )
+        .await;
+        assert_eq!(
+            got_pg.len(),
+            rows.len(),
+            "PostgreSQL mirror.{target}: row count"
+        );
+        assert_eq!(
+            got_pg, rows,
+            "PostgreSQL mirror.{target} differs from the source"
+        );
+        let got_my = my_rows(
+            &mut t.my,
+            &select_text(&format!("mirror.{target}"), &cols, false),
+        )
+        .await;
+        assert_eq!(
+            got_my, rows,
+            "MariaDB mirror.{target} differs from the source"
+        );
     }
     // Schemas: the same columns, nullability and type families.
     let mut src: Vec<ColumnFact> = mysql_schema(c, "shop")
@@ -301,9 +326,12 @@ async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_rout
     let values: Vec<String> = (0..900)
         .map(|k| format!("({}, 'seed', {k}.50, '2023-05-06 07:08:09')", 100_000 + k))
         .collect();
-    c.query_drop(format!("INSERT INTO shop.items VALUES {}", values.join(",")))
-        .await
-        .unwrap();
+    c.query_drop(format!(
+        "INSERT INTO shop.items VALUES {}",
+        values.join(",")
+    ))
+    .await
+    .unwrap();
     let pg_client = pgs.create_db("restore").await;
     // LAKESHIFT_KEEP=1 keeps the jobs' folders (state, logs) for a look afterwards.
     let tmp = tempfile::tempdir().unwrap();
@@ -321,14 +349,20 @@ async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_rout
         &dpg,
         src.port,
         601,
-        &format!("  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/restore\n", pgs.port),
+        &format!(
+            "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/restore\n",
+            pgs.port
+        ),
         "",
     );
     let job_my = write_job(
         &dmy,
         src.port,
         602,
-        &format!("  type: mysql\n  url: mysql://root@127.0.0.1:{}\n", dst.port),
+        &format!(
+            "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+            dst.port
+        ),
         "",
     );
     // Failpoints that stop a job at the moments that matter: inside the target
@@ -389,7 +423,10 @@ async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_rout
         ddl_done += 1;
     }
     step(&mut c, &mut rng, i, true).await;
-    eprintln!("{kills} SIGKILLs and {stops} failpoint stops over {i} workload steps and {} DDL", DDL.len());
+    eprintln!(
+        "{kills} SIGKILLs and {stops} failpoint stops over {i} workload steps and {} DDL",
+        DDL.len()
+    );
     assert!(kills + stops >= 2 * rounds as usize);
     catch_up(&job_pg);
     catch_up(&job_my);
@@ -425,7 +462,14 @@ async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_rout
 }
 
 /// A job of one policy into PostgreSQL database `db`, no route.
-fn policy_job(dir: &Path, src_port: u16, server_id: u32, pg_port: u16, db: &str, policy: &str) -> PathBuf {
+fn policy_job(
+    dir: &Path,
+    src_port: u16,
+    server_id: u32,
+    pg_port: u16,
+    db: &str,
+    policy: &str,
+) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let p = dir.join("job.yaml");
     std::fs::write(
@@ -439,7 +483,11 @@ fn policy_job(dir: &Path, src_port: u16, server_id: u32, pg_port: u16, db: &str,
     p
 }
 
-async fn table_text(c: &mut mysql_async::Conn, pg: &tokio_postgres::Client, t: &str) -> (Rows, Rows) {
+async fn table_text(
+    c: &mut mysql_async::Conn,
+    pg: &tokio_postgres::Client,
+    t: &str,
+) -> (Rows, Rows) {
     let cols = source_columns(c, t).await;
     let src = my_rows(c, &select_text(&format!("shop.{t}"), &cols, false)).await;
     let dst = pg_rows(pg, &select_text(&format!("shop.{t}"), &cols, true)).await;
@@ -462,7 +510,14 @@ async fn a_ddl_the_target_refuses_follows_the_policy() {
     let mut jobs = Vec::new();
     for (i, policy) in ["fail", "skip", "park"].into_iter().enumerate() {
         let pg = pgs.create_db(policy).await;
-        let job = policy_job(&tmp.path().join(policy), src.port, 700 + i as u32, pgs.port, policy, policy);
+        let job = policy_job(
+            &tmp.path().join(policy),
+            src.port,
+            700 + i as u32,
+            pgs.port,
+            policy,
+            policy,
+        );
         catch_up(&job);
         // A person changed the target: the source's next DDL collides with it.
         pg.batch_execute("ALTER TABLE shop.a ADD COLUMN extra integer")
@@ -488,12 +543,17 @@ async fn a_ddl_the_target_refuses_follows_the_policy() {
                 assert!(!st.success(), "fail policy: the job must stop\n{log}");
                 assert!(log.contains("ddl-error-policy: fail"), "{log}");
                 assert!(log.contains(alter), "{log}");
-                assert!(log.contains("binlog.") && log.contains("already exists"), "{log}");
+                assert!(
+                    log.contains("binlog.") && log.contains("already exists"),
+                    "{log}"
+                );
                 assert!(ddl_log.contains("#1 failed"), "{ddl_log}");
                 // Nothing after the DDL was applied.
                 assert_eq!(table_text(&mut c, pg, "b").await.1.len(), 1);
                 // The person undoes the change; the next run executes the DDL once.
-                pg.batch_execute("ALTER TABLE shop.a DROP COLUMN extra").await.unwrap();
+                pg.batch_execute("ALTER TABLE shop.a DROP COLUMN extra")
+                    .await
+                    .unwrap();
                 catch_up(job);
                 let (_, ddl_log, _) = lakeshift(&["ddl-log", "--config", &cfg]);
                 assert!(ddl_log.contains("#1 executed"), "{ddl_log}");
@@ -506,16 +566,29 @@ async fn a_ddl_the_target_refuses_follows_the_policy() {
             _ => {
                 assert!(st.success(), "park policy: {log}");
                 assert!(ddl_log.contains("#1 parked"), "{ddl_log}");
-                let dead = std::fs::read_to_string(job.with_file_name("state").join("dead-letter.jsonl")).unwrap();
-                let line: serde_json::Value = serde_json::from_str(dead.lines().next().unwrap()).unwrap();
+                let dead =
+                    std::fs::read_to_string(job.with_file_name("state").join("dead-letter.jsonl"))
+                        .unwrap();
+                let line: serde_json::Value =
+                    serde_json::from_str(dead.lines().next().unwrap()).unwrap();
                 assert_eq!(line["statement"], alter);
-                assert!(line["position"].as_str().unwrap().starts_with("binlog."), "{line}");
-                assert!(line["reason"].as_str().unwrap().contains("already exists"), "{line}");
+                assert!(
+                    line["position"].as_str().unwrap().starts_with("binlog."),
+                    "{line}"
+                );
+                assert!(
+                    line["reason"].as_str().unwrap().contains("already exists"),
+                    "{line}"
+                );
                 // The other table went on; the parked one holds its later rows.
                 let (s, d) = table_text(&mut c, pg, "b").await;
                 assert_eq!(s, d, "shop.b goes on while shop.a is parked");
                 let a: Rows = pg_rows(pg, "SELECT id::text FROM shop.a").await;
-                assert_eq!(a, vec![vec![Some("1".to_owned())]], "shop.a's rows after the DDL are held");
+                assert_eq!(
+                    a,
+                    vec![vec![Some("1".to_owned())]],
+                    "shop.a's rows after the DDL are held"
+                );
                 // More changes while parked, then a restart: held rows survive it.
                 c.query_drop("INSERT INTO shop.a VALUES (3, 'three', 33); UPDATE shop.a SET v = 'uno' WHERE id = 1")
                     .await

@@ -107,11 +107,7 @@ async fn iceberg_rows(cat: &Catalog, table: &str) -> Option<Vec<Vec<Option<Strin
 }
 
 /// Rows of `ns.table` (a namespace other than the source database's: a route).
-async fn iceberg_rows_in(
-    cat: &Catalog,
-    ns: &str,
-    table: &str,
-) -> Option<Vec<Vec<Option<String>>>> {
+async fn iceberg_rows_in(cat: &Catalog, ns: &str, table: &str) -> Option<Vec<Vec<Option<String>>>> {
     iceberg_rows_at(cat, &format!("{ns}/{table}"), None).await
 }
 
@@ -1098,7 +1094,11 @@ async fn a_route_renames_and_merges_tables_into_iceberg() {
         .map(|f| f.name.clone())
         .collect();
     assert_eq!(names, ["id", "customer_id", "total", "status"]);
-    assert!(cat.load(&ident("shop", "orders_1").unwrap()).await.unwrap().is_none());
+    assert!(cat
+        .load(&ident("shop", "orders_1").unwrap())
+        .await
+        .unwrap()
+        .is_none());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lakeshift"))
         .args(["ddl-log", "--config", &job.display().to_string()])
         .output()

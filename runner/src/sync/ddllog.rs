@@ -87,7 +87,9 @@ pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), String> {
     f.write_all(bytes).and_then(|_| f.sync_all()).map_err(err)?;
     std::fs::rename(&tmp, path).map_err(err)?;
     if let Some(d) = path.parent() {
-        std::fs::File::open(d).and_then(|d| d.sync_all()).map_err(err)?;
+        std::fs::File::open(d)
+            .and_then(|d| d.sync_all())
+            .map_err(err)?;
     }
     Ok(())
 }

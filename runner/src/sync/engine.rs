@@ -18,8 +18,8 @@
 //! is recognised.
 
 use super::convert::{key_bytes, to_iceberg};
-use super::route::rename_batch;
 use super::job::SyncJob;
+use super::route::rename_batch;
 use crate::iceberg::catalog::{display, ident};
 use crate::iceberg::commit::{Change, SnapshotChange};
 use crate::iceberg::{convert as iconv, files, Catalog, CatalogConfig, Committer, LoadedTable};
@@ -827,10 +827,14 @@ impl Engine {
         after: &[ddl_core::Table],
         sql: &str,
     ) -> Result<(), String> {
-        let changes: &[ddl_core::SchemaChange] =
-            &changes.iter().map(|c| self.job.router.change(c)).collect::<Vec<_>>();
-        let after: &[ddl_core::Table] =
-            &after.iter().map(|t| self.job.router.table(t)).collect::<Vec<_>>();
+        let changes: &[ddl_core::SchemaChange] = &changes
+            .iter()
+            .map(|c| self.job.router.change(c))
+            .collect::<Vec<_>>();
+        let after: &[ddl_core::Table] = &after
+            .iter()
+            .map(|t| self.job.router.table(t))
+            .collect::<Vec<_>>();
         let touched: Vec<(String, String)> = changes
             .iter()
             .flat_map(|c| {
@@ -885,7 +889,14 @@ impl Engine {
             Err(e) if is_replay(&e.0) => {
                 tracing::info!("DDL at {position} already applied ({e}); skipped");
                 let why = format!("the Iceberg table already has it: {e}");
-                return self.ddl_logged(position, sql, &touched, Vec::new(), super::ddllog::Status::Skipped, Some(why));
+                return self.ddl_logged(
+                    position,
+                    sql,
+                    &touched,
+                    Vec::new(),
+                    super::ddllog::Status::Skipped,
+                    Some(why),
+                );
             }
             Err(e) => {
                 let reason = format!("cannot apply it to Iceberg: {e}");
@@ -930,7 +941,14 @@ impl Engine {
                 self.planner.tables.remove(k);
             }
         }
-        self.ddl_logged(position, sql, &touched, vec![serde_json::to_string(&plan.actions).unwrap_or_default()], super::ddllog::Status::Executed, None)?;
+        self.ddl_logged(
+            position,
+            sql,
+            &touched,
+            vec![serde_json::to_string(&plan.actions).unwrap_or_default()],
+            super::ddllog::Status::Executed,
+            None,
+        )?;
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         self.ddl_stalls
             .push((position.to_string(), touched.len(), ms));
@@ -978,15 +996,29 @@ impl Engine {
         touched: &[(String, String)],
         reason: String,
     ) -> Result<(), String> {
-        use super::job::DdlErrorPolicy;
         use super::ddllog::Status;
+        use super::job::DdlErrorPolicy;
         match self.job.pipeline.ddl_error_policy {
             DdlErrorPolicy::Skip => {
                 tracing::warn!("DDL at {position} skipped (ddl-error-policy: skip): {reason}\n  statement: {sql}");
-                self.ddl_logged(position, sql, touched, Vec::new(), Status::Skipped, Some(reason))
+                self.ddl_logged(
+                    position,
+                    sql,
+                    touched,
+                    Vec::new(),
+                    Status::Skipped,
+                    Some(reason),
+                )
             }
             _ => {
-                self.ddl_logged(position, sql, touched, Vec::new(), Status::Failed, Some(reason.clone()))?;
+                self.ddl_logged(
+                    position,
+                    sql,
+                    touched,
+                    Vec::new(),
+                    Status::Failed,
+                    Some(reason.clone()),
+                )?;
                 Err(format!("DDL at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {sql}"))
             }
         }

@@ -245,7 +245,11 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             if !scheme_ok {
                 return Err(field(
                     "sink.url",
-                    &format!("`{}` does not match sink type {}", crate::iceberg::catalog::redact(url), sink.kind),
+                    &format!(
+                        "`{}` does not match sink type {}",
+                        crate::iceberg::catalog::redact(url),
+                        sink.kind
+                    ),
                 ));
             }
             if sink.batch_rows == 0 {

@@ -2,9 +2,9 @@
 //! included, exactly once (see [`engine`]).
 
 pub mod convert;
+pub mod ddllog;
 pub mod engine;
 pub mod job;
-pub mod ddllog;
 pub mod metrics;
 pub mod rdb;
 pub mod route;

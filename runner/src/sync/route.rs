@@ -63,12 +63,12 @@ impl Router {
         let rules: Vec<RouteRule> =
             serde_yaml::from_value(v.clone()).map_err(|e| format!("job file: route: {e}"))?;
         let mut out = Vec::new();
+        let ambiguous = Regex::new(r"\$[0-9]+[A-Za-z_]").expect("valid");
         for (i, r) in rules.into_iter().enumerate() {
             let re = Regex::new(&format!("^(?:{})$", r.source_table))
                 .map_err(|e| format!("job file: route[{i}].source-table: bad regex: {e}"))?;
             if let Some(t) = &r.sink_table {
                 // `$1_x` names a group `1_x` (the regex crate's rule): say `${1}_x`.
-                let ambiguous = Regex::new(r"\$[0-9]+[A-Za-z_]").expect("valid");
                 if let Some(m) = ambiguous.find(t) {
                     return Err(format!(
                         "job file: route[{i}].sink-table: `{}` reads as a group named `{}`; write `${{{}}}{}`",

@@ -212,16 +212,19 @@ impl RdbEngine {
             }
         }
         // The schema as of the resume point: the source's stored history.
-        if let Some(p) = self.position.clone().or(self.snapshot.as_ref().map(|s| s.position.clone())) {
+        if let Some(p) = self
+            .position
+            .clone()
+            .or(self.snapshot.as_ref().map(|s| s.position.clone()))
+        {
             let dir = self.state_dir.join("source");
             if let Ok(Some(h)) = crate::source::history::SchemaHistory::load(&dir, &p) {
                 let tables: Vec<Table> = h
                     .tables()
                     .filter(|t| {
-                        self.job.source.captures(
-                            t.name.schema.as_deref().unwrap_or_default(),
-                            &t.name.name,
-                        )
+                        self.job
+                            .source
+                            .captures(t.name.schema.as_deref().unwrap_or_default(), &t.name.name)
                     })
                     .cloned()
                     .collect();
@@ -332,14 +335,7 @@ impl RdbEngine {
                 .primary_key
                 .as_ref()
                 .map(|pk| pk.columns.clone())
-                .or_else(|| {
-                    self.job
-                        .source
-                        .config
-                        .key_overrides
-                        .get(&show(k))
-                        .cloned()
-                })
+                .or_else(|| self.job.source.config.key_overrides.get(&show(k)).cloned())
                 .unwrap_or_default()
                 .iter()
                 .filter_map(|c| names.iter().position(|n| n.eq_ignore_ascii_case(c)))
@@ -374,10 +370,13 @@ impl RdbEngine {
             let mut ir = (*t.ir).clone();
             ir.name = TableName::new(Some(&t.db), &t.name);
             let r = self.routed_ir(&ir);
-            let sql = self.translate(&[SchemaChange::CreateTable {
-                table: r.clone(),
-                if_not_exists: true,
-            }], &[r.clone()])?;
+            let sql = self.translate(
+                &[SchemaChange::CreateTable {
+                    table: r.clone(),
+                    if_not_exists: true,
+                }],
+                std::slice::from_ref(&r),
+            )?;
             self.ensure_namespace(&k.0).await?;
             for s in &sql.0 {
                 self.target
@@ -394,12 +393,11 @@ impl RdbEngine {
                 .table(&name)
                 .map(|x| x.columns.iter().map(|c| c.name.to_lowercase()).collect())
                 .unwrap_or_default();
-            let mine: Vec<String> = t
-                .ir
-                .columns
-                .iter()
-                .map(|c| routed.column(&c.name).to_lowercase())
-                .collect();
+            let mine: Vec<String> =
+                t.ir.columns
+                    .iter()
+                    .map(|c| routed.column(&c.name).to_lowercase())
+                    .collect();
             if let Some(c) = mine.iter().find(|c| !have.contains(c)) {
                 return Err(format!(
                     "{}.{} routes to {} which lacks its column {c} (target columns: {}; its own: {}): tables routed into one target must agree",
@@ -502,7 +500,10 @@ impl RdbEngine {
         let d = self.dialect;
         let rename = |b: Option<&RecordBatch>| b.map(|b| rename_batch(b, &routed)).transpose();
         let (before, after) = (rename(before)?, rename(after)?);
-        let any = after.as_ref().or(before.as_ref()).expect("rows have an image");
+        let any = after
+            .as_ref()
+            .or(before.as_ref())
+            .expect("rows have an image");
         let tt = self.ttable(&k)?;
         // Target column -> batch column (a column the source table lacks, when several
         // tables route into one, is written as DEFAULT).
@@ -519,10 +520,8 @@ impl RdbEngine {
             .zip(&tt.cols)
             .map(|(n, c)| (find(n), c))
             .collect();
-        let present: Vec<(usize, &ColSpec)> = all
-            .iter()
-            .filter_map(|(b, c)| b.map(|b| (b, *c)))
-            .collect();
+        let present: Vec<(usize, &ColSpec)> =
+            all.iter().filter_map(|(b, c)| b.map(|b| (b, *c))).collect();
         let key: Vec<(Option<usize>, &ColSpec)> = tt.key.iter().map(|i| all[*i]).collect();
         if key.iter().any(|(b, _)| b.is_none()) {
             return Err(format!("{}: rows lack key columns", show(&k)));
@@ -538,7 +537,11 @@ impl RdbEngine {
                     render::tuple(&mut kt, d, b, &key, r)?;
                     out.push((true, Some(kt), None));
                 } else {
-                    out.push((false, None, Some(render::delete_one(d, &sql_name, b, &present, r)?)));
+                    out.push((
+                        false,
+                        None,
+                        Some(render::delete_one(d, &sql_name, b, &present, r)?),
+                    ));
                 }
             }
             if let Some(a) = &after {
@@ -618,7 +621,12 @@ impl RdbEngine {
         Ok(out)
     }
 
-    fn state_update(&self, n: u64, position: &Option<Position>, snapshot: &Option<SnapshotResume>) -> String {
+    fn state_update(
+        &self,
+        n: u64,
+        position: &Option<Position>,
+        snapshot: &Option<SnapshotResume>,
+    ) -> String {
         let pos = position
             .as_ref()
             .map(|p| self.lit(&p.to_string()))
@@ -793,7 +801,8 @@ impl RdbEngine {
         if !self.pending.is_empty() {
             self.checkpoint(pos_before, None).await?;
         }
-        let mut routed: Vec<SchemaChange> = changes.iter().map(|c| self.job.router.change(c)).collect();
+        let mut routed: Vec<SchemaChange> =
+            changes.iter().map(|c| self.job.router.change(c)).collect();
         if self.job.sink.foreign_keys == ForeignKeys::Drop {
             routed.retain(|c| !matches!(c, SchemaChange::AddForeignKey { .. }));
             for c in &mut routed {
@@ -820,10 +829,16 @@ impl RdbEngine {
             let e = self.log.entries[i].clone();
             match e.status {
                 Status::Pending | Status::Failed => {
-                    return self.run_ddl(i, position, &routed, &after_routed, true).await;
+                    return self
+                        .run_ddl(i, position, &routed, &after_routed, true)
+                        .await;
                 }
                 _ => {
-                    tracing::info!("DDL #{} at {at} was {} before; not repeated", e.seq, e.status);
+                    tracing::info!(
+                        "DDL #{} at {at} was {} before; not repeated",
+                        e.seq,
+                        e.status
+                    );
                     self.apply_catalog(&routed, &after_routed);
                     return self.advance(position).await;
                 }
@@ -833,7 +848,14 @@ impl RdbEngine {
         // Several tables routed into one: the same change from the next of them finds
         // the target table already as the DDL leaves it.
         let already = !after_routed.is_empty()
-            && !routed.iter().any(|c| matches!(c, SchemaChange::DropTable { .. } | SchemaChange::RenameTable { .. } | SchemaChange::TruncateTable { .. }))
+            && !routed.iter().any(|c| {
+                matches!(
+                    c,
+                    SchemaChange::DropTable { .. }
+                        | SchemaChange::RenameTable { .. }
+                        | SchemaChange::TruncateTable { .. }
+                )
+            })
             && after_routed.iter().all(|t| {
                 self.catalog.table(&t.name).is_some_and(|have| {
                     have.columns == t.columns
@@ -858,7 +880,11 @@ impl RdbEngine {
             entry.status = Status::Skipped;
             entry.reason = Some("the target table is already as this DDL leaves it (several source tables route into it)".into());
             let seq = self.log.add(entry)?;
-            tracing::info!("DDL #{} at {at}: {}", self.log.entries[seq].seq, self.log.entries[seq].reason.clone().unwrap_or_default());
+            tracing::info!(
+                "DDL #{} at {at}: {}",
+                self.log.entries[seq].seq,
+                self.log.entries[seq].reason.clone().unwrap_or_default()
+            );
             return self.advance(position).await;
         }
         // A DDL on a parked table waits behind the parked one.
@@ -882,12 +908,14 @@ impl RdbEngine {
                 }
                 entry.target_sql = stmts;
                 let i = self.log.add(entry)?;
-                self.run_ddl(i, position, &routed, &after_routed, false).await
+                self.run_ddl(i, position, &routed, &after_routed, false)
+                    .await
             }
             Err(reason) => {
                 entry.reason = Some(reason.clone());
                 let i = self.log.add(entry)?;
-                self.policy(i, position, &routed, &after_routed, reason).await
+                self.policy(i, position, &routed, &after_routed, reason)
+                    .await
             }
         }
     }
@@ -936,7 +964,10 @@ impl RdbEngine {
         let seq = self.log.entries[i].seq;
         for t in &self.log.entries[i].tables.clone() {
             if let Some((db, _)) = t.split_once('.') {
-                if routed.iter().any(|c| matches!(c, SchemaChange::CreateTable { .. })) {
+                if routed
+                    .iter()
+                    .any(|c| matches!(c, SchemaChange::CreateTable { .. }))
+                {
                     self.ensure_namespace(db).await?;
                 }
             }
@@ -950,8 +981,7 @@ impl RdbEngine {
             let mut r = Ok(());
             let start = self.log.entries[i].done;
             for (j, s) in stmts.iter().enumerate().skip(start) {
-                if replay && j == 0 && self.already_applied(routed, after).await?
-                {
+                if replay && j == 0 && self.already_applied(routed, after).await? {
                     tracing::info!("DDL #{seq} at {position} had taken effect before a restart; recorded, not repeated");
                     break;
                 }
@@ -995,7 +1025,11 @@ impl RdbEngine {
     /// Whether a DDL's effect is already on the target (MySQL, after a crash between
     /// the DDL's implicit commit and the log's update): the touched tables' columns
     /// as the target has them are the columns after the DDL, not before.
-    async fn already_applied(&mut self, routed: &[SchemaChange], after: &[Table]) -> Result<bool, String> {
+    async fn already_applied(
+        &mut self,
+        routed: &[SchemaChange],
+        after: &[Table],
+    ) -> Result<bool, String> {
         let mut expect: BTreeMap<(String, String), Option<Vec<String>>> = BTreeMap::new();
         for c in routed {
             for t in c.table().into_iter().chain(match c {
@@ -1114,7 +1148,8 @@ impl RdbEngine {
                     retries += 1;
                     tracing::warn!("source connection lost ({e}); retrying (attempt {retries})");
                     self.pending.clear();
-                    tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8)))).await;
+                    tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8))))
+                        .await;
                 }
                 Err(e) => return Err(e.to_string()),
             }

@@ -229,7 +229,8 @@ pub fn insert(
                 s.push_str("NOTHING");
             } else {
                 s.push_str("UPDATE SET ");
-                let sets: Vec<String> = rest.iter().map(|n| format!("{n} = EXCLUDED.{n}")).collect();
+                let sets: Vec<String> =
+                    rest.iter().map(|n| format!("{n} = EXCLUDED.{n}")).collect();
                 s.push_str(&sets.join(", "));
             }
         }
@@ -301,18 +302,33 @@ mod tests {
 
     fn lit(d: Dialect, a: ArrayRef, bits: Option<u32>) -> String {
         let mut s = String::new();
-        literal(&mut s, d, &a, 0, &ColSpec { ident: "c".into(), bits }).unwrap();
+        literal(
+            &mut s,
+            d,
+            &a,
+            0,
+            &ColSpec {
+                ident: "c".into(),
+                bits,
+            },
+        )
+        .unwrap();
         s
     }
 
     #[test]
     fn literals_per_dialect() {
         let ts: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![1_700_000_000_123_456]));
-        assert_eq!(lit(Dialect::MySql, ts.clone(), None), "'2023-11-14 22:13:20.123456'");
-        let tz: ArrayRef = Arc::new(
-            TimestampMicrosecondArray::from(vec![-1]).with_timezone("+00:00"),
+        assert_eq!(
+            lit(Dialect::MySql, ts.clone(), None),
+            "'2023-11-14 22:13:20.123456'"
         );
-        assert_eq!(lit(Dialect::Postgres, tz, None), "'1969-12-31 23:59:59.999999+00'");
+        let tz: ArrayRef =
+            Arc::new(TimestampMicrosecondArray::from(vec![-1]).with_timezone("+00:00"));
+        assert_eq!(
+            lit(Dialect::Postgres, tz, None),
+            "'1969-12-31 23:59:59.999999+00'"
+        );
         let i: ArrayRef = Arc::new(Int32Array::from(vec![-7]));
         assert_eq!(lit(Dialect::MySql, i.clone(), None), "-7");
         assert_eq!(lit(Dialect::Postgres, i, None), "'-7'");

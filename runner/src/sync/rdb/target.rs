@@ -45,10 +45,7 @@ fn pg_err(e: sqlx::Error) -> TargetError {
 }
 
 fn my_err(e: mysql_async::Error) -> TargetError {
-    let connection = matches!(
-        e,
-        mysql_async::Error::Io(_) | mysql_async::Error::Driver(_)
-    );
+    let connection = matches!(e, mysql_async::Error::Io(_) | mysql_async::Error::Driver(_));
     TargetError {
         message: e.to_string(),
         connection,
@@ -76,8 +73,8 @@ impl Target {
                 .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
             // TIMESTAMP values are written and read as UTC.
             c.query_drop("SET SESSION time_zone = '+00:00'")
-            .await
-            .map_err(|e| format!("target {shown}: {e}"))?;
+                .await
+                .map_err(|e| format!("target {shown}: {e}"))?;
             Ok(Target::My(c))
         }
     }
@@ -146,7 +143,11 @@ impl Target {
 
     /// The columns of a table, in order (lower-cased for comparison), or None when the
     /// table does not exist.
-    pub async fn columns(&mut self, db: &str, table: &str) -> Result<Option<Vec<String>>, TargetError> {
+    pub async fn columns(
+        &mut self,
+        db: &str,
+        table: &str,
+    ) -> Result<Option<Vec<String>>, TargetError> {
         let q = |s: &str| dialects::emit::string_literal(self.dialect(), s);
         let sql = format!(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = {} AND table_name = {} ORDER BY ordinal_position",
