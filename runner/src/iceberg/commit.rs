@@ -43,6 +43,36 @@ pub struct SnapshotChange {
     pub base_snapshot: Option<Option<i64>>,
     /// Data files the position deletes point at: each must still be live.
     pub referenced_data_files: Vec<String>,
+    /// Kafka partition offsets moved by this commit (fenced, merged into the summary).
+    pub kafka: Option<KafkaCommit>,
+}
+
+/// Kafka offsets a commit moves: per `topic/partition`, the next offset the table
+/// held before (None: none) and the one it holds after. The commit fails if the
+/// table's offsets are not the expected ones (another consumer took the partition
+/// over); the snapshot summary carries every partition's offset of the table.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct KafkaCommit {
+    pub expect: BTreeMap<String, Option<i64>>,
+    pub next: BTreeMap<String, i64>,
+}
+
+pub const KAFKA_OFFSETS: &str = "lakeshift.kafka-offsets";
+
+/// The Kafka offsets of a table: from the newest snapshot (current, then its
+/// ancestors) that records them.
+pub fn kafka_offsets(m: &TableMetadata) -> BTreeMap<String, i64> {
+    let mut at = m.current_snapshot_id();
+    while let Some(id) = at {
+        let Some(s) = m.snapshot_by_id(id) else {
+            break;
+        };
+        if let Some(v) = s.summary().additional_properties.get(KAFKA_OFFSETS) {
+            return serde_json::from_str(v).unwrap_or_default();
+        }
+        at = s.parent_snapshot_id();
+    }
+    BTreeMap::new()
 }
 
 /// A metadata-only change: a new current schema, and table properties.
@@ -200,6 +230,34 @@ impl<'a> Committer<'a> {
                     });
                 }
             }
+            let fenced;
+            let change = match change {
+                Change::Snapshot(sc) if sc.kafka.is_some() => {
+                    let k = sc.kafka.as_ref().expect("checked");
+                    let mut have = kafka_offsets(&base.metadata);
+                    for (part, want) in &k.expect {
+                        if have.get(part) != want.as_ref() {
+                            return Err(Error::Stale {
+                                table: display(id),
+                                reason: format!(
+                                    "Kafka partition {part} is at offset {} in the table, not {} as this consumer read it: another consumer of the group took it over",
+                                    have.get(part).map_or("(none)".into(), |o| o.to_string()),
+                                    want.map_or("(none)".into(), |o| o.to_string())
+                                ),
+                            });
+                        }
+                    }
+                    have.extend(k.next.iter().map(|(p, o)| (p.clone(), *o)));
+                    let mut sc = sc.clone();
+                    sc.summary.insert(
+                        KAFKA_OFFSETS.to_owned(),
+                        serde_json::to_string(&have).expect("serialise"),
+                    );
+                    fenced = Change::Snapshot(sc);
+                    &fenced
+                }
+                c => c,
+            };
             let (updates, requirements, snapshot_id) =
                 self.stage(&base, commit_id, change, attempt).await?;
             for r in &requirements {

@@ -28,7 +28,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobFile {
-    pub source: SourceConfig,
+    /// MySQL/MariaDB ([`SourceConfig`]) or Kafka ([`super::kafka::KafkaConfig`]).
+    pub source: serde_yaml::Value,
     #[serde(default)]
     pub sink: Option<serde_yaml::Value>,
     #[serde(default)]
@@ -121,6 +122,33 @@ pub struct SourceConfig {
     pub heartbeat_seconds: u32,
 }
 
+impl SourceConfig {
+    /// The settings a non-MySQL source shares with MySQL ones (tables, key overrides).
+    pub fn other(
+        kind: &str,
+        tables: Vec<String>,
+        key_overrides: BTreeMap<String, Vec<String>>,
+    ) -> Self {
+        SourceConfig {
+            kind: kind.to_owned(),
+            hostname: String::new(),
+            port: 0,
+            username: String::new(),
+            password: None,
+            password_env: None,
+            server_id: 0,
+            tables,
+            startup: Startup::default(),
+            key_overrides,
+            snapshot_chunk_rows: default_chunk(),
+            batch_bytes: default_batch_bytes(),
+            zero_dates: ZeroDates::default(),
+            purged_resume: PurgedPolicy::default(),
+            heartbeat_seconds: default_heartbeat(),
+        }
+    }
+}
+
 fn default_port() -> u16 {
     3306
 }
@@ -141,6 +169,8 @@ pub struct Source {
     pub password: Option<String>,
     pub tables: Vec<Regex>,
     pub start: Start,
+    /// A Kafka (Debezium) source instead of the binlog.
+    pub kafka: Option<super::kafka::KafkaConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,7 +246,20 @@ pub fn parse_job(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(JobFile, Source), String> {
     let job: JobFile = serde_yaml::from_str(text).map_err(|e| format!("job file: {e}"))?;
-    let source = validate(&job.source, env)?;
+    let kind = job
+        .source
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default();
+    if kind == "kafka" {
+        let k: super::kafka::KafkaConfig = serde_yaml::from_value(job.source.clone())
+            .map_err(|e| format!("job file: source: {e}"))?;
+        let source = super::kafka::validate(k)?;
+        return Ok((job, source));
+    }
+    let c: SourceConfig =
+        serde_yaml::from_value(job.source.clone()).map_err(|e| format!("job file: source: {e}"))?;
+    let source = validate(&c, env)?;
     Ok((job, source))
 }
 
@@ -225,7 +268,10 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
     if !matches!(c.kind.as_str(), "mysql" | "mariadb") {
         return Err(field(
             "type",
-            format!("`{}` is not a supported source (mysql, mariadb)", c.kind),
+            format!(
+                "`{}` is not a supported source (mysql, mariadb, kafka)",
+                c.kind
+            ),
         ));
     }
     if c.hostname.trim().is_empty() {
@@ -304,6 +350,7 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
         password,
         tables,
         start,
+        kafka: None,
     })
 }
 

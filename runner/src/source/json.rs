@@ -105,6 +105,20 @@ pub fn lines(e: &SourceEvent) -> Vec<String> {
                 .to_string()
             })
             .collect(),
+        SourceEvent::Offset {
+            topic,
+            partition,
+            next,
+            position,
+        } => vec![json!({
+            "type": "offset",
+            "topic": topic,
+            "partition": partition,
+            "next": next,
+            "position": position.to_string(),
+        })
+        .to_string()],
+        SourceEvent::Rebalanced => vec![json!({"type": "rebalanced"}).to_string()],
         SourceEvent::SnapshotDone {
             position,
             tables,

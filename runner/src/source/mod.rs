@@ -13,6 +13,7 @@ pub mod config;
 pub mod decode;
 pub mod history;
 pub mod json;
+pub mod kafka;
 pub mod position;
 pub mod preflight;
 pub mod run;
@@ -113,6 +114,16 @@ pub enum SourceEvent {
         /// The binlog point the snapshot continues from (what a resume passes back).
         position: Position,
     },
+    /// Kafka: the message whose rows came just before ends here: `next` is the
+    /// partition's offset after it; `position` its source position.
+    Offset {
+        topic: String,
+        partition: i32,
+        next: i64,
+        position: Position,
+    },
+    /// Kafka: the consumer group reassigned partitions (offsets must be re-read).
+    Rebalanced,
     /// The snapshot is complete: the binlog continues from `position`.
     SnapshotDone {
         position: Position,

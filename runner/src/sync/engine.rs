@@ -53,6 +53,9 @@ pub struct State {
     pub snapshot: Option<SnapshotResume>,
     /// ns.table -> (avro file of the checkpoint's files, watermark)
     pub pending: BTreeMap<String, (String, Option<Position>)>,
+    /// Kafka: ns.table -> the offsets its checkpoint commit moves.
+    #[serde(default)]
+    pub kafka: BTreeMap<String, crate::iceberg::commit::KafkaCommit>,
 }
 
 fn fsync_dir(dir: &Path) -> std::io::Result<()> {
@@ -106,6 +109,8 @@ struct Pending {
     appended: HashMap<Vec<u8>, VecDeque<(u32, u32)>>,
     watermark: Option<Position>,
     bytes: usize,
+    /// Kafka: `topic/partition` -> next offset after this table's pending messages.
+    offsets: BTreeMap<String, i64>,
 }
 
 impl Pending {
@@ -117,6 +122,7 @@ impl Pending {
             appended: HashMap::new(),
             watermark: None,
             bytes: 0,
+            offsets: BTreeMap::new(),
         }
     }
     fn is_empty(&self) -> bool {
@@ -162,6 +168,14 @@ pub struct Engine {
     snapshot_progress: Option<(String, u64, u64)>,
     /// A connection to the source for the lag figure.
     monitor: Option<mysql_async::Conn>,
+    /// A Kafka source: offsets per partition, kept in each table's snapshot summary.
+    kafka: bool,
+    /// Kafka: each partition's next offset as its table holds it (None: not yet).
+    floors: HashMap<String, Option<i64>>,
+    /// Kafka: rows of the message whose offset has not come yet.
+    held_rows: Vec<crate::source::RowBatch>,
+    /// Kafka: committed offsets, back to the reader (the group's offsets).
+    to_source: Option<mpsc::UnboundedSender<crate::source::kafka::Committed>>,
 }
 
 fn ns_of(db: &str) -> String {
@@ -185,6 +199,7 @@ impl Engine {
             ..Default::default()
         });
         let planner = IcebergPlanner::new(job.iceberg_options());
+        let job_kafka = job.source.kafka.is_some();
         Ok(Engine {
             job,
             catalog,
@@ -202,6 +217,10 @@ impl Engine {
             ddl_stalls: Vec::new(),
             snapshot_progress: None,
             monitor: None,
+            kafka: job_kafka,
+            floors: HashMap::new(),
+            held_rows: Vec::new(),
+            to_source: None,
         })
     }
 
@@ -247,6 +266,7 @@ impl Engine {
         deletes: Vec<iceberg::spec::DataFile>,
         wm: &Option<Position>,
     ) -> crate::iceberg::Result<crate::iceberg::commit::Committed> {
+        let kafka = self.state.kafka.get(name).cloned();
         Committer::new(&self.catalog)
             .commit(
                 id,
@@ -255,10 +275,28 @@ impl Engine {
                     data_files: data,
                     delete_files: deletes,
                     summary: self.summary(n, wm),
+                    kafka,
                     ..Default::default()
                 }),
             )
             .await
+    }
+
+    /// Kafka: the offsets a table's pending changes move (what it held before, from
+    /// the floors read when each partition was first seen).
+    fn kafka_commit(&self, sink: &Sink) -> Option<crate::iceberg::commit::KafkaCommit> {
+        if sink.pending.offsets.is_empty() {
+            return None;
+        }
+        Some(crate::iceberg::commit::KafkaCommit {
+            expect: sink
+                .pending
+                .offsets
+                .keys()
+                .map(|k| (k.clone(), self.floors.get(k).copied().flatten()))
+                .collect(),
+            next: sink.pending.offsets.clone(),
+        })
     }
 
     /// Commit what the state's checkpoint lists and a table lacks (after a crash).
@@ -653,6 +691,7 @@ impl Engine {
         let wm = sink.pending.watermark.clone();
         let summary = self.summary(self.state.checkpoint, &wm);
         let id = sink.ident.clone();
+        let kafka = self.kafka_commit(sink);
         let done = Committer::new(&self.catalog)
             .commit(
                 &id,
@@ -661,6 +700,7 @@ impl Engine {
                     data_files: data,
                     delete_files: deletes,
                     summary,
+                    kafka,
                     ..Default::default()
                 }),
             )
@@ -681,7 +721,19 @@ impl Engine {
         let sink = self.sinks.get_mut(key).expect("present");
         sink.table = table;
         sink.watermark = wm;
-        sink.pending = Pending::new();
+        let done = std::mem::replace(&mut sink.pending, Pending::new()).offsets;
+        if !done.is_empty() {
+            let mut back = Vec::new();
+            for (part, o) in done {
+                if let Some((t, p)) = part.rsplit_once('/') {
+                    back.push((t.to_owned(), p.parse().unwrap_or(0), o));
+                }
+                self.floors.insert(part, Some(o));
+            }
+            if let Some(s) = &self.to_source {
+                let _ = s.send(back);
+            }
+        }
     }
 
     /// A checkpoint at a transaction boundary: files, durable state, commits.
@@ -693,6 +745,7 @@ impl Engine {
         let n = self.state.checkpoint + 1;
         let t0 = Instant::now();
         let mut pending = BTreeMap::new();
+        let mut kafka = BTreeMap::new();
         let mut staged = Vec::new();
         let keys: Vec<(String, String)> = self.sinks.keys().cloned().collect();
         for key in keys {
@@ -709,6 +762,9 @@ impl Engine {
                 data.iter().chain(&deletes),
             )?;
             pending.insert(name.clone(), (rel, sink.pending.watermark.clone()));
+            if let Some(k) = self.kafka_commit(sink) {
+                kafka.insert(name.clone(), k);
+            }
             staged.push((key, data, deletes));
         }
         let state = State {
@@ -717,6 +773,7 @@ impl Engine {
             position: position.or(self.state.position.clone()),
             snapshot,
             pending,
+            kafka,
         };
         state.store(&self.state_dir)?;
         self.state = state;
@@ -775,7 +832,7 @@ impl Engine {
         // Lag in bytes: the server's binlog end against the job's position, on one
         // monitoring connection kept between progress lines.
         let mut lag = -1i64;
-        if self.monitor.is_none() {
+        if self.monitor.is_none() && !self.kafka {
             self.monitor = mysql_async::Conn::new(self.job.source.opts()).await.ok();
         }
         if let (Some(c), Some(p)) = (self.monitor.as_mut(), self.state.position.as_ref()) {
@@ -1048,7 +1105,14 @@ impl Engine {
                 snapshot_resume: snap.clone(),
             };
             let src = Arc::new(self.job.source.clone());
-            let task = tokio::spawn(run(src, opts, tx));
+            let task = if self.kafka {
+                let (ctx, crx) = mpsc::unbounded_channel();
+                self.to_source = Some(ctx);
+                self.floors.clear();
+                tokio::spawn(crate::source::kafka::run(src, crx, tx, until_end))
+            } else {
+                tokio::spawn(run(src, opts, tx))
+            };
             let rows_before = self.rows;
             let res = self.consume(&mut rx, &mut snap).await;
             drop(rx);
@@ -1073,6 +1137,7 @@ impl Engine {
                             .unwrap_or_else(|| "the start".into())
                     );
                     let pos = self.state.position.clone();
+                    self.held_rows.clear();
                     if self.sinks.values().any(|s| !s.pending.is_empty()) {
                         self.checkpoint(pos, snap.clone()).await?;
                     }
@@ -1086,6 +1151,54 @@ impl Engine {
         let pos = self.state.position.clone();
         if self.sinks.values().any(|s| !s.pending.is_empty()) {
             self.checkpoint(pos, None).await?;
+        }
+        Ok(())
+    }
+
+    /// Fold one batch of row changes into its table's pending changes.
+    async fn apply_rows(&mut self, b: crate::source::RowBatch) -> Result<(), String> {
+        let table = b.table.clone();
+        let name = format!("{}.{}", table.db, table.name);
+        let first = b.position_after(0);
+        let routed = self.job.router.route(&table.db, &table.name);
+        let s = self.sink(&table, &first).await?;
+        let keep: Vec<bool> = (0..b.num_rows())
+            .map(|i| {
+                s.watermark
+                    .as_ref()
+                    .is_none_or(|w| b.position_after(i) > *w)
+            })
+            .collect();
+        if !keep.iter().any(|k| *k) {
+            return Ok(());
+        }
+        let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, String> {
+            x.as_ref()
+                .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, &s.arrow))
+                .transpose()
+        };
+        let (before, after) = (conv(&b.before)?, conv(&b.after)?);
+        let last = b.position_after(b.num_rows() - 1);
+        if s.changelog {
+            let tag = |x: Option<RecordBatch>, op: &str| -> Result<Option<RecordBatch>, String> {
+                x.map(|r| changelog_columns(r, op, &b)).transpose()
+            };
+            let (before, after) = match b.op {
+                Op::Insert => (None, tag(after, "insert")?),
+                Op::Delete => (tag(before, "delete")?, None),
+                Op::Update => (tag(before, "update_before")?, tag(after, "update_after")?),
+            };
+            // Both images are appended as rows: no deletes.
+            for x in [before, after].into_iter().flatten() {
+                Self::fold(s, Op::Insert, false, None, Some(x), &keep, last.clone());
+            }
+            self.rows += keep.iter().filter(|k| **k).count() as u64;
+            return Ok(());
+        }
+        Self::fold(s, b.op, true, before, after, &keep, last);
+        self.rows += keep.iter().filter(|k| **k).count() as u64;
+        if let Some(k) = self.over_budget() {
+            self.flush_table(&k).await?;
         }
         Ok(())
     }
@@ -1132,6 +1245,8 @@ impl Engine {
                 SourceEvent::Commit { .. }
                     | SourceEvent::Heartbeat { .. }
                     | SourceEvent::SnapshotDone { .. }
+                    | SourceEvent::Offset { .. }
+                    | SourceEvent::Rebalanced
             );
             match e {
                 SourceEvent::SnapshotRows {
@@ -1194,54 +1309,51 @@ impl Engine {
                     self.snapshot_progress = None;
                     self.checkpoint(Some(position), None).await?;
                 }
-                SourceEvent::Rows(b) => {
-                    let table = b.table.clone();
-                    let name = format!("{}.{}", table.db, table.name);
-                    let first = b.position_after(0);
-                    let routed = self.job.router.route(&table.db, &table.name);
-                    let s = self.sink(&table, &first).await?;
-                    let keep: Vec<bool> = (0..b.num_rows())
-                        .map(|i| {
-                            s.watermark
-                                .as_ref()
-                                .is_none_or(|w| b.position_after(i) > *w)
-                        })
-                        .collect();
-                    if !keep.iter().any(|k| *k) {
-                        continue;
-                    }
-                    let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, String> {
-                        x.as_ref()
-                            .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, &s.arrow))
-                            .transpose()
+                SourceEvent::Rows(b) if self.kafka => self.held_rows.push(b),
+                SourceEvent::Rows(b) => self.apply_rows(b).await?,
+                SourceEvent::Offset {
+                    topic,
+                    partition,
+                    next,
+                    position,
+                } => {
+                    // A message's rows apply unless its table holds its offset already.
+                    let rows = std::mem::take(&mut self.held_rows);
+                    let Some(first) = rows.first() else {
+                        continue; // a tombstone or a skipped message
                     };
-                    let (before, after) = (conv(&b.before)?, conv(&b.after)?);
-                    let last = b.position_after(b.num_rows() - 1);
-                    if s.changelog {
-                        let tag = |x: Option<RecordBatch>,
-                                   op: &str|
-                         -> Result<Option<RecordBatch>, String> {
-                            x.map(|r| changelog_columns(r, op, &b)).transpose()
-                        };
-                        let (before, after) = match b.op {
-                            Op::Insert => (None, tag(after, "insert")?),
-                            Op::Delete => (tag(before, "delete")?, None),
-                            Op::Update => {
-                                (tag(before, "update_before")?, tag(after, "update_after")?)
-                            }
-                        };
-                        // Both images are appended as rows: no deletes.
-                        for x in [before, after].into_iter().flatten() {
-                            Self::fold(s, Op::Insert, false, None, Some(x), &keep, last.clone());
+                    let t = first.table.clone();
+                    let part = format!("{topic}/{partition}");
+                    let routed = self.job.router.route(&t.db, &t.name);
+                    let key = (ns_of(&routed.db), routed.table.clone());
+                    let (held, pending) = {
+                        let s = self.sink(&t, &position).await?;
+                        (
+                            crate::iceberg::commit::kafka_offsets(&s.table.metadata)
+                                .get(&part)
+                                .copied(),
+                            s.pending.offsets.get(&part).copied(),
+                        )
+                    };
+                    let floor = *self.floors.entry(part.clone()).or_insert(held);
+                    let seen = pending.or(floor);
+                    if seen.is_none_or(|f| next > f) {
+                        for b in rows {
+                            self.apply_rows(b).await?;
                         }
-                        self.rows += keep.iter().filter(|k| **k).count() as u64;
-                        continue;
+                        if let Some(s) = self.sinks.get_mut(&key) {
+                            s.pending.offsets.insert(part, next);
+                        }
                     }
-                    Self::fold(s, b.op, true, before, after, &keep, last);
-                    self.rows += keep.iter().filter(|k| **k).count() as u64;
-                    if let Some(k) = self.over_budget() {
-                        self.flush_table(&k).await?;
+                    if self.last_checkpoint.elapsed() >= self.interval() {
+                        self.checkpoint(None, None).await?;
                     }
+                }
+                SourceEvent::Rebalanced => {
+                    if self.sinks.values().any(|s| !s.pending.is_empty()) {
+                        self.checkpoint(None, None).await?;
+                    }
+                    self.floors.clear();
                 }
                 SourceEvent::Schema {
                     position,

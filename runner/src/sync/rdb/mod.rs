@@ -85,6 +85,17 @@ pub struct RdbEngine {
     pub commits: u64,
     pub ddls: u64,
     pub stop: Arc<std::sync::atomic::AtomicBool>,
+    /// A Kafka source: offsets instead of a source position.
+    kafka: bool,
+    /// Kafka: each partition's next offset as the target holds it (None: not yet
+    /// there), read when the partition is first seen; what the next commit asserts.
+    floors: HashMap<(String, i32), Option<i64>>,
+    /// Kafka: the next offset of each partition after this checkpoint's messages.
+    offsets: BTreeMap<(String, i32), i64>,
+    /// Kafka: rows of the message whose offset has not come yet.
+    held_rows: Vec<crate::source::RowBatch>,
+    /// Kafka: committed offsets, back to the reader (the group's offsets).
+    to_source: Option<mpsc::UnboundedSender<crate::source::kafka::Committed>>,
 }
 
 const STATE_DB: &str = "lakeshift";
@@ -141,6 +152,11 @@ impl RdbEngine {
             commits: 0,
             ddls: 0,
             stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            kafka: job.source.kafka.is_some(),
+            floors: HashMap::new(),
+            offsets: BTreeMap::new(),
+            held_rows: Vec::new(),
+            to_source: None,
             job,
         };
         e.load_state().await?;
@@ -169,7 +185,18 @@ impl RdbEngine {
                 format!("CREATE TABLE IF NOT EXISTS {t} (job varchar(200) PRIMARY KEY, checkpoint bigint NOT NULL, position text, snapshot mediumtext, updated_at timestamp(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB"),
             ),
         };
-        for s in [ns, table] {
+        let text = match self.dialect {
+            Dialect::Postgres => "text",
+            _ => "varchar(250)",
+        };
+        let more = [
+            // Kafka: each partition's next offset, moved in each commit.
+            format!("CREATE TABLE IF NOT EXISTS {STATE_DB}.kafka_offsets (job varchar(200) NOT NULL, topic {text} NOT NULL, part integer NOT NULL, next_offset bigint NOT NULL, PRIMARY KEY (job, topic, part))"),
+            // DDL the target ran for the job, by source position (several processes
+            // of one job, or a lost state folder, never run one twice).
+            format!("CREATE TABLE IF NOT EXISTS {STATE_DB}.ddl_applied (job varchar(200) NOT NULL, position varchar(250) NOT NULL, PRIMARY KEY (job, position))"),
+        ];
+        for s in [ns, table].into_iter().chain(more) {
             self.target
                 .exec(&s)
                 .await
@@ -671,6 +698,9 @@ impl RdbEngine {
                     .await
                     .map_err(|e| format!("checkpoint {n}: {e}\n  statement: {}", clip(s)))?;
             }
+            if self.kafka {
+                return self.move_offsets(n).await;
+            }
             let moved = self
                 .target
                 .exec(&self.state_update(n, &position, &snapshot))
@@ -695,6 +725,18 @@ impl RdbEngine {
             .await
             .map_err(|e| format!("checkpoint {n}: commit: {e}"))?;
         failpoint("after-target-commit");
+        if self.kafka {
+            let done: Vec<(String, i32, i64)> = std::mem::take(&mut self.offsets)
+                .into_iter()
+                .map(|((t, p), o)| {
+                    self.floors.insert((t.clone(), p), Some(o));
+                    (t, p, o)
+                })
+                .collect();
+            if let Some(s) = &self.to_source {
+                let _ = s.send(done);
+            }
+        }
         self.checkpoint = n;
         if position.is_some() {
             self.position = position;
@@ -703,6 +745,76 @@ impl RdbEngine {
         self.commits += 1;
         self.last_checkpoint = Instant::now();
         Ok(())
+    }
+
+    fn ddl_mark(&self, position: &str) -> String {
+        format!(
+            "INSERT INTO {STATE_DB}.ddl_applied (job, position) VALUES ({}, {})",
+            self.lit(&self.job.pipeline.name),
+            self.lit(position)
+        )
+    }
+
+    /// Whether the target ran the DDL at `position` for this job already.
+    async fn ddl_applied(&mut self, position: &str) -> Result<bool, String> {
+        let sql = format!(
+            "SELECT 1 FROM {STATE_DB}.ddl_applied WHERE job = {} AND position = {}",
+            self.lit(&self.job.pipeline.name),
+            self.lit(position)
+        );
+        Ok(!self
+            .target
+            .query(&sql)
+            .await
+            .map_err(|e| e.to_string())?
+            .is_empty())
+    }
+
+    /// Kafka: move each partition's offset in the target, asserting the previous one
+    /// (another consumer that took the partition over fences this one off).
+    async fn move_offsets(&mut self, n: u64) -> Result<(), String> {
+        let job = self.lit(&self.job.pipeline.name);
+        for ((t, p), next) in self.offsets.clone() {
+            let topic = self.lit(&t);
+            let sql = match self.floors.get(&(t.clone(), p)).copied().flatten() {
+                Some(old) => format!(
+                    "UPDATE {STATE_DB}.kafka_offsets SET next_offset = {next} WHERE job = {job} AND topic = {topic} AND part = {p} AND next_offset = {old}"
+                ),
+                None => format!(
+                    "INSERT INTO {STATE_DB}.kafka_offsets (job, topic, part, next_offset) VALUES ({job}, {topic}, {p}, {next})"
+                ),
+            };
+            let moved = self.target.exec(&sql).await.map_err(|e| {
+                format!("checkpoint {n}: offsets of {t}/{p}: {e} (another consumer of the group may own the partition now)")
+            })?;
+            if moved != 1 {
+                return Err(format!(
+                    "checkpoint {n}: partition {t}/{p} is no longer at the offset this consumer read from: another consumer of the group took it over; this one stops"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Kafka: a partition's next offset as the target holds it.
+    async fn floor(&mut self, topic: &str, part: i32) -> Result<Option<i64>, String> {
+        if let Some(f) = self.floors.get(&(topic.to_owned(), part)) {
+            return Ok(*f);
+        }
+        let sql = format!(
+            "SELECT CAST(next_offset AS CHAR(20)) FROM {STATE_DB}.kafka_offsets WHERE job = {} AND topic = {} AND part = {part}",
+            self.lit(&self.job.pipeline.name),
+            self.lit(topic)
+        );
+        let rows = self.target.query(&sql).await.map_err(|e| e.to_string())?;
+        let f = rows
+            .first()
+            .and_then(|r| r[0].as_deref())
+            .map(|v| v.trim().parse::<i64>())
+            .transpose()
+            .map_err(|e| format!("kafka_offsets: {e}"))?;
+        self.floors.insert((topic.to_owned(), part), f);
+        Ok(f)
     }
 
     /// A checkpoint at a transaction boundary: every table's pending changes, held
@@ -824,6 +936,31 @@ impl RdbEngine {
         touched.dedup();
         let at = position.to_string();
         failpoint("before-ddl");
+        // Run on the target for this job already (in the transaction that recorded
+        // it, by another process, or before the DDL log here caught up)?
+        if self.ddl_applied(&at).await? {
+            match self.log.find(&at) {
+                Some(i) if self.log.entries[i].status == Status::Executed => {}
+                Some(i) => self.log.set(i, Status::Executed, None)?,
+                None => {
+                    self.log.add(Entry {
+                        seq: 0,
+                        position: at.clone(),
+                        source_sql: sql.to_owned(),
+                        target_sql: Vec::new(),
+                        tables: touched.clone(),
+                        status: Status::Executed,
+                        reason: Some("the target ran it for this job before (another process, or a lost state folder)".into()),
+                        done: 0,
+                        at: 0,
+                        released_in: None,
+                    })?;
+                }
+            }
+            tracing::info!("DDL at {at}: already run on the target for this job; not repeated");
+            self.apply_catalog(&routed, &after_routed);
+            return self.advance(position).await;
+        }
         // Seen before (a replay after a restart)?
         if let Some(i) = self.log.find(&at) {
             let e = self.log.entries[i].clone();
@@ -972,8 +1109,11 @@ impl RdbEngine {
                 }
             }
         }
+        let mark = self.ddl_mark(&position.to_string());
         let result = if self.target.transactional_ddl() {
-            // DDL, DDL-log position and the state row in one transaction.
+            // DDL, its mark and the state row in one transaction.
+            let mut stmts = stmts.clone();
+            stmts.push(mark);
             let r = self.commit(&stmts, Some(position.clone()), None).await;
             failpoint("after-ddl");
             r
@@ -998,6 +1138,13 @@ impl RdbEngine {
                     Err(e) => {
                         r = Err(format!("{e}\n  target statement: {s}"));
                         break;
+                    }
+                }
+            }
+            if r.is_ok() {
+                if let Err(e) = self.target.exec(&mark).await {
+                    if !applied_error(&e.message) && !e.message.contains("Duplicate entry") {
+                        r = Err(e.to_string());
                     }
                 }
             }
@@ -1130,7 +1277,14 @@ impl RdbEngine {
                 snapshot_resume: snap,
             };
             let src = Arc::new(self.job.source.clone());
-            let task = tokio::spawn(run(src, opts, tx));
+            let task = if self.kafka {
+                let (ctx, crx) = mpsc::unbounded_channel();
+                self.to_source = Some(ctx);
+                self.floors.clear();
+                tokio::spawn(crate::source::kafka::run(src, crx, tx, until_end))
+            } else {
+                tokio::spawn(run(src, opts, tx))
+            };
             let rows_before = self.rows;
             let res = self.consume(&mut rx).await;
             drop(rx);
@@ -1148,6 +1302,8 @@ impl RdbEngine {
                     retries += 1;
                     tracing::warn!("source connection lost ({e}); retrying (attempt {retries})");
                     self.pending.clear();
+                    self.offsets.clear();
+                    self.held_rows.clear();
                     tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8))))
                         .await;
                 }
@@ -1171,7 +1327,9 @@ impl RdbEngine {
                 Ok(None) => break,
                 Err(_) => {
                     let due = self.last_checkpoint.elapsed() >= self.interval();
-                    if due
+                    if due && at_boundary && self.kafka && !self.offsets.is_empty() {
+                        self.checkpoint(None, None).await?;
+                    } else if due
                         && at_boundary
                         && snap.is_none()
                         && (!self.pending.is_empty() || !self.log.resolutions().is_empty())
@@ -1192,6 +1350,8 @@ impl RdbEngine {
                     | SourceEvent::Heartbeat { .. }
                     | SourceEvent::SnapshotDone { .. }
                     | SourceEvent::Schema { .. }
+                    | SourceEvent::Offset { .. }
+                    | SourceEvent::Rebalanced
             );
             match e {
                 SourceEvent::SnapshotRows {
@@ -1228,9 +1388,40 @@ impl RdbEngine {
                     self.checkpoint(Some(position.clone()), None).await?;
                     boundary = Some(position);
                 }
+                SourceEvent::Rows(b) if self.kafka => self.held_rows.push(b),
                 SourceEvent::Rows(b) => {
                     self.rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
                         .await?;
+                }
+                SourceEvent::Offset {
+                    topic,
+                    partition,
+                    next,
+                    ..
+                } => {
+                    // A message's rows apply unless the target has its offset already.
+                    let floor = self.floor(&topic, partition).await?;
+                    let key = (topic, partition);
+                    let rows = std::mem::take(&mut self.held_rows);
+                    let seen = self.offsets.get(&key).copied().or(floor);
+                    if seen.is_none_or(|f| next > f) {
+                        for b in rows {
+                            self.rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
+                                .await?;
+                        }
+                        self.offsets.insert(key, next);
+                    }
+                    if self.last_checkpoint.elapsed() >= self.interval() {
+                        self.checkpoint(None, None).await?;
+                    }
+                }
+                SourceEvent::Rebalanced => {
+                    // What was read is committed under the old assignment, then each
+                    // partition's offset is read again from the target.
+                    if !self.pending.is_empty() || !self.offsets.is_empty() {
+                        self.checkpoint(None, None).await?;
+                    }
+                    self.floors.clear();
                 }
                 SourceEvent::Schema {
                     position,
@@ -1273,6 +1464,12 @@ impl RdbEngine {
             }
         }
         // Everything read up to the last transaction boundary is committed.
+        if self.kafka {
+            if !self.pending.is_empty() || !self.offsets.is_empty() {
+                self.checkpoint(None, None).await?;
+            }
+            return Ok(());
+        }
         if let Some(b) = boundary {
             if !self.pending.is_empty() || self.position.as_ref().is_none_or(|p| *p < b) {
                 self.checkpoint(Some(b), None).await?;

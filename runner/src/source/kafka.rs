@@ -1,0 +1,809 @@
+//! The Kafka source: Debezium-format change events (JSON, with or without the
+//! embedded `schema`/`payload` envelope) from one topic per table
+//! (`<topic-prefix>.<database>.<table>`), and DDL from Debezium's schema-change topic
+//! (`<topic-prefix>`), as the same [`SourceEvent`] stream the binlog gives.
+//!
+//! - One consumer group: several lakeshift processes with the same `group-id` split
+//!   the table topics' partitions between them.
+//! - Offsets are not committed to Kafka by the reader: the sink stores each
+//!   partition's next offset in its own commit (and asserts the previous one); the
+//!   group's Kafka offsets are set after that, only as a starting hint.
+//! - The schema-change topic is read from its start by every process (it is the
+//!   schema history) and is not ordered with the data topics: a DDL on a table is
+//!   delivered just before the first of that table's messages with a later source
+//!   position, or when that table's partitions are caught up.
+//! - Messages without an embedded schema are decoded with the table's definition
+//!   from the DDL history; Debezium's default encodings are understood (decimals as
+//!   text, numbers or base64 unscaled bytes; DATE as days; DATETIME as epoch ms or
+//!   µs by precision; TIMESTAMP as ISO-8601 text; TIME as µs; binary as base64).
+
+use super::decode::{append_snapshot_value, Ctx, Kind, RowsBuilder, SourceTable};
+use super::history::SchemaHistory;
+use super::position::Position;
+use super::{Op, RowBatch, RowPos, SourceError, SourceEvent};
+use base64::Engine as _;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::Value as J;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct KafkaConfig {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `host:port[,host:port...]`
+    pub brokers: String,
+    /// The consumer group: processes with the same group split the partitions.
+    pub group_id: String,
+    /// Debezium's `topic.prefix`: data topics are `<prefix>.<db>.<table>`.
+    pub topic_prefix: String,
+    /// The schema-change topic (default: the prefix itself, as Debezium names it).
+    #[serde(default)]
+    pub schema_topic: Option<String>,
+    /// Regexes over `database.table`, matched whole.
+    pub tables: Vec<String>,
+    #[serde(default)]
+    pub key_overrides: BTreeMap<String, Vec<String>>,
+    /// The group's session timeout: how soon a dead consumer's partitions move.
+    #[serde(default = "default_session")]
+    pub session_timeout_ms: u32,
+}
+
+fn default_session() -> u32 {
+    6000
+}
+
+impl KafkaConfig {
+    pub fn schema_topic(&self) -> String {
+        self.schema_topic
+            .clone()
+            .unwrap_or_else(|| self.topic_prefix.clone())
+    }
+
+    /// `<prefix>.<db>.<table>` -> (db, table).
+    pub fn table_of<'a>(&self, topic: &'a str) -> Option<(&'a str, &'a str)> {
+        let rest = topic.strip_prefix(&self.topic_prefix)?.strip_prefix('.')?;
+        rest.split_once('.')
+    }
+}
+
+pub fn validate(k: KafkaConfig) -> Result<super::config::Source, String> {
+    let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
+    if k.brokers.trim().is_empty() {
+        return Err(field("brokers", "is empty".into()));
+    }
+    if k.group_id.trim().is_empty() {
+        return Err(field("group-id", "is empty".into()));
+    }
+    if k.topic_prefix.trim().is_empty() || k.topic_prefix.contains(char::is_whitespace) {
+        return Err(field("topic-prefix", "must be a topic name prefix".into()));
+    }
+    if k.tables.is_empty() {
+        return Err(field("tables", "names no table pattern".into()));
+    }
+    let mut tables = Vec::new();
+    for (i, t) in k.tables.iter().enumerate() {
+        tables.push(
+            Regex::new(&format!("^(?:{t})$"))
+                .map_err(|e| field(&format!("tables[{i}]"), format!("bad regex: {e}")))?,
+        );
+    }
+    Ok(super::config::Source {
+        config: super::config::SourceConfig::other(
+            "kafka",
+            k.tables.clone(),
+            k.key_overrides.clone(),
+        ),
+        password: None,
+        tables,
+        start: super::config::Start::Initial,
+        kafka: Some(k),
+    })
+}
+
+/// Rebalances seen by the group consumer.
+struct GroupContext {
+    rebalanced: Arc<AtomicBool>,
+}
+
+impl ClientContext for GroupContext {}
+
+impl ConsumerContext for GroupContext {
+    fn post_rebalance(&self, _c: &BaseConsumer<Self>, r: &Rebalance<'_>) {
+        if let Rebalance::Assign(tpl) = r {
+            tracing::info!(
+                "kafka: assigned {}",
+                tpl.elements()
+                    .iter()
+                    .map(|e| format!("{}/{}", e.topic(), e.partition()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        self.rebalanced.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A DDL from the schema-change topic, not yet delivered.
+#[derive(Debug, Clone)]
+struct Ddl {
+    position: Position,
+    db: String,
+    sql: String,
+    /// Captured tables it names (lower-cased `db.table`); empty: not yet known.
+    tables: BTreeSet<String>,
+}
+
+/// What the engine reports back: offsets the sink committed (set as the group's).
+pub type Committed = Vec<(String, i32, i64)>;
+
+fn kerr(e: KafkaError) -> SourceError {
+    SourceError::Connect(format!("kafka: {e}"))
+}
+
+/// The unwrapped Debezium value (`payload` of a `{schema, payload}` envelope).
+fn payload(v: J) -> J {
+    match v {
+        J::Object(mut m) if m.contains_key("payload") && m.contains_key("schema") => {
+            m.remove("payload").unwrap_or(J::Null)
+        }
+        v => v,
+    }
+}
+
+/// The source position in a Debezium `source` block.
+fn position_of(source: &J) -> Option<Position> {
+    let file = source.get("file")?.as_str()?;
+    let pos = source.get("pos")?.as_u64()?;
+    let mut p = Position::new(file, pos);
+    p.ordinal = source.get("row").and_then(J::as_u64).unwrap_or(0) + 1;
+    Some(p)
+}
+
+pub async fn run(
+    src: Arc<super::config::Source>,
+    mut commits: mpsc::UnboundedReceiver<Committed>,
+    tx: mpsc::Sender<SourceEvent>,
+    stop_at_end: bool,
+) -> Result<(), SourceError> {
+    let k = src.kafka.clone().expect("a kafka source");
+    // The schema history: the whole schema-change topic, from its start.
+    let schema: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &k.brokers)
+        .set("group.id", format!("{}-schema-reader", k.group_id))
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .create()
+        .map_err(kerr)?;
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(&k.schema_topic(), 0, Offset::Beginning)
+        .map_err(kerr)?;
+    schema.assign(&tpl).map_err(kerr)?;
+    let mut history = SchemaHistory::in_memory();
+    let mut queue: Vec<Ddl> = Vec::new();
+    let mut schema_eof = false;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !schema_eof {
+        match schema.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => queue_ddl(&mut queue, m.payload())?,
+            Some(Err(KafkaError::PartitionEOF(_))) => schema_eof = true,
+            Some(Err(e)) => return Err(kerr(e)),
+            None if Instant::now() > deadline => {
+                return Err(SourceError::Connect(format!(
+                    "kafka: the schema-change topic {} did not answer within 60 s",
+                    k.schema_topic()
+                )))
+            }
+            None => {}
+        }
+    }
+    tracing::info!(
+        "kafka: {} DDL in the schema-change topic {}",
+        queue.len(),
+        k.schema_topic()
+    );
+
+    let rebalanced = Arc::new(AtomicBool::new(false));
+    let consumer: StreamConsumer<GroupContext> = ClientConfig::new()
+        .set("bootstrap.servers", &k.brokers)
+        .set("group.id", &k.group_id)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", k.session_timeout_ms.to_string())
+        .set(
+            "heartbeat.interval.ms",
+            (k.session_timeout_ms / 6).max(100).to_string(),
+        )
+        .set("topic.metadata.refresh.interval.ms", "2000")
+        .create_with_context(GroupContext {
+            rebalanced: rebalanced.clone(),
+        })
+        .map_err(kerr)?;
+    let pattern = format!("^{}\\..*", regex::escape(&k.topic_prefix));
+    consumer.subscribe(&[&pattern]).map_err(kerr)?;
+
+    let mut tables: HashMap<(String, String), Arc<SourceTable>> = HashMap::new();
+    // Partitions at their end (as of the last idle moment), and the next offset of
+    // each partition after what was delivered.
+    let mut at_end: BTreeSet<(String, i32)> = BTreeSet::new();
+    let mut next_offset: HashMap<(String, i32), i64> = HashMap::new();
+    let mut delivered: u64 = 0;
+    loop {
+        if rebalanced.swap(false, Ordering::SeqCst) {
+            at_end.clear();
+            next_offset.clear();
+            if tx.send(SourceEvent::Rebalanced).await.is_err() {
+                return Ok(());
+            }
+        }
+        // Offsets the sink committed become the group's (a starting hint).
+        while let Ok(c) = commits.try_recv() {
+            let mut tpl = TopicPartitionList::new();
+            for (t, p, o) in c {
+                let _ = tpl.add_partition_offset(&t, p, Offset::Offset(o));
+            }
+            if tpl.count() > 0 {
+                if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
+                    tracing::debug!("kafka: group offset commit: {e}");
+                }
+            }
+        }
+        // New DDL.
+        while let Some(r) = schema.poll(Duration::ZERO) {
+            match r {
+                Ok(m) => queue_ddl(&mut queue, m.payload())?,
+                Err(KafkaError::PartitionEOF(_)) => {}
+                Err(e) => return Err(kerr(e)),
+            }
+        }
+        let msg = match tokio::time::timeout(Duration::from_millis(200), consumer.recv()).await {
+            Err(_) => None,
+            Ok(Ok(m)) => Some(m),
+            Ok(Err(e)) => return Err(kerr(e)),
+        };
+        let Some(m) = msg else {
+            // Idle: which assigned partitions are at their end (the next offset to
+            // read, delivered or the group's, at the high watermark)?
+            let assigned: Vec<(String, i32)> = consumer
+                .assignment()
+                .map(|a| {
+                    a.elements()
+                        .iter()
+                        .map(|e| (e.topic().to_owned(), e.partition()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let committed = consumer.committed(Duration::from_secs(2)).ok();
+            at_end.clear();
+            for (t, p) in &assigned {
+                let Ok((lo, hi)) = consumer.fetch_watermarks(t, *p, Duration::from_secs(2)) else {
+                    continue;
+                };
+                let pos = next_offset
+                    .get(&(t.clone(), *p))
+                    .copied()
+                    .or_else(|| {
+                        committed
+                            .as_ref()
+                            .and_then(|c| c.find_partition(t, *p))
+                            .and_then(|e| match e.offset() {
+                                Offset::Offset(n) => Some(n),
+                                _ => None,
+                            })
+                    })
+                    .unwrap_or(lo);
+                if pos >= hi {
+                    at_end.insert((t.clone(), *p));
+                }
+            }
+            // Caught up: DDL of the tables whose partitions are all at their end.
+            let name_of = |t: &str| {
+                k.table_of(t)
+                    .map(|(d, n)| format!("{d}.{n}").to_lowercase())
+            };
+            let idle: BTreeSet<String> = assigned
+                .iter()
+                .filter_map(|(t, _)| name_of(t))
+                .filter(|name| {
+                    assigned.iter().all(|(t, p)| {
+                        name_of(t).as_ref() != Some(name) || at_end.contains(&(t.clone(), *p))
+                    })
+                })
+                .collect();
+            if !deliver_ddl(&src, &mut history, &mut queue, &mut tables, &tx, |d| {
+                !d.tables.is_empty() && d.tables.iter().all(|t| idle.contains(t))
+            })
+            .await?
+            {
+                return Ok(());
+            }
+            if stop_at_end
+                && !assigned.is_empty()
+                && assigned.iter().all(|a| at_end.contains(a))
+                && !queue
+                    .iter()
+                    .any(|d| d.tables.iter().any(|t| idle.contains(t)))
+            {
+                tracing::info!(
+                    "kafka: every assigned partition is at its end ({delivered} messages)"
+                );
+                return Ok(());
+            }
+            continue;
+        };
+        let topic = m.topic().to_owned();
+        let partition = m.partition();
+        let offset = m.offset();
+        next_offset.insert((topic.clone(), partition), offset + 1);
+        let Some((db, table)) = k
+            .table_of(&topic)
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        else {
+            continue;
+        };
+        let next = offset + 1;
+        let Some(bytes) = m.payload() else {
+            // A tombstone (after a delete): nothing to apply; its offset still counts.
+            let position = Position::new("kafka", 0);
+            if tx
+                .send(SourceEvent::Offset {
+                    topic,
+                    partition,
+                    next,
+                    position,
+                })
+                .await
+                .is_err()
+            {
+                return Ok(());
+            }
+            continue;
+        };
+        let v: J = serde_json::from_slice(bytes).map_err(|e| {
+            SourceError::Decode(format!("{topic}/{partition}@{offset}: not JSON: {e}"))
+        })?;
+        let v = payload(v);
+        let source = v.get("source").cloned().unwrap_or(J::Null);
+        let position = position_of(&source).ok_or_else(|| {
+            SourceError::Decode(format!(
+                "{topic}/{partition}@{offset}: no source position (source.file, source.pos)"
+            ))
+        })?;
+        let db = source
+            .get("db")
+            .and_then(J::as_str)
+            .unwrap_or(&db)
+            .to_owned();
+        let table = source
+            .get("table")
+            .and_then(J::as_str)
+            .unwrap_or(&table)
+            .to_owned();
+        // DDL on this table from before this message comes first.
+        let name = format!("{db}.{table}").to_lowercase();
+        if !deliver_ddl(&src, &mut history, &mut queue, &mut tables, &tx, |d| {
+            d.position < position && (d.tables.is_empty() || d.tables.contains(&name))
+        })
+        .await?
+        {
+            return Ok(());
+        }
+        if !src.captures(&db, &table) {
+            continue;
+        }
+        let op = v.get("op").and_then(J::as_str).unwrap_or("");
+        let st = match tables.get(&(db.clone(), table.clone())) {
+            Some(t) => t.clone(),
+            None => {
+                let ir = history.table(&db, &table).ok_or_else(|| {
+                    SourceError::Decode(format!(
+                        "{topic}/{partition}@{offset}: table {db}.{table} has no definition in the schema-change topic {}",
+                        k.schema_topic()
+                    ))
+                })?;
+                let over = src.config.key_overrides.get(&format!("{db}.{table}"));
+                let t = Arc::new(
+                    SourceTable::from_ir(&db, ir, over.map(|v| v.as_slice()))
+                        .map_err(SourceError::Decode)?,
+                );
+                tables.insert((db.clone(), table.clone()), t.clone());
+                t
+            }
+        };
+        let image = |key: &str| -> Result<Option<arrow_array::RecordBatch>, SourceError> {
+            match v.get(key) {
+                None | Some(J::Null) => Ok(None),
+                Some(row) => decode_row(&st, row)
+                    .map(Some)
+                    .map_err(|e| SourceError::Decode(format!("{topic}/{partition}@{offset}: {e}"))),
+            }
+        };
+        let (op, before, after) = match op {
+            "c" | "r" => (Op::Insert, None, image("after")?),
+            "u" => match image("before")? {
+                Some(b) => (Op::Update, Some(b), image("after")?),
+                None => (Op::Insert, None, image("after")?),
+            },
+            "d" => (Op::Delete, image("before")?, None),
+            "t" => {
+                return Err(SourceError::Decode(format!(
+                    "{topic}/{partition}@{offset}: a truncate of {db}.{table}: the sink cannot follow rows removed without row events"
+                )))
+            }
+            other => {
+                return Err(SourceError::Decode(format!(
+                    "{topic}/{partition}@{offset}: unknown op `{other}`"
+                )))
+            }
+        };
+        if before.is_none() && after.is_none() {
+            continue;
+        }
+        let at = v
+            .get("ts_ms")
+            .or_else(|| source.get("ts_ms"))
+            .and_then(J::as_u64)
+            .map(|ms| (ms / 1000) as u32)
+            .unwrap_or(0);
+        let batch = RowBatch {
+            table: st,
+            op,
+            before,
+            after,
+            positions: vec![RowPos {
+                txn: 0,
+                ordinal: position.ordinal as u32,
+                at,
+            }],
+            txns: Arc::new(vec![Position {
+                ordinal: 0,
+                ..position.clone()
+            }]),
+        };
+        delivered += 1;
+        if tx.send(SourceEvent::Rows(batch)).await.is_err()
+            || tx
+                .send(SourceEvent::Offset {
+                    topic,
+                    partition,
+                    next,
+                    position,
+                })
+                .await
+                .is_err()
+        {
+            return Ok(());
+        }
+    }
+}
+
+/// Add a schema-change message to the DDL queue (kept in source-position order).
+fn queue_ddl(queue: &mut Vec<Ddl>, bytes: Option<&[u8]>) -> Result<(), SourceError> {
+    let Some(bytes) = bytes else {
+        return Ok(());
+    };
+    let v: J = serde_json::from_slice(bytes)
+        .map_err(|e| SourceError::Schema(format!("schema-change topic: not JSON: {e}")))?;
+    let v = payload(v);
+    let sql = v
+        .get("ddl")
+        .and_then(J::as_str)
+        .ok_or_else(|| SourceError::Schema("schema-change topic: a message without `ddl`".into()))?
+        .to_owned();
+    let position = v
+        .get("source")
+        .and_then(position_of)
+        .map(|mut p| {
+            p.ordinal = 0;
+            p
+        })
+        .ok_or_else(|| {
+            SourceError::Schema(format!(
+                "schema-change topic: `{sql}` has no source position"
+            ))
+        })?;
+    let db = v
+        .get("databaseName")
+        .and_then(J::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    // The tables it names, from Debezium's tableChanges (id `"db"."table"`).
+    let tables = v
+        .get("tableChanges")
+        .and_then(J::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.get("id").and_then(J::as_str))
+                .map(|id| id.replace('"', "").to_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
+    let d = Ddl {
+        position,
+        db,
+        sql,
+        tables,
+    };
+    let at = queue.partition_point(|x| x.position <= d.position);
+    queue.insert(at, d);
+    Ok(())
+}
+
+/// Deliver (apply to the history and send) queued DDL for which `ready` holds, in
+/// order. False: the engine is gone.
+async fn deliver_ddl(
+    src: &super::config::Source,
+    history: &mut SchemaHistory,
+    queue: &mut Vec<Ddl>,
+    tables: &mut HashMap<(String, String), Arc<SourceTable>>,
+    tx: &mpsc::Sender<SourceEvent>,
+    ready: impl Fn(&Ddl) -> bool,
+) -> Result<bool, SourceError> {
+    let mut i = 0;
+    while i < queue.len() {
+        if !ready(&queue[i]) {
+            i += 1;
+            continue;
+        }
+        let d = queue.remove(i);
+        let db_opt = (!d.db.is_empty()).then_some(d.db.as_str());
+        let out = match history.apply(&d.position, db_opt, false, &d.sql) {
+            Ok(o) => o,
+            Err(e)
+                if e.tables
+                    .iter()
+                    .all(|t| !src.captures(t.schema.as_deref().unwrap_or(&d.db), &t.name)) =>
+            {
+                tracing::info!(
+                    "kafka: DDL at {} outside the captured tables skipped: {}",
+                    d.position,
+                    e.message
+                );
+                continue;
+            }
+            Err(e) => {
+                return Err(SourceError::Ddl {
+                    position: d.position.to_string(),
+                    ddl: d.sql,
+                    reason: e.message,
+                })
+            }
+        };
+        tables.clear();
+        let captured: Vec<ddl_core::SchemaChange> = out
+            .changes
+            .into_iter()
+            .filter(|c| {
+                let hit = |t: &ddl_core::TableName| {
+                    src.captures(t.schema.as_deref().unwrap_or(&d.db), &t.name)
+                };
+                c.table().is_some_and(hit)
+                    || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. } if hit(to))
+            })
+            .collect();
+        if captured.is_empty() {
+            continue;
+        }
+        let mut after: Vec<ddl_core::Table> = Vec::new();
+        for c in &captured {
+            let mut names: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
+            if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
+                names.push(to);
+            }
+            for n in names {
+                if let Some(t) = history.table(n.schema.as_deref().unwrap_or(&d.db), &n.name) {
+                    if !after.iter().any(|a| a.name == t.name) {
+                        after.push(t.clone());
+                    }
+                }
+            }
+        }
+        let names = captured
+            .iter()
+            .filter_map(|c| c.table().map(|t| t.to_string()))
+            .collect();
+        let ev = SourceEvent::Schema {
+            position: Position {
+                ordinal: 1,
+                ..d.position.clone()
+            },
+            db: d.db.clone(),
+            ddl: d.sql.clone(),
+            changes: captured,
+            tables: names,
+            notes: out.notes,
+            after,
+        };
+        if tx.send(ev).await.is_err() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// One Debezium row image (a JSON object by column name) as a one-row batch.
+fn decode_row(t: &Arc<SourceTable>, row: &J) -> Result<arrow_array::RecordBatch, String> {
+    let obj = row
+        .as_object()
+        .ok_or_else(|| format!("{}.{}: a row image that is not an object", t.db, t.name))?;
+    let mut b = RowsBuilder::new(t.clone());
+    for (i, c) in t.columns.iter().enumerate() {
+        let v = obj
+            .get(&c.name)
+            .or_else(|| {
+                obj.iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(&c.name))
+                    .map(|(_, v)| v)
+            })
+            .unwrap_or(&J::Null);
+        let ir = &t.ir.columns[i];
+        let mv = to_mysql(v, &c.kind, &ir.data_type)
+            .map_err(|e| format!("{}.{} column {}: {e}", t.db, t.name, c.name))?;
+        let ctx = Ctx {
+            zero_dates_fail: false,
+            column: &c.name,
+        };
+        append_snapshot_value(&mut b.cols[i], c, &mv, &ctx)
+            .map_err(|e| format!("{}.{} column {}: {e}", t.db, t.name, c.name))?;
+    }
+    b.rows = 1;
+    Ok(b.finish())
+}
+
+/// A Debezium JSON value as the MySQL value the snapshot decoder takes.
+fn to_mysql(v: &J, kind: &Kind, ty: &ddl_core::DataType) -> Result<mysql_async::Value, String> {
+    use mysql_async::Value as V;
+    let b64 = |s: &str| {
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(|e| format!("`{s}` is not base64: {e}"))
+    };
+    Ok(match (v, kind) {
+        (J::Null, _) => V::NULL,
+        (J::Bool(x), _) => V::Int(*x as i64),
+        (J::Number(n), Kind::Float | Kind::Double) => V::Double(n.as_f64().unwrap_or(0.0)),
+        (J::Number(n), Kind::Decimal { .. }) => V::Bytes(n.to_string().into_bytes()),
+        (J::String(s), Kind::Decimal { scale, .. }) => {
+            if s.parse::<f64>().is_ok() {
+                V::Bytes(s.clone().into_bytes())
+            } else {
+                // Debezium's `precise` mode: the unscaled value, big-endian two's complement.
+                let raw = b64(s)?;
+                let mut x: i128 = if raw.first().is_some_and(|b| b & 0x80 != 0) {
+                    -1
+                } else {
+                    0
+                };
+                for byte in raw {
+                    x = (x << 8) | byte as i128;
+                }
+                V::Bytes(scaled(x, *scale).into_bytes())
+            }
+        }
+        (J::Number(n), Kind::Date) => {
+            let (y, m, d) = crate::sync::rdb::render::civil_from_days(n.as_i64().unwrap_or(0));
+            V::Date(y as u16, m as u8, d as u8, 0, 0, 0, 0)
+        }
+        (J::Number(n), Kind::DateTime | Kind::Timestamp) => {
+            let precision = match ty {
+                ddl_core::DataType::Timestamp { precision, .. } => *precision,
+                _ => 0,
+            };
+            let n = n.as_i64().unwrap_or(0);
+            date_from_micros(if precision > 3 { n } else { n * 1000 })
+        }
+        (J::String(s), Kind::DateTime | Kind::Timestamp | Kind::Date) => iso(s)?,
+        (J::Number(n), Kind::Time) => {
+            let us = n.as_i64().unwrap_or(0);
+            let a = us.unsigned_abs();
+            let secs = a / 1_000_000;
+            V::Time(
+                us < 0,
+                (secs / 86_400) as u32,
+                (secs / 3600 % 24) as u8,
+                (secs / 60 % 60) as u8,
+                (secs % 60) as u8,
+                (a % 1_000_000) as u32,
+            )
+        }
+        (J::Number(n), _) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => V::Int(i),
+            (None, Some(u)) => V::UInt(u),
+            _ => V::Double(n.as_f64().unwrap_or(0.0)),
+        },
+        (J::String(s), Kind::Binary | Kind::FixedBinary(_) | Kind::Bit) => V::Bytes(b64(s)?),
+        (J::String(s), _) => V::Bytes(s.clone().into_bytes()),
+        (other, _) => V::Bytes(other.to_string().into_bytes()),
+    })
+}
+
+fn scaled(x: i128, scale: i8) -> String {
+    if scale <= 0 {
+        return x.to_string();
+    }
+    let neg = x < 0;
+    let digits = x.unsigned_abs().to_string();
+    let s = scale as usize;
+    let padded = format!("{digits:0>width$}", width = s + 1);
+    let (int, frac) = padded.split_at(padded.len() - s);
+    format!("{}{int}.{frac}", if neg { "-" } else { "" })
+}
+
+fn date_from_micros(us: i64) -> mysql_async::Value {
+    let days = us.div_euclid(86_400_000_000);
+    let rest = us.rem_euclid(86_400_000_000);
+    let (y, m, d) = crate::sync::rdb::render::civil_from_days(days);
+    let s = rest / 1_000_000;
+    mysql_async::Value::Date(
+        y as u16,
+        m as u8,
+        d as u8,
+        (s / 3600) as u8,
+        (s / 60 % 60) as u8,
+        (s % 60) as u8,
+        (rest % 1_000_000) as u32,
+    )
+}
+
+/// `2024-01-02`, `2024-01-02T03:04:05[.ffffff][Z|+hh:mm]` (UTC kept as is).
+fn iso(s: &str) -> Result<mysql_async::Value, String> {
+    let bad = || format!("`{s}` is not an ISO-8601 date or time");
+    let num = |a: usize, b: usize| -> Result<u32, String> {
+        s.get(a..b).and_then(|x| x.parse().ok()).ok_or_else(bad)
+    };
+    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    if s.len() <= 10 {
+        return Ok(mysql_async::Value::Date(
+            y as u16, m as u8, d as u8, 0, 0, 0, 0,
+        ));
+    }
+    let (h, mi, sec) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    let mut us = 0u32;
+    if s.as_bytes().get(19) == Some(&b'.') {
+        let frac: String = s[20..].chars().take_while(char::is_ascii_digit).collect();
+        let f6 = format!("{frac:0<6}");
+        us = f6[..6].parse().map_err(|_| bad())?;
+    }
+    Ok(mysql_async::Value::Date(
+        y as u16, m as u8, d as u8, h as u8, mi as u8, sec as u8, us,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_from_debezium_precise_bytes() {
+        // 12345 unscaled, scale 2 -> 123.45; -1 -> -0.01
+        assert_eq!(scaled(12345, 2), "123.45");
+        assert_eq!(scaled(-1, 2), "-0.01");
+        let k = Kind::Decimal {
+            precision: 10,
+            scale: 2,
+        };
+        let v = to_mysql(&J::String("MDk=".into()), &k, &ddl_core::DataType::Boolean).unwrap();
+        assert_eq!(v, mysql_async::Value::Bytes(b"123.45".to_vec()));
+    }
+
+    #[test]
+    fn iso_times() {
+        assert_eq!(
+            iso("2024-01-02T03:04:05.5Z").unwrap(),
+            mysql_async::Value::Date(2024, 1, 2, 3, 4, 5, 500_000)
+        );
+        assert!(iso("nope").is_err());
+    }
+}
