@@ -26,6 +26,14 @@ if ! "$VENV/bin/python" -c "import pyiceberg, duckdb, duckdb_ext" 2>/dev/null; t
 fi
 export LAKESHIFT_INTEROP_PYTHON="$PWD/$VENV/bin/python"
 
+# The Kafka tests run a real Kafka-protocol broker: tansu from crates.io, with its
+# in-memory store, built once into target/tansu.
+TANSU=target/tansu/bin/tansu
+if ! "$TANSU" --version >/dev/null 2>&1; then
+  cargo install tansu --version 0.6.0 --locked --features dynostore --root target/tansu
+fi
+export LAKESHIFT_TANSU="$PWD/$TANSU"
+
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked

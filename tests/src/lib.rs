@@ -385,3 +385,60 @@ pub async fn pg_schema(client: &tokio_postgres::Client, schema: &str) -> Vec<Col
         })
         .collect()
 }
+
+/// A throwaway Kafka-protocol broker: `tansu` (from crates.io, in memory) on a free
+/// port. The binary is `$LAKESHIFT_TANSU`, else `tansu` on the PATH or in
+/// `~/.cargo/bin`; scripts/test.sh installs it.
+pub struct Broker {
+    pub port: u16,
+    child: Child,
+}
+
+impl Broker {
+    pub fn binary() -> PathBuf {
+        if let Ok(p) = std::env::var("LAKESHIFT_TANSU") {
+            return PathBuf::from(p);
+        }
+        let home = std::env::var("HOME").unwrap_or_default();
+        let cargo_bin = PathBuf::from(home).join(".cargo/bin/tansu");
+        if cargo_bin.exists() {
+            return cargo_bin;
+        }
+        PathBuf::from("tansu")
+    }
+
+    pub async fn start() -> Broker {
+        let port = free_port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let bin = Self::binary();
+        let child = Command::new(&bin)
+            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            .args(["--storage-engine", "memory://tansu/", "--silent"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start the Kafka broker {} ({e}); scripts/test.sh installs it with `cargo install tansu --locked --features dynostore`",
+                    bin.display()
+                )
+            });
+        let broker = Broker { port, child };
+        wait_until("the Kafka broker accepts connections", || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+        })
+        .await;
+        broker
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,554 @@
+//! `lakeshift sync` from Debezium-format Kafka topics (a real Kafka-protocol broker,
+//! tansu, started by the test) into PostgreSQL and into Iceberg: inserts, updates,
+//! deletes, messages with and without the embedded schema, a schema change whose
+//! schema-topic message arrives before the data that precedes it, two consumers of
+//! one group splitting the topics, and a SIGKILL of one of them.
+
+use futures::TryStreamExt;
+use lakeshift_tests::{wait_until, Broker, PgServer};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const PREFIX: &str = "dbz";
+const TABLES: [&str; 4] = ["items", "users", "tags", "events"];
+
+type Rows = BTreeMap<String, Vec<Option<String>>>;
+
+/// Debezium messages and the rows they leave, as PostgreSQL prints them.
+struct Feed {
+    pos: u64,
+    model: BTreeMap<&'static str, Rows>,
+    /// `items` column 2 is `name` before the rename, `title` after.
+    renamed: bool,
+    /// `users` has the `vip` column.
+    vip: bool,
+    msgs: Vec<(String, Value)>,
+    /// Each live row's last image (the next change's `before`).
+    images: BTreeMap<(&'static str, String), Value>,
+}
+
+fn source(table: Option<&str>, pos: u64) -> Value {
+    json!({
+        "version": "2.7.3.Final", "connector": "mysql", "name": PREFIX,
+        "ts_ms": 1_700_000_000_000u64, "snapshot": "false", "db": "shop",
+        "sequence": null, "table": table, "server_id": 1, "gtid": null,
+        "file": "binlog.000001", "pos": pos, "row": 0, "thread": 8, "query": null
+    })
+}
+
+/// The Debezium envelope schema of a table (what `schemas.enable=true` embeds).
+fn envelope(table: &str, fields: &[(&str, &str, Option<&str>)]) -> Value {
+    let value: Vec<Value> = fields
+        .iter()
+        .map(|(f, t, logical)| {
+            let mut v = json!({"type": t, "optional": true, "field": f});
+            if let Some(l) = logical {
+                v["name"] = json!(l);
+            }
+            v
+        })
+        .collect();
+    let row = |field: &str| {
+        json!({"type": "struct", "fields": value, "optional": true,
+               "name": format!("{PREFIX}.shop.{table}.Value"), "field": field})
+    };
+    json!({
+        "type": "struct",
+        "fields": [row("before"), row("after"),
+            {"type": "struct", "fields": [], "optional": false, "name": "io.debezium.connector.mysql.Source", "field": "source"},
+            {"type": "string", "optional": false, "field": "op"},
+            {"type": "int64", "optional": true, "field": "ts_ms"}],
+        "optional": false,
+        "name": format!("{PREFIX}.shop.{table}.Envelope"),
+        "version": 1
+    })
+}
+
+fn b64_decimal(cents: i64) -> String {
+    use base64::Engine as _;
+    let bytes = cents.to_be_bytes();
+    // Minimal two's complement, as Debezium writes it.
+    let mut i = 0;
+    while i < 7
+        && ((bytes[i] == 0 && bytes[i + 1] & 0x80 == 0)
+            || (bytes[i] == 0xff && bytes[i + 1] & 0x80 != 0))
+    {
+        i += 1;
+    }
+    base64::engine::general_purpose::STANDARD.encode(&bytes[i..])
+}
+
+impl Feed {
+    fn new() -> Self {
+        Feed {
+            pos: 1000,
+            model: TABLES.iter().map(|t| (*t, Rows::new())).collect(),
+            renamed: false,
+            vip: false,
+            msgs: Vec::new(),
+            images: BTreeMap::new(),
+        }
+    }
+
+    fn next_pos(&mut self) -> u64 {
+        self.pos += 137;
+        self.pos
+    }
+
+    /// A DDL on the schema-change topic at source position `pos`.
+    fn ddl(&mut self, table: &str, sql: &str, pos: u64) {
+        self.msgs.push((
+            PREFIX.to_owned(),
+            json!({
+                "source": source(None, pos), "ts_ms": 1_700_000_000_000u64,
+                "databaseName": "shop", "schemaName": null, "ddl": sql,
+                "tableChanges": [{"type": "ALTER", "id": format!("\"shop\".\"{table}\"")}]
+            }),
+        ));
+    }
+
+    fn item(&self, id: i64, k: i64) -> (Value, Vec<Option<String>>) {
+        let name = format!("it's #{k}");
+        let col = if self.renamed { "title" } else { "name" };
+        let cents = 1000 + k * 7;
+        let ms = 1_704_448_800_000i64 + k * 60_000; // 2024-01-05 10:00 + k minutes
+        let row = json!({"id": id, col: name, "price": b64_decimal(cents), "at": ms});
+        let at = format!("2024-01-05 {:02}:{:02}:00", 10 + (k / 60) % 14, k % 60);
+        (
+            row,
+            vec![
+                Some(id.to_string()),
+                Some(name),
+                Some(format!("{}.{:02}", cents / 100, cents % 100)),
+                Some(at),
+            ],
+        )
+    }
+
+    fn user(&self, id: i64, k: i64) -> (Value, Vec<Option<String>>) {
+        let email = format!("u{k}@example.com");
+        let days = 19_000 + k; // 2022-01-08 + k
+        let mut row = json!({"id": id, "email": email, "born": days});
+        let (y, m, d) = runner::sync::rdb::render::civil_from_days(days);
+        let mut text = vec![
+            Some(id.to_string()),
+            Some(email),
+            Some(format!("{y:04}-{m:02}-{d:02}")),
+        ];
+        if self.vip {
+            row["vip"] = json!(k % 2);
+            text.push(Some((k % 2).to_string()));
+        }
+        (row, text)
+    }
+
+    fn tag(&self, id: i64, k: i64) -> (Value, Vec<Option<String>>) {
+        let tag = format!("tag{id}");
+        (
+            json!({"tag": tag, "n": k}),
+            vec![Some(tag), Some(k.to_string())],
+        )
+    }
+
+    fn event(&self, id: i64, k: i64) -> (Value, Vec<Option<String>>) {
+        let payload = if k % 5 == 0 {
+            None
+        } else {
+            Some(format!("{{\"k\": {k}}}"))
+        };
+        (
+            json!({"id": id, "payload": payload, "ts": format!("2024-02-0{}T08:30:{:02}.5Z", 1 + k % 9, k % 60)}),
+            vec![
+                Some(id.to_string()),
+                payload,
+                Some(format!("2024-02-0{} 08:30:{:02}.5+00", 1 + k % 9, k % 60)),
+            ],
+        )
+    }
+
+    /// One change to `table`: insert or update of key `id`, or its delete.
+    fn change(&mut self, table: &'static str, id: i64, k: i64, delete: bool) {
+        let (row, text) = match table {
+            "items" => self.item(id, k),
+            "users" => self.user(id, k),
+            "tags" => self.tag(id, k),
+            _ => self.event(id, k),
+        };
+        let key = text[0].clone().unwrap();
+        // The image before: the row as it was (Debezium's full `before`).
+        let before = self.images.get(&(table, key.clone())).cloned();
+        let pos = self.next_pos();
+        let (op, before, after) = match (before, delete) {
+            (None, true) => return,
+            (Some(b), true) => ("d", Some(b), None),
+            (Some(b), false) => ("u", Some(b), Some(row)),
+            (None, false) => ("c", None, Some(row)),
+        };
+        if delete {
+            self.model.get_mut(table).unwrap().remove(&key);
+            self.images.remove(&(table, key));
+        } else {
+            self.model.get_mut(table).unwrap().insert(key.clone(), text);
+            self.images.insert((table, key), after.clone().unwrap());
+        }
+        let payload = json!({
+            "before": before, "after": after, "source": source(Some(table), pos),
+            "op": op, "ts_ms": 1_700_000_000_000u64, "transaction": null
+        });
+        // items: with the embedded schema; the others without.
+        let value = if table == "items" {
+            let col = if self.renamed { "title" } else { "name" };
+            json!({"schema": envelope("items", &[("id", "int32", None), (col, "string", None),
+                ("price", "bytes", Some("org.apache.kafka.connect.data.Decimal")),
+                ("at", "int64", Some("io.debezium.time.Timestamp"))]), "payload": payload})
+        } else {
+            payload
+        };
+        self.msgs.push((format!("{PREFIX}.shop.{table}"), value));
+    }
+
+    fn workload(&mut self, rounds: i64, seed: i64) {
+        for k in 0..rounds {
+            let k = seed + k;
+            for (i, t) in TABLES.into_iter().enumerate() {
+                let id = (k * 7 + i as i64 * 3) % 23;
+                self.change(t, id, k, k % 6 == 5);
+            }
+        }
+    }
+}
+
+async fn create_topics(bootstrap: &str) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let names: Vec<String> = std::iter::once(PREFIX.to_owned())
+        .chain(TABLES.iter().map(|t| format!("{PREFIX}.shop.{t}")))
+        .collect();
+    let topics: Vec<NewTopic<'_>> = names
+        .iter()
+        .map(|n| NewTopic::new(n, 1, TopicReplication::Fixed(1)))
+        .collect();
+    let res = admin
+        .create_topics(&topics, &AdminOptions::new())
+        .await
+        .unwrap();
+    for r in res {
+        r.unwrap();
+    }
+}
+
+async fn produce(bootstrap: &str, msgs: Vec<(String, Value)>) {
+    let p: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("message.timeout.ms", "30000")
+        .create()
+        .unwrap();
+    for (topic, v) in msgs {
+        let payload = v.to_string();
+        p.send(
+            FutureRecord::<(), _>::to(&topic).payload(&payload),
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .unwrap();
+    }
+}
+
+fn write_job(dir: &Path, bootstrap: &str, group: &str, sink: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("job.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "source:\n  type: kafka\n  brokers: {bootstrap}\n  group-id: {group}\n  topic-prefix: {PREFIX}\n  tables: ['shop\\..*']\nsink:\n{sink}pipeline:\n  name: from-kafka\n  state: {}\n  checkpoint-interval-seconds: 0.3\n",
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn spawn(job: &Path, until_end: bool) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(job.with_file_name("sync.log"))
+        .unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lakeshift"));
+    c.args(["sync", "--config", &job.display().to_string()]);
+    if until_end {
+        c.arg("--until-end");
+    }
+    c.stdout(Stdio::null()).stderr(log).spawn().unwrap()
+}
+
+fn log_of(job: &Path) -> String {
+    std::fs::read_to_string(job.with_file_name("sync.log")).unwrap_or_default()
+}
+
+/// The model's rows of a table, sorted as the readers sort theirs.
+fn expected(feed: &Feed, t: &str) -> Vec<Vec<Option<String>>> {
+    let mut v: Vec<Vec<Option<String>>> = feed.model[t].values().cloned().collect();
+    v.sort();
+    v
+}
+
+async fn pg_table(c: &tokio_postgres::Client, t: &str) -> Vec<Vec<Option<String>>> {
+    let cols: Vec<String> = c
+        .query(
+            "SELECT column_name::text FROM information_schema.columns WHERE table_schema = 'shop' AND table_name = $1 ORDER BY ordinal_position",
+            &[&t],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if cols.is_empty() {
+        return Vec::new();
+    }
+    let sel: Vec<String> = cols.iter().map(|c| format!("\"{c}\"::text")).collect();
+    let rows = c
+        .simple_query(&format!("SELECT {} FROM shop.{t}", sel.join(", ")))
+        .await
+        .unwrap();
+    let mut out: Vec<Vec<Option<String>>> = rows
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_owned)).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+async fn pg_matches(c: &tokio_postgres::Client, feed: &Feed) -> bool {
+    for t in TABLES {
+        if pg_table(c, t).await != expected(feed, t) {
+            return false;
+        }
+    }
+    true
+}
+
+fn schema_ddl(feed: &mut Feed) {
+    feed.ddl("items", "CREATE TABLE items (id INT NOT NULL, name VARCHAR(40), price DECIMAL(10,2), at DATETIME, PRIMARY KEY (id))", 100);
+    feed.ddl("users", "CREATE TABLE users (id BIGINT NOT NULL PRIMARY KEY, email VARCHAR(80), born DATE)", 101);
+    feed.ddl("tags", "CREATE TABLE tags (tag VARCHAR(20) NOT NULL PRIMARY KEY, n INT)", 102);
+    feed.ddl("events", "CREATE TABLE events (id INT NOT NULL PRIMARY KEY, payload TEXT, ts TIMESTAMP(1) NULL)", 103);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debezium_topics_into_postgres_with_two_consumers_and_a_kill() {
+    let (broker, pgs) = tokio::join!(Broker::start(), PgServer::start());
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap).await;
+    let pg = pgs.create_db("lake").await;
+    pg.batch_execute("SET TIME ZONE 'UTC'").await.unwrap();
+    let mut feed = Feed::new();
+    schema_ddl(&mut feed);
+    // The rename's schema-change message is produced before the data that precedes
+    // it in the source: rows before it still say `name`.
+    feed.workload(12, 0);
+    let rename_at = feed.next_pos();
+    let mut data = std::mem::take(&mut feed.msgs);
+    feed.ddl("items", "ALTER TABLE items CHANGE name title VARCHAR(40)", rename_at);
+    let mut schema_msgs = std::mem::take(&mut feed.msgs);
+    feed.renamed = true;
+    feed.workload(12, 100);
+    data.append(&mut feed.msgs);
+    let (mut ddl_first, rest): (Vec<_>, Vec<_>) =
+        data.into_iter().partition(|(t, _)| t == PREFIX);
+    ddl_first.append(&mut schema_msgs);
+    produce(&bootstrap, ddl_first).await;
+    produce(&bootstrap, rest).await;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+        pgs.port
+    );
+    let job_a = write_job(&tmp.path().join("a"), &bootstrap, "restore", &sink);
+    let job_b = write_job(&tmp.path().join("b"), &bootstrap, "restore", &sink);
+    let mut a = spawn(&job_a, false);
+    let mut b = spawn(&job_b, false);
+    wait_until("PostgreSQL holds every table as the topics say", || {
+        let (pg, feed) = (&pg, &feed);
+        async move { pg_matches(pg, feed).await }
+    })
+    .await;
+    // The group split the topics: each process was assigned some of them.
+    wait_until("both consumers hold partitions", || async {
+        let assigned = |j: &Path| {
+            log_of(j)
+                .lines()
+                .filter(|l| l.contains("kafka: assigned dbz"))
+                .next_back()
+                .map(str::to_owned)
+        };
+        assigned(&job_a).is_some() && assigned(&job_b).is_some()
+    })
+    .await;
+    // One consumer dies; more changes, and a column added, while it is gone.
+    a.kill().unwrap();
+    let _ = a.wait();
+    feed.vip = true;
+    let add_at = feed.next_pos();
+    feed.ddl("users", "ALTER TABLE users ADD COLUMN vip TINYINT", add_at);
+    feed.workload(10, 200);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    wait_until("the survivor took over and applied everything", || {
+        let (pg, feed) = (&pg, &feed);
+        async move { pg_matches(pg, feed).await }
+    })
+    .await;
+    assert!(b.try_wait().unwrap().is_none(), "{}", log_of(&job_b));
+    // A clean stop commits and exits 0; offsets in the target match the topics.
+    let _ = Command::new("kill").arg(b.id().to_string()).status();
+    let st = b.wait().unwrap();
+    assert!(st.success(), "{}", log_of(&job_b));
+    let offs = pg
+        .query(
+            "SELECT topic, next_offset FROM lakeshift.kafka_offsets WHERE job = 'from-kafka' ORDER BY topic",
+            &[],
+        )
+        .await
+        .unwrap();
+    let per_topic: BTreeMap<String, i64> = offs.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(per_topic.len(), 4, "{per_topic:?}");
+    let ddl_done = pg
+        .query("SELECT count(*) FROM lakeshift.ddl_applied", &[])
+        .await
+        .unwrap()[0]
+        .get::<_, i64>(0);
+    assert_eq!(ddl_done, 6, "4 CREATE, the rename, the added column: each once");
+    drop(broker);
+}
+
+/// Arrow's timestamp text as PostgreSQL prints it: `2024-02-01T08:30:05.500+00:00`
+/// -> `2024-02-01 08:30:05.5+00`.
+fn time_text(v: &str) -> String {
+    let is_time = v.len() >= 19 && v.as_bytes()[4] == b'-' && v.as_bytes()[10] == b'T';
+    if !is_time {
+        return v.to_owned();
+    }
+    let (body, zone) = match v.find("+00:00").or_else(|| v.find('Z')) {
+        Some(i) => (&v[..i], "+00"),
+        None => (v, ""),
+    };
+    let mut body = body.replace('T', " ");
+    if body.contains('.') {
+        while body.ends_with('0') {
+            body.pop();
+        }
+        if body.ends_with('.') {
+            body.pop();
+        }
+    }
+    format!("{body}{zone}")
+}
+
+async fn iceberg_table(dir: &Path, t: &str) -> Vec<Vec<Option<String>>> {
+    use runner::iceberg::{Catalog, CatalogConfig};
+    let cat = Catalog::open(&CatalogConfig::local(dir.join("warehouse")))
+        .await
+        .unwrap();
+    let Some(lt) = cat
+        .load(&runner::iceberg::catalog::ident("shop", t).unwrap())
+        .await
+        .unwrap()
+    else {
+        return Vec::new();
+    };
+    let table = lt.table(&cat.file_io).unwrap();
+    let batches: Vec<arrow_array::RecordBatch> = tokio::time::timeout(
+        Duration::from_secs(120),
+        table
+            .scan()
+            .with_concurrency_limit(1)
+            .build()
+            .unwrap()
+            .to_arrow()
+            .await
+            .unwrap()
+            .try_collect(),
+    )
+    .await
+    .expect("scan within 120 s")
+    .unwrap();
+    let mut out = Vec::new();
+    for b in batches {
+        use arrow_array::Array;
+        let fmts: Vec<_> = b
+            .columns()
+            .iter()
+            .map(|c| {
+                arrow_cast::display::ArrayFormatter::try_new(
+                    c.as_ref(),
+                    &arrow_cast::display::FormatOptions::default(),
+                )
+                .unwrap()
+            })
+            .collect();
+        for r in 0..b.num_rows() {
+            out.push(
+                (0..b.num_columns())
+                    .map(|c| {
+                        (!b.column(c).is_null(r))
+                            .then(|| time_text(&fmts[c].value(r).to_string()))
+                    })
+                    .collect(),
+            );
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debezium_topics_into_iceberg_exactly_once() {
+    let broker = Broker::start().await;
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap).await;
+    let mut feed = Feed::new();
+    schema_ddl(&mut feed);
+    feed.workload(15, 0);
+    let rename_at = feed.next_pos();
+    let data = std::mem::take(&mut feed.msgs);
+    feed.ddl("items", "ALTER TABLE items CHANGE name title VARCHAR(40)", rename_at);
+    let ddl = std::mem::take(&mut feed.msgs);
+    feed.renamed = true;
+    feed.workload(15, 100);
+    let after = std::mem::take(&mut feed.msgs);
+    let (mut schema, rest): (Vec<_>, Vec<_>) = data.into_iter().partition(|(t, _)| t == PREFIX);
+    schema.extend(ddl);
+    produce(&bootstrap, schema).await;
+    produce(&bootstrap, rest).await;
+    produce(&bootstrap, after).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!("  type: iceberg\n  warehouse: {}\n", tmp.path().join("ice").join("warehouse").display());
+    let job = write_job(&tmp.path().join("ice"), &bootstrap, "to-iceberg", &sink);
+    // Twice: the second run finds every offset committed and adds nothing.
+    for run in 0..2 {
+        let st = spawn(&job, true).wait().unwrap();
+        assert!(st.success(), "run {run}: {}", log_of(&job));
+        for t in TABLES {
+            let got = iceberg_table(&tmp.path().join("ice"), t).await;
+            let want = expected(&feed, t);
+            assert_eq!(got, want, "run {run}: Iceberg shop.{t} differs from the topics");
+        }
+    }
+}
