@@ -81,7 +81,9 @@ enum Command {
         #[arg(long)]
         until_end: bool,
     },
-    /// Show, per Iceberg table of a job: committed checkpoint, watermark, rows, schema.
+    /// Show where a job stands: per Iceberg table its committed checkpoint, watermark,
+    /// rows and schema; for a PostgreSQL/MySQL target its state row, Kafka offsets and
+    /// DDL log counts.
     Status {
         /// The job file (YAML).
         #[arg(long, value_name = "FILE")]

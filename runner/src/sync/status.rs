@@ -1,5 +1,6 @@
 //! `lakeshift status`: per Iceberg table of a job, the committed checkpoint, the
-//! watermark, rows and schema version, read from the catalog and the state folder.
+//! watermark, rows and schema version, read from the catalog and the state folder;
+//! for a relational target, its state row, Kafka offsets and the DDL log's counts.
 
 use super::engine::{State, CHECKPOINT, JOB, WATERMARK};
 use super::job::SyncJob;
@@ -8,6 +9,9 @@ use crate::iceberg::{Catalog, CatalogConfig};
 use std::fmt::Write;
 
 pub async fn report(job: &SyncJob) -> Result<String, String> {
+    if job.sink.kind != "iceberg" {
+        return super::rdb::status(job).await;
+    }
     let catalog = Catalog::open(&CatalogConfig {
         name: job.sink.catalog_name.clone(),
         warehouse: job.sink.warehouse.clone(),

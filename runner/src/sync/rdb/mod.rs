@@ -85,6 +85,8 @@ pub struct RdbEngine {
     pub commits: u64,
     pub ddls: u64,
     pub stop: Arc<std::sync::atomic::AtomicBool>,
+    last_progress: Instant,
+    rows_at_progress: u64,
     /// A Kafka source: offsets instead of a source position.
     kafka: bool,
     /// Kafka: each partition's next offset as the target holds it (None: not yet
@@ -152,6 +154,8 @@ impl RdbEngine {
             commits: 0,
             ddls: 0,
             stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            last_progress: Instant::now(),
+            rows_at_progress: 0,
             kafka: job.source.kafka.is_some(),
             floors: HashMap::new(),
             offsets: BTreeMap::new(),
@@ -505,6 +509,30 @@ impl RdbEngine {
             notes.push(format!("{}: {}", d.severity, d.message));
         }
         Ok((out, notes))
+    }
+
+    /// Every `progress-seconds`: rows, checkpoint and position on standard error.
+    fn progress(&mut self) {
+        let every = self.job.pipeline.progress_seconds;
+        if every <= 0.0 || self.last_progress.elapsed().as_secs_f64() < every {
+            return;
+        }
+        let secs = self.last_progress.elapsed().as_secs_f64();
+        let rate = (self.rows - self.rows_at_progress) as f64 / secs;
+        self.last_progress = Instant::now();
+        self.rows_at_progress = self.rows;
+        tracing::info!(
+            "progress: {} row changes ({rate:.0}/s), {} DDL, checkpoint {} ({:.1} s ago){}",
+            self.rows,
+            self.ddls,
+            self.checkpoint,
+            self.last_checkpoint.elapsed().as_secs_f64(),
+            match (&self.position, self.kafka) {
+                (_, true) => format!(", {} partition(s)", self.floors.len()),
+                (Some(p), _) => format!(", position {p}"),
+                (None, _) => String::new(),
+            }
+        );
     }
 
     fn stopping(&self) -> bool {
@@ -1322,6 +1350,7 @@ impl RdbEngine {
             if self.stopping() {
                 break;
             }
+            self.progress();
             let e = match tokio::time::timeout(Duration::from_millis(250), rx.recv()).await {
                 Ok(Some(e)) => e,
                 Ok(None) => break,
@@ -1507,4 +1536,68 @@ fn clip(s: &str) -> String {
 pub fn ddl_log_report(job: &SyncJob) -> Result<String, String> {
     let log = DdlLog::load(&job.pipeline.state)?;
     Ok(log.render())
+}
+
+/// `lakeshift status` of a relational target: the job's state row, Kafka offsets and
+/// the DDL log's counts by status.
+pub async fn status(job: &SyncJob) -> Result<String, String> {
+    use std::fmt::Write;
+    let mut t = Target::connect(job.sink.url.as_deref().unwrap_or_default()).await?;
+    let d = t.dialect();
+    let name = dialects::emit::string_literal(d, &job.pipeline.name);
+    let mut out = String::new();
+    let state = t
+        .query(&format!(
+            "SELECT CAST(checkpoint AS CHAR(20)), position, CAST(updated_at AS CHAR(40)), CASE WHEN snapshot IS NULL THEN 'no' ELSE 'yes' END FROM {STATE_DB}.{STATE_TABLE} WHERE job = {name}"
+        ))
+        .await;
+    match state {
+        Ok(rows) if !rows.is_empty() => {
+            let r = &rows[0];
+            let v = |i: usize| r[i].as_deref().unwrap_or("-").trim().to_owned();
+            let _ = writeln!(
+                out,
+                "job {} into {}: checkpoint {}, source position {}, last commit {}{}",
+                job.pipeline.name,
+                d,
+                v(0),
+                v(1),
+                v(2),
+                if v(3) == "yes" { " (snapshot in progress)" } else { "" }
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "job {}: not started on the target", job.pipeline.name);
+        }
+    }
+    if let Ok(rows) = t
+        .query(&format!(
+            "SELECT topic, CAST(part AS CHAR(10)), CAST(next_offset AS CHAR(20)) FROM {STATE_DB}.kafka_offsets WHERE job = {name} ORDER BY topic, part"
+        ))
+        .await
+    {
+        for r in rows {
+            let v = |i: usize| r[i].as_deref().unwrap_or("-").trim().to_owned();
+            let _ = writeln!(out, "  kafka {}/{}: next offset {}", v(0), v(1), v(2));
+        }
+    }
+    let log = DdlLog::load(&job.pipeline.state)?;
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &log.entries {
+        *counts.entry(e.status.to_string()).or_default() += 1;
+    }
+    let _ = writeln!(
+        out,
+        "DDL log: {}",
+        if counts.is_empty() {
+            "empty".to_owned()
+        } else {
+            counts
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    Ok(out)
 }
