@@ -425,7 +425,9 @@ impl Broker {
             });
         let broker = Broker { port, child };
         wait_until("the Kafka broker accepts connections", || async move {
-            tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
         })
         .await;
         broker

@@ -184,7 +184,6 @@ pub async fn run(
         .set("bootstrap.servers", &k.brokers)
         .set("group.id", format!("{}-schema-reader", k.group_id))
         .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
         .create()
         .map_err(kerr)?;
     let mut tpl = TopicPartitionList::new();
@@ -193,12 +192,23 @@ pub async fn run(
     schema.assign(&tpl).map_err(kerr)?;
     let mut history = SchemaHistory::in_memory();
     let mut queue: Vec<Ddl> = Vec::new();
-    let mut schema_eof = false;
+    // Read up to the schema topic's end as of now.
+    let (_, end) = schema
+        .fetch_watermarks(&k.schema_topic(), 0, Duration::from_secs(30))
+        .map_err(|e| {
+            SourceError::Connect(format!(
+                "kafka: the schema-change topic {}: {e}",
+                k.schema_topic()
+            ))
+        })?;
+    let mut next = 0i64;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !schema_eof {
+    while next < end {
         match schema.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => queue_ddl(&mut queue, m.payload())?,
-            Some(Err(KafkaError::PartitionEOF(_))) => schema_eof = true,
+            Some(Ok(m)) => {
+                next = m.offset() + 1;
+                queue_ddl(&mut queue, m.payload())?
+            }
             Some(Err(e)) => return Err(kerr(e)),
             None if Instant::now() > deadline => {
                 return Err(SourceError::Connect(format!(
@@ -216,11 +226,20 @@ pub async fn run(
     );
 
     let rebalanced = Arc::new(AtomicBool::new(false));
-    let consumer: StreamConsumer<GroupContext> = ClientConfig::new()
+    let mut cfg = ClientConfig::new();
+    // librdkafka's own debug contexts (LAKESHIFT_KAFKA_DEBUG=consumer,cgrp,fetch),
+    // logged through LAKESHIFT_LOG=rdkafka=debug.
+    if let Ok(d) = std::env::var("LAKESHIFT_KAFKA_DEBUG") {
+        cfg.set("debug", d);
+    }
+    let consumer: StreamConsumer<GroupContext> = cfg
         .set("bootstrap.servers", &k.brokers)
         .set("group.id", &k.group_id)
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
+        // Table topics have one partition each (Debezium's default): the range
+        // assignor would give every topic's partition 0 to one member.
+        .set("partition.assignment.strategy", "roundrobin")
         .set("session.timeout.ms", k.session_timeout_ms.to_string())
         .set(
             "heartbeat.interval.ms",
@@ -241,6 +260,10 @@ pub async fn run(
     let mut next_offset: HashMap<(String, i32), i64> = HashMap::new();
     let mut delivered: u64 = 0;
     loop {
+        // The engine stopped (SIGTERM, an error): nothing more to read.
+        if tx.is_closed() {
+            return Ok(());
+        }
         if rebalanced.swap(false, Ordering::SeqCst) {
             at_end.clear();
             next_offset.clear();
@@ -264,7 +287,6 @@ pub async fn run(
         while let Some(r) = schema.poll(Duration::ZERO) {
             match r {
                 Ok(m) => queue_ddl(&mut queue, m.payload())?,
-                Err(KafkaError::PartitionEOF(_)) => {}
                 Err(e) => return Err(kerr(e)),
             }
         }

@@ -201,10 +201,23 @@ impl RdbEngine {
             format!("CREATE TABLE IF NOT EXISTS {STATE_DB}.ddl_applied (job varchar(200) NOT NULL, position varchar(250) NOT NULL, PRIMARY KEY (job, position))"),
         ];
         for s in [ns, table].into_iter().chain(more) {
-            self.target
-                .exec(&s)
-                .await
-                .map_err(|e| format!("target state table: {e}"))?;
+            // Two processes of one job creating these at once: PostgreSQL's IF NOT
+            // EXISTS can still fail with a duplicate; the second try sees them.
+            let mut tries = 0;
+            loop {
+                match self.target.exec(&s).await {
+                    Ok(_) => break,
+                    Err(e)
+                        if tries < 3
+                            && (e.message.contains("duplicate key")
+                                || e.message.contains("already exists")) =>
+                    {
+                        tries += 1;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Err(e) => return Err(format!("target state table: {e}")),
+                }
+            }
         }
         let job = self.lit(&self.job.pipeline.name);
         let rows = self
@@ -1563,7 +1576,11 @@ pub async fn status(job: &SyncJob) -> Result<String, String> {
                 v(0),
                 v(1),
                 v(2),
-                if v(3) == "yes" { " (snapshot in progress)" } else { "" }
+                if v(3) == "yes" {
+                    " (snapshot in progress)"
+                } else {
+                    ""
+                }
             );
         }
         _ => {
