@@ -183,7 +183,7 @@ async fn lakeshift_sync(
         checkpoint: 0,
         position: Some(from.clone()),
         snapshot: None,
-        pending: Default::default(),
+        ..Default::default()
     };
     std::fs::write(
         state.join("checkpoint.json"),
