@@ -281,7 +281,30 @@ fn write_job(dir: &Path, bootstrap: &str, group: &str, sink: &str) -> PathBuf {
     p
 }
 
-fn spawn(job: &Path, until_end: bool) -> Child {
+/// A `lakeshift sync` child, killed if the test ends early.
+struct Kid(Child);
+
+impl std::ops::Deref for Kid {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Kid {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(job: &Path, until_end: bool) -> Kid {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -292,7 +315,7 @@ fn spawn(job: &Path, until_end: bool) -> Child {
     if until_end {
         c.arg("--until-end");
     }
-    c.stdout(Stdio::null()).stderr(log).spawn().unwrap()
+    Kid(c.stdout(Stdio::null()).stderr(log).spawn().unwrap())
 }
 
 fn log_of(job: &Path) -> String {
@@ -426,15 +449,18 @@ async fn debezium_topics_into_postgres_with_two_consumers_and_a_kill() {
     let mut b = spawn(&job_b, false);
     wait_pg("the topics applied", &pg, &feed, &[&job_a, &job_b]).await;
     // The group split the topics: each process was assigned some of them.
-    wait_until("both consumers hold partitions", || async {
-        let assigned = |j: &Path| {
-            log_of(j)
-                .lines()
-                .rfind(|l| l.contains("kafka: assigned dbz"))
-                .map(str::to_owned)
-        };
-        assigned(&job_a).is_some() && assigned(&job_b).is_some()
-    })
+    wait_until(
+        "both consumers hold partitions (logs kept with LAKESHIFT_KEEP=1)",
+        || async {
+            let assigned = |j: &Path| {
+                log_of(j)
+                    .lines()
+                    .rfind(|l| l.contains("kafka: assigned dbz"))
+                    .map(str::to_owned)
+            };
+            assigned(&job_a).is_some() && assigned(&job_b).is_some()
+        },
+    )
     .await;
     // One consumer dies; more changes, and a column added, while it is gone.
     a.kill().unwrap();
@@ -452,15 +478,15 @@ async fn debezium_topics_into_postgres_with_two_consumers_and_a_kill() {
     // another joins after the session timeout: the restart waits that long, so the
     // dead member's partitions are assigned again.
     tokio::time::sleep(Duration::from_millis(SESSION_MS + 2000)).await;
-    let mut a = spawn(&job_a, false);
+    let a = spawn(&job_a, false);
     wait_pg("after the kill and restart", &pg, &feed, &[&job_a, &job_b]).await;
     assert!(b.try_wait().unwrap().is_none(), "{}", log_of(&job_b));
-    let _ = Command::new("kill").arg(a.id().to_string()).status();
-    assert!(a.wait().unwrap().success(), "{}", log_of(&job_a));
     // A clean stop commits and exits 0; offsets in the target match the topics.
-    let _ = Command::new("kill").arg(b.id().to_string()).status();
-    let st = b.wait().unwrap();
-    assert!(st.success(), "{}", log_of(&job_b));
+    for (mut p, j) in [(a, &job_a), (b, &job_b)] {
+        let _ = Command::new("kill").arg(p.id().to_string()).status();
+        let st = p.wait().unwrap();
+        assert!(st.success(), "{}", log_of(j));
+    }
     let offs = pg
         .query(
             "SELECT topic, next_offset FROM lakeshift.kafka_offsets WHERE job = 'from-kafka' ORDER BY topic",
@@ -623,4 +649,63 @@ async fn debezium_topics_into_iceberg_exactly_once() {
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_whose_partition_moved_on_is_fenced_off() {
+    let (broker, pgs) = tokio::join!(Broker::start(), PgServer::start());
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap).await;
+    let pg = pgs.create_db("lake").await;
+    pg.batch_execute("SET TIME ZONE 'UTC'").await.unwrap();
+    let mut feed = Feed::new();
+    schema_ddl(&mut feed);
+    feed.workload(5, 0);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+        pgs.port
+    );
+    let job = write_job(&tmp.path().join("z"), &bootstrap, "fence", &sink);
+    let mut z = spawn(&job, false);
+    wait_pg("the backlog applied", &pg, &feed, &[&job]).await;
+    // Another consumer of the group (as after a rebalance this one missed) moved
+    // `tags` on in the target. This one still reads `tags`: its next commit asserts
+    // the offset it read from, fails, and it stops without applying the change.
+    pg.execute(
+        "UPDATE lakeshift.kafka_offsets SET next_offset = next_offset + 1000 WHERE topic = 'dbz.shop.tags'",
+        &[],
+    )
+    .await
+    .unwrap();
+    feed.change("tags", 999, 999, false);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let st = loop {
+        if let Some(st) = z.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = z.kill();
+            panic!(
+                "the fenced consumer did not stop within 60 s: {}",
+                log_of(&job)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let log = log_of(&job);
+    assert!(!st.success(), "{log}");
+    assert!(
+        log.contains("another consumer of the group took it over"),
+        "{log}"
+    );
+    assert!(
+        !pg_table(&pg, "tags")
+            .await
+            .iter()
+            .any(|r| r[0].as_deref() == Some("tag999")),
+        "the fenced change did not land"
+    );
 }
