@@ -440,6 +440,24 @@ async fn mariadb_restores_into_postgres_and_mariadb_through_kills_ddl_and_a_rout
         &["items", "counter", "nokey", "orders_1", "orders_2", "late"],
     )
     .await;
+    // The targets recorded each executed DDL once (lakeshift.ddl_applied), and their
+    // catalogs match the source's (checked above).
+    let pg_marks: i64 =
+        t.pg.query_one(
+            "SELECT count(*) FROM lakeshift.ddl_applied WHERE job = 'restore'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let my_marks: Vec<u64> =
+        t.my.query("SELECT COUNT(*) FROM lakeshift.ddl_applied WHERE job = 'restore'")
+            .await
+            .unwrap();
+    assert_eq!(
+        (pg_marks, my_marks[0]),
+        ((DDL.len() - 1) as i64, (DDL.len() - 1) as u64)
+    );
     // Each DDL is in the DDL log once; the second orders table's ALTER found the
     // column there already (two tables, one target).
     for job in [&job_pg, &job_my] {
@@ -566,6 +584,13 @@ async fn a_ddl_the_target_refuses_follows_the_policy() {
             _ => {
                 assert!(st.success(), "park policy: {log}");
                 assert!(ddl_log.contains("#1 parked"), "{ddl_log}");
+                let (ok, status, err) = lakeshift(&["status", "--config", &cfg]);
+                assert!(ok, "{err}");
+                assert!(
+                    status.contains("into postgres: checkpoint")
+                        && status.contains("DDL log: 1 parked"),
+                    "{status}"
+                );
                 let dead =
                     std::fs::read_to_string(job.with_file_name("state").join("dead-letter.jsonl"))
                         .unwrap();
