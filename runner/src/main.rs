@@ -11,7 +11,7 @@ use std::process::ExitCode;
 #[command(
     name = "lakeshift",
     version,
-    about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and mirror MySQL/MariaDB databases into Iceberg tables, DDL included, exactly once",
+    about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and mirror MySQL/MariaDB databases (binlog or Debezium topics) into Iceberg, PostgreSQL or MySQL, DDL included, exactly once",
     after_help = "Exit status: 0 success, 1 failure (a statement, a commit, the source), 2 usage error."
 )]
 struct Cli {
@@ -62,7 +62,9 @@ enum Command {
     /// MySQL/MariaDB, DDL included, exactly once.
     ///
     /// Reads the job file (source, sink, pipeline, route). The first run snapshots every
-    /// captured table, then follows the binlog. Iceberg (`sink.type: iceberg`): every
+    /// captured table, then follows the binlog; with `source.type: kafka` it reads
+    /// Debezium topics instead, one consumer group, offsets kept in the sink's commit.
+    /// Iceberg (`sink.type: iceberg`): every
     /// checkpoint interval, at a transaction boundary, changes are written as Parquet
     /// files, recorded in the state folder, and committed per table with the checkpoint
     /// id and the table's watermark in the snapshot summary. PostgreSQL or MySQL
