@@ -638,3 +638,64 @@ async fn a_ddl_the_target_refuses_follows_the_policy() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_keys_kept_on_postgres_are_checked_at_each_commit() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.parent (id INT PRIMARY KEY, name VARCHAR(10));
+         CREATE TABLE shop.child (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES parent (id));
+         INSERT INTO shop.parent VALUES (1, 'p1'); INSERT INTO shop.child VALUES (10, 1);",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("fk").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fk");
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 801\n  tables: ['shop\\..*']\nsink:\n  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/fk\n  foreign-keys: keep\npipeline:\n  name: fk\n  state: {}\n  checkpoint-interval-seconds: 0.2\n",
+            src.port,
+            pgs.port,
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    catch_up(&job);
+    // The foreign key is there, deferred to commit.
+    let fks = pg
+        .query(
+            "SELECT conname::text, condeferrable, condeferred FROM pg_constraint WHERE contype = 'f' AND conrelid = 'shop.child'::regclass",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(fks.len(), 1, "one foreign key on shop.child");
+    assert!(fks[0].get::<_, bool>(1) && fks[0].get::<_, bool>(2));
+    // One source transaction: a child, then its parent. The target applies tables
+    // in name order (child first): only a deferred check lets that commit.
+    c.query_drop(
+        "SET foreign_key_checks = 0; BEGIN; INSERT INTO shop.child VALUES (20, 2); INSERT INTO shop.parent VALUES (2, 'p2'); COMMIT; SET foreign_key_checks = 1",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    for t in ["parent", "child"] {
+        let (s, d) = table_text(&mut c, &pg, t).await;
+        assert_eq!(s, d, "shop.{t}");
+    }
+    // The key is enforced: a child without a parent is refused by the target.
+    let err = pg
+        .batch_execute("INSERT INTO shop.child VALUES (30, 99)")
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("foreign key") || format!("{err:?}").contains("foreign key"),
+        "{err:?}"
+    );
+}

@@ -34,7 +34,8 @@ pub struct SinkConfig {
     pub url: Option<String>,
     /// postgres / mysql: foreign keys of created tables: `drop` (default; tables are
     /// applied independently) or `keep` (MySQL: kept, checked off in the sink's
-    /// session; PostgreSQL: created DEFERRABLE INITIALLY DEFERRED).
+    /// session; PostgreSQL: added once both tables exist, DEFERRABLE INITIALLY
+    /// DEFERRED NOT VALID, so each checkpoint's transaction is checked at commit).
     #[serde(default)]
     pub foreign_keys: ForeignKeys,
     /// postgres / mysql: rows per INSERT or DELETE statement.

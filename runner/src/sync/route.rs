@@ -134,10 +134,24 @@ impl Router {
     /// A table definition under its target names.
     pub fn table(&self, t: &Table) -> Table {
         let (name, r) = self.name(&t.name);
-        let mut t = t.clone();
-        t.name = name;
-        rename_columns(&mut t, &r);
-        t
+        let mut out = t.clone();
+        out.name = name;
+        rename_columns(&mut out, &r);
+        // Referenced tables (unqualified ones live in the table's own database).
+        for fk in &mut out.foreign_keys {
+            let mut reft = fk.ref_table.clone();
+            if reft.schema.is_none() {
+                reft.schema = t.name.schema.clone();
+            }
+            let (rn, rr) = self.name(&reft);
+            fk.ref_table = rn;
+            fk.ref_columns = fk
+                .ref_columns
+                .iter()
+                .map(|c| rr.column(c).to_owned())
+                .collect();
+        }
+        out
     }
 
     /// A schema change under target names.

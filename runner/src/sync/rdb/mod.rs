@@ -98,6 +98,8 @@ pub struct RdbEngine {
     held_rows: Vec<crate::source::RowBatch>,
     /// Kafka: committed offsets, back to the reader (the group's offsets).
     to_source: Option<mpsc::UnboundedSender<crate::source::kafka::Committed>>,
+    /// PostgreSQL with `foreign-keys: keep`: foreign keys waiting for their tables.
+    fk_queue: Vec<(TableName, ddl_core::ForeignKey)>,
 }
 
 const STATE_DB: &str = "lakeshift";
@@ -116,10 +118,7 @@ impl RdbEngine {
         let url = job.sink.url.clone().expect("validated");
         let mut target = Target::connect(&url).await?;
         let dialect = target.dialect();
-        if job.sink.foreign_keys == ForeignKeys::Keep && dialect == Dialect::Postgres {
-            return Err("sink.foreign-keys: keep is supported for MySQL targets (checks off in the sink's session); PostgreSQL targets get tables without foreign keys".into());
-        }
-        if job.sink.foreign_keys == ForeignKeys::Keep {
+        if job.sink.foreign_keys == ForeignKeys::Keep && dialect == Dialect::MySql {
             target
                 .exec("SET SESSION foreign_key_checks = 0")
                 .await
@@ -161,6 +160,7 @@ impl RdbEngine {
             offsets: BTreeMap::new(),
             held_rows: Vec::new(),
             to_source: None,
+            fk_queue: Vec::new(),
             job,
         };
         e.load_state().await?;
@@ -325,10 +325,61 @@ impl RdbEngine {
     /// A source table definition under target names, without what the target skips.
     fn routed_ir(&self, t: &Table) -> Table {
         let mut r = self.job.router.table(t);
-        if self.job.sink.foreign_keys == ForeignKeys::Drop {
+        if self.job.sink.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
             r.foreign_keys.clear();
         }
         r
+    }
+
+    /// PostgreSQL with `foreign-keys: keep`: foreign keys are added once both tables
+    /// exist, DEFERRABLE INITIALLY DEFERRED (checked at each checkpoint's commit) and
+    /// NOT VALID (rows already there are not re-checked: tables fill independently).
+    fn deferred_fks(&self) -> bool {
+        self.job.sink.foreign_keys == ForeignKeys::Keep && self.dialect == Dialect::Postgres
+    }
+
+    /// Queue a routed table's foreign keys (deferred mode), named as PostgreSQL would.
+    fn queue_fks(&mut self, t: &Table) {
+        if !self.deferred_fks() {
+            return;
+        }
+        for fk in &t.foreign_keys {
+            let mut fk = fk.clone();
+            if fk.name.is_none() {
+                fk.name = Some(format!("{}_{}_fkey", t.name.name, fk.columns.join("_")));
+            }
+            if fk.ref_table.schema.is_none() {
+                fk.ref_table.schema = t.name.schema.clone();
+            }
+            self.fk_queue.push((t.name.clone(), fk));
+        }
+    }
+
+    /// Add the queued foreign keys whose two tables both exist now.
+    async fn add_ready_fks(&mut self) -> Result<(), String> {
+        let queue = std::mem::take(&mut self.fk_queue);
+        for (table, fk) in queue {
+            if self.catalog.table(&table).is_none() || self.catalog.table(&fk.ref_table).is_none() {
+                self.fk_queue.push((table, fk));
+                continue;
+            }
+            let (stmts, _) = self.translate(
+                &[SchemaChange::AddForeignKey {
+                    table: table.clone(),
+                    foreign_key: fk.clone(),
+                }],
+                &[],
+            )?;
+            for s in stmts {
+                let sql = format!("{s} DEFERRABLE INITIALLY DEFERRED NOT VALID");
+                match self.target.exec(&sql).await {
+                    Ok(_) => tracing::info!("{table}: foreign key added: {sql}"),
+                    Err(e) if e.message.contains("already exists") => {}
+                    Err(e) => return Err(format!("{table}: foreign key: {e}\n  statement: {sql}")),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Remember a target table's definition.
@@ -413,6 +464,7 @@ impl RdbEngine {
         if self.catalog.table(&name).is_none() {
             let mut ir = (*t.ir).clone();
             ir.name = TableName::new(Some(&t.db), &t.name);
+            let with_fks = self.job.router.table(&ir);
             let r = self.routed_ir(&ir);
             let sql = self.translate(
                 &[SchemaChange::CreateTable {
@@ -430,6 +482,8 @@ impl RdbEngine {
             }
             tracing::info!("table {}: created on the target (if absent)", show(&k));
             self.know(r);
+            self.queue_fks(&with_fks);
+            self.add_ready_fks().await?;
         } else {
             // Several source tables into one target table: their columns must agree.
             let have: Vec<String> = self
@@ -956,12 +1010,25 @@ impl RdbEngine {
         }
         let mut routed: Vec<SchemaChange> =
             changes.iter().map(|c| self.job.router.change(c)).collect();
-        if self.job.sink.foreign_keys == ForeignKeys::Drop {
-            routed.retain(|c| !matches!(c, SchemaChange::AddForeignKey { .. }));
+        if self.job.sink.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
+            let mut later: Vec<Table> = Vec::new();
+            routed.retain(|c| match c {
+                SchemaChange::AddForeignKey { table, foreign_key } => {
+                    let mut t = Table::new(table.clone());
+                    t.foreign_keys.push(foreign_key.clone());
+                    later.push(t);
+                    false
+                }
+                _ => true,
+            });
             for c in &mut routed {
                 if let SchemaChange::CreateTable { table, .. } = c {
+                    later.push(table.clone());
                     table.foreign_keys.clear();
                 }
+            }
+            for t in later {
+                self.queue_fks(&t);
             }
         }
         let after_routed: Vec<Table> = after.iter().map(|t| self.routed_ir(t)).collect();
@@ -1198,6 +1265,7 @@ impl RdbEngine {
             Ok(()) => {
                 self.log.set(i, Status::Executed, None)?;
                 self.apply_catalog(routed, after);
+                self.add_ready_fks().await?;
                 self.ddls += 1;
                 tracing::info!("DDL #{seq} at {position} executed on the target");
                 Ok(())
