@@ -637,6 +637,20 @@ async fn a_ddl_the_target_refuses_follows_the_policy() {
             assert_eq!(s, d, "{policy}: shop.{t} differs from the source");
         }
     }
+    // A DDL lakeshift cannot parse (valid MariaDB, no schema change): the skip job
+    // records it and goes on.
+    c.query_drop("ALTER TABLE shop.b ORDER BY v; INSERT INTO shop.b VALUES (3, 'three')")
+        .await
+        .unwrap();
+    let (_, job, pg) = &jobs[1];
+    catch_up(job);
+    let (_, ddl_log, _) = lakeshift(&["ddl-log", "--config", &job.display().to_string()]);
+    assert!(
+        ddl_log.contains("#2 skipped") && ddl_log.contains("cannot be parsed"),
+        "{ddl_log}"
+    );
+    let (s, d) = table_text(&mut c, pg, "b").await;
+    assert_eq!(s, d, "skip: shop.b after the unparsed DDL");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -427,6 +427,10 @@ impl BinlogReader {
                 tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
                 return Ok(true);
             }
+            Err(e) if self.src.skip_unparsed_ddl => {
+                let ev = super::unparsed(&after, db, sql, &e);
+                return Ok(self.send(ev).await);
+            }
             Err(e) => {
                 return Err(SourceError::Ddl {
                     position: pos.to_string(),

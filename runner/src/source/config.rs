@@ -171,6 +171,10 @@ pub struct Source {
     pub start: Start,
     /// A Kafka (Debezium) source instead of the binlog.
     pub kafka: Option<super::kafka::KafkaConfig>,
+    /// A DDL on a captured table that the schema history cannot parse is reported
+    /// (a `Schema` event without changes, noted `skipped:`) instead of stopping the
+    /// source (the sync job's `ddl-error-policy: skip`).
+    pub skip_unparsed_ddl: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -351,6 +355,7 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
         tables,
         start,
         kafka: None,
+        skip_unparsed_ddl: false,
     })
 }
 

@@ -110,6 +110,7 @@ pub fn validate(k: KafkaConfig) -> Result<super::config::Source, String> {
         tables,
         start: super::config::Start::Initial,
         kafka: Some(k),
+        skip_unparsed_ddl: false,
     })
 }
 
@@ -593,6 +594,17 @@ async fn deliver_ddl(
                     d.position,
                     e.message
                 );
+                continue;
+            }
+            Err(e) if src.skip_unparsed_ddl => {
+                let at = Position {
+                    ordinal: 1,
+                    ..d.position.clone()
+                };
+                let ev = super::unparsed(&at, &d.db, &d.sql, &e);
+                if tx.send(ev).await.is_err() {
+                    return Ok(false);
+                }
                 continue;
             }
             Err(e) => {

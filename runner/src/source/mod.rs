@@ -182,3 +182,26 @@ impl SourceError {
         }
     }
 }
+
+/// The `Schema` event of a DDL on a captured table that the schema history could not
+/// parse, when the job skips those: no changes, a `skipped:` note with the reason.
+pub fn unparsed(
+    position: &Position,
+    db: &str,
+    sql: &str,
+    e: &history::HistoryError,
+) -> SourceEvent {
+    tracing::warn!(
+        "DDL at {position} cannot be parsed ({}); skipped: the tables keep their schema, so rows decode only if it did not change their format\n  statement: {sql}",
+        e.message
+    );
+    SourceEvent::Schema {
+        position: position.clone(),
+        db: db.to_owned(),
+        ddl: sql.to_owned(),
+        changes: Vec::new(),
+        tables: e.tables.iter().map(|t| t.to_string()).collect(),
+        notes: vec![format!("skipped: cannot be parsed: {}", e.message)],
+        after: Vec::new(),
+    }
+}

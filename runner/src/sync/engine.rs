@@ -1357,6 +1357,32 @@ impl Engine {
                 }
                 SourceEvent::Schema {
                     position,
+                    ddl,
+                    changes,
+                    notes,
+                    tables,
+                    ..
+                } if changes.is_empty() && notes.iter().any(|n| n.starts_with("skipped:")) => {
+                    // A DDL the source could not parse (ddl-error-policy: skip).
+                    let touched: Vec<(String, String)> = tables
+                        .iter()
+                        .map(|t| match t.split_once('.') {
+                            Some((d, n)) => (d.to_owned(), n.to_owned()),
+                            None => (String::new(), t.clone()),
+                        })
+                        .collect();
+                    let why = notes.into_iter().next();
+                    self.ddl_logged(
+                        &position,
+                        &ddl,
+                        &touched,
+                        Vec::new(),
+                        super::ddllog::Status::Skipped,
+                        why,
+                    )?;
+                }
+                SourceEvent::Schema {
+                    position,
                     changes,
                     after,
                     ddl,

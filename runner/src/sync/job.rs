@@ -308,6 +308,8 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
         })?;
     }
     let router = super::route::Router::parse(job.route.as_ref())?;
+    let mut source = source;
+    source.skip_unparsed_ddl = pipeline.ddl_error_policy == DdlErrorPolicy::Skip;
     let mut sink = sink;
     if let Some(u) = &sink.url {
         sink.url = Some(expand_env(u, &env).map_err(|e| field("sink.url", &e))?);

@@ -1535,6 +1535,32 @@ impl RdbEngine {
                 }
                 SourceEvent::Schema {
                     position,
+                    ddl,
+                    changes,
+                    notes,
+                    tables,
+                    ..
+                } if changes.is_empty() && notes.iter().any(|n| n.starts_with("skipped:")) => {
+                    // A DDL the source could not parse (ddl-error-policy: skip).
+                    let at = position.to_string();
+                    if self.log.find(&at).is_none() {
+                        self.log.add(Entry {
+                            seq: 0,
+                            position: at,
+                            source_sql: ddl,
+                            target_sql: Vec::new(),
+                            tables,
+                            status: Status::Skipped,
+                            reason: notes.into_iter().next(),
+                            done: 0,
+                            at: 0,
+                            released_in: None,
+                        })?;
+                    }
+                    boundary = Some(position);
+                }
+                SourceEvent::Schema {
+                    position,
                     changes,
                     after,
                     ddl,
