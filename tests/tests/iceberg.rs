@@ -860,3 +860,58 @@ async fn layout_options_and_metadata_hygiene() {
         "current + 5 previous metadata files, older ones deleted"
     );
 }
+
+/// One row `(n, "x", 1)` committed with a Kafka partition's offsets moved.
+async fn kafka_change(
+    cat: &Catalog,
+    id: &TableIdent,
+    n: i64,
+    expect: Option<i64>,
+    part: &str,
+    next: i64,
+) -> Change {
+    let t = cat.load_required(id).await.unwrap();
+    let data = files::write_data(&t, &cat.file_io, &[orders_batch(&t, &[(n, "x", 1)])])
+        .await
+        .unwrap();
+    Change::Snapshot(SnapshotChange {
+        data_files: data,
+        kafka: Some(runner::iceberg::commit::KafkaCommit {
+            expect: BTreeMap::from([(part.to_owned(), expect)]),
+            next: BTreeMap::from([(part.to_owned(), next)]),
+        }),
+        ..Default::default()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_offsets_are_merged_and_a_stale_consumer_is_fenced() {
+    use runner::iceberg::commit::kafka_offsets;
+    let dir = tempfile::tempdir().unwrap();
+    let (_cfg, cat, id) = orders_table(dir.path()).await;
+    let c = Committer::new(&cat);
+    // Two consumers, one partition each: each commit keeps the other's offset.
+    let ch = kafka_change(&cat, &id, 1, None, "t/0", 5).await;
+    c.commit(&id, "a1", &ch).await.unwrap();
+    let ch = kafka_change(&cat, &id, 2, None, "t/1", 7).await;
+    let done = c.commit(&id, "b1", &ch).await.unwrap();
+    assert_eq!(
+        kafka_offsets(&done.table.metadata),
+        BTreeMap::from([("t/0".to_owned(), 5), ("t/1".to_owned(), 7)])
+    );
+    // A consumer that read t/0 from offset 3 (a rebalance it missed moved it to 5)
+    // cannot commit over the new owner's work.
+    let ch = kafka_change(&cat, &id, 3, Some(3), "t/0", 9).await;
+    let err = c.commit(&id, "zombie", &ch).await.unwrap_err().to_string();
+    assert!(
+        err.contains("another consumer of the group took it over"),
+        "{err}"
+    );
+    let t = cat.load_required(&id).await.unwrap();
+    assert_eq!(kafka_offsets(&t.metadata).get("t/0"), Some(&5));
+    assert_eq!(
+        scan(&cat, &id).await.len(),
+        2,
+        "the zombie's row is not there"
+    );
+}
