@@ -202,12 +202,12 @@ pub async fn run(
                 k.schema_topic()
             ))
         })?;
-    let mut next = 0i64;
+    let mut schema_next = 0i64;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while next < end {
+    while schema_next < end {
         match schema.poll(Duration::from_millis(200)) {
             Some(Ok(m)) => {
-                next = m.offset() + 1;
+                schema_next = m.offset() + 1;
                 queue_ddl(&mut queue, m.payload())?
             }
             Some(Err(e)) => return Err(kerr(e)),
@@ -260,6 +260,8 @@ pub async fn run(
     let mut at_end: BTreeSet<(String, i32)> = BTreeSet::new();
     let mut next_offset: HashMap<(String, i32), i64> = HashMap::new();
     let mut delivered: u64 = 0;
+    // When the schema topic was last read to its end (unix ms).
+    let mut schema_checked_ms = crate::sync::metrics::now_ms();
     loop {
         // The engine stopped (SIGTERM, an error): nothing more to read.
         if tx.is_closed() {
@@ -287,7 +289,10 @@ pub async fn run(
         // New DDL.
         while let Some(r) = schema.poll(Duration::ZERO) {
             match r {
-                Ok(m) => queue_ddl(&mut queue, m.payload())?,
+                Ok(m) => {
+                    schema_next = m.offset() + 1;
+                    queue_ddl(&mut queue, m.payload())?
+                }
                 Err(e) => return Err(kerr(e)),
             }
         }
@@ -366,6 +371,36 @@ pub async fn run(
             }
             continue;
         };
+        // The schema-change topic is not ordered with the data topics: a DDL that
+        // precedes this message was written to it before this message was (Debezium
+        // writes in binlog order). Unless this message is older than the last look
+        // (by its timestamp, with a second of slack), read the schema topic up to its
+        // end now, so the DDL is known before the message is decoded.
+        let created = m.timestamp().to_millis();
+        if created.is_none_or(|t| t >= schema_checked_ms - 1000) {
+            let now = crate::sync::metrics::now_ms();
+            let (_, end) = schema
+                .fetch_watermarks(&k.schema_topic(), 0, Duration::from_secs(10))
+                .map_err(kerr)?;
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while schema_next < end {
+                match schema.poll(Duration::from_millis(100)) {
+                    Some(Ok(s)) => {
+                        schema_next = s.offset() + 1;
+                        queue_ddl(&mut queue, s.payload())?
+                    }
+                    Some(Err(e)) => return Err(kerr(e)),
+                    None if Instant::now() > deadline => {
+                        return Err(SourceError::Connect(format!(
+                            "kafka: the schema-change topic {} did not deliver up to offset {end} within 30 s",
+                            k.schema_topic()
+                        )))
+                    }
+                    None => {}
+                }
+            }
+            schema_checked_ms = now;
+        }
         let topic = m.topic().to_owned();
         let partition = m.partition();
         let offset = m.offset();
