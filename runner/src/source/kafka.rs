@@ -193,33 +193,8 @@ pub async fn run(
     schema.assign(&tpl).map_err(kerr)?;
     let mut history = SchemaHistory::in_memory();
     let mut queue: Vec<Ddl> = Vec::new();
-    // Read up to the schema topic's end as of now.
-    let (_, end) = schema
-        .fetch_watermarks(&k.schema_topic(), 0, Duration::from_secs(30))
-        .map_err(|e| {
-            SourceError::Connect(format!(
-                "kafka: the schema-change topic {}: {e}",
-                k.schema_topic()
-            ))
-        })?;
     let mut schema_next = 0i64;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while schema_next < end {
-        match schema.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => {
-                schema_next = m.offset() + 1;
-                queue_ddl(&mut queue, m.payload())?
-            }
-            Some(Err(e)) => return Err(kerr(e)),
-            None if Instant::now() > deadline => {
-                return Err(SourceError::Connect(format!(
-                    "kafka: the schema-change topic {} did not answer within 60 s",
-                    k.schema_topic()
-                )))
-            }
-            None => {}
-        }
-    }
+    read_schema_to_end(&schema, &k.schema_topic(), &mut schema_next, &mut queue)?;
     tracing::info!(
         "kafka: {} DDL in the schema-change topic {}",
         queue.len(),
@@ -379,26 +354,7 @@ pub async fn run(
         let created = m.timestamp().to_millis();
         if created.is_none_or(|t| t >= schema_checked_ms - 1000) {
             let now = crate::sync::metrics::now_ms();
-            let (_, end) = schema
-                .fetch_watermarks(&k.schema_topic(), 0, Duration::from_secs(10))
-                .map_err(kerr)?;
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while schema_next < end {
-                match schema.poll(Duration::from_millis(100)) {
-                    Some(Ok(s)) => {
-                        schema_next = s.offset() + 1;
-                        queue_ddl(&mut queue, s.payload())?
-                    }
-                    Some(Err(e)) => return Err(kerr(e)),
-                    None if Instant::now() > deadline => {
-                        return Err(SourceError::Connect(format!(
-                            "kafka: the schema-change topic {} did not deliver up to offset {end} within 30 s",
-                            k.schema_topic()
-                        )))
-                    }
-                    None => {}
-                }
-            }
+            read_schema_to_end(&schema, &k.schema_topic(), &mut schema_next, &mut queue)?;
             schema_checked_ms = now;
         }
         let topic = m.topic().to_owned();
@@ -545,6 +501,37 @@ pub async fn run(
             return Ok(());
         }
     }
+}
+
+/// Read the schema-change topic up to its end as of now into the DDL queue.
+fn read_schema_to_end(
+    schema: &BaseConsumer,
+    topic: &str,
+    next: &mut i64,
+    queue: &mut Vec<Ddl>,
+) -> Result<(), SourceError> {
+    let (_, end) = schema
+        .fetch_watermarks(topic, 0, Duration::from_secs(30))
+        .map_err(|e| {
+            SourceError::Connect(format!("kafka: the schema-change topic {topic}: {e}"))
+        })?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while *next < end {
+        match schema.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => {
+                *next = m.offset() + 1;
+                queue_ddl(queue, m.payload())?
+            }
+            Some(Err(e)) => return Err(kerr(e)),
+            None if Instant::now() > deadline => {
+                return Err(SourceError::Connect(format!(
+                    "kafka: the schema-change topic {topic} did not deliver up to offset {end} within 60 s"
+                )))
+            }
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// Add a schema-change message to the DDL queue (kept in source-position order).
