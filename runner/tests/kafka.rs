@@ -344,21 +344,7 @@ async fn pg_table(c: &tokio_postgres::Client, t: &str) -> Vec<Vec<Option<String>
         return Vec::new();
     }
     let sel: Vec<String> = cols.iter().map(|c| format!("\"{c}\"::text")).collect();
-    let rows = c
-        .simple_query(&format!("SELECT {} FROM shop.{t}", sel.join(", ")))
-        .await
-        .unwrap();
-    let mut out: Vec<Vec<Option<String>>> = rows
-        .into_iter()
-        .filter_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => {
-                Some((0..r.len()).map(|i| r.get(i).map(str::to_owned)).collect())
-            }
-            _ => None,
-        })
-        .collect();
-    out.sort();
-    out
+    lakeshift_tests::pg_text_rows(c, &format!("SELECT {} FROM shop.{t}", sel.join(", "))).await
 }
 
 async fn pg_matches(c: &tokio_postgres::Client, feed: &Feed) -> bool {

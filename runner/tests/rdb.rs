@@ -119,36 +119,11 @@ fn lakeshift(args: &[&str]) -> (bool, String, String) {
 type Rows = Vec<Vec<Option<String>>>;
 
 async fn my_rows(c: &mut mysql_async::Conn, sql: &str) -> Rows {
-    let rows: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
-    let mut out: Rows = rows
-        .into_iter()
-        .map(|r| {
-            (0..r.len())
-                .map(|i| match r.as_ref(i).unwrap() {
-                    mysql_async::Value::NULL => None,
-                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-                    v => Some(v.as_sql(true)),
-                })
-                .collect()
-        })
-        .collect();
-    out.sort();
-    out
+    lakeshift_tests::mysql_text_rows(c, sql).await
 }
 
 async fn pg_rows(c: &tokio_postgres::Client, sql: &str) -> Rows {
-    let rows = c.simple_query(sql).await.unwrap();
-    let mut out: Rows = rows
-        .into_iter()
-        .filter_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => {
-                Some((0..r.len()).map(|i| r.get(i).map(str::to_owned)).collect())
-            }
-            _ => None,
-        })
-        .collect();
-    out.sort();
-    out
+    lakeshift_tests::pg_text_rows(c, sql).await
 }
 
 /// A source table's columns, in order.

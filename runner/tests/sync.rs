@@ -81,24 +81,7 @@ fn catch_up(job: &Path) {
 
 /// Rows of a MariaDB table as strings, sorted.
 async fn source_rows(c: &mut mysql_async::Conn, table: &str) -> Vec<Vec<Option<String>>> {
-    let rows: Vec<mysql_async::Row> = c
-        .query(format!("SELECT * FROM shop.{table}"))
-        .await
-        .unwrap();
-    let mut out: Vec<Vec<Option<String>>> = rows
-        .into_iter()
-        .map(|r| {
-            (0..r.len())
-                .map(|i| match r.as_ref(i).unwrap() {
-                    mysql_async::Value::NULL => None,
-                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-                    v => Some(v.as_sql(true)),
-                })
-                .collect()
-        })
-        .collect();
-    out.sort();
-    out
+    lakeshift_tests::mysql_text_rows(c, &format!("SELECT * FROM shop.{table}")).await
 }
 
 /// Rows of an Iceberg table (iceberg crate scan) as strings, sorted.

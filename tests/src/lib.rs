@@ -444,3 +444,39 @@ impl Drop for Broker {
         let _ = self.child.wait();
     }
 }
+
+/// A query's rows with every value as text (NULL as None), sorted.
+pub async fn mysql_text_rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Option<String>>> {
+    use mysql_async::prelude::Queryable;
+    let rows: Vec<mysql_async::Row> = c.query(sql).await.expect("query");
+    let mut out: Vec<Vec<Option<String>>> = rows
+        .into_iter()
+        .map(|r| {
+            (0..r.len())
+                .map(|i| match r.as_ref(i).expect("value") {
+                    mysql_async::Value::NULL => None,
+                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                    v => Some(v.as_sql(true)),
+                })
+                .collect()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A PostgreSQL query's rows as text (simple protocol; NULL as None), sorted.
+pub async fn pg_text_rows(c: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    let rows = c.simple_query(sql).await.expect("query");
+    let mut out: Vec<Vec<Option<String>>> = rows
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_owned)).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}

@@ -183,6 +183,22 @@ impl SourceError {
     }
 }
 
+const UNPARSED: &str = "skipped: cannot be parsed: ";
+
+/// The reason of a `Schema` event made by [`unparsed`] (None for any other DDL).
+pub fn unparsed_reason<'a>(
+    changes: &[ddl_core::SchemaChange],
+    notes: &'a [String],
+) -> Option<&'a str> {
+    if !changes.is_empty() {
+        return None;
+    }
+    notes
+        .iter()
+        .find(|n| n.starts_with(UNPARSED))
+        .map(String::as_str)
+}
+
 /// The `Schema` event of a DDL on a captured table that the schema history could not
 /// parse, when the job skips those: no changes, a `skipped:` note with the reason.
 pub fn unparsed(
@@ -201,7 +217,7 @@ pub fn unparsed(
         ddl: sql.to_owned(),
         changes: Vec::new(),
         tables: e.tables.iter().map(|t| t.to_string()).collect(),
-        notes: vec![format!("skipped: cannot be parsed: {}", e.message)],
+        notes: vec![format!("{UNPARSED}{}", e.message)],
         after: Vec::new(),
     }
 }

@@ -66,6 +66,30 @@ pub struct Entry {
     pub released_in: Option<u64>,
 }
 
+impl Entry {
+    /// A new entry (its number and time are set when it is added to the log).
+    pub fn new(
+        position: String,
+        source_sql: &str,
+        tables: Vec<String>,
+        status: Status,
+        reason: Option<String>,
+    ) -> Entry {
+        Entry {
+            seq: 0,
+            position,
+            source_sql: source_sql.to_owned(),
+            target_sql: Vec::new(),
+            tables,
+            status,
+            reason,
+            done: 0,
+            at: 0,
+            released_in: None,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct DdlLog {
     dir: PathBuf,
@@ -128,6 +152,14 @@ impl DdlLog {
         self.entries.push(e);
         self.store()?;
         Ok(self.entries.len() - 1)
+    }
+
+    /// Add an entry unless one has its position already (a replay).
+    pub fn record_once(&mut self, e: Entry) -> Result<(), String> {
+        if self.find(&e.position).is_none() {
+            self.add(e)?;
+        }
+        Ok(())
     }
 
     pub fn set(&mut self, i: usize, status: Status, reason: Option<String>) -> Result<(), String> {

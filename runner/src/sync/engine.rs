@@ -1026,22 +1026,15 @@ impl Engine {
         status: super::ddllog::Status,
         reason: Option<String>,
     ) -> Result<(), String> {
-        let mut log = super::ddllog::DdlLog::load(&self.state_dir)?;
-        if log.find(&position.to_string()).is_none() {
-            log.add(super::ddllog::Entry {
-                seq: 0,
-                position: position.to_string(),
-                source_sql: sql.to_owned(),
-                target_sql,
-                tables: touched.iter().map(|(a, b)| format!("{a}.{b}")).collect(),
-                status,
-                reason,
-                done: 0,
-                at: 0,
-                released_in: None,
-            })?;
-        }
-        Ok(())
+        let mut e = super::ddllog::Entry::new(
+            position.to_string(),
+            sql,
+            touched.iter().map(|(a, b)| format!("{a}.{b}")).collect(),
+            status,
+            reason,
+        );
+        e.target_sql = target_sql;
+        super::ddllog::DdlLog::load(&self.state_dir)?.record_once(e)
     }
 
     /// A DDL Iceberg cannot take: the job's `ddl-error-policy` (fail or skip; park is
@@ -1362,7 +1355,7 @@ impl Engine {
                     notes,
                     tables,
                     ..
-                } if changes.is_empty() && notes.iter().any(|n| n.starts_with("skipped:")) => {
+                } if crate::source::unparsed_reason(&changes, &notes).is_some() => {
                     // A DDL the source could not parse (ddl-error-policy: skip).
                     let touched: Vec<(String, String)> = tables
                         .iter()
@@ -1371,7 +1364,7 @@ impl Engine {
                             None => (String::new(), t.clone()),
                         })
                         .collect();
-                    let why = notes.into_iter().next();
+                    let why = crate::source::unparsed_reason(&changes, &notes).map(str::to_owned);
                     self.ddl_logged(
                         &position,
                         &ddl,

@@ -926,8 +926,6 @@ impl RdbEngine {
             let s = self.statements(&k, p)?;
             let name = show(&k);
             if self.parked.contains(&name) {
-                let mut held = self.log.held(&name)?;
-                held.retain(|(c, _)| *c < n);
                 self.log.hold(&name, n, s)?;
                 continue;
             }
@@ -1051,18 +1049,13 @@ impl RdbEngine {
                 Some(i) if self.log.entries[i].status == Status::Executed => {}
                 Some(i) => self.log.set(i, Status::Executed, None)?,
                 None => {
-                    self.log.add(Entry {
-                        seq: 0,
-                        position: at.clone(),
-                        source_sql: sql.to_owned(),
-                        target_sql: Vec::new(),
-                        tables: touched.clone(),
-                        status: Status::Executed,
-                        reason: Some("the target ran it for this job before (another process, or a lost state folder)".into()),
-                        done: 0,
-                        at: 0,
-                        released_in: None,
-                    })?;
+                    self.log.add(Entry::new(
+                        at.clone(),
+                        sql,
+                        touched.clone(),
+                        Status::Executed,
+                        Some("the target ran it for this job before (another process, or a lost state folder)".into()),
+                    ))?;
                 }
             }
             tracing::info!("DDL at {at}: already run on the target for this job; not repeated");
@@ -1108,18 +1101,7 @@ impl RdbEngine {
                         && have.indexes == t.indexes
                 })
             });
-        let mut entry = Entry {
-            seq: 0,
-            position: at.clone(),
-            source_sql: sql.to_owned(),
-            target_sql: Vec::new(),
-            tables: touched.clone(),
-            status: Status::Pending,
-            reason: None,
-            done: 0,
-            at: 0,
-            released_in: None,
-        };
+        let mut entry = Entry::new(at.clone(), sql, touched.clone(), Status::Pending, None);
         if already {
             entry.target_sql = translated.map(|t| t.0).unwrap_or_default();
             entry.status = Status::Skipped;
@@ -1540,23 +1522,16 @@ impl RdbEngine {
                     notes,
                     tables,
                     ..
-                } if changes.is_empty() && notes.iter().any(|n| n.starts_with("skipped:")) => {
+                } if crate::source::unparsed_reason(&changes, &notes).is_some() => {
                     // A DDL the source could not parse (ddl-error-policy: skip).
-                    let at = position.to_string();
-                    if self.log.find(&at).is_none() {
-                        self.log.add(Entry {
-                            seq: 0,
-                            position: at,
-                            source_sql: ddl,
-                            target_sql: Vec::new(),
-                            tables,
-                            status: Status::Skipped,
-                            reason: notes.into_iter().next(),
-                            done: 0,
-                            at: 0,
-                            released_in: None,
-                        })?;
-                    }
+                    let why = crate::source::unparsed_reason(&changes, &notes).map(str::to_owned);
+                    self.log.record_once(Entry::new(
+                        position.to_string(),
+                        &ddl,
+                        tables,
+                        Status::Skipped,
+                        why,
+                    ))?;
                     boundary = Some(position);
                 }
                 SourceEvent::Schema {
@@ -1593,8 +1568,6 @@ impl RdbEngine {
                     boundary = Some(position.clone());
                     if self.last_checkpoint.elapsed() >= self.interval() {
                         self.checkpoint(Some(position), None).await?;
-                    } else if self.pending.is_empty() {
-                        // Nothing to write: the position moves at the next checkpoint.
                     }
                 }
             }
