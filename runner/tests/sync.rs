@@ -1105,3 +1105,200 @@ async fn a_route_renames_and_merges_tables_into_iceberg() {
     assert_eq!(log.matches(" executed ").count(), 2, "{log}");
     assert_eq!(log.matches(" skipped ").count(), 1, "{log}");
 }
+
+fn lakeshift(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `ddl-error-policy: park` on an Iceberg sink: a DDL Iceberg refuses (narrowing
+/// BIGINT to INT under `exception`) parks its table; its later rows and a DDL queued
+/// behind it are held durably through a SIGKILL while the other table goes on; after
+/// `ddl-log --resolve`, the held changes land exactly once, even when the release
+/// itself is interrupted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_iceberg_table_holds_its_changes_until_resolved() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    // `a` has no key: a change replayed twice would show as a duplicate row.
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (k INT, v BIGINT, note VARCHAR(20));
+         CREATE TABLE shop.b (id INT PRIMARY KEY, v INT);
+         INSERT INTO shop.a VALUES (1, 10, 'one'), (2, 20, 'two'), (2, 20, 'two');
+         INSERT INTO shop.b VALUES (1, 1);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    let mut text = std::fs::read_to_string(&job).unwrap();
+    text.push_str("  ddl-error-policy: park\n");
+    std::fs::write(&job, text).unwrap();
+    let jobs = job.display().to_string();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["a", "b"]).await;
+    let a_before = iceberg_rows(&cat, "a").await.unwrap();
+
+    c.query_drop(
+        "ALTER TABLE shop.a MODIFY v INT;
+         INSERT INTO shop.a VALUES (3, 30, 'three');
+         INSERT INTO shop.a VALUES (7, 70, 'seven');
+         UPDATE shop.a SET note = 'uno' WHERE k = 1;
+         DELETE FROM shop.a WHERE k = 7;
+         INSERT INTO shop.b VALUES (2, 2);
+         ALTER TABLE shop.a ADD COLUMN extra VARCHAR(10);
+         INSERT INTO shop.a VALUES (4, 40, 'four', 'x');",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["b"]).await;
+    assert_eq!(
+        iceberg_rows(&cat, "a").await.unwrap(),
+        a_before,
+        "the parked table is as before its DDL"
+    );
+    let log =
+        String::from_utf8_lossy(&lakeshift(&["ddl-log", "--config", &jobs]).stdout).into_owned();
+    assert!(log.contains("#1 parked"), "{log}");
+    assert!(log.contains("#2 held"), "{log}");
+    let dead = std::fs::read_to_string(dir.path().join("state/dead-letter.jsonl")).unwrap();
+    assert_eq!(dead.lines().count(), 1, "{dead}");
+    let line: serde_json::Value = serde_json::from_str(dead.lines().next().unwrap()).unwrap();
+    assert!(
+        line["statement"].as_str().unwrap().contains("MODIFY v INT"),
+        "{line}"
+    );
+    assert!(line["reason"].as_str().unwrap().contains("v"), "{line}");
+    // Resolving an entry that is not parked is refused.
+    let out = lakeshift(&["ddl-log", "--config", &jobs, "--resolve", "2"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not parked"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A running job: held rows of a checkpoint survive a SIGKILL. One transaction
+    // touches both tables, so `b` showing it means its checkpoint (and `a`'s held
+    // rows in it) is durable.
+    let mut child = spawn(&job, false, None);
+    c.query_drop(
+        "START TRANSACTION;
+         INSERT INTO shop.a VALUES (5, 50, 'five', NULL), (5, 50, 'five', NULL);
+         UPDATE shop.b SET v = 22 WHERE id = 2;
+         COMMIT;",
+    )
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let cat = warehouse(dir.path()).await;
+        let b = iceberg_rows(&cat, "b").await.unwrap();
+        if b.contains(&vec![Some("2".into()), Some("22".into())]) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "shop.b did not reach the change within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let held = std::fs::read_dir(dir.path().join("state/held-rows/shop.a"))
+        .unwrap()
+        .count();
+    assert!(held >= 2, "held files of shop.a: {held}");
+    assert_eq!(
+        iceberg_rows(&warehouse(dir.path()).await, "a")
+            .await
+            .unwrap(),
+        a_before
+    );
+
+    // A retry Iceberg still refuses: the entry stays parked, nothing lands, the held
+    // changes are kept.
+    let out = lakeshift(&["ddl-log", "--config", &jobs, "--resolve", "1", "--retry"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    catch_up(&job);
+    let log =
+        String::from_utf8_lossy(&lakeshift(&["ddl-log", "--config", &jobs]).stdout).into_owned();
+    assert!(
+        log.contains("#1 parked") && log.contains("#2 held"),
+        "{log}"
+    );
+    let dead = std::fs::read_to_string(dir.path().join("state/dead-letter.jsonl")).unwrap();
+    assert_eq!(
+        dead.lines().count(),
+        2,
+        "the refused retry is dead-lettered: {dead}"
+    );
+    assert_eq!(
+        iceberg_rows(&warehouse(dir.path()).await, "a")
+            .await
+            .unwrap(),
+        a_before
+    );
+
+    // Release: the job stops just after the release's commit (before recording it),
+    // so the next run replays the held changes again and must find them landed.
+    let out = lakeshift(&["ddl-log", "--config", &jobs, "--resolve", "1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = spawn(&job, true, Some("before-release-recorded"))
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(86),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["a", "b"]).await;
+    // The held DDL ran on release (the column is there); the parked one did not.
+    let t = cat
+        .load(&ident("shop", "a").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let fields: Vec<String> = t
+        .metadata
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| format!("{} {}", f.name, f.field_type))
+        .collect();
+    assert_eq!(fields, ["k int", "v long", "note string", "extra string"]);
+    let log =
+        String::from_utf8_lossy(&lakeshift(&["ddl-log", "--config", &jobs]).stdout).into_owned();
+    assert!(log.contains("#1 resolved"), "{log}");
+    assert!(log.contains("#2 executed"), "{log}");
+    assert!(
+        !dir.path().join("state/held-rows/shop.a").exists(),
+        "held files are gone after the release"
+    );
+    // After the release the table follows the source directly.
+    c.query_drop(
+        "UPDATE shop.a SET extra = 'y' WHERE k = 3; INSERT INTO shop.a VALUES (6, 60, 'six', 'z');",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    assert_mirrored(&mut c, &warehouse(dir.path()).await, &["a", "b"]).await;
+}

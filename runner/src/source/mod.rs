@@ -24,7 +24,7 @@ use decode::SourceTable;
 use position::Position;
 use std::sync::Arc;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     Insert,

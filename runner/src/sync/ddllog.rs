@@ -183,7 +183,12 @@ impl DdlLog {
 
     /// The resolutions a person asked for: (seq, retry).
     pub fn resolutions(&self) -> Vec<(u64, bool)> {
-        let dir = self.dir.join("resolve");
+        Self::resolutions_in(&self.dir)
+    }
+
+    /// The resolutions asked for in a state folder, without reading the log.
+    pub fn resolutions_in(state: &Path) -> Vec<(u64, bool)> {
+        let dir = state.join("resolve");
         let mut out = Vec::new();
         if let Ok(rd) = std::fs::read_dir(&dir) {
             for e in rd.flatten() {

@@ -18,6 +18,8 @@
 //! is recognised.
 
 use super::convert::{key_bytes, to_iceberg};
+use super::ddllog::{DdlLog, Entry, Status};
+use super::held::{HeldBatch, HeldItem, HeldStore, KafkaAt};
 use super::job::SyncJob;
 use super::route::rename_batch;
 use crate::iceberg::catalog::{display, ident};
@@ -31,7 +33,7 @@ use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 use dialects::iceberg::IcebergPlanner;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -176,6 +178,24 @@ pub struct Engine {
     held_rows: Vec<crate::source::RowBatch>,
     /// Kafka: committed offsets, back to the reader (the group's offsets).
     to_source: Option<mpsc::UnboundedSender<crate::source::kafka::Committed>>,
+    /// Tables parked behind a DDL (`ddl-error-policy: park`): their changes are held.
+    parked: BTreeSet<(String, String)>,
+    /// Held changes of parked tables read since the last checkpoint.
+    held: BTreeMap<(String, String), Vec<HeldItem>>,
+    held_store: HeldStore,
+    /// Kafka: the newest offset held per partition (a message read again is held once).
+    held_offsets: HashMap<String, i64>,
+    /// Positions of parked DDL that a retry refused again during a release.
+    reparked: BTreeSet<String>,
+    dead_letter: PathBuf,
+}
+
+/// `ns.table` of the DDL log into the engine's table key.
+fn table_key(t: &str) -> (String, String) {
+    match t.split_once('.') {
+        Some((a, b)) => (a.to_owned(), b.to_owned()),
+        None => (String::new(), t.to_owned()),
+    }
 }
 
 fn ns_of(db: &str) -> String {
@@ -200,6 +220,29 @@ impl Engine {
         });
         let planner = IcebergPlanner::new(job.iceberg_options());
         let job_kafka = job.source.kafka.is_some();
+        // Held changes of checkpoints the state never reached come again from the
+        // source; parked tables are those of parked DDL (and DDL queued behind it).
+        let held_store = HeldStore::new(&state_dir);
+        held_store.discard_after(state.checkpoint)?;
+        let parked = DdlLog::load(&state_dir)?
+            .parked_tables()
+            .iter()
+            .map(|t| table_key(t))
+            .collect();
+        let mut held_offsets: HashMap<String, i64> = HashMap::new();
+        for t in held_store.tables() {
+            for item in held_store.load(&t)? {
+                if let HeldItem::Rows { kafka: Some(k), .. } = item {
+                    let e = held_offsets.entry(k.part).or_insert(k.next);
+                    *e = (*e).max(k.next);
+                }
+            }
+        }
+        let dead_letter = job
+            .pipeline
+            .dead_letter
+            .clone()
+            .unwrap_or_else(|| state_dir.join("dead-letter.jsonl"));
         Ok(Engine {
             job,
             catalog,
@@ -221,7 +264,23 @@ impl Engine {
             floors: HashMap::new(),
             held_rows: Vec::new(),
             to_source: None,
+            parked,
+            held: BTreeMap::new(),
+            held_store,
+            held_offsets,
+            reparked: BTreeSet::new(),
+            dead_letter,
         })
+    }
+
+    /// Keep a change of a parked table (written with the next checkpoint).
+    fn hold(&mut self, key: (String, String), item: HeldItem) {
+        self.held.entry(key).or_default().push(item);
+    }
+
+    /// Whether a person asked to release parked DDL (`ddl-log --resolve`).
+    fn resolutions_waiting(&self) -> bool {
+        !self.parked.is_empty() && !DdlLog::resolutions_in(&self.state_dir).is_empty()
     }
 
     fn summary(&self, checkpoint: u64, watermark: &Option<Position>) -> BTreeMap<String, String> {
@@ -744,6 +803,12 @@ impl Engine {
     ) -> Result<(), String> {
         let n = self.state.checkpoint + 1;
         let t0 = Instant::now();
+        // Parked DDL a person resolved: the held changes join this checkpoint.
+        let released = if self.parked.is_empty() {
+            Vec::new()
+        } else {
+            self.releases().await?
+        };
         let mut pending = BTreeMap::new();
         let mut kafka = BTreeMap::new();
         let mut staged = Vec::new();
@@ -766,6 +831,13 @@ impl Engine {
                 kafka.insert(name.clone(), k);
             }
             staged.push((key, data, deletes));
+        }
+        // Changes of parked tables, durably before the state that moves past them.
+        for (k, items) in std::mem::take(&mut self.held) {
+            if !items.is_empty() {
+                self.held_store
+                    .write(&format!("{}.{}", k.0, k.1), n, &items)?;
+            }
         }
         let state = State {
             job: self.job.pipeline.name.clone(),
@@ -791,6 +863,12 @@ impl Engine {
                 .map_err(|e| format!("checkpoint {n}: commit of {name}: {e}"))?;
             self.committed_pending(&key, done.table, wm);
         }
+        if !released.is_empty() {
+            failpoint("before-release-recorded");
+        }
+        for (seq, tables) in released {
+            self.released(seq, &tables, n)?;
+        }
         // Files of older checkpoints are no longer needed for recovery.
         if let Ok(rd) = std::fs::read_dir(self.state_dir.join("pending")) {
             for e in rd.flatten() {
@@ -813,6 +891,117 @@ impl Engine {
         self.metrics
             .commit_micros
             .fetch_add(t0.elapsed().as_micros() as u64, Relaxed);
+        Ok(())
+    }
+
+    /// Parked DDL a person resolved: each one's held changes (and those of DDL queued
+    /// behind it on the same tables) are replayed, in source order, into the current
+    /// checkpoint. Returns (entry number, tables released) for [`Self::released`].
+    async fn releases(&mut self) -> Result<Vec<(u64, Vec<(String, String)>)>, String> {
+        let mut out = Vec::new();
+        for (seq, retry) in DdlLog::resolutions_in(&self.state_dir) {
+            let log = DdlLog::load(&self.state_dir)?;
+            let Some(i) = log.entries.iter().position(|e| e.seq == seq) else {
+                log.clear_resolution(seq);
+                continue;
+            };
+            if log.entries[i].status != Status::Parked {
+                log.clear_resolution(seq);
+                continue;
+            }
+            let mut tables: BTreeSet<String> = log.entries[i].tables.iter().cloned().collect();
+            loop {
+                let before = tables.len();
+                for e in &log.entries[i + 1..] {
+                    if e.status == Status::Held && e.tables.iter().any(|t| tables.contains(t)) {
+                        tables.extend(e.tables.iter().cloned());
+                    }
+                }
+                if tables.len() == before {
+                    break;
+                }
+            }
+            let keys: Vec<(String, String)> = tables.iter().map(|t| table_key(t)).collect();
+            let mut streams = Vec::new();
+            for (t, k) in tables.iter().zip(&keys) {
+                let mut s = self.held_store.load(t)?;
+                s.extend(self.held.remove(k).unwrap_or_default());
+                streams.push(s);
+                self.parked.remove(k);
+            }
+            let items = super::held::merge(streams);
+            let parked_at = log.entries[i].position.clone();
+            tracing::info!(
+                "DDL #{seq} released{}: replaying {} held change(s) of {}",
+                if retry { " (retrying it first)" } else { "" },
+                items.len(),
+                tables.iter().cloned().collect::<Vec<_>>().join(", ")
+            );
+            for item in items {
+                self.replay(item, &parked_at, retry).await?;
+            }
+            out.push((seq, keys));
+        }
+        Ok(out)
+    }
+
+    /// One held change through the normal path (which recognises what landed before).
+    async fn replay(&mut self, item: HeldItem, parked_at: &str, retry: bool) -> Result<(), String> {
+        let overrides = self.job.source.config.key_overrides.clone();
+        let over = |b: &HeldBatch| {
+            overrides
+                .get(&format!("{}.{}", b.db, b.table.name.name))
+                .cloned()
+        };
+        match item {
+            HeldItem::Ddl { position, .. } if position.to_string() == parked_at && !retry => Ok(()),
+            HeldItem::Ddl {
+                position,
+                sql,
+                changes,
+                after,
+            } => self.ddl(&position, &changes, &after, &sql).await,
+            HeldItem::Rows {
+                batches,
+                kafka: None,
+            } => {
+                for b in batches {
+                    let o = over(&b);
+                    self.apply_rows(b.batch(o.as_deref())?).await?;
+                }
+                Ok(())
+            }
+            HeldItem::Rows {
+                batches,
+                kafka: Some(k),
+            } => {
+                let rows = batches
+                    .iter()
+                    .map(|b| b.batch(over(b).as_deref()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let Some(at) = rows.first().map(|r| r.position_after(0)) else {
+                    return Ok(());
+                };
+                self.apply_message(rows, k.part, k.next, at).await
+            }
+        }
+    }
+
+    /// A release committed in checkpoint `n`: the entry is resolved (unless its retry
+    /// was refused again), the held files it replayed are gone.
+    fn released(&mut self, seq: u64, tables: &[(String, String)], n: u64) -> Result<(), String> {
+        let mut log = DdlLog::load(&self.state_dir)?;
+        if let Some(i) = log.entries.iter().position(|e| e.seq == seq) {
+            if self.reparked.remove(&log.entries[i].position) {
+                tracing::warn!("DDL #{seq} was refused again; its tables stay parked");
+            } else {
+                log.set(i, Status::Resolved, None)?;
+            }
+        }
+        for (a, b) in tables {
+            self.held_store.drop_before(&format!("{a}.{b}"), n)?;
+        }
+        log.clear_resolution(seq);
         Ok(())
     }
 
@@ -884,6 +1073,12 @@ impl Engine {
         after: &[ddl_core::Table],
         sql: &str,
     ) -> Result<(), String> {
+        let item = HeldItem::Ddl {
+            position: position.clone(),
+            sql: sql.to_owned(),
+            changes: changes.to_vec(),
+            after: after.to_vec(),
+        };
         let changes: &[ddl_core::SchemaChange] = &changes
             .iter()
             .map(|c| self.job.router.change(c))
@@ -909,6 +1104,22 @@ impl Engine {
                     .collect::<Vec<_>>()
             })
             .collect();
+        // A DDL on a parked table waits behind the parked one (its other tables too).
+        if touched.iter().any(|k| self.parked.contains(k)) {
+            for k in &touched {
+                self.parked.insert(k.clone());
+                self.hold(k.clone(), item.clone());
+            }
+            tracing::warn!("DDL at {position} held: its table is parked behind an earlier DDL\n  statement: {sql}");
+            return self.ddl_logged(
+                position,
+                sql,
+                &touched,
+                Vec::new(),
+                Status::Held,
+                Some("its table is parked behind an earlier DDL".into()),
+            );
+        }
         let t0 = Instant::now();
         for k in &touched {
             self.flush_table(k).await?;
@@ -928,7 +1139,14 @@ impl Engine {
                     .get(SCHEMA_POSITION)
                     .and_then(|p| p.parse::<Position>().ok());
                 if applied.is_some_and(|a| a >= *position) {
-                    return Ok(());
+                    return self.ddl_logged(
+                        position,
+                        sql,
+                        &touched,
+                        Vec::new(),
+                        Status::Executed,
+                        Some("applied before a restart".into()),
+                    );
                 }
             }
         }
@@ -951,13 +1169,13 @@ impl Engine {
                     sql,
                     &touched,
                     Vec::new(),
-                    super::ddllog::Status::Skipped,
+                    Status::Skipped,
                     Some(why),
                 );
             }
             Err(e) => {
                 let reason = format!("cannot apply it to Iceberg: {e}");
-                return self.ddl_refused(position, sql, &touched, reason);
+                return self.ddl_refused(position, sql, &touched, reason, item);
             }
         };
         for d in diags.0 {
@@ -1003,7 +1221,7 @@ impl Engine {
             sql,
             &touched,
             vec![serde_json::to_string(&plan.actions).unwrap_or_default()],
-            super::ddllog::Status::Executed,
+            Status::Executed,
             None,
         )?;
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
@@ -1016,17 +1234,34 @@ impl Engine {
         Ok(())
     }
 
-    /// Record a DDL in the DDL log (once per position).
+    /// Record a DDL in the DDL log, once per position. An entry still open (held
+    /// behind a parked DDL, parked and now retried, failed before) takes the outcome.
     fn ddl_logged(
         &mut self,
         position: &Position,
         sql: &str,
         touched: &[(String, String)],
         target_sql: Vec<String>,
-        status: super::ddllog::Status,
+        status: Status,
         reason: Option<String>,
     ) -> Result<(), String> {
-        let mut e = super::ddllog::Entry::new(
+        let mut log = DdlLog::load(&self.state_dir)?;
+        if let Some(i) = log.find(&position.to_string()) {
+            // Held is a first record only (a parked DDL read again stays parked).
+            let open = status != Status::Held
+                && matches!(
+                    log.entries[i].status,
+                    Status::Held | Status::Parked | Status::Pending | Status::Failed
+                );
+            if open && log.entries[i].status != status {
+                if !target_sql.is_empty() {
+                    log.entries[i].target_sql = target_sql;
+                }
+                log.set(i, status, reason)?;
+            }
+            return Ok(());
+        }
+        let mut e = Entry::new(
             position.to_string(),
             sql,
             touched.iter().map(|(a, b)| format!("{a}.{b}")).collect(),
@@ -1034,21 +1269,54 @@ impl Engine {
             reason,
         );
         e.target_sql = target_sql;
-        super::ddllog::DdlLog::load(&self.state_dir)?.record_once(e)
+        log.add(e).map(|_| ())
     }
 
-    /// A DDL Iceberg cannot take: the job's `ddl-error-policy` (fail or skip; park is
-    /// for relational sinks and refused when the job is read).
+    /// A DDL Iceberg cannot take: the job's `ddl-error-policy`.
     fn ddl_refused(
         &mut self,
         position: &Position,
         sql: &str,
         touched: &[(String, String)],
         reason: String,
+        item: HeldItem,
     ) -> Result<(), String> {
-        use super::ddllog::Status;
         use super::job::DdlErrorPolicy;
         match self.job.pipeline.ddl_error_policy {
+            DdlErrorPolicy::Park => {
+                let at = position.to_string();
+                let mut log = DdlLog::load(&self.state_dir)?;
+                let i = match log.find(&at) {
+                    Some(i) => {
+                        if log.entries[i].status == Status::Parked {
+                            // A retry during a release, refused again.
+                            self.reparked.insert(at.clone());
+                        }
+                        log.set(i, Status::Parked, Some(reason.clone()))?;
+                        i
+                    }
+                    None => log.add(Entry::new(
+                        at.clone(),
+                        sql,
+                        touched.iter().map(|(a, b)| format!("{a}.{b}")).collect(),
+                        Status::Parked,
+                        Some(reason.clone()),
+                    ))?,
+                };
+                DdlLog::dead_letter(&self.dead_letter, &log.entries[i])?;
+                for k in touched {
+                    self.parked.insert(k.clone());
+                    self.hold(k.clone(), item.clone());
+                }
+                let e = &log.entries[i];
+                tracing::warn!(
+                    "DDL #{} at {position} parked (ddl-error-policy: park): {reason}; {} held until `lakeshift ddl-log --resolve {}`\n  statement: {sql}",
+                    e.seq,
+                    e.tables.join(", "),
+                    e.seq
+                );
+                Ok(())
+            }
             DdlErrorPolicy::Skip => {
                 tracing::warn!("DDL at {position} skipped (ddl-error-policy: skip): {reason}\n  statement: {sql}");
                 self.ddl_logged(
@@ -1087,6 +1355,11 @@ impl Engine {
             );
         }
         let mut snap: Option<SnapshotResume> = self.state.snapshot.clone();
+        // Parked DDL released while the job was stopped: replayed before anything else.
+        if snap.is_none() && self.resolutions_waiting() {
+            let p = self.state.position.clone();
+            self.checkpoint(p, None).await?;
+        }
         let mut retries = 0u32;
         loop {
             let (tx, mut rx) = mpsc::channel(32);
@@ -1140,9 +1413,9 @@ impl Engine {
                 Err(e) => return Err(e.to_string()),
             }
         }
-        // Everything read is committed before a clean stop.
+        // Everything read is committed (or held) before a clean stop.
         let pos = self.state.position.clone();
-        if self.sinks.values().any(|s| !s.pending.is_empty()) {
+        if self.sinks.values().any(|s| !s.pending.is_empty()) || !self.held.is_empty() {
             self.checkpoint(pos, None).await?;
         }
         Ok(())
@@ -1154,6 +1427,15 @@ impl Engine {
         let name = format!("{}.{}", table.db, table.name);
         let first = b.position_after(0);
         let routed = self.job.router.route(&table.db, &table.name);
+        let key = (ns_of(&routed.db), routed.table.clone());
+        if self.parked.contains(&key) {
+            let item = HeldItem::Rows {
+                batches: vec![HeldBatch::new(&b)?],
+                kafka: None,
+            };
+            self.hold(key, item);
+            return Ok(());
+        }
         let s = self.sink(&table, &first).await?;
         let keep: Vec<bool> = (0..b.num_rows())
             .map(|i| {
@@ -1196,6 +1478,53 @@ impl Engine {
         Ok(())
     }
 
+    /// Kafka: a message's rows apply unless its table holds its offset already; a
+    /// parked table's are held with the offset.
+    async fn apply_message(
+        &mut self,
+        rows: Vec<crate::source::RowBatch>,
+        part: String,
+        next: i64,
+        position: Position,
+    ) -> Result<(), String> {
+        let Some(first) = rows.first() else {
+            return Ok(()); // a tombstone or a skipped message
+        };
+        let t = first.table.clone();
+        let routed = self.job.router.route(&t.db, &t.name);
+        let key = (ns_of(&routed.db), routed.table.clone());
+        if self.parked.contains(&key) {
+            if self.held_offsets.get(&part).is_some_and(|h| next <= *h) {
+                return Ok(()); // held before (read again after a restart)
+            }
+            self.held_offsets.insert(part.clone(), next);
+            let batches = rows.iter().map(HeldBatch::new).collect::<Result<_, _>>()?;
+            let kafka = Some(KafkaAt { part, next });
+            self.hold(key, HeldItem::Rows { batches, kafka });
+            return Ok(());
+        }
+        let (held, pending) = {
+            let s = self.sink(&t, &position).await?;
+            (
+                crate::iceberg::commit::kafka_offsets(&s.table.metadata)
+                    .get(&part)
+                    .copied(),
+                s.pending.offsets.get(&part).copied(),
+            )
+        };
+        let floor = *self.floors.entry(part.clone()).or_insert(held);
+        let seen = pending.or(floor);
+        if seen.is_none_or(|f| next > f) {
+            for b in rows {
+                self.apply_rows(b).await?;
+            }
+            if let Some(s) = self.sinks.get_mut(&key) {
+                s.pending.offsets.insert(part, next);
+            }
+        }
+        Ok(())
+    }
+
     async fn consume(
         &mut self,
         rx: &mut mpsc::Receiver<SourceEvent>,
@@ -1218,7 +1547,9 @@ impl Engine {
                     if self.last_checkpoint.elapsed() >= self.interval()
                         && at_boundary
                         && snap.is_none()
-                        && self.sinks.values().any(|s| !s.pending.is_empty())
+                        && (self.sinks.values().any(|s| !s.pending.is_empty())
+                            || !self.held.is_empty()
+                            || self.resolutions_waiting())
                     {
                         let pos = self.state.position.clone();
                         self.checkpoint(pos, None).await?;
@@ -1256,7 +1587,16 @@ impl Engine {
                         continue;
                     }
                     let name = format!("{}.{}", table.db, table.name);
-                    let rows = rename_batch(&rows, &self.job.router.route(&table.db, &table.name))?;
+                    let routed = self.job.router.route(&table.db, &table.name);
+                    if self
+                        .parked
+                        .contains(&(ns_of(&routed.db), routed.table.clone()))
+                    {
+                        return Err(format!(
+                            "{name} is parked behind a DDL and cannot be snapshotted: resolve it first (`lakeshift ddl-log`)"
+                        ));
+                    }
+                    let rows = rename_batch(&rows, &routed)?;
                     let s = self.sink(&table, &position).await?;
                     let mut converted = to_iceberg(&name, &rows, &s.arrow)?;
                     if s.changelog {
@@ -1310,34 +1650,9 @@ impl Engine {
                     next,
                     position,
                 } => {
-                    // A message's rows apply unless its table holds its offset already.
                     let rows = std::mem::take(&mut self.held_rows);
-                    let Some(first) = rows.first() else {
-                        continue; // a tombstone or a skipped message
-                    };
-                    let t = first.table.clone();
-                    let part = format!("{topic}/{partition}");
-                    let routed = self.job.router.route(&t.db, &t.name);
-                    let key = (ns_of(&routed.db), routed.table.clone());
-                    let (held, pending) = {
-                        let s = self.sink(&t, &position).await?;
-                        (
-                            crate::iceberg::commit::kafka_offsets(&s.table.metadata)
-                                .get(&part)
-                                .copied(),
-                            s.pending.offsets.get(&part).copied(),
-                        )
-                    };
-                    let floor = *self.floors.entry(part.clone()).or_insert(held);
-                    let seen = pending.or(floor);
-                    if seen.is_none_or(|f| next > f) {
-                        for b in rows {
-                            self.apply_rows(b).await?;
-                        }
-                        if let Some(s) = self.sinks.get_mut(&key) {
-                            s.pending.offsets.insert(part, next);
-                        }
-                    }
+                    self.apply_message(rows, format!("{topic}/{partition}"), next, position)
+                        .await?;
                     if self.last_checkpoint.elapsed() >= self.interval() {
                         self.checkpoint(None, None).await?;
                     }

@@ -293,12 +293,6 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             "must be positive",
         ));
     }
-    if sink.kind == "iceberg" && pipeline.ddl_error_policy == DdlErrorPolicy::Park {
-        return Err(field(
-            "pipeline.ddl-error-policy",
-            "park holds a table's changes in a relational target; Iceberg jobs take fail or skip",
-        ));
-    }
     for (i, t) in pipeline.changelog_tables.iter().enumerate() {
         regex::Regex::new(t).map_err(|e| {
             field(

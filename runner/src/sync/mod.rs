@@ -4,6 +4,7 @@
 pub mod convert;
 pub mod ddllog;
 pub mod engine;
+pub mod held;
 pub mod job;
 pub mod metrics;
 pub mod rdb;
