@@ -1175,6 +1175,9 @@ async fn a_parked_iceberg_table_holds_its_changes_until_resolved() {
         "{line}"
     );
     assert!(line["reason"].as_str().unwrap().contains("v"), "{line}");
+    let status =
+        String::from_utf8_lossy(&lakeshift(&["status", "--config", &jobs]).stdout).into_owned();
+    assert!(status.contains("DDL log: 1 held, 1 parked"), "{status}");
     // Resolving an entry that is not parked is refused.
     let out = lakeshift(&["ddl-log", "--config", &jobs, "--resolve", "2"]);
     assert!(!out.status.success());

@@ -286,6 +286,22 @@ impl DdlLog {
         }
     }
 
+    /// Entries per status (`2 executed, 1 parked`), or `empty`.
+    pub fn counts(&self) -> String {
+        let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+        for e in &self.entries {
+            *counts.entry(e.status.to_string()).or_default() += 1;
+        }
+        if counts.is_empty() {
+            return "empty".to_owned();
+        }
+        counts
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The log as a table for `lakeshift ddl-log`.
     pub fn render(&self) -> String {
         let mut s = String::new();

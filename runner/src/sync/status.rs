@@ -86,5 +86,10 @@ pub async fn report(job: &SyncJob) -> Result<String, String> {
             );
         }
     }
+    let _ = writeln!(
+        out,
+        "DDL log: {}",
+        super::ddllog::DdlLog::load(&job.pipeline.state)?.counts()
+    );
     Ok(out)
 }

@@ -1665,23 +1665,10 @@ pub async fn status(job: &SyncJob) -> Result<String, String> {
             let _ = writeln!(out, "  kafka {}/{}: next offset {}", v(0), v(1), v(2));
         }
     }
-    let log = DdlLog::load(&job.pipeline.state)?;
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for e in &log.entries {
-        *counts.entry(e.status.to_string()).or_default() += 1;
-    }
     let _ = writeln!(
         out,
         "DDL log: {}",
-        if counts.is_empty() {
-            "empty".to_owned()
-        } else {
-            counts
-                .iter()
-                .map(|(k, v)| format!("{v} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        DdlLog::load(&job.pipeline.state)?.counts()
     );
     Ok(out)
 }
