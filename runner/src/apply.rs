@@ -225,6 +225,10 @@ pub(crate) async fn execute(
                     "{at}: truncated table {table} (snapshot {})",
                     done.snapshot_id.unwrap_or_default()
                 );
+                // The plan's properties (the sync's `lakeshift.schema-position`) follow
+                // in a metadata commit, so a replayed truncate is recognised. A crash in
+                // between replays it onto the same empty table.
+                schema_changed.insert((ns, name));
             }
             Action::SetProperties { table, remove, .. } => {
                 let k = split(table);

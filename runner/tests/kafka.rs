@@ -1,6 +1,6 @@
 //! `lakeshift sync` from Debezium-format Kafka topics (a real Kafka-protocol broker,
 //! tansu, started by the test) into PostgreSQL and into Iceberg: inserts, updates,
-//! deletes, messages with and without the embedded schema, a schema change whose
+//! deletes, truncate events, messages with and without the embedded schema, a schema change whose
 //! schema-topic message arrives before the data that precedes it, two consumers of
 //! one group splitting the topics, and a SIGKILL of one of them (then restarted:
 //! tansu 0.6.0 reassigns a dead member's partitions only when a member joins).
@@ -215,6 +215,18 @@ impl Feed {
             payload
         };
         self.msgs.push((format!("{PREFIX}.shop.{table}"), value));
+    }
+
+    /// A Debezium truncate event (`op: t`) on the table's own topic.
+    fn truncate(&mut self, table: &'static str) {
+        let pos = self.next_pos();
+        self.model.get_mut(table).unwrap().clear();
+        self.images.retain(|(t, _), _| *t != table);
+        self.msgs.push((
+            format!("{PREFIX}.shop.{table}"),
+            json!({"before": null, "after": null, "source": source(Some(table), pos),
+                   "op": "t", "ts_ms": 1_700_000_000_000u64, "transaction": null}),
+        ));
     }
 
     fn workload(&mut self, rounds: i64, seed: i64) {
@@ -458,6 +470,8 @@ async fn debezium_topics_into_postgres_with_two_consumers_and_a_kill() {
     let add_at = feed.next_pos();
     feed.ddl("users", "ALTER TABLE users ADD COLUMN vip TINYINT", add_at);
     feed.workload(10, 200);
+    feed.truncate("events");
+    feed.workload(4, 300);
     produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
     // The killed process comes back as a new member and goes on from the offsets in
     // the target: nothing lost, nothing twice. tansu drops a silent member when
@@ -488,8 +502,8 @@ async fn debezium_topics_into_postgres_with_two_consumers_and_a_kill() {
         .unwrap()[0]
         .get::<_, i64>(0);
     assert_eq!(
-        ddl_done, 6,
-        "4 CREATE, the rename, the added column: each once"
+        ddl_done, 7,
+        "4 CREATE, the rename, the added column, the truncate: each once"
     );
     drop(broker);
 }
@@ -609,7 +623,10 @@ async fn debezium_topics_into_iceberg_exactly_once() {
     );
     let ddl = std::mem::take(&mut feed.msgs);
     feed.renamed = true;
-    feed.workload(15, 100);
+    feed.workload(8, 100);
+    // A truncate between changes: rows before it go, rows after it stay.
+    feed.truncate("tags");
+    feed.workload(7, 200);
     let after = std::mem::take(&mut feed.msgs);
     let (mut schema, rest): (Vec<_>, Vec<_>) = data.into_iter().partition(|(t, _)| t == PREFIX);
     schema.extend(ddl);

@@ -452,9 +452,35 @@ pub async fn run(
             },
             "d" => (Op::Delete, image("before")?, None),
             "t" => {
-                return Err(SourceError::Decode(format!(
-                    "{topic}/{partition}@{offset}: a truncate of {db}.{table}: the sink cannot follow rows removed without row events"
-                )))
+                // A truncate: a schema event of its own, in order with the table's rows.
+                let ev = SourceEvent::Schema {
+                    position: position.clone(),
+                    db: db.clone(),
+                    ddl: format!(
+                        "TRUNCATE TABLE `{db}`.`{table}` /* Debezium truncate event {topic}/{partition}@{offset} */"
+                    ),
+                    changes: vec![ddl_core::SchemaChange::TruncateTable {
+                        name: ddl_core::TableName::new(Some(&db), &table),
+                    }],
+                    tables: vec![format!("{db}.{table}")],
+                    notes: Vec::new(),
+                    after: history.table(&db, &table).cloned().into_iter().collect(),
+                };
+                delivered += 1;
+                if tx.send(ev).await.is_err()
+                    || tx
+                        .send(SourceEvent::Offset {
+                            topic,
+                            partition,
+                            next,
+                            position,
+                        })
+                        .await
+                        .is_err()
+                {
+                    return Ok(());
+                }
+                continue;
             }
             other => {
                 return Err(SourceError::Decode(format!(
