@@ -2,8 +2,8 @@
 //! tansu, started by the test) into PostgreSQL and into Iceberg: inserts, updates,
 //! deletes, truncate events, messages with and without the embedded schema, a schema change whose
 //! schema-topic message arrives before the data that precedes it, two consumers of
-//! one group splitting the topics, and a SIGKILL of one of them (then restarted:
-//! tansu 0.6.0 reassigns a dead member's partitions only when a member joins).
+//! one group splitting the topics, a SIGKILL of one of them (the survivor takes its
+//! partitions over), and its restart (the group splits again).
 
 use futures::TryStreamExt;
 use lakeshift_tests::{wait_until, Broker, PgServer};
@@ -473,13 +473,33 @@ async fn debezium_topics_into_postgres_with_two_consumers_and_a_kill() {
     feed.truncate("events");
     feed.workload(4, 300);
     produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
-    // The killed process comes back as a new member and goes on from the offsets in
-    // the target: nothing lost, nothing twice. tansu drops a silent member when
-    // another joins after the session timeout: the restart waits that long, so the
-    // dead member's partitions are assigned again.
-    tokio::time::sleep(Duration::from_millis(SESSION_MS + 2000)).await;
+    // The survivor takes the dead member's partitions over (after the session
+    // timeout) and applies everything.
+    wait_pg(
+        "after the kill, by the survivor",
+        &pg,
+        &feed,
+        &[&job_a, &job_b],
+    )
+    .await;
+    let last_assigned = |j: &Path| {
+        log_of(j)
+            .lines()
+            .rfind(|l| l.contains("kafka: assigned dbz"))
+            .map(|l| l.matches("dbz.shop.").count())
+            .unwrap_or(0)
+    };
+    assert_eq!(last_assigned(&job_b), 4, "{}", log_of(&job_b));
+    // The killed process comes back as a new member: the group splits again, and
+    // changes made after that reach the target through both.
     let a = spawn(&job_a, false);
-    wait_pg("after the kill and restart", &pg, &feed, &[&job_a, &job_b]).await;
+    wait_until("the restarted process holds partitions again", || async {
+        last_assigned(&job_a) > 0 && last_assigned(&job_b) < 4
+    })
+    .await;
+    feed.workload(8, 400);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    wait_pg("after the restart", &pg, &feed, &[&job_a, &job_b]).await;
     assert!(b.try_wait().unwrap().is_none(), "{}", log_of(&job_b));
     // A clean stop commits and exits 0; offsets in the target match the topics.
     for (mut p, j) in [(a, &job_a), (b, &job_b)] {

@@ -137,6 +137,41 @@ impl ConsumerContext for GroupContext {
     }
 }
 
+/// How many partitions of the subscription this process does not own although it is
+/// the group's only (stable) member; None when that cannot be the case or is unknown.
+fn sole_member_missing(
+    consumer: &StreamConsumer<GroupContext>,
+    group: &str,
+    topics: &Regex,
+) -> Option<(usize, usize)> {
+    let list = consumer
+        .fetch_group_list(Some(group), Duration::from_secs(2))
+        .ok()?;
+    let g = list.groups().first()?;
+    if g.state() != "Stable" || g.members().len() != 1 {
+        return None;
+    }
+    let mine: BTreeSet<(String, i32)> = consumer
+        .assignment()
+        .ok()?
+        .elements()
+        .iter()
+        .map(|e| (e.topic().to_owned(), e.partition()))
+        .collect();
+    if mine.is_empty() {
+        return None; // not (yet) a member with an assignment
+    }
+    let md = consumer.fetch_metadata(None, Duration::from_secs(2)).ok()?;
+    let all: Vec<(String, i32)> = md
+        .topics()
+        .iter()
+        .filter(|t| topics.is_match(t.name()))
+        .flat_map(|t| t.partitions().iter().map(|p| (t.name().to_owned(), p.id())))
+        .collect();
+    let missing = all.iter().filter(|x| !mine.contains(x)).count();
+    (missing > 0).then_some((missing, all.len()))
+}
+
 /// A DDL from the schema-change topic, not yet delivered.
 #[derive(Debug, Clone)]
 struct Ddl {
@@ -228,6 +263,13 @@ pub async fn run(
         .map_err(kerr)?;
     let pattern = format!("^{}\\..*", regex::escape(&k.topic_prefix));
     consumer.subscribe(&[&pattern]).map_err(kerr)?;
+    // A coordinator may keep a dead member's assignment after evicting it (tansu
+    // 0.6.0 does: a rebalance it starts itself hands back the old assignment). The
+    // group's only member must own every partition; when it does not, for longer than
+    // a rebalance takes, it rejoins as a new member so the assignment is made anew.
+    let topics_re = Regex::new(&pattern).expect("an escaped prefix");
+    let mut orphans_checked = Instant::now();
+    let mut orphans_since: Option<Instant> = None;
 
     let mut tables: HashMap<(String, String), Arc<SourceTable>> = HashMap::new();
     // Partitions at their end (as of the last idle moment), and the next offset of
@@ -247,6 +289,25 @@ pub async fn run(
             next_offset.clear();
             if tx.send(SourceEvent::Rebalanced).await.is_err() {
                 return Ok(());
+            }
+        }
+        if orphans_checked.elapsed() >= Duration::from_secs(2) {
+            orphans_checked = Instant::now();
+            match sole_member_missing(&consumer, &k.group_id, &topics_re) {
+                None => orphans_since = None,
+                Some((missing, all)) => {
+                    let since = *orphans_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= Duration::from_millis(u64::from(k.session_timeout_ms) / 2)
+                    {
+                        tracing::warn!(
+                            "kafka: this process is the group's only member but owns {} of {all} partitions (the coordinator kept a departed member's assignment); rejoining the group",
+                            all - missing
+                        );
+                        consumer.unsubscribe();
+                        consumer.subscribe(&[&pattern]).map_err(kerr)?;
+                        orphans_since = None;
+                    }
+                }
             }
         }
         // Offsets the sink committed become the group's (a starting hint).

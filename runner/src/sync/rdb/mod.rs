@@ -220,22 +220,34 @@ impl RdbEngine {
             }
         }
         let job = self.lit(&self.job.pipeline.name);
-        let rows = self
+        let select = format!(
+            "SELECT CAST(checkpoint AS CHAR(20)), position, snapshot FROM {t} WHERE job = {job}"
+        );
+        let mut rows = self
             .target
-            .query(&format!(
-                "SELECT CAST(checkpoint AS CHAR(20)), position, snapshot FROM {t} WHERE job = {job}"
-            ))
+            .query(&select)
             .await
             .map_err(|e| format!("target state table: {e}"))?;
+        if rows.is_empty() {
+            // The job's row, unless another process of the job made it just now.
+            let insert = match self.dialect {
+                Dialect::Postgres => format!(
+                    "INSERT INTO {t} (job, checkpoint) VALUES ({job}, 0) ON CONFLICT (job) DO NOTHING"
+                ),
+                _ => format!("INSERT IGNORE INTO {t} (job, checkpoint) VALUES ({job}, 0)"),
+            };
+            self.target
+                .exec(&insert)
+                .await
+                .map_err(|e| format!("target state table: {e}"))?;
+            rows = self
+                .target
+                .query(&select)
+                .await
+                .map_err(|e| format!("target state table: {e}"))?;
+        }
         match rows.into_iter().next() {
-            None => {
-                self.target
-                    .exec(&format!(
-                        "INSERT INTO {t} (job, checkpoint) VALUES ({job}, 0)"
-                    ))
-                    .await
-                    .map_err(|e| format!("target state table: {e}"))?;
-            }
+            None => return Err("target state table: the job's row is missing".into()),
             Some(r) => {
                 self.checkpoint = r[0]
                     .as_deref()
