@@ -732,3 +732,139 @@ async fn a_consumer_whose_partition_moved_on_is_fenced_off() {
         "the fenced change did not land"
     );
 }
+
+/// `ddl-error-policy: park` with a Kafka source into Iceberg: a DDL Iceberg refuses
+/// (users.id BIGINT -> INT, a narrowing) parks `users`; its later messages are held
+/// with their offsets (once, though a rerun reads them again) while the other tables
+/// go on; after `ddl-log --resolve` they land exactly once and the offsets move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_table_holds_its_kafka_messages_until_resolved() {
+    let broker = Broker::start().await;
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap).await;
+    let mut feed = Feed::new();
+    schema_ddl(&mut feed);
+    feed.workload(6, 0);
+    let users_before = expected(&feed, "users");
+    let at = feed.next_pos();
+    let users_topic = format!("{PREFIX}.shop.users");
+    let users_msgs = |f: &Feed| f.msgs.iter().filter(|(t, _)| *t == users_topic).count();
+    let users_earlier = users_msgs(&feed);
+    feed.ddl("users", "ALTER TABLE users MODIFY id INT NOT NULL", at);
+    feed.workload(6, 100);
+    let users_later = users_msgs(&feed) - users_earlier;
+    let users_total = users_msgs(&feed) as i64;
+    let (schema, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut feed.msgs)
+        .into_iter()
+        .partition(|(t, _)| t == PREFIX);
+    produce(&bootstrap, schema).await;
+    produce(&bootstrap, rest).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ice");
+    let sink = format!(
+        "  type: iceberg\n  warehouse: {}\n",
+        dir.join("warehouse").display()
+    );
+    let job = write_job(&dir, &bootstrap, "parking", &sink);
+    let mut text = std::fs::read_to_string(&job).unwrap();
+    text.push_str("  ddl-error-policy: park\n");
+    std::fs::write(&job, text).unwrap();
+    let jobs = job.display().to_string();
+    let ddl_log = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(["ddl-log", "--config", &jobs])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Twice: the second run reads the parked table's messages again and holds them
+    // once.
+    for run in 0..2 {
+        let st = spawn(&job, true).wait().unwrap();
+        assert!(st.success(), "run {run}: {}", log_of(&job));
+        assert_eq!(
+            iceberg_table(&dir, "users").await,
+            users_before,
+            "run {run}"
+        );
+        for t in ["items", "tags", "events"] {
+            assert_eq!(
+                iceberg_table(&dir, t).await,
+                expected(&feed, t),
+                "run {run}: {t}"
+            );
+        }
+        let log = ddl_log();
+        assert_eq!(log.matches(" parked at ").count(), 1, "run {run}: {log}");
+        assert!(log.contains("MODIFY id INT"), "run {run}: {log}");
+    }
+    let log = ddl_log();
+    let seq = log
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix('#').and_then(|l| {
+                let (n, rest) = l.split_once(' ')?;
+                rest.starts_with("parked").then(|| n.to_owned())
+            })
+        })
+        .unwrap();
+    let held: usize = std::fs::read_dir(dir.join("state/held-rows/shop.users"))
+        .unwrap()
+        .map(|f| {
+            let v: Value =
+                serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap();
+            v.as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i.get("Rows").is_some())
+                .count()
+        })
+        .sum();
+    assert_eq!(held, users_later, "each held message once");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["ddl-log", "--config", &jobs, "--resolve", &seq])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for run in 2..4 {
+        let st = spawn(&job, true).wait().unwrap();
+        assert!(st.success(), "run {run}: {}", log_of(&job));
+        for t in TABLES {
+            assert_eq!(
+                iceberg_table(&dir, t).await,
+                expected(&feed, t),
+                "run {run}: {t}"
+            );
+        }
+    }
+    assert!(
+        ddl_log().contains(&format!("#{seq} resolved")),
+        "{}\n{}",
+        ddl_log(),
+        log_of(&job)
+    );
+    assert!(!dir.join("state/held-rows/shop.users").exists());
+    // The table's snapshot holds its topic's offset: every message of it.
+    let cat = runner::iceberg::Catalog::open(&runner::iceberg::CatalogConfig::local(
+        dir.join("warehouse"),
+    ))
+    .await
+    .unwrap();
+    let users = cat
+        .load(&runner::iceberg::catalog::ident("shop", "users").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let offsets = runner::iceberg::commit::kafka_offsets(&users.metadata);
+    assert_eq!(
+        offsets.get(&format!("{PREFIX}.shop.users/0")).copied(),
+        Some(users_total),
+        "{offsets:?}"
+    );
+    drop(broker);
+}

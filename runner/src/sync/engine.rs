@@ -1073,6 +1073,22 @@ impl Engine {
         after: &[ddl_core::Table],
         sql: &str,
     ) -> Result<(), String> {
+        // Settled before (a source that delivers its DDL again: a restart before the
+        // state moved past it, or Kafka's schema topic, read whole at every start)?
+        let log = DdlLog::load(&self.state_dir)?;
+        if let Some(e) = log.find(&position.to_string()).map(|i| &log.entries[i]) {
+            if matches!(
+                e.status,
+                Status::Executed | Status::Skipped | Status::Resolved
+            ) {
+                tracing::debug!(
+                    "DDL #{} at {position} was {} before; not repeated",
+                    e.seq,
+                    e.status
+                );
+                return Ok(());
+            }
+        }
         let item = HeldItem::Ddl {
             position: position.clone(),
             sql: sql.to_owned(),
