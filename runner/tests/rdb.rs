@@ -688,3 +688,78 @@ async fn foreign_keys_kept_on_postgres_are_checked_at_each_commit() {
         "{err:?}"
     );
 }
+
+/// A source transaction larger than `memory-budget-mib` is committed in parts, each
+/// with the position inside the transaction that it reached; a crash after a part
+/// resumes there, so a keyless table gets no row twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_over_the_memory_budget_commits_in_parts_and_resumes_inside_it() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.k (id INT PRIMARY KEY, v VARCHAR(250));
+         CREATE TABLE shop.n (k INT, v VARCHAR(250));",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("budget").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let job = policy_job(tmp.path(), src.port, 720, pgs.port, "budget", "fail");
+    let mut text = std::fs::read_to_string(&job).unwrap();
+    text.push_str("  memory-budget-mib: 1\n");
+    std::fs::write(&job, text).unwrap();
+    catch_up(&job);
+    let checkpoint = || async {
+        pg.query_one("SELECT checkpoint FROM lakeshift.sync_state", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    let mut big = |from: i64| {
+        let mut sql = String::from("BEGIN;");
+        for part in 0..12 {
+            let rows: Vec<String> = (0..1000)
+                .map(|i| {
+                    let k = from + part * 1000 + i;
+                    format!(
+                        "({k}, '{} {k}')",
+                        "a value long enough to weigh something".repeat(5)
+                    )
+                })
+                .collect();
+            sql.push_str(&format!("INSERT INTO shop.k VALUES {};", rows.join(",")));
+            sql.push_str(&format!("INSERT INTO shop.n VALUES {};", rows.join(",")));
+        }
+        sql.push_str(&format!(
+            "UPDATE shop.k SET v = 'updated' WHERE id % 7 = 0 AND id >= {from};
+             DELETE FROM shop.n WHERE k % 5 = 0 AND k >= {from}; COMMIT;"
+        ));
+        sql
+    };
+    let before = checkpoint().await;
+    c.query_drop(big(0)).await.unwrap();
+    catch_up(&job);
+    for t in ["k", "n"] {
+        let (s, d) = table_text(&mut c, &pg, t).await;
+        assert_eq!(s.len(), d.len(), "shop.{t}: row count");
+        assert_eq!(s, d, "shop.{t}");
+    }
+    let parts = checkpoint().await - before;
+    assert!(parts >= 4, "one transaction, {parts} checkpoint(s)");
+    // A crash just after the second part's commit: the rest comes after a restart,
+    // from inside the transaction.
+    c.query_drop(big(100_000)).await.unwrap();
+    let st = spawn(&job, true, Some("after-target-commit:2"))
+        .wait()
+        .unwrap();
+    assert_eq!(st.code(), Some(86), "{}", log_tail(&job));
+    let (s, d) = table_text(&mut c, &pg, "n").await;
+    assert_ne!(s, d, "the crash left the transaction part-way");
+    catch_up(&job);
+    for t in ["k", "n"] {
+        let (s, d) = table_text(&mut c, &pg, t).await;
+        assert_eq!(s.len(), d.len(), "shop.{t}: row count after the resume");
+        assert_eq!(s, d, "shop.{t} after the resume");
+    }
+}

@@ -100,6 +100,10 @@ pub struct RdbEngine {
     to_source: Option<mpsc::UnboundedSender<crate::source::kafka::Committed>>,
     /// PostgreSQL with `foreign-keys: keep`: foreign keys waiting for their tables.
     fk_queue: Vec<(TableName, ddl_core::ForeignKey)>,
+    /// Bytes of rendered pending changes (checked against `memory-budget-mib`).
+    pending_bytes: usize,
+    /// The source position just after the last row in `pending` (binlog sources).
+    read_to: Option<Position>,
 }
 
 const STATE_DB: &str = "lakeshift";
@@ -161,6 +165,8 @@ impl RdbEngine {
             held_rows: Vec::new(),
             to_source: None,
             fk_queue: Vec::new(),
+            pending_bytes: 0,
+            read_to: None,
             job,
         };
         e.load_state().await?;
@@ -614,6 +620,12 @@ impl RdbEngine {
         );
     }
 
+    /// Pending changes past `memory-budget-mib`: commit them now (inside a source
+    /// transaction if need be; the position records how far into it).
+    fn over_budget(&self) -> bool {
+        self.pending_bytes >= self.job.pipeline.memory_budget_mib as usize * 1024 * 1024
+    }
+
     fn stopping(&self) -> bool {
         self.stop.load(std::sync::atomic::Ordering::SeqCst)
     }
@@ -694,6 +706,8 @@ impl RdbEngine {
         let p = self.pending.entry(k).or_default();
         for (is_keyed, kt, row) in out {
             self.seq += 1;
+            self.pending_bytes +=
+                kt.as_ref().map_or(0, String::len) + row.as_ref().map_or(0, String::len) + 16;
             if is_keyed {
                 let kt = kt.expect("key");
                 p.keyed.insert(kt, (self.seq, row));
@@ -934,6 +948,8 @@ impl RdbEngine {
         let n = self.checkpoint + 1;
         let mut stmts = Vec::new();
         let pending = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        self.read_to = None;
         for (k, p) in pending {
             let s = self.statements(&k, p)?;
             let name = show(&k);
@@ -1482,7 +1498,7 @@ impl RdbEngine {
                         }
                     }
                     sr.cursor = cursor;
-                    if self.last_checkpoint.elapsed() >= self.interval() {
+                    if self.last_checkpoint.elapsed() >= self.interval() || self.over_budget() {
                         self.checkpoint(None, snap.clone()).await?;
                         failpoint("mid-snapshot");
                     }
@@ -1496,6 +1512,11 @@ impl RdbEngine {
                 SourceEvent::Rows(b) => {
                     self.rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
                         .await?;
+                    self.read_to = Some(b.position_after(b.num_rows() - 1));
+                    if self.over_budget() && snap.is_none() {
+                        let at = self.read_to.clone();
+                        self.checkpoint(at, None).await?;
+                    }
                 }
                 SourceEvent::Offset {
                     topic,
@@ -1515,7 +1536,7 @@ impl RdbEngine {
                         }
                         self.offsets.insert(key, next);
                     }
-                    if self.last_checkpoint.elapsed() >= self.interval() {
+                    if self.last_checkpoint.elapsed() >= self.interval() || self.over_budget() {
                         self.checkpoint(None, None).await?;
                     }
                 }
@@ -1592,8 +1613,15 @@ impl RdbEngine {
             return Ok(());
         }
         if let Some(b) = boundary {
-            if !self.pending.is_empty() || self.position.as_ref().is_none_or(|p| *p < b) {
-                self.checkpoint(Some(b), None).await?;
+            // Rows of a transaction the source stopped inside: committed with the
+            // position just after them (a resume skips them), never at the boundary
+            // before them (a resume would apply them again).
+            let at = match self.read_to.clone() {
+                Some(r) if r > b && !self.pending.is_empty() => r,
+                _ => b,
+            };
+            if !self.pending.is_empty() || self.position.as_ref().is_none_or(|p| *p < at) {
+                self.checkpoint(Some(at), None).await?;
             }
         } else if !self.pending.is_empty() && snap.is_some() {
             self.checkpoint(None, snap).await?;
