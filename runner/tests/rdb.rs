@@ -716,7 +716,7 @@ async fn a_transaction_over_the_memory_budget_commits_in_parts_and_resumes_insid
             .unwrap()
             .get::<_, i64>(0)
     };
-    let mut big = |from: i64| {
+    let big = |from: i64| {
         let mut sql = String::from("BEGIN;");
         for part in 0..12 {
             let rows: Vec<String> = (0..1000)
