@@ -69,6 +69,20 @@ fn spawn(job: &Path, until_end: bool, failpoint: Option<&str>) -> Child {
         .unwrap()
 }
 
+/// Run until the named failpoint stops the process (exit 86); returns its log.
+fn stop_at(job: &Path, failpoint: &str) -> String {
+    let out = spawn(job, true, Some(failpoint))
+        .wait_with_output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(86),
+        "failpoint {failpoint} was not reached: {log}"
+    );
+    log
+}
+
 fn catch_up(job: &Path) {
     let out = spawn(job, true, None).wait_with_output().unwrap();
     eprintln!("catch-up: {}", String::from_utf8_lossy(&out.stderr));
@@ -447,17 +461,7 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
                 .unwrap();
             c.query_drop(q).await.unwrap();
         }
-        let out = spawn(&job, true, Some(fp)).wait_with_output().unwrap();
-        eprintln!(
-            "failpoint run {fp}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(
-            out.status.code(),
-            Some(86),
-            "failpoint {fp} was not reached: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        eprintln!("failpoint run {fp}: {}", stop_at(&job, fp));
         hits += 1;
         catch_up(&job);
         assert_mirrored(&mut c, &cat, &["items", "counter", "events", "nokey"]).await;
@@ -824,15 +828,7 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let job = job(dir.path(), db.port);
     // Right after the first checkpoint inside the snapshot, the process dies.
-    let out = spawn(&job, true, Some("mid-snapshot"))
-        .wait_with_output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(86),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    stop_at(&job, "mid-snapshot");
     let state = std::fs::read_to_string(dir.path().join("state/checkpoint.json")).unwrap();
     assert!(
         state.contains("\"cursor\""),
@@ -1261,15 +1257,7 @@ async fn a_parked_iceberg_table_holds_its_changes_until_resolved() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = spawn(&job, true, Some("before-release-recorded"))
-        .wait_with_output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(86),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    stop_at(&job, "before-release-recorded");
     catch_up(&job);
     let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["a", "b"]).await;

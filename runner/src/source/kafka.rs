@@ -432,16 +432,7 @@ pub async fn run(
         let Some(bytes) = m.payload() else {
             // A tombstone (after a delete): nothing to apply; its offset still counts.
             let position = Position::new("kafka", 0);
-            if tx
-                .send(SourceEvent::Offset {
-                    topic,
-                    partition,
-                    next,
-                    position,
-                })
-                .await
-                .is_err()
-            {
+            if !deliver(&tx, None, topic, partition, next, position).await {
                 return Ok(());
             }
             continue;
@@ -528,17 +519,7 @@ pub async fn run(
                     after: history.table(&db, &table).cloned().into_iter().collect(),
                 };
                 delivered += 1;
-                if tx.send(ev).await.is_err()
-                    || tx
-                        .send(SourceEvent::Offset {
-                            topic,
-                            partition,
-                            next,
-                            position,
-                        })
-                        .await
-                        .is_err()
-                {
+                if !deliver(&tx, Some(ev), topic, partition, next, position).await {
                     return Ok(());
                 }
                 continue;
@@ -574,20 +555,34 @@ pub async fn run(
             }]),
         };
         delivered += 1;
-        if tx.send(SourceEvent::Rows(batch)).await.is_err()
-            || tx
-                .send(SourceEvent::Offset {
-                    topic,
-                    partition,
-                    next,
-                    position,
-                })
-                .await
-                .is_err()
-        {
+        let rows = Some(SourceEvent::Rows(batch));
+        if !deliver(&tx, rows, topic, partition, next, position).await {
             return Ok(());
         }
     }
+}
+
+/// Send a message's event (if any) and then where it ends; false: the engine is gone.
+async fn deliver(
+    tx: &mpsc::Sender<SourceEvent>,
+    event: Option<SourceEvent>,
+    topic: String,
+    partition: i32,
+    next: i64,
+    position: Position,
+) -> bool {
+    if let Some(e) = event {
+        if tx.send(e).await.is_err() {
+            return false;
+        }
+    }
+    let end = SourceEvent::Offset {
+        topic,
+        partition,
+        next,
+        position,
+    };
+    tx.send(end).await.is_ok()
 }
 
 /// Read the schema-change topic up to its end as of now into the DDL queue.
