@@ -636,7 +636,9 @@ async fn foreign_keys_kept_on_postgres_are_checked_at_each_commit() {
         "CREATE DATABASE shop;
          CREATE TABLE shop.parent (id INT PRIMARY KEY, name VARCHAR(10));
          CREATE TABLE shop.child (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES parent (id));
-         INSERT INTO shop.parent VALUES (1, 'p1'); INSERT INTO shop.child VALUES (10, 1);",
+         CREATE TABLE shop.owned (id INT PRIMARY KEY, pid INT, note VARCHAR(10), FOREIGN KEY (pid) REFERENCES parent (id) ON DELETE CASCADE);
+         INSERT INTO shop.parent VALUES (1, 'p1'); INSERT INTO shop.child VALUES (10, 1);
+         INSERT INTO shop.owned VALUES (100, 1, 'x');",
     )
     .await
     .unwrap();
@@ -666,6 +668,22 @@ async fn foreign_keys_kept_on_postgres_are_checked_at_each_commit() {
         .unwrap();
     assert_eq!(fks.len(), 1, "one foreign key on shop.child");
     assert!(fks[0].get::<_, bool>(1) && fks[0].get::<_, bool>(2));
+    // ON DELETE CASCADE: MariaDB does not log the rows a cascade deletes; the target's
+    // own key deletes them, in source order with the changes around it (a child
+    // changed before the delete, a parent inserted again after it).
+    c.query_drop(
+        "BEGIN; INSERT INTO shop.parent VALUES (3, 'p3'); INSERT INTO shop.owned VALUES (300, 3, 'a'), (301, 3, 'b'); COMMIT;
+         BEGIN; UPDATE shop.owned SET note = 'c' WHERE id = 300; DELETE FROM shop.parent WHERE id = 3;
+           INSERT INTO shop.parent VALUES (3, 'again'); INSERT INTO shop.owned VALUES (302, 3, 'd'); COMMIT;
+         UPDATE shop.parent SET name = 'upd' WHERE id = 1;",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    for t in ["parent", "child", "owned"] {
+        let (s, d) = table_text(&mut c, &pg, t).await;
+        assert_eq!(s, d, "shop.{t} after a cascading delete");
+    }
     // One source transaction: a child, then its parent. The target applies tables
     // in name order (child first): only a deferred check lets that commit.
     c.query_drop(
@@ -674,7 +692,7 @@ async fn foreign_keys_kept_on_postgres_are_checked_at_each_commit() {
     .await
     .unwrap();
     catch_up(&job);
-    for t in ["parent", "child"] {
+    for t in ["parent", "child", "owned"] {
         let (s, d) = table_text(&mut c, &pg, t).await;
         assert_eq!(s, d, "shop.{t}");
     }

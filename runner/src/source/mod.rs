@@ -183,6 +183,28 @@ impl SourceError {
     }
 }
 
+/// The referential actions of a table's foreign keys (`child(cols) -> parent ON
+/// DELETE CASCADE`). MySQL and MariaDB do not write the rows such an action changes to
+/// the binlog: a sink sees the parent's change only.
+pub fn referential_actions(t: &ddl_core::Table) -> Vec<String> {
+    let mut out = Vec::new();
+    for fk in &t.foreign_keys {
+        for (when, action) in [("DELETE", &fk.on_delete), ("UPDATE", &fk.on_update)] {
+            let Some(a) = action else { continue };
+            let a = a.to_ascii_uppercase();
+            if a.contains("CASCADE") || a.contains("SET ") {
+                out.push(format!(
+                    "{}({}) -> {} ON {when} {a}",
+                    t.name,
+                    fk.columns.join(", "),
+                    fk.ref_table
+                ));
+            }
+        }
+    }
+    out
+}
+
 const UNPARSED: &str = "skipped: cannot be parsed: ";
 
 /// The reason of a `Schema` event made by [`unparsed`] (None for any other DDL).

@@ -407,6 +407,9 @@ impl Engine {
             {
                 Some(tb) => tb,
                 None => {
+                    for a in crate::source::referential_actions(&t.ir) {
+                        tracing::warn!("foreign key {a}: the source does not log the rows this action changes, so the Iceberg table will keep them");
+                    }
                     let mut diags = ddl_core::Diagnostics::default();
                     let mut ir = (*t.ir).clone();
                     ir.name = ddl_core::TableName::new(Some(&t.db), &t.name);

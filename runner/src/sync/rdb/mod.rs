@@ -58,10 +58,21 @@ struct TTable {
 /// One table's changes in the current checkpoint.
 #[derive(Default)]
 struct Pend {
-    /// Keyed tables: key tuple -> (order of last change, row tuple or None = delete).
-    keyed: HashMap<String, (u64, Option<String>)>,
+    /// Keyed tables: key tuple -> its folded change.
+    keyed: HashMap<String, KeyChange>,
     /// Keyless tables: inserts (row tuples) and deletes (statements), in order.
     keyless: Vec<(bool, String)>,
+}
+
+/// A key's changes in a checkpoint, folded.
+#[derive(Default)]
+struct KeyChange {
+    /// Order of the last change.
+    seq: u64,
+    /// The row tuple at the end, or None (deleted).
+    row: Option<String>,
+    /// The source deleted the row in this checkpoint (perhaps to insert it again).
+    deleted: bool,
 }
 
 pub struct RdbEngine {
@@ -104,6 +115,10 @@ pub struct RdbEngine {
     pending_bytes: usize,
     /// The source position just after the last row in `pending` (binlog sources).
     read_to: Option<Position>,
+    /// Target tables whose deletes the target's own foreign keys act on (PostgreSQL
+    /// with `foreign-keys: keep`): a delete of theirs starts a checkpoint, so the
+    /// action runs in source order with the other changes.
+    action_parents: BTreeSet<(String, String)>,
 }
 
 const STATE_DB: &str = "lakeshift";
@@ -167,6 +182,7 @@ impl RdbEngine {
             fk_queue: Vec::new(),
             pending_bytes: 0,
             read_to: None,
+            action_parents: BTreeSet::new(),
             job,
         };
         e.load_state().await?;
@@ -291,6 +307,7 @@ impl RdbEngine {
                     .cloned()
                     .collect();
                 for t in tables {
+                    self.note_actions(&self.job.router.table(&t));
                     let r = self.routed_ir(&t);
                     // Several tables routed into one: the target has the widest.
                     let wider = self
@@ -341,6 +358,40 @@ impl RdbEngine {
     }
 
     /// A source table definition under target names, without what the target skips.
+    /// A source foreign key whose action the binlog does not carry: only a target
+    /// that has the key itself (PostgreSQL with `foreign-keys: keep`) follows it.
+    fn warn_actions(&self, t: &Table) {
+        if self.deferred_fks() {
+            return;
+        }
+        for a in crate::source::referential_actions(t) {
+            tracing::warn!(
+                "foreign key {a}: the source does not log the rows this action changes, and this target does not run it (foreign-keys: {}); those rows will differ. A PostgreSQL target with `foreign-keys: keep` runs it itself",
+                if self.job.sink.foreign_keys == ForeignKeys::Keep { "keep, checks off on MySQL" } else { "drop" }
+            );
+        }
+    }
+
+    /// Remember the parents of a routed table's foreign keys with ON DELETE actions
+    /// that the target runs.
+    fn note_actions(&mut self, routed: &Table) {
+        if !self.deferred_fks() {
+            return;
+        }
+        for fk in &routed.foreign_keys {
+            let acts = fk.on_delete.as_deref().is_some_and(|a| {
+                !a.eq_ignore_ascii_case("NO ACTION") && !a.eq_ignore_ascii_case("RESTRICT")
+            });
+            if acts {
+                let mut parent = fk.ref_table.clone();
+                if parent.schema.is_none() {
+                    parent.schema = routed.name.schema.clone();
+                }
+                self.action_parents.insert(key_of(&parent));
+            }
+        }
+    }
+
     fn routed_ir(&self, t: &Table) -> Table {
         let mut r = self.job.router.table(t);
         if self.job.sink.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
@@ -483,6 +534,8 @@ impl RdbEngine {
             let mut ir = (*t.ir).clone();
             ir.name = TableName::new(Some(&t.db), &t.name);
             let with_fks = self.job.router.table(&ir);
+            self.warn_actions(&with_fks);
+            self.note_actions(&with_fks);
             let r = self.routed_ir(&ir);
             let sql = self.translate(
                 &[SchemaChange::CreateTable {
@@ -675,18 +728,21 @@ impl RdbEngine {
         let keyed = !key.is_empty();
         let sql_name = tt.sql_name.clone();
         let n = any.num_rows();
-        let mut out: Vec<(bool, Option<String>, Option<String>)> = Vec::with_capacity(n);
+        // (keyed, key tuple, row tuple or keyless delete statement, a source delete)
+        let mut out: Vec<(bool, Option<String>, Option<String>, bool)> = Vec::with_capacity(n);
         for r in 0..n {
             if let Some(b) = &before {
                 if keyed {
                     let mut kt = String::new();
                     render::tuple(&mut kt, d, b, &key, r)?;
-                    out.push((true, Some(kt), None));
+                    // An update's old image only clears its key; a delete is marked.
+                    out.push((true, Some(kt), None, op == Op::Delete));
                 } else {
                     out.push((
                         false,
                         None,
                         Some(render::delete_one(d, &sql_name, b, &present, r)?),
+                        true,
                     ));
                 }
             }
@@ -696,55 +752,62 @@ impl RdbEngine {
                 if keyed {
                     let mut kt = String::new();
                     render::tuple(&mut kt, d, a, &key, r)?;
-                    out.push((true, Some(kt), Some(row)));
+                    out.push((true, Some(kt), Some(row), false));
                 } else {
-                    out.push((false, None, Some(row)));
+                    out.push((false, None, Some(row), false));
                 }
             }
         }
-        let _ = op;
         let p = self.pending.entry(k).or_default();
-        for (is_keyed, kt, row) in out {
+        for (is_keyed, kt, row, deleted) in out {
             self.seq += 1;
             self.pending_bytes +=
                 kt.as_ref().map_or(0, String::len) + row.as_ref().map_or(0, String::len) + 16;
             if is_keyed {
                 let kt = kt.expect("key");
-                p.keyed.insert(kt, (self.seq, row));
+                let e = p.keyed.entry(kt).or_default();
+                e.seq = self.seq;
+                e.row = row;
+                e.deleted |= deleted;
             } else if let Some(row) = row {
                 // A keyless insert is a row tuple; a delete a statement.
-                let is_delete = row.starts_with("DELETE ");
-                p.keyless.push((!is_delete, row));
+                p.keyless.push((!deleted, row));
             }
         }
         self.rows += n as u64;
         Ok(())
     }
 
-    /// The statements that apply a table's pending changes.
-    fn statements(&mut self, k: &(String, String), p: Pend) -> Result<Vec<String>, String> {
+    /// The statements that apply a table's pending changes, in three groups: deletes by
+    /// key, keyless changes (in order), upserts. A checkpoint runs every table's first
+    /// group before any second, and those before any third, so an ON DELETE action
+    /// of the target (a parent deleted and inserted again) cannot remove a row
+    /// written in the same checkpoint.
+    fn statements(&mut self, k: &(String, String), p: Pend) -> Result<[Vec<String>; 3], String> {
         let batch = self.job.sink.batch_rows.max(1);
         let d = self.dialect;
         let tt = self.ttable(k)?;
         let cols: Vec<&ColSpec> = tt.cols.iter().collect();
         let key: Vec<&ColSpec> = tt.key.iter().map(|i| &tt.cols[*i]).collect();
-        let mut out = Vec::new();
+        let (mut dels, mut out, mut ups) = (Vec::new(), Vec::new(), Vec::new());
         if !p.keyed.is_empty() {
-            let mut entries: Vec<(String, (u64, Option<String>))> = p.keyed.into_iter().collect();
-            entries.sort_by_key(|(_, (s, _))| *s);
-            // Deletes first (every key changed in the checkpoint goes, so the upserts
-            // cannot meet an old row's unique value), then the live rows in change order.
+            let mut entries: Vec<(String, KeyChange)> = p.keyed.into_iter().collect();
+            entries.sort_by_key(|(_, c)| c.seq);
+            // Deletes first: keys gone at the end, and keys the source deleted and
+            // inserted again (so a target's ON DELETE actions fire as in the source, and
+            // a new row cannot meet the old one's unique values); then the live rows in
+            // change order.
             let keys: Vec<String> = entries
                 .iter()
-                .filter(|(_, (_, r))| r.is_none())
+                .filter(|(_, c)| c.row.is_none() || c.deleted)
                 .map(|(k, _)| k.clone())
                 .collect();
             for c in keys.chunks(batch) {
-                out.push(render::delete(&tt.sql_name, &key, c));
+                dels.push(render::delete(&tt.sql_name, &key, c));
             }
-            let rows: Vec<String> = entries.into_iter().filter_map(|(_, (_, r))| r).collect();
+            let rows: Vec<String> = entries.into_iter().filter_map(|(_, c)| c.row).collect();
             for c in rows.chunks(batch) {
-                out.push(render::insert(d, &tt.sql_name, &cols, &key, c));
+                ups.push(render::insert(d, &tt.sql_name, &cols, &key, c));
             }
         }
         let mut run: Vec<String> = Vec::new();
@@ -766,7 +829,7 @@ impl RdbEngine {
         if !run.is_empty() {
             out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
         }
-        Ok(out)
+        Ok([dels, out, ups])
     }
 
     fn state_update(
@@ -946,7 +1009,7 @@ impl RdbEngine {
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), String> {
         let n = self.checkpoint + 1;
-        let mut stmts = Vec::new();
+        let mut groups: [Vec<String>; 3] = Default::default();
         let pending = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
         self.read_to = None;
@@ -954,11 +1017,14 @@ impl RdbEngine {
             let s = self.statements(&k, p)?;
             let name = show(&k);
             if self.parked.contains(&name) {
-                self.log.hold(&name, n, s)?;
+                self.log.hold(&name, n, s.concat())?;
                 continue;
             }
-            stmts.extend(s);
+            for (g, part) in groups.iter_mut().zip(s) {
+                g.extend(part);
+            }
         }
+        let mut stmts = groups.concat();
         let released = self.releases(n, &mut stmts).await?;
         self.commit(&stmts, position, snapshot).await?;
         for i in released {
@@ -1055,6 +1121,17 @@ impl RdbEngine {
             }
             for t in later {
                 self.queue_fks(&t);
+            }
+        }
+        for t in after {
+            if changes.iter().any(|c| {
+                matches!(
+                    c,
+                    SchemaChange::CreateTable { .. } | SchemaChange::AddForeignKey { .. }
+                )
+            }) {
+                self.warn_actions(t);
+                self.note_actions(&self.job.router.table(t));
             }
         }
         let after_routed: Vec<Table> = after.iter().map(|t| self.routed_ir(t)).collect();
@@ -1510,6 +1587,18 @@ impl RdbEngine {
                 }
                 SourceEvent::Rows(b) if self.kafka => self.held_rows.push(b),
                 SourceEvent::Rows(b) => {
+                    if b.op == Op::Delete && !self.pending.is_empty() && snap.is_none() {
+                        let r = self.job.router.route(&b.table.db, &b.table.name);
+                        if self
+                            .action_parents
+                            .contains(&(r.db.clone(), r.table.clone()))
+                        {
+                            // Everything before this delete commits first.
+                            let mut before = b.position_after(0);
+                            before.ordinal = before.ordinal.saturating_sub(1);
+                            self.checkpoint(Some(before), None).await?;
+                        }
+                    }
                     self.rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
                         .await?;
                     self.read_to = Some(b.position_after(b.num_rows() - 1));
@@ -1530,6 +1619,17 @@ impl RdbEngine {
                     let rows = std::mem::take(&mut self.held_rows);
                     let seen = self.offsets.get(&key).copied().or(floor);
                     if seen.is_none_or(|f| next > f) {
+                        let acts = rows.iter().any(|b| {
+                            let r = self.job.router.route(&b.table.db, &b.table.name);
+                            b.op == Op::Delete
+                                && self
+                                    .action_parents
+                                    .contains(&(r.db.clone(), r.table.clone()))
+                        });
+                        if acts && (!self.pending.is_empty() || !self.offsets.is_empty()) {
+                            // Everything before this delete commits first.
+                            self.checkpoint(None, None).await?;
+                        }
                         for b in rows {
                             self.rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
                                 .await?;
