@@ -782,8 +782,16 @@ impl RdbEngine {
     /// key, keyless changes (in order), upserts. A checkpoint runs every table's first
     /// group before any second, and those before any third, so an ON DELETE action
     /// of the target (a parent deleted and inserted again) cannot remove a row
-    /// written in the same checkpoint.
-    fn statements(&mut self, k: &(String, String), p: Pend) -> Result<[Vec<String>; 3], String> {
+    /// written in the same checkpoint. With `rewrite`, every changed key is deleted
+    /// before the live rows are written (unique values swapped between rows of one
+    /// checkpoint then never meet); not for tables whose deletes the target acts on.
+    fn statements(
+        &mut self,
+        k: &(String, String),
+        p: &Pend,
+        rewrite: bool,
+    ) -> Result<[Vec<String>; 3], String> {
+        let rewrite = rewrite && !self.action_parents.contains(k);
         let batch = self.job.sink.batch_rows.max(1);
         let d = self.dialect;
         let tt = self.ttable(k)?;
@@ -791,7 +799,7 @@ impl RdbEngine {
         let key: Vec<&ColSpec> = tt.key.iter().map(|i| &tt.cols[*i]).collect();
         let (mut dels, mut out, mut ups) = (Vec::new(), Vec::new(), Vec::new());
         if !p.keyed.is_empty() {
-            let mut entries: Vec<(String, KeyChange)> = p.keyed.into_iter().collect();
+            let mut entries: Vec<(&String, &KeyChange)> = p.keyed.iter().collect();
             entries.sort_by_key(|(_, c)| c.seq);
             // Deletes first: keys gone at the end, and keys the source deleted and
             // inserted again (so a target's ON DELETE actions fire as in the source, and
@@ -799,19 +807,23 @@ impl RdbEngine {
             // change order.
             let keys: Vec<String> = entries
                 .iter()
-                .filter(|(_, c)| c.row.is_none() || c.deleted)
-                .map(|(k, _)| k.clone())
+                .filter(|(_, c)| rewrite || c.row.is_none() || c.deleted)
+                .map(|(k, _)| (*k).clone())
                 .collect();
             for c in keys.chunks(batch) {
                 dels.push(render::delete(&tt.sql_name, &key, c));
             }
-            let rows: Vec<String> = entries.into_iter().filter_map(|(_, c)| c.row).collect();
+            let rows: Vec<String> = entries
+                .into_iter()
+                .filter_map(|(_, c)| c.row.clone())
+                .collect();
             for c in rows.chunks(batch) {
                 ups.push(render::insert(d, &tt.sql_name, &cols, &key, c));
             }
         }
         let mut run: Vec<String> = Vec::new();
-        for (insert, s) in p.keyless {
+        for (insert, s) in &p.keyless {
+            let (insert, s) = (*insert, s.clone());
             if insert {
                 run.push(s);
                 if run.len() >= batch {
@@ -1009,24 +1021,41 @@ impl RdbEngine {
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), String> {
         let n = self.checkpoint + 1;
-        let mut groups: [Vec<String>; 3] = Default::default();
         let pending = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
         self.read_to = None;
-        for (k, p) in pending {
-            let s = self.statements(&k, p)?;
-            let name = show(&k);
-            if self.parked.contains(&name) {
-                self.log.hold(&name, n, s.concat())?;
-                continue;
+        let mut held = Vec::new();
+        let released = self.releases(n, &mut held).await?;
+        let mut rewrite = false;
+        loop {
+            let mut groups: [Vec<String>; 3] = Default::default();
+            for (k, p) in &pending {
+                let s = self.statements(k, p, rewrite)?;
+                let name = show(k);
+                if self.parked.contains(&name) {
+                    self.log.hold(&name, n, s.concat())?;
+                    continue;
+                }
+                for (g, part) in groups.iter_mut().zip(s) {
+                    g.extend(part);
+                }
             }
-            for (g, part) in groups.iter_mut().zip(s) {
-                g.extend(part);
+            let mut stmts = groups.concat();
+            stmts.extend(held.iter().cloned());
+            match self
+                .commit(&stmts, position.clone(), snapshot.clone())
+                .await
+            {
+                Ok(()) => break,
+                Err(e) if !rewrite && unique_violation(&e) => {
+                    // Unique values moved between rows inside the checkpoint: the
+                    // same changes again, every changed key deleted first.
+                    tracing::info!("checkpoint {n}: {e}; applying it again with every changed key deleted first");
+                    rewrite = true;
+                }
+                Err(e) => return Err(e),
             }
         }
-        let mut stmts = groups.concat();
-        let released = self.releases(n, &mut stmts).await?;
-        self.commit(&stmts, position, snapshot).await?;
         for i in released {
             self.released(i)?;
         }
@@ -1728,6 +1757,11 @@ impl RdbEngine {
         }
         Ok(())
     }
+}
+
+/// A unique index refused a row (PostgreSQL 23505, MySQL 1062).
+fn unique_violation(m: &str) -> bool {
+    m.contains("duplicate key value violates unique constraint") || m.contains("Duplicate entry")
 }
 
 /// Errors that mean a statement's effect is already there.
