@@ -58,8 +58,8 @@ enum Command {
         #[arg(value_name = "FILE")]
         files: Vec<String>,
     },
-    /// Mirror a MySQL/MariaDB database into Iceberg tables or into PostgreSQL or
-    /// MySQL/MariaDB, DDL included, exactly once.
+    /// Mirror a MySQL/MariaDB database (binlog or Debezium topics) into Iceberg tables
+    /// or into PostgreSQL or MySQL/MariaDB, DDL included, exactly once.
     ///
     /// Reads the job file (source, sink, pipeline, route). The first run snapshots every
     /// captured table, then follows the binlog; with `source.type: kafka` it reads
@@ -72,20 +72,23 @@ enum Command {
     /// deletes in one target transaction per checkpoint, which also moves the job's row
     /// in the target's `lakeshift.sync_state`. DDL on a table commits its pending rows
     /// first, then is translated and applied; every DDL is kept in the DDL log
-    /// (`lakeshift ddl-log`). A restart (after a crash too) resumes without loss or
+    /// (`lakeshift ddl-log`); one the target cannot take follows
+    /// `pipeline.ddl-error-policy` (fail, skip, or park: hold the table's changes until
+    /// `ddl-log --resolve`). A restart (after a crash too) resumes without loss or
     /// duplicates.
     Sync {
         /// The job file (YAML).
         #[arg(long, value_name = "FILE")]
         config: std::path::PathBuf,
-        /// Stop when the binlog's current end is reached (after a final checkpoint)
-        /// instead of following it.
+        /// Stop when the source's current end is reached (the binlog's end, or every
+        /// assigned Kafka partition's end), after a final checkpoint, instead of
+        /// following it.
         #[arg(long)]
         until_end: bool,
     },
     /// Show where a job stands: per Iceberg table its committed checkpoint, watermark,
-    /// rows and schema; for a PostgreSQL/MySQL target its state row, Kafka offsets and
-    /// DDL log counts.
+    /// rows and schema; for a PostgreSQL/MySQL target its state row and Kafka offsets;
+    /// and the DDL log's counts.
     Status {
         /// The job file (YAML).
         #[arg(long, value_name = "FILE")]
