@@ -162,8 +162,7 @@ pub struct Engine {
     /// Set to stop after committing what was read (SIGTERM, Ctrl-C).
     pub stop: Arc<std::sync::atomic::AtomicBool>,
     pub metrics: Arc<super::metrics::Metrics>,
-    last_progress: Instant,
-    rows_at_progress: u64,
+    progress_clock: super::metrics::ProgressClock,
     /// (DDL position, tables, ms the barrier and schema change took).
     pub ddl_stalls: Vec<(String, usize, f64)>,
     /// The table being snapshotted: (name, rows read, estimated rows).
@@ -255,8 +254,7 @@ impl Engine {
             commits: 0,
             stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             metrics: super::metrics::Metrics::new(),
-            last_progress: Instant::now(),
-            rows_at_progress: 0,
+            progress_clock: Default::default(),
             ddl_stalls: Vec::new(),
             snapshot_progress: None,
             monitor: None,
@@ -1014,13 +1012,9 @@ impl Engine {
         use std::sync::atomic::Ordering::Relaxed;
         self.metrics.rows.store(self.rows, Relaxed);
         let every = self.job.pipeline.progress_seconds;
-        if every <= 0.0 || self.last_progress.elapsed().as_secs_f64() < every {
+        let Some(rate) = self.progress_clock.due(every, self.rows) else {
             return;
-        }
-        let secs = self.last_progress.elapsed().as_secs_f64();
-        let rate = (self.rows - self.rows_at_progress) as f64 / secs;
-        self.last_progress = Instant::now();
-        self.rows_at_progress = self.rows;
+        };
         // Lag in bytes: the server's binlog end against the job's position, on one
         // monitoring connection kept between progress lines.
         let mut lag = -1i64;

@@ -19,6 +19,40 @@ pub struct Metrics {
     pub lag_seconds: AtomicI64,
 }
 
+/// When the next progress line is due, and the rate since the last one.
+#[derive(Debug)]
+pub struct ProgressClock {
+    last: std::time::Instant,
+    rows_at: u64,
+}
+
+impl ProgressClock {
+    pub fn new() -> Self {
+        ProgressClock {
+            last: std::time::Instant::now(),
+            rows_at: 0,
+        }
+    }
+
+    /// Every `every` seconds (0: never): row changes per second since the last line.
+    pub fn due(&mut self, every: f64, rows: u64) -> Option<f64> {
+        let secs = self.last.elapsed().as_secs_f64();
+        if every <= 0.0 || secs < every {
+            return None;
+        }
+        let rate = rows.saturating_sub(self.rows_at) as f64 / secs;
+        self.last = std::time::Instant::now();
+        self.rows_at = rows;
+        Some(rate)
+    }
+}
+
+impl Default for ProgressClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -96,8 +96,7 @@ pub struct RdbEngine {
     pub commits: u64,
     pub ddls: u64,
     pub stop: Arc<std::sync::atomic::AtomicBool>,
-    last_progress: Instant,
-    rows_at_progress: u64,
+    progress_clock: crate::sync::metrics::ProgressClock,
     /// A Kafka source: offsets instead of a source position.
     kafka: bool,
     /// Kafka: each partition's next offset as the target holds it (None: not yet
@@ -172,8 +171,7 @@ impl RdbEngine {
             commits: 0,
             ddls: 0,
             stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            last_progress: Instant::now(),
-            rows_at_progress: 0,
+            progress_clock: Default::default(),
             kafka: job.source.kafka.is_some(),
             floors: HashMap::new(),
             offsets: BTreeMap::new(),
@@ -652,13 +650,9 @@ impl RdbEngine {
     /// Every `progress-seconds`: rows, checkpoint and position on standard error.
     fn progress(&mut self) {
         let every = self.job.pipeline.progress_seconds;
-        if every <= 0.0 || self.last_progress.elapsed().as_secs_f64() < every {
+        let Some(rate) = self.progress_clock.due(every, self.rows) else {
             return;
-        }
-        let secs = self.last_progress.elapsed().as_secs_f64();
-        let rate = (self.rows - self.rows_at_progress) as f64 / secs;
-        self.last_progress = Instant::now();
-        self.rows_at_progress = self.rows;
+        };
         tracing::info!(
             "progress: {} row changes ({rate:.0}/s), {} DDL, checkpoint {} ({:.1} s ago){}",
             self.rows,
