@@ -114,10 +114,22 @@ pub struct RdbEngine {
     pending_bytes: usize,
     /// The source position just after the last row in `pending` (binlog sources).
     read_to: Option<Position>,
-    /// Target tables whose deletes the target's own foreign keys act on (PostgreSQL
-    /// with `foreign-keys: keep`): a delete of theirs starts a checkpoint, so the
-    /// action runs in source order with the other changes.
-    action_parents: BTreeSet<(String, String)>,
+    /// ON DELETE actions of foreign keys, by parent table (routed). A delete of such a
+    /// parent starts a checkpoint, so the action runs in source order with the other
+    /// changes: the target's own key runs it (PostgreSQL with `foreign-keys: keep`),
+    /// or the checkpoint does (other relational targets).
+    fk_actions: BTreeMap<(String, String), Vec<FkAction>>,
+}
+
+/// A foreign key's ON DELETE action, seen from its parent table.
+#[derive(Debug, Clone, PartialEq)]
+struct FkAction {
+    child: (String, String),
+    /// Child columns and the parent columns they reference (routed names).
+    cols: Vec<String>,
+    parent_cols: Vec<String>,
+    /// SET NULL; else CASCADE.
+    set_null: bool,
 }
 
 const STATE_DB: &str = "lakeshift";
@@ -180,7 +192,7 @@ impl RdbEngine {
             fk_queue: Vec::new(),
             pending_bytes: 0,
             read_to: None,
-            action_parents: BTreeSet::new(),
+            fk_actions: BTreeMap::new(),
             job,
         };
         e.load_state().await?;
@@ -356,38 +368,123 @@ impl RdbEngine {
     }
 
     /// A source table definition under target names, without what the target skips.
-    /// A source foreign key whose action the binlog does not carry: only a target
-    /// that has the key itself (PostgreSQL with `foreign-keys: keep`) follows it.
+    /// A source foreign-key action the binlog does not carry and the sink does not
+    /// follow: ON DELETE CASCADE / SET NULL are followed (by the target's own key on
+    /// PostgreSQL with `keep`, else by the checkpoint), except onto the same table;
+    /// SET DEFAULT and ON UPDATE actions are not.
     fn warn_actions(&self, t: &Table) {
-        if self.deferred_fks() {
-            return;
-        }
-        for a in crate::source::referential_actions(t) {
-            tracing::warn!(
-                "foreign key {a}: the source does not log the rows this action changes, and this target does not run it (foreign-keys: {}); those rows will differ. A PostgreSQL target with `foreign-keys: keep` runs it itself",
-                if self.job.sink.foreign_keys == ForeignKeys::Keep { "keep, checks off on MySQL" } else { "drop" }
-            );
+        for fk in &t.foreign_keys {
+            let onto_itself = fk.ref_table.name.eq_ignore_ascii_case(&t.name.name)
+                && fk
+                    .ref_table
+                    .schema
+                    .as_ref()
+                    .is_none_or(|s| Some(s) == t.name.schema.as_ref());
+            for (when, action) in [("DELETE", &fk.on_delete), ("UPDATE", &fk.on_update)] {
+                let Some(a) = action.as_deref().map(str::to_ascii_uppercase) else {
+                    continue;
+                };
+                if !a.contains("CASCADE") && !a.contains("SET ") {
+                    continue;
+                }
+                let followed = when == "DELETE"
+                    && (a.contains("CASCADE") || a.contains("SET NULL"))
+                    && (self.deferred_fks() || !onto_itself);
+                if !followed {
+                    tracing::warn!(
+                        "foreign key {}({}) -> {} ON {when} {a}: the source does not log the rows this action changes and this sink does not run it; those rows will differ",
+                        t.name,
+                        fk.columns.join(", "),
+                        fk.ref_table
+                    );
+                }
+            }
         }
     }
 
-    /// Remember the parents of a routed table's foreign keys with ON DELETE actions
-    /// that the target runs.
+    /// Remember a routed table's foreign keys with ON DELETE CASCADE or SET NULL.
     fn note_actions(&mut self, routed: &Table) {
-        if !self.deferred_fks() {
-            return;
-        }
         for fk in &routed.foreign_keys {
-            let acts = fk.on_delete.as_deref().is_some_and(|a| {
-                !a.eq_ignore_ascii_case("NO ACTION") && !a.eq_ignore_ascii_case("RESTRICT")
-            });
-            if acts {
-                let mut parent = fk.ref_table.clone();
-                if parent.schema.is_none() {
-                    parent.schema = routed.name.schema.clone();
-                }
-                self.action_parents.insert(key_of(&parent));
+            let Some(a) = fk.on_delete.as_deref().map(str::to_ascii_uppercase) else {
+                continue;
+            };
+            let set_null = a.contains("SET NULL");
+            if !set_null && !a.contains("CASCADE") {
+                continue;
+            }
+            let mut parent = fk.ref_table.clone();
+            if parent.schema.is_none() {
+                parent.schema = routed.name.schema.clone();
+            }
+            let act = FkAction {
+                child: key_of(&routed.name),
+                cols: fk.columns.clone(),
+                parent_cols: fk.ref_columns.clone(),
+                set_null,
+            };
+            let list = self.fk_actions.entry(key_of(&parent)).or_default();
+            if !list.contains(&act) {
+                list.push(act);
             }
         }
+    }
+
+    /// The statements that run the ON DELETE actions of `parent`'s rows matching
+    /// `rows` (a condition on the parent table), children's children first. They run
+    /// before the parent rows go. None of it on PostgreSQL with `keep` (the target's
+    /// key acts).
+    fn fk_action_sql(
+        &mut self,
+        parent: &(String, String),
+        rows: &str,
+        path: &mut Vec<(String, String)>,
+        out: &mut Vec<String>,
+    ) -> Result<(), String> {
+        let Some(acts) = self.fk_actions.get(parent).cloned() else {
+            return Ok(());
+        };
+        path.push(parent.clone());
+        let parent_sql = self.ttable(parent)?.sql_name.clone();
+        for a in acts {
+            if path.contains(&a.child) {
+                // A key onto its own table (or a cycle): MySQL cannot delete from a
+                // table it selects from; such rows stay (warned when the table came).
+                continue;
+            }
+            if self.ttable(&a.child).is_err() {
+                continue; // the child table is not mirrored
+            }
+            let child_sql = self.ttable(&a.child)?.sql_name.clone();
+            let idents = |names: &[String]| -> Vec<String> {
+                names.iter().map(|n| self.emitter_ctx_ident(n)).collect()
+            };
+            let (cols, pcols) = (idents(&a.cols), idents(&a.parent_cols));
+            let lhs = if cols.len() == 1 {
+                cols[0].clone()
+            } else {
+                format!("({})", cols.join(", "))
+            };
+            let child_rows = format!(
+                "{lhs} IN (SELECT {} FROM {parent_sql} WHERE {rows})",
+                pcols.join(", ")
+            );
+            if a.set_null {
+                let sets: Vec<String> = a
+                    .cols
+                    .iter()
+                    .map(|c| format!("{} = NULL", self.emitter_ctx_ident(c)))
+                    .collect();
+                out.push(format!(
+                    "UPDATE {child_sql} SET {} WHERE {child_rows}",
+                    sets.join(", ")
+                ));
+            } else {
+                self.fk_action_sql(&a.child, &child_rows, path, out)?;
+                out.push(format!("DELETE FROM {child_sql} WHERE {child_rows}"));
+            }
+        }
+        path.pop();
+        Ok(())
     }
 
     fn routed_ir(&self, t: &Table) -> Table {
@@ -785,7 +882,7 @@ impl RdbEngine {
         p: &Pend,
         rewrite: bool,
     ) -> Result<[Vec<String>; 3], String> {
-        let rewrite = rewrite && !self.action_parents.contains(k);
+        let rewrite = rewrite && !self.fk_actions.contains_key(k);
         let batch = self.job.sink.batch_rows.max(1);
         let d = self.dialect;
         let tt = self.ttable(k)?;
@@ -1020,9 +1117,32 @@ impl RdbEngine {
         self.read_to = None;
         let mut held = Vec::new();
         let released = self.releases(n, &mut held).await?;
+        // ON DELETE actions the target does not run itself: before any delete.
+        let mut actions = Vec::new();
+        if !self.deferred_fks() {
+            for (k, p) in &pending {
+                if !self.fk_actions.contains_key(k) || self.parked.contains(&show(k)) {
+                    continue;
+                }
+                let keys: Vec<String> = p
+                    .keyed
+                    .iter()
+                    .filter(|(_, c)| c.deleted)
+                    .map(|(t, _)| t.clone())
+                    .collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                let tt = self.ttable(k)?;
+                let key: Vec<&ColSpec> = tt.key.iter().map(|i| &tt.cols[*i]).collect();
+                let rows = render::key_in(&key, &keys);
+                self.fk_action_sql(k, &rows, &mut Vec::new(), &mut actions)?;
+            }
+        }
         let mut rewrite = false;
         loop {
             let mut groups: [Vec<String>; 3] = Default::default();
+            groups[0].extend(actions.iter().cloned());
             for (k, p) in &pending {
                 let s = self.statements(k, p, rewrite)?;
                 let name = show(k);
@@ -1613,8 +1733,8 @@ impl RdbEngine {
                     if b.op == Op::Delete && !self.pending.is_empty() && snap.is_none() {
                         let r = self.job.router.route(&b.table.db, &b.table.name);
                         if self
-                            .action_parents
-                            .contains(&(r.db.clone(), r.table.clone()))
+                            .fk_actions
+                            .contains_key(&(r.db.clone(), r.table.clone()))
                         {
                             // Everything before this delete commits first.
                             let mut before = b.position_after(0);
@@ -1646,8 +1766,8 @@ impl RdbEngine {
                             let r = self.job.router.route(&b.table.db, &b.table.name);
                             b.op == Op::Delete
                                 && self
-                                    .action_parents
-                                    .contains(&(r.db.clone(), r.table.clone()))
+                                    .fk_actions
+                                    .contains_key(&(r.db.clone(), r.table.clone()))
                         });
                         if acts && (!self.pending.is_empty() || !self.offsets.is_empty()) {
                             // Everything before this delete commits first.

@@ -247,23 +247,19 @@ pub fn insert(
     s
 }
 
-/// `DELETE ... WHERE (k1, k2) IN ((..), (..))`.
-pub fn delete(table: &str, key: &[&ColSpec], keys: &[String]) -> String {
+/// `(k1, k2) IN ((..), (..))` (a single column: `k IN ((v), ..)`, valid SQL).
+pub fn key_in(key: &[&ColSpec], keys: &[String]) -> String {
     let names: Vec<&str> = key.iter().map(|k| k.ident.as_str()).collect();
     if names.len() == 1 {
-        // Single-column keys were rendered as 1-tuples: `(v)`; `x IN ((v))` is valid.
-        format!(
-            "DELETE FROM {table} WHERE {} IN ({})",
-            names[0],
-            keys.join(", ")
-        )
+        format!("{} IN ({})", names[0], keys.join(", "))
     } else {
-        format!(
-            "DELETE FROM {table} WHERE ({}) IN ({})",
-            names.join(", "),
-            keys.join(", ")
-        )
+        format!("({}) IN ({})", names.join(", "), keys.join(", "))
     }
+}
+
+/// `DELETE ... WHERE (k1, k2) IN ((..), (..))`.
+pub fn delete(table: &str, key: &[&ColSpec], keys: &[String]) -> String {
+    format!("DELETE FROM {table} WHERE {}", key_in(key, keys))
 }
 
 /// Delete one row equal to `row` in every column (keyless tables): NULLs compare with
