@@ -409,7 +409,10 @@ impl RdbEngine {
                 continue;
             };
             let set_null = a.contains("SET NULL");
-            if !set_null && !a.contains("CASCADE") {
+            if (!set_null && !a.contains("CASCADE"))
+                || fk.columns.is_empty()
+                || fk.columns.len() != fk.ref_columns.len()
+            {
                 continue;
             }
             let mut parent = fk.ref_table.clone();
