@@ -899,26 +899,25 @@ impl RdbEngine {
             // inserted again (so a target's ON DELETE actions fire as in the source, and
             // a new row cannot meet the old one's unique values); then the live rows in
             // change order.
-            let keys: Vec<String> = entries
+            let keys: Vec<&str> = entries
                 .iter()
                 .filter(|(_, c)| rewrite || c.row.is_none() || c.deleted)
-                .map(|(k, _)| (*k).clone())
+                .map(|(k, _)| k.as_str())
                 .collect();
             for c in keys.chunks(batch) {
                 dels.push(render::delete(&tt.sql_name, &key, c));
             }
-            let rows: Vec<String> = entries
+            let rows: Vec<&str> = entries
                 .into_iter()
-                .filter_map(|(_, c)| c.row.clone())
+                .filter_map(|(_, c)| c.row.as_deref())
                 .collect();
             for c in rows.chunks(batch) {
                 ups.push(render::insert(d, &tt.sql_name, &cols, &key, c));
             }
         }
-        let mut run: Vec<String> = Vec::new();
+        let mut run: Vec<&str> = Vec::new();
         for (insert, s) in &p.keyless {
-            let (insert, s) = (*insert, s.clone());
-            if insert {
+            if *insert {
                 run.push(s);
                 if run.len() >= batch {
                     out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
@@ -929,7 +928,7 @@ impl RdbEngine {
                     out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
                     run.clear();
                 }
-                out.push(s);
+                out.push(s.clone());
             }
         }
         if !run.is_empty() {
@@ -1127,11 +1126,11 @@ impl RdbEngine {
                 if !self.fk_actions.contains_key(k) || self.parked.contains(&show(k)) {
                     continue;
                 }
-                let keys: Vec<String> = p
+                let keys: Vec<&str> = p
                     .keyed
                     .iter()
                     .filter(|(_, c)| c.deleted)
-                    .map(|(t, _)| t.clone())
+                    .map(|(t, _)| t.as_str())
                     .collect();
                 if keys.is_empty() {
                     continue;

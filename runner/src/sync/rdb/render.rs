@@ -208,7 +208,7 @@ pub fn insert(
     table: &str,
     cols: &[&ColSpec],
     key: &[&ColSpec],
-    rows: &[String],
+    rows: &[&str],
 ) -> String {
     let names: Vec<&str> = cols.iter().map(|c| c.ident.as_str()).collect();
     let mut s = format!("INSERT INTO {table} ({}) VALUES ", names.join(", "));
@@ -248,7 +248,7 @@ pub fn insert(
 }
 
 /// `(k1, k2) IN ((..), (..))` (a single column: `k IN ((v), ..)`, valid SQL).
-pub fn key_in(key: &[&ColSpec], keys: &[String]) -> String {
+pub fn key_in(key: &[&ColSpec], keys: &[&str]) -> String {
     let names: Vec<&str> = key.iter().map(|k| k.ident.as_str()).collect();
     if names.len() == 1 {
         format!("{} IN ({})", names[0], keys.join(", "))
@@ -258,7 +258,7 @@ pub fn key_in(key: &[&ColSpec], keys: &[String]) -> String {
 }
 
 /// `DELETE ... WHERE (k1, k2) IN ((..), (..))`.
-pub fn delete(table: &str, key: &[&ColSpec], keys: &[String]) -> String {
+pub fn delete(table: &str, key: &[&ColSpec], keys: &[&str]) -> String {
     format!("DELETE FROM {table} WHERE {}", key_in(key, keys))
 }
 
