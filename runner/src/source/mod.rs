@@ -183,22 +183,67 @@ impl SourceError {
     }
 }
 
-/// The referential actions of a table's foreign keys (`child(cols) -> parent ON
-/// DELETE CASCADE`). MySQL and MariaDB do not write the rows such an action changes to
-/// the binlog: a sink sees the parent's change only.
-pub fn referential_actions(t: &ddl_core::Table) -> Vec<String> {
+/// A referential action of a foreign key (`child(cols) -> parent ON DELETE CASCADE`).
+/// MySQL and MariaDB do not write the rows such an action changes to the binlog: a
+/// sink sees the parent's change only.
+#[derive(Debug)]
+pub struct RefAction<'a> {
+    pub table: &'a ddl_core::Table,
+    pub fk: &'a ddl_core::ForeignKey,
+    /// ON DELETE (else ON UPDATE).
+    pub on_delete: bool,
+    /// The action, upper-cased: CASCADE, SET NULL, SET DEFAULT.
+    pub action: String,
+}
+
+impl RefAction<'_> {
+    /// ON DELETE CASCADE or SET NULL with matching column lists: what a sink can run
+    /// itself.
+    pub fn followable(&self) -> bool {
+        self.on_delete
+            && (self.action.contains("CASCADE") || self.action.contains("SET NULL"))
+            && !self.fk.columns.is_empty()
+            && self.fk.columns.len() == self.fk.ref_columns.len()
+    }
+
+    /// The key points at its own table.
+    pub fn onto_itself(&self) -> bool {
+        let (r, t) = (&self.fk.ref_table, &self.table.name);
+        r.name.eq_ignore_ascii_case(&t.name)
+            && r.schema
+                .as_ref()
+                .is_none_or(|s| Some(s) == t.schema.as_ref())
+    }
+}
+
+impl std::fmt::Display for RefAction<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}({}) -> {} ON {} {}",
+            self.table.name,
+            self.fk.columns.join(", "),
+            self.fk.ref_table,
+            if self.on_delete { "DELETE" } else { "UPDATE" },
+            self.action
+        )
+    }
+}
+
+/// The referential actions (CASCADE, SET NULL, SET DEFAULT) of a table's foreign keys.
+pub fn referential_actions(t: &ddl_core::Table) -> Vec<RefAction<'_>> {
     let mut out = Vec::new();
     for fk in &t.foreign_keys {
-        for (when, action) in [("DELETE", &fk.on_delete), ("UPDATE", &fk.on_update)] {
+        for (on_delete, action) in [(true, &fk.on_delete), (false, &fk.on_update)] {
             let Some(a) = action else { continue };
-            let a = a.to_ascii_uppercase();
-            if a.contains("CASCADE") || a.contains("SET ") {
-                out.push(format!(
-                    "{}({}) -> {} ON {when} {a}",
-                    t.name,
-                    fk.columns.join(", "),
-                    fk.ref_table
-                ));
+            let action = a.to_ascii_uppercase();
+            if action.contains("CASCADE") || action.contains("SET ") {
+                out.push(RefAction {
+                    table: t,
+                    fk,
+                    on_delete,
+                    action,
+                });
             }
         }
     }

@@ -373,57 +373,30 @@ impl RdbEngine {
     /// PostgreSQL with `keep`, else by the checkpoint), except onto the same table;
     /// SET DEFAULT and ON UPDATE actions are not.
     fn warn_actions(&self, t: &Table) {
-        for fk in &t.foreign_keys {
-            let onto_itself = fk.ref_table.name.eq_ignore_ascii_case(&t.name.name)
-                && fk
-                    .ref_table
-                    .schema
-                    .as_ref()
-                    .is_none_or(|s| Some(s) == t.name.schema.as_ref());
-            for (when, action) in [("DELETE", &fk.on_delete), ("UPDATE", &fk.on_update)] {
-                let Some(a) = action.as_deref().map(str::to_ascii_uppercase) else {
-                    continue;
-                };
-                if !a.contains("CASCADE") && !a.contains("SET ") {
-                    continue;
-                }
-                let followed = when == "DELETE"
-                    && (a.contains("CASCADE") || a.contains("SET NULL"))
-                    && (self.deferred_fks() || !onto_itself);
-                if !followed {
-                    tracing::warn!(
-                        "foreign key {}({}) -> {} ON {when} {a}: the source does not log the rows this action changes and this sink does not run it; those rows will differ",
-                        t.name,
-                        fk.columns.join(", "),
-                        fk.ref_table
-                    );
-                }
+        for a in crate::source::referential_actions(t) {
+            if !(a.followable() && (self.deferred_fks() || !a.onto_itself())) {
+                tracing::warn!(
+                    "foreign key {a}: the source does not log the rows this action changes and this sink does not run it; those rows will differ"
+                );
             }
         }
     }
 
     /// Remember a routed table's foreign keys with ON DELETE CASCADE or SET NULL.
     fn note_actions(&mut self, routed: &Table) {
-        for fk in &routed.foreign_keys {
-            let Some(a) = fk.on_delete.as_deref().map(str::to_ascii_uppercase) else {
-                continue;
-            };
-            let set_null = a.contains("SET NULL");
-            if (!set_null && !a.contains("CASCADE"))
-                || fk.columns.is_empty()
-                || fk.columns.len() != fk.ref_columns.len()
-            {
+        for a in crate::source::referential_actions(routed) {
+            if !a.followable() {
                 continue;
             }
-            let mut parent = fk.ref_table.clone();
+            let mut parent = a.fk.ref_table.clone();
             if parent.schema.is_none() {
                 parent.schema = routed.name.schema.clone();
             }
             let act = FkAction {
                 child: key_of(&routed.name),
-                cols: fk.columns.clone(),
-                parent_cols: fk.ref_columns.clone(),
-                set_null,
+                cols: a.fk.columns.clone(),
+                parent_cols: a.fk.ref_columns.clone(),
+                set_null: a.action.contains("SET NULL"),
             };
             let list = self.fk_actions.entry(key_of(&parent)).or_default();
             if !list.contains(&act) {
@@ -454,10 +427,9 @@ impl RdbEngine {
                 // table it selects from; such rows stay (warned when the table came).
                 continue;
             }
-            if self.ttable(&a.child).is_err() {
+            let Ok(child_sql) = self.ttable(&a.child).map(|t| t.sql_name.clone()) else {
                 continue; // the child table is not mirrored
-            }
-            let child_sql = self.ttable(&a.child)?.sql_name.clone();
+            };
             let idents = |names: &[String]| -> Vec<String> {
                 names.iter().map(|n| self.emitter_ctx_ident(n)).collect()
             };
