@@ -782,70 +782,102 @@ async fn a_transaction_over_the_memory_budget_commits_in_parts_and_resumes_insid
     }
 }
 
+/// One source restored into a PostgreSQL database and into a second MariaDB (both
+/// `foreign-keys: drop`), each caught up once after `schema` ran.
+struct TwoTargets {
+    src: MariaDb,
+    _servers: (PgServer, tempfile::TempDir),
+    dst: MariaDb,
+    pg: tokio_postgres::Client,
+    jobs: [PathBuf; 2],
+}
+
+impl TwoTargets {
+    async fn start(schema: &str, db: &str, server_id: u32) -> TwoTargets {
+        let (src, pgs, dst) = tokio::join!(MariaDb::start(), PgServer::start(), MariaDb::start());
+        src.conn(None).await.query_drop(schema).await.unwrap();
+        let pg = pgs.create_db(db).await;
+        let tmp = tempfile::tempdir().unwrap();
+        let job_pg = policy_job(
+            &tmp.path().join("pg"),
+            src.port,
+            server_id,
+            pgs.port,
+            db,
+            "fail",
+        );
+        let dir_my = tmp.path().join("my");
+        std::fs::create_dir_all(&dir_my).unwrap();
+        let job_my = dir_my.join("job.yaml");
+        std::fs::write(
+            &job_my,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {}\n  tables: ['shop\\..*']\nsink:\n  type: mysql\n  url: mysql://root@127.0.0.1:{}\npipeline:\n  name: p\n  state: {}\n  checkpoint-interval-seconds: 0.2\n",
+                src.port,
+                server_id + 1,
+                dst.port,
+                dir_my.join("state").display()
+            ),
+        )
+        .unwrap();
+        let t = TwoTargets {
+            src,
+            _servers: (pgs, tmp),
+            dst,
+            pg,
+            jobs: [job_pg, job_my],
+        };
+        t.catch_up();
+        t
+    }
+
+    fn catch_up(&self) {
+        for j in &self.jobs {
+            catch_up(j);
+        }
+    }
+
+    /// Each table on both targets equals the source's.
+    async fn assert_equal(&self, tables: &[&str]) {
+        let mut c = self.src.conn(None).await;
+        let mut d = self.dst.conn(None).await;
+        for t in tables {
+            let (s, on_pg) = table_text(&mut c, &self.pg, t).await;
+            assert_eq!(s, on_pg, "PostgreSQL shop.{t}");
+            let cols = source_columns(&mut c, t).await;
+            let on_my = my_rows(&mut d, &select_text(&format!("shop.{t}"), &cols, false)).await;
+            assert_eq!(s, on_my, "MariaDB shop.{t}");
+        }
+    }
+}
+
 /// Unique values moved between rows inside one checkpoint (a swap through a third
 /// value): the folded upserts collide on the target's unique index, and the
 /// checkpoint is applied again with every changed key deleted first. PostgreSQL and
 /// MariaDB targets both end equal to the source.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unique_values_swapped_inside_a_checkpoint_reach_both_targets() {
-    let (src, pgs, dst) = tokio::join!(MariaDb::start(), PgServer::start(), MariaDb::start());
-    let mut c = src.conn(None).await;
-    c.query_drop(
+    let t = TwoTargets::start(
         "CREATE DATABASE shop;
          CREATE TABLE shop.u (id INT PRIMARY KEY, email VARCHAR(20) NOT NULL, UNIQUE KEY (email));
          INSERT INTO shop.u VALUES (1, 'a'), (2, 'b'), (3, 'c');",
-    )
-    .await
-    .unwrap();
-    let pg = pgs.create_db("uniq").await;
-    let tmp = tempfile::tempdir().unwrap();
-    let job_pg = policy_job(
-        &tmp.path().join("pg"),
-        src.port,
-        740,
-        pgs.port,
         "uniq",
-        "fail",
-    );
-    let dir_my = tmp.path().join("my");
-    std::fs::create_dir_all(&dir_my).unwrap();
-    let job_my = dir_my.join("job.yaml");
-    std::fs::write(
-        &job_my,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 741\n  tables: ['shop\\..*']\nsink:\n  type: mysql\n  url: mysql://root@127.0.0.1:{}\npipeline:\n  name: p\n  state: {}\n  checkpoint-interval-seconds: 0.2\n",
-            src.port,
-            dst.port,
-            dir_my.join("state").display()
-        ),
+        740,
     )
-    .unwrap();
-    for j in [&job_pg, &job_my] {
-        catch_up(j);
-    }
-    c.query_drop(
-        "BEGIN; UPDATE shop.u SET email = 'tmp' WHERE id = 1; UPDATE shop.u SET email = 'a' WHERE id = 2;
-           UPDATE shop.u SET email = 'b' WHERE id = 1; COMMIT;
-         BEGIN; UPDATE shop.u SET email = 'x' WHERE id = 3; INSERT INTO shop.u VALUES (4, 'c'); COMMIT;",
-    )
-    .await
-    .unwrap();
-    for j in [&job_pg, &job_my] {
-        catch_up(j);
-    }
-    let want = my_rows(&mut c, "SELECT CAST(id AS CHAR), email FROM shop.u").await;
-    assert_eq!(
-        pg_rows(&pg, "SELECT id::text, email FROM shop.u").await,
-        want,
-        "PostgreSQL"
-    );
-    let mut d = dst.conn(None).await;
-    assert_eq!(
-        my_rows(&mut d, "SELECT CAST(id AS CHAR), email FROM shop.u").await,
-        want,
-        "MariaDB"
-    );
-    for j in [&job_pg, &job_my] {
+    .await;
+    t.src
+        .conn(None)
+        .await
+        .query_drop(
+            "BEGIN; UPDATE shop.u SET email = 'tmp' WHERE id = 1; UPDATE shop.u SET email = 'a' WHERE id = 2;
+               UPDATE shop.u SET email = 'b' WHERE id = 1; COMMIT;
+             BEGIN; UPDATE shop.u SET email = 'x' WHERE id = 3; INSERT INTO shop.u VALUES (4, 'c'); COMMIT;",
+        )
+        .await
+        .unwrap();
+    t.catch_up();
+    t.assert_equal(&["u"]).await;
+    for j in &t.jobs {
         let log = std::fs::read_to_string(j.with_file_name("sync.log")).unwrap();
         assert!(
             log.contains("every changed key deleted first"),
@@ -860,9 +892,7 @@ async fn unique_values_swapped_inside_a_checkpoint_reach_both_targets() {
 /// and MariaDB).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_key_actions_the_binlog_lacks_are_run_on_both_targets() {
-    let (src, pgs, dst) = tokio::join!(MariaDb::start(), PgServer::start(), MariaDb::start());
-    let mut c = src.conn(None).await;
-    c.query_drop(
+    let t = TwoTargets::start(
         "CREATE DATABASE shop;
          CREATE TABLE shop.p (id INT PRIMARY KEY, name VARCHAR(10));
          CREATE TABLE shop.c (id INT PRIMARY KEY, pid INT, note VARCHAR(10),
@@ -875,54 +905,23 @@ async fn foreign_key_actions_the_binlog_lacks_are_run_on_both_targets() {
          INSERT INTO shop.c VALUES (10, 1, NULL), (11, 1, NULL), (20, 2, NULL), (30, 3, NULL);
          INSERT INTO shop.g VALUES (100, 10), (110, 11), (200, 20), (300, 30);
          INSERT INTO shop.n VALUES (1000, 1), (2000, 2), (3000, 3);",
-    )
-    .await
-    .unwrap();
-    let pg = pgs.create_db("acts").await;
-    let tmp = tempfile::tempdir().unwrap();
-    let job_pg = policy_job(
-        &tmp.path().join("pg"),
-        src.port,
-        750,
-        pgs.port,
         "acts",
-        "fail",
-    );
-    let dir_my = tmp.path().join("my");
-    std::fs::create_dir_all(&dir_my).unwrap();
-    let job_my = dir_my.join("job.yaml");
-    std::fs::write(
-        &job_my,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 751\n  tables: ['shop\\..*']\nsink:\n  type: mysql\n  url: mysql://root@127.0.0.1:{}\npipeline:\n  name: p\n  state: {}\n  checkpoint-interval-seconds: 0.2\n",
-            src.port,
-            dst.port,
-            dir_my.join("state").display()
-        ),
+        750,
     )
-    .unwrap();
-    for j in [&job_pg, &job_my] {
-        catch_up(j);
-    }
+    .await;
     // A child changed just before its parent goes; a parent deleted and inserted
     // again with a new child in one transaction; a plain update.
-    c.query_drop(
-        "BEGIN; UPDATE shop.c SET note = 'u' WHERE id = 20; DELETE FROM shop.p WHERE id = 2; COMMIT;
-         BEGIN; DELETE FROM shop.p WHERE id = 1; INSERT INTO shop.p VALUES (1, 'again');
-           INSERT INTO shop.c VALUES (12, 1, 'n'); INSERT INTO shop.g VALUES (120, 12); COMMIT;
-         UPDATE shop.p SET name = 'x' WHERE id = 3;",
-    )
-    .await
-    .unwrap();
-    for j in [&job_pg, &job_my] {
-        catch_up(j);
-    }
-    let mut d = dst.conn(None).await;
-    for t in ["p", "c", "g", "n"] {
-        let (s, on_pg) = table_text(&mut c, &pg, t).await;
-        assert_eq!(s, on_pg, "PostgreSQL shop.{t}");
-        let cols = source_columns(&mut c, t).await;
-        let on_my = my_rows(&mut d, &select_text(&format!("shop.{t}"), &cols, false)).await;
-        assert_eq!(s, on_my, "MariaDB shop.{t}");
-    }
+    t.src
+        .conn(None)
+        .await
+        .query_drop(
+            "BEGIN; UPDATE shop.c SET note = 'u' WHERE id = 20; DELETE FROM shop.p WHERE id = 2; COMMIT;
+             BEGIN; DELETE FROM shop.p WHERE id = 1; INSERT INTO shop.p VALUES (1, 'again');
+               INSERT INTO shop.c VALUES (12, 1, 'n'); INSERT INTO shop.g VALUES (120, 12); COMMIT;
+             UPDATE shop.p SET name = 'x' WHERE id = 3;",
+        )
+        .await
+        .unwrap();
+    t.catch_up();
+    t.assert_equal(&["p", "c", "g", "n"]).await;
 }
