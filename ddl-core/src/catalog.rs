@@ -147,6 +147,22 @@ impl Catalog {
                     if let SchemaChange::RenameTable { to, .. } = c {
                         add(to);
                     }
+                    // Tables a foreign key refers to are read (their keys complete
+                    // the reference; their types decide the key columns' types).
+                    let refs: Vec<&TableName> = match c {
+                        SchemaChange::AddForeignKey { foreign_key, .. } => {
+                            vec![&foreign_key.ref_table]
+                        }
+                        SchemaChange::CreateTable { table, .. } => {
+                            table.foreign_keys.iter().map(|f| &f.ref_table).collect()
+                        }
+                        _ => Vec::new(),
+                    };
+                    for t in refs {
+                        if self.resolve_table(t).is_some() {
+                            add(t);
+                        }
+                    }
                 }
             }
         }
@@ -179,9 +195,78 @@ impl Catalog {
 
     /// Turn a request into small changes, checked against the current state (nothing
     /// is applied). A column restatement becomes only the facts that differ.
+    /// What a change leaves implicit, made explicit from the catalog: a foreign key
+    /// written `REFERENCES t` without columns refers to t's primary key; a primary or
+    /// unique key named like an existing unique index on the same columns takes that
+    /// index over (Oracle's `CREATE UNIQUE INDEX pk ...; ADD CONSTRAINT pk PRIMARY KEY`),
+    /// so the index is dropped first rather than created twice under one name.
+    fn complete(&self, mut c: SchemaChange) -> Vec<SchemaChange> {
+        let pk_of = |t: &TableName| -> Vec<String> {
+            self.table(t)
+                .and_then(|t| t.primary_key.as_ref())
+                .map(|pk| pk.columns.clone())
+                .unwrap_or_default()
+        };
+        match &mut c {
+            SchemaChange::AddForeignKey { foreign_key, .. }
+                if foreign_key.ref_columns.is_empty() =>
+            {
+                foreign_key.ref_columns = pk_of(&foreign_key.ref_table);
+            }
+            SchemaChange::CreateTable { table, .. } => {
+                let own = table.primary_key.as_ref().map(|pk| pk.columns.clone());
+                for fk in &mut table.foreign_keys {
+                    if fk.ref_columns.is_empty() {
+                        fk.ref_columns = if fk.ref_table == table.name {
+                            own.clone().unwrap_or_default()
+                        } else {
+                            pk_of(&fk.ref_table)
+                        };
+                    }
+                }
+            }
+            _ => {}
+        }
+        let taken_over = match &c {
+            SchemaChange::SetPrimaryKey {
+                table,
+                name: Some(name),
+                columns: Some(cols),
+                ..
+            } => Some((table, name, cols.clone())),
+            SchemaChange::AddIndex { table, index }
+                if index.kind == crate::schema::IndexKind::Unique && index.name.is_some() =>
+            {
+                Some((
+                    table,
+                    index.name.as_ref().expect("named"),
+                    index.parts.iter().map(|p| p.column.clone()).collect(),
+                ))
+            }
+            _ => None,
+        };
+        if let Some((table, name, cols)) = taken_over {
+            let existing = self.table(table).and_then(|t| {
+                t.indexes.iter().find(|ix| {
+                    ix.kind == crate::schema::IndexKind::Unique
+                        && ix.name.as_deref() == Some(name.as_str())
+                        && ix.parts.iter().map(|p| &p.column).eq(cols.iter())
+                })
+            });
+            if existing.is_some() {
+                let drop = SchemaChange::DropIndex {
+                    table: table.clone(),
+                    name: name.clone(),
+                };
+                return vec![drop, c];
+            }
+        }
+        vec![c]
+    }
+
     pub fn expand(&self, request: ChangeRequest) -> Result<Vec<SchemaChange>, CatalogError> {
         match request {
-            ChangeRequest::Change(c) => Ok(vec![c]),
+            ChangeRequest::Change(c) => Ok(self.complete(c)),
             ChangeRequest::ReplaceColumn {
                 table,
                 name,

@@ -32,6 +32,16 @@ impl Lowerer<'_> {
         qualify(self.default_schema, parts.iter().map(|p| self.name(p)))
     }
 
+    /// The table a foreign key of `child` names: MySQL resolves an unqualified name
+    /// in the child's database, the others through the default schema.
+    pub fn ref_table_name(&self, child: &TableName, parts: &[Ident]) -> TableName {
+        let mut t = self.table_name(parts);
+        if parts.len() == 1 && self.dialect == Dialect::MySql && child.schema.is_some() {
+            t.schema = child.schema.clone();
+        }
+        t
+    }
+
     /// Classify a default expression.
     pub fn default_value(&self, raw: &str) -> Option<DefaultValue> {
         classify_default(self.dialect, raw)
@@ -148,7 +158,7 @@ impl Lowerer<'_> {
                     foreign_key: ForeignKey {
                         name: None,
                         columns: vec![c.name.clone()],
-                        ref_table: self.table_name(t),
+                        ref_table: self.ref_table_name(table, t),
                         ref_columns: columns.iter().map(|x| self.name(x)).collect(),
                         on_delete: on_delete.clone(),
                         on_update: on_update.clone(),
@@ -171,6 +181,30 @@ impl Lowerer<'_> {
     fn elem(&mut self, table: &TableName, e: &TableElem, out: &mut Vec<SchemaChange>) {
         match e {
             TableElem::Column(_) => unreachable!("columns are lowered by the caller"),
+            TableElem::Disabled(inner) => {
+                let mut v = Vec::new();
+                self.elem(table, inner, &mut v);
+                for c in v {
+                    let what = match &c {
+                        SchemaChange::SetPrimaryKey { name, .. } => {
+                            constraint_label("PRIMARY KEY", name)
+                        }
+                        SchemaChange::AddIndex { index, .. } => {
+                            constraint_label("UNIQUE", &index.name)
+                        }
+                        SchemaChange::AddForeignKey { foreign_key, .. } => {
+                            constraint_label("FOREIGN KEY", &foreign_key.name)
+                        }
+                        SchemaChange::AddCheck { check, .. } => {
+                            constraint_label("CHECK", &check.name)
+                        }
+                        _ => "constraint".to_owned(),
+                    };
+                    self.diags.skip(format!(
+                        "table {table}: {what} is disabled in the source (not enforced) and is not created"
+                    ));
+                }
+            }
             TableElem::PrimaryKey { name, parts } => out.push(SchemaChange::SetPrimaryKey {
                 table: table.clone(),
                 name: name.as_ref().map(|n| self.name(n)),
@@ -212,8 +246,13 @@ impl Lowerer<'_> {
                 foreign_key: ForeignKey {
                     name: name.as_ref().map(|n| self.name(n)),
                     columns: columns.iter().map(|c| self.name(c)).collect(),
-                    ref_table: self.table_name(ref_table),
-                    ref_columns: ref_columns.iter().map(|c| self.name(c)).collect(),
+                    ref_table: self.ref_table_name(table, ref_table),
+                    ref_columns: if ref_columns.is_empty() {
+                        // `REFERENCES t` alone means t's primary key.
+                        self.primary_key_of(&self.ref_table_name(table, ref_table), table)
+                    } else {
+                        ref_columns.iter().map(|c| self.name(c)).collect()
+                    },
                     on_delete: on_delete.clone(),
                     on_update: on_update.clone(),
                 },
@@ -227,6 +266,17 @@ impl Lowerer<'_> {
                 },
             }),
         }
+    }
+
+    /// The primary key columns of `t` (`this` when a table refers to itself before its
+    /// key is known: empty then, and the catalog fills it in).
+    fn primary_key_of(&self, t: &TableName, _this: &TableName) -> Vec<String> {
+        self.catalog
+            .resolve_table(t)
+            .and_then(|k| self.catalog.table(k))
+            .and_then(|t| t.primary_key.as_ref())
+            .map(|pk| pk.columns.clone())
+            .unwrap_or_default()
     }
 
     /// CREATE TABLE: one CreateTable change carrying the whole table.
@@ -351,6 +401,13 @@ impl Lowerer<'_> {
                 AlterSpec::AddElem(e) => {
                     let mut v = Vec::new();
                     self.elem(&table, e, &mut v);
+                    out.extend(v.into_iter().map(ch));
+                }
+                AlterSpec::AddElems(elems) => {
+                    let mut v = Vec::new();
+                    for e in elems {
+                        self.elem(&table, e, &mut v);
+                    }
                     out.extend(v.into_iter().map(ch));
                 }
                 AlterSpec::DropColumns(cols) => {
@@ -525,6 +582,13 @@ impl Lowerer<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+fn constraint_label(kind: &str, name: &Option<String>) -> String {
+    match name {
+        Some(n) => format!("{kind} {n}"),
+        None => kind.to_owned(),
     }
 }
 

@@ -5,8 +5,8 @@ use crate::emit::{EmitCtx, Emitter};
 use crate::iceberg::{IcebergPlanner, StatementPlan};
 use crate::parse::{ParseOptions, Parsed, StatementParser};
 use crate::Dialect;
-use ddl_core::{Catalog, Diagnostic, Diagnostics, SchemaChange, Severity};
-use grammar::split::{split, Positions};
+use ddl_core::{Catalog, Diagnostic, Diagnostics, ForeignKey, SchemaChange, Severity, TableName};
+use grammar::split::{split, Kind, Positions};
 
 /// Where a translation goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +53,9 @@ pub struct Translator {
     pub default_schema: Option<String>,
     /// The Iceberg planner (used with [`Target::Iceberg`]).
     pub iceberg: IcebergPlanner,
+    /// Foreign keys held back because the table they reference did not exist yet:
+    /// emitted as `ALTER TABLE ... ADD` once it does, or by [`Translator::finish`].
+    deferred: Vec<(TableName, ForeignKey)>,
 }
 
 impl Translator {
@@ -64,6 +67,7 @@ impl Translator {
             catalog: Catalog::new(source.name_rules()),
             default_schema: None,
             iceberg: IcebergPlanner::default(),
+            deferred: Vec::new(),
         }
     }
 
@@ -89,7 +93,17 @@ impl Translator {
         split(self.source.flavor(), text)
             .into_iter()
             .map(|st| {
-                let o = self.statement(&st.text, emit);
+                let o = match st.kind {
+                    Kind::Sql => self.statement(&st.text, emit),
+                    Kind::Client(tool) => Outcome::skipped(format!(
+                        "{tool} command `{}`: a client command, not SQL",
+                        excerpt(&st.text)
+                    )),
+                    Kind::Unterminated(what) => Outcome::error(format!(
+                        "unterminated {what} starts here: the rest of the input ({} lines) is not read",
+                        st.text.lines().count()
+                    )),
+                };
                 let diagnostics = o
                     .diagnostics
                     .into_iter()
@@ -189,13 +203,14 @@ impl Translator {
         } else if emit {
             o.output = match self.target {
                 Target::Sql(d) => {
+                    let emitted = self.defer_forward_keys(&changes);
                     let mut cx = EmitCtx {
                         source: self.source,
                         before: &before,
                         after: &after,
                         diags: &mut diags,
                     };
-                    Emitter::new(d).emit(&changes, &mut cx)
+                    Emitter::new(d).emit(&emitted, &mut cx)
                 }
                 Target::Ir | Target::Iceberg => {
                     vec![serde_json::to_string_pretty(&changes).expect("IR serialises")]
@@ -203,8 +218,142 @@ impl Translator {
             };
         }
         self.catalog.absorb(&scoped, after);
+        if emit {
+            if let Target::Sql(d) = self.target {
+                o.output.extend(self.release_deferred(d, false, &mut diags));
+            }
+        }
         o.changes = changes;
         o.with(diags)
+    }
+
+    /// The changes to emit now: foreign keys onto tables that do not exist yet (a dump
+    /// written with key checks off, keys in a cycle) are taken out and kept until
+    /// their table exists. Self-references and tables created earlier in the same
+    /// statement are not forward references.
+    fn defer_forward_keys(&mut self, changes: &[SchemaChange]) -> Vec<SchemaChange> {
+        let mut created: Vec<TableName> = Vec::new();
+        let mut out = Vec::with_capacity(changes.len());
+        for c in changes {
+            // A name qualified on one side only (`public.t` for a `t` created without
+            // a schema) counts as existing: holding a key back is for order only.
+            let same = |a: &TableName, b: &TableName| {
+                a == b || (a.name == b.name && (a.schema.is_none() || b.schema.is_none()))
+            };
+            let exists = |cat: &Catalog, created: &[TableName], own: &TableName, t: &TableName| {
+                same(t, own)
+                    || created.iter().any(|c| same(c, t))
+                    || cat.resolve_table(t).is_some()
+                    || (t.schema.is_some()
+                        && cat.resolve_table(&TableName::new(None, &t.name)).is_some())
+                    || cat.tables.keys().any(|k| same(k, t))
+            };
+            match c {
+                SchemaChange::CreateTable {
+                    table,
+                    if_not_exists,
+                } => {
+                    let (now, later): (Vec<_>, Vec<_>) =
+                        table.foreign_keys.iter().cloned().partition(|fk| {
+                            exists(&self.catalog, &created, &table.name, &fk.ref_table)
+                        });
+                    created.push(table.name.clone());
+                    if later.is_empty() {
+                        out.push(c.clone());
+                        continue;
+                    }
+                    let mut t = table.clone();
+                    t.foreign_keys = now;
+                    self.deferred
+                        .extend(later.into_iter().map(|fk| (table.name.clone(), fk)));
+                    out.push(SchemaChange::CreateTable {
+                        table: t,
+                        if_not_exists: *if_not_exists,
+                    });
+                }
+                SchemaChange::AddForeignKey { table, foreign_key }
+                    if !exists(&self.catalog, &created, table, &foreign_key.ref_table) =>
+                {
+                    self.deferred.push((table.clone(), foreign_key.clone()));
+                }
+                other => out.push(other.clone()),
+            }
+        }
+        out
+    }
+
+    /// `ALTER TABLE ... ADD` for held-back foreign keys whose tables both exist now
+    /// (all of them with `all`, at the end of the input).
+    fn release_deferred(&mut self, d: Dialect, all: bool, diags: &mut Diagnostics) -> Vec<String> {
+        let mut ready = Vec::new();
+        let mut keep = Vec::new();
+        for (t, fk) in std::mem::take(&mut self.deferred) {
+            let child = self.catalog.resolve_table(&t).cloned();
+            let parent = self.catalog.resolve_table(&fk.ref_table).cloned();
+            match (child, parent) {
+                (Some(c), Some(p)) => {
+                    let still_there = self
+                        .catalog
+                        .table(&c)
+                        .is_some_and(|ct| ct.foreign_keys.iter().any(|k| k == &fk));
+                    if still_there {
+                        let mut fk = fk;
+                        fk.ref_table = p;
+                        ready.push(SchemaChange::AddForeignKey {
+                            table: c,
+                            foreign_key: fk,
+                        });
+                    }
+                }
+                (Some(c), None) if all => {
+                    diags.warn(format!(
+                        "{c}: foreign key {}references {}, which the input never creates; it is added last and needs that table on the target",
+                        fk.name.as_deref().map(|n| format!("{n} ")).unwrap_or_default(),
+                        fk.ref_table
+                    ));
+                    ready.push(SchemaChange::AddForeignKey {
+                        table: c,
+                        foreign_key: fk,
+                    });
+                }
+                (Some(_), None) => keep.push((t, fk)),
+                // The child was dropped meanwhile: so was its key.
+                (None, _) => {}
+            }
+        }
+        self.deferred = keep;
+        if ready.is_empty() {
+            return Vec::new();
+        }
+        let mut cx = EmitCtx {
+            source: self.source,
+            before: &self.catalog,
+            after: &self.catalog,
+            diags,
+        };
+        Emitter::new(d).emit(&ready, &mut cx)
+    }
+
+    /// The end of the input: foreign keys still held back (their table never came)
+    /// are emitted last, with a warning. Returns them as one result at `line`.
+    pub fn finish(&mut self) -> Option<StatementResult> {
+        let Target::Sql(d) = self.target else {
+            return None;
+        };
+        if self.deferred.is_empty() {
+            return None;
+        }
+        let mut diags = Diagnostics::default();
+        let output = self.release_deferred(d, true, &mut diags);
+        Some(StatementResult {
+            line: 0,
+            column: 0,
+            output,
+            changes: Vec::new(),
+            diagnostics: diags.take().into_iter().map(|d| (0, 0, d)).collect(),
+            plan: None,
+            tables: Vec::new(),
+        })
     }
 
     /// `USE db` / `SET search_path`: what the target needs to see of it.
@@ -241,9 +390,142 @@ struct Outcome {
 }
 
 impl Outcome {
+    fn skipped(why: String) -> Self {
+        let mut o = Outcome::default();
+        o.diagnostics
+            .push((At::Statement, Diagnostic::skipped(why)));
+        o
+    }
+
+    fn error(why: String) -> Self {
+        let mut o = Outcome::default();
+        o.diagnostics.push((At::Statement, Diagnostic::error(why)));
+        o
+    }
+
     fn with(mut self, mut diags: Diagnostics) -> Self {
         self.diagnostics
             .extend(diags.take().into_iter().map(|d| (At::Statement, d)));
         self
+    }
+}
+
+/// At most a line and 80 characters of `text`, for a diagnostic that names a statement
+/// without echoing it whole.
+pub fn excerpt(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    let mut out: String = line.chars().take(80).collect();
+    if out.len() < line.len() || text.trim().lines().nth(1).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sql(source: Dialect, target: Dialect, text: &str) -> (Vec<String>, Vec<String>) {
+        let mut tr = Translator::new(source, Target::Sql(target));
+        let mut rs = tr.translate(text);
+        rs.extend(tr.finish());
+        let mut out = Vec::new();
+        let mut diags = Vec::new();
+        for r in rs {
+            out.extend(r.output);
+            diags.extend(
+                r.diagnostics
+                    .into_iter()
+                    .map(|(_, _, d)| format!("{}: {}", d.severity, d.message)),
+            );
+        }
+        (out, diags)
+    }
+
+    #[test]
+    fn forward_foreign_keys_wait_for_their_table() {
+        // regression: a dump with FOREIGN_KEY_CHECKS=0 created 5 of 16 tables on
+        // PostgreSQL, because inline keys pointed at tables created later.
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE staff (id int PRIMARY KEY, store_id int, CONSTRAINT fk_staff_store FOREIGN KEY (store_id) REFERENCES store (id));\n\
+             CREATE TABLE store (id int PRIMARY KEY, manager int, CONSTRAINT fk_store_staff FOREIGN KEY (manager) REFERENCES staff (id));",
+        );
+        assert_eq!(out.len(), 3, "{out:#?}");
+        assert!(!out[0].contains("REFERENCES"), "{}", out[0]);
+        assert!(out[1].contains("fk_store_staff"), "{}", out[1]);
+        assert_eq!(
+            out[2],
+            "ALTER TABLE staff ADD CONSTRAINT fk_staff_store FOREIGN KEY (store_id) REFERENCES store (id)"
+        );
+    }
+
+    #[test]
+    fn a_key_onto_a_table_never_created_comes_last_with_a_warning() {
+        let (out, diags) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE c (id int, p int, FOREIGN KEY (p) REFERENCES elsewhere (id));",
+        );
+        assert_eq!(out.len(), 2, "{out:#?}");
+        assert!(out[1].contains("REFERENCES elsewhere (id)"));
+        assert!(
+            diags.iter().any(|d| d.contains("never creates")),
+            "{diags:#?}"
+        );
+    }
+
+    #[test]
+    fn oracle_add_constraint_lists_and_bare_references() {
+        // regression: `ADD ( CONSTRAINT ... )` was skipped as a table option: 1 of 7
+        // primary keys and 0 of 10 foreign keys arrived.
+        let (out, _) = sql(
+            Dialect::Oracle,
+            Dialect::Postgres,
+            "CREATE TABLE emp (id NUMBER(6), mgr NUMBER(6));\n\
+             CREATE UNIQUE INDEX emp_pk ON emp (id);\n\
+             ALTER TABLE emp ADD ( CONSTRAINT emp_pk PRIMARY KEY (id) USING INDEX TABLESPACE users ENABLE\n\
+               , CONSTRAINT emp_mgr_fk FOREIGN KEY (mgr) REFERENCES emp ) ;",
+        );
+        let text = out.join(";\n");
+        assert!(
+            text.contains("ADD CONSTRAINT emp_pk PRIMARY KEY (id)"),
+            "{text}"
+        );
+        assert!(text.contains("DROP INDEX emp_pk"), "{text}");
+        assert!(
+            text.contains("FOREIGN KEY (mgr) REFERENCES emp (id)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn key_columns_take_the_referenced_type() {
+        // regression: an identity on NUMBER became bigint while the column referencing
+        // it stayed numeric, so the key could not be created.
+        let (out, diags) = sql(
+            Dialect::Oracle,
+            Dialect::Postgres,
+            "CREATE TABLE p (id NUMBER GENERATED BY DEFAULT AS IDENTITY START WITH 100 PRIMARY KEY);\n\
+             CREATE TABLE c (id NUMBER PRIMARY KEY, p_id NUMBER REFERENCES p);\n\
+             CREATE TABLE d (id NUMBER PRIMARY KEY, p_id NUMBER);\n\
+             ALTER TABLE d ADD CONSTRAINT d_fk FOREIGN KEY (p_id) REFERENCES p (id);",
+        );
+        let text = out.join(";\n");
+        assert!(text.contains("START WITH 100"), "{text}");
+        assert!(text.contains("p_id bigint"), "{text}");
+        assert!(
+            text.contains("ALTER TABLE d ALTER COLUMN p_id TYPE bigint"),
+            "{text}"
+        );
+        assert!(diags.iter().any(|d| d.contains("to match the column")));
+        let (out, _) = sql(
+            Dialect::Oracle,
+            Dialect::MySql,
+            "CREATE TABLE p (id NUMBER GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, code CLOB UNIQUE);",
+        );
+        assert!(out[0].contains("id BIGINT"), "{}", out[0]);
+        assert!(out[0].contains("code VARCHAR(768)"), "{}", out[0]);
     }
 }

@@ -83,6 +83,9 @@ pub enum TableElem {
         name: Option<Ident>,
         expr: String,
     },
+    /// A constraint the source declares but does not enforce (Oracle `DISABLE`,
+    /// `NOT ENFORCED`): reported, not created.
+    Disabled(Box<TableElem>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,6 +125,8 @@ pub enum AlterSpec {
         position: Option<Pos>,
     },
     AddElem(TableElem),
+    /// Oracle `ADD ( CONSTRAINT ..., CONSTRAINT ... )`.
+    AddElems(Vec<TableElem>),
     DropColumns(Vec<Ident>),
     DropPrimaryKey,
     DropIndex(Ident),

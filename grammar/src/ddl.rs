@@ -242,6 +242,36 @@ fn identity(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
         let (i, _) = (kw("AS"), kw("IDENTITY")).parse(i)?;
         let (i, opts) = opt(paren_group(flavor)).parse(i)?;
         let (mut start, mut increment) = (None, None);
+        // Oracle also writes the options without parentheses.
+        let (i, bare) = many0(alt((
+            map(preceded((kw("START"), kw("WITH")), int), |v| {
+                (Some(v), None)
+            }),
+            map(preceded((kw("INCREMENT"), kw("BY")), int), |v| {
+                (None, Some(v))
+            }),
+            value(
+                (None, None),
+                (alt((kw("MAXVALUE"), kw("MINVALUE"), kw("CACHE"))), int),
+            ),
+            value(
+                (None, None),
+                alt((
+                    kw("NOMAXVALUE"),
+                    kw("NOMINVALUE"),
+                    kw("NOCYCLE"),
+                    kw("CYCLE"),
+                    kw("NOCACHE"),
+                    kw("NOORDER"),
+                    kw("ORDER"),
+                )),
+            ),
+        )))
+        .parse(i)?;
+        for (s, n) in bare {
+            start = s.or(start);
+            increment = n.or(increment);
+        }
         if let Some(o) = opts {
             let body = &o[1..o.len() - 1];
             let mut rest = body;
@@ -345,17 +375,93 @@ fn index_opts(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ()> {
         value(
             (),
             many0(alt((
-                value((), (kw("USING"), word_upper)),
-                value((), (kw("COMMENT"), string_lit(flavor))),
-                value((), (kw("KEY_BLOCK_SIZE"), opt(sym("=")), uint)),
                 value(
                     (),
-                    alt((kw("VISIBLE"), kw("INVISIBLE"), kw("ENABLE"), kw("DISABLE"))),
+                    (kw("USING"), nom::combinator::not(kw("INDEX")), word_upper),
                 ),
+                value((), (kw("COMMENT"), string_lit(flavor))),
+                value((), (kw("KEY_BLOCK_SIZE"), opt(sym("=")), uint)),
+                value((), alt((kw("VISIBLE"), kw("INVISIBLE")))),
                 value((), (kw("WITH"), kw("PARSER"), ident)),
             ))),
         )
         .parse(i)
+    }
+}
+
+/// What may follow a constraint: Oracle's `USING INDEX ...`, `ENABLE`/`DISABLE`,
+/// `[NO]VALIDATE`, `[NO]RELY`, deferrability, MySQL's `[NOT] ENFORCED`, PostgreSQL's
+/// `NOT VALID`. Returns whether the constraint is not enforced (disabled).
+fn constraint_state(flavor: Flavor) -> impl Fn(&str) -> Res<'_, bool> {
+    move |i| {
+        let (i, states) = many0(alt((
+            value(
+                false,
+                (kw("USING"), kw("INDEX"), opt(rest_of_state(flavor))),
+            ),
+            value(false, kw("ENABLE")),
+            value(true, kw("DISABLE")),
+            value(false, kw("VALIDATE")),
+            value(false, kw("NOVALIDATE")),
+            value(false, kw("RELY")),
+            value(false, kw("NORELY")),
+            value(false, (kw("NOT"), kw("DEFERRABLE"))),
+            value(false, kw("DEFERRABLE")),
+            value(
+                false,
+                (kw("INITIALLY"), alt((kw("DEFERRED"), kw("IMMEDIATE")))),
+            ),
+            value(false, kw("ENFORCED")),
+            value(true, (kw("NOT"), kw("ENFORCED"))),
+            value(false, (kw("NOT"), kw("VALID"))),
+        )))
+        .parse(i)?;
+        Ok((i, states.into_iter().any(|d| d)))
+    }
+}
+
+/// The rest of a `USING INDEX` clause: an index name, `(CREATE INDEX ...)` or
+/// storage attributes, up to the next state keyword, `,` or `)`.
+fn rest_of_state(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ()> {
+    move |i| {
+        let mut r = i;
+        loop {
+            let (t, _) = ws(r)?;
+            if t.is_empty() || t.starts_with(',') || t.starts_with(')') || t.starts_with(';') {
+                break;
+            }
+            let stop = alt((
+                kw("ENABLE"),
+                kw("DISABLE"),
+                kw("VALIDATE"),
+                kw("NOVALIDATE"),
+                kw("RELY"),
+                kw("NORELY"),
+                kw("DEFERRABLE"),
+                kw("INITIALLY"),
+                value((), (kw("NOT"), kw("DEFERRABLE"))),
+            ))
+            .parse(t);
+            if stop.is_ok() {
+                break;
+            }
+            r = if let Ok((r2, _)) = paren_group(flavor)(t) {
+                r2
+            } else if let Ok((r2, _)) = string_lit(flavor)(t) {
+                r2
+            } else if let Ok((r2, _)) = ident(t) {
+                r2
+            } else {
+                &t[t.chars().next().map(char::len_utf8).unwrap_or(1)..]
+            };
+        }
+        if r.len() == i.len() {
+            return Err(nom::Err::Error(crate::lex::Error::new(
+                i,
+                nom::error::ErrorKind::Tag,
+            )));
+        }
+        Ok((r, ()))
     }
 }
 
@@ -374,6 +480,21 @@ fn fk_action(i: &str) -> Res<'_, (bool, String)> {
 }
 
 fn constraint_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
+    move |i| {
+        let (i, elem) = constraint_body(flavor)(i)?;
+        let (i, disabled) = constraint_state(flavor)(i)?;
+        Ok((
+            i,
+            if disabled {
+                TableElem::Disabled(Box::new(elem))
+            } else {
+                elem
+            },
+        ))
+    }
+}
+
+fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
     move |i| {
         let (i, cname) = opt(preceded(kw("CONSTRAINT"), opt(ident))).parse(i)?;
         let cname = cname.flatten();
@@ -422,14 +543,7 @@ fn constraint_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                     object_name,
                     opt(paren_list(ident)),
                     many0(fk_action),
-                    many0(alt((
-                        kw("DEFERRABLE"),
-                        kw("INITIALLY"),
-                        kw("DEFERRED"),
-                        kw("IMMEDIATE"),
-                        kw("ENABLE"),
-                        kw("VALIDATE"),
-                    ))),
+                    nom::combinator::success(()),
                 ),
                 {
                     let cname = cname.clone();
@@ -458,11 +572,7 @@ fn constraint_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                 (
                     kw("CHECK"),
                     paren_group(flavor),
-                    many0(alt((
-                        kw("ENABLE"),
-                        kw("ENFORCED"),
-                        (kw("NOT"), kw("ENFORCED")).map(|_| ()),
-                    ))),
+                    nom::combinator::success(()),
                 ),
                 move |(_, e, _)| TableElem::Check {
                     name: cname.clone(),
@@ -614,6 +724,7 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                 alt((
                     map(constraint_elem(flavor), AlterSpec::AddElem),
                     map(plain_index(flavor), AlterSpec::AddElem),
+                    map(paren_list(constraint_elem(flavor)), AlterSpec::AddElems),
                     map(
                         preceded(opt(kw("COLUMN")), paren_list(column_def(flavor, true))),
                         |columns| AlterSpec::AddColumns {
@@ -787,6 +898,34 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                         format!("LOCK={w}")
                     }),
                     map(kw("FORCE"), |_| "FORCE".to_owned()),
+                    // PostgreSQL table properties with no schema meaning (pg_dump
+                    // writes OWNER TO for every table).
+                    map(
+                        (
+                            alt((
+                                value("OWNER TO", (kw("OWNER"), kw("TO"))),
+                                value("REPLICA IDENTITY", (kw("REPLICA"), kw("IDENTITY"))),
+                                value("CLUSTER ON", (kw("CLUSTER"), kw("ON"))),
+                                value("SET WITHOUT", (kw("SET"), kw("WITHOUT"))),
+                                value("SET TABLESPACE", (kw("SET"), kw("TABLESPACE"))),
+                                value("SET SCHEMA", (kw("SET"), kw("SCHEMA"))),
+                                value("SET ACCESS METHOD", (kw("SET"), kw("ACCESS"))),
+                                value("SET LOGGED", (kw("SET"), kw("LOGGED"))),
+                                value("SET UNLOGGED", (kw("SET"), kw("UNLOGGED"))),
+                                value("SET", (kw("SET"), nom::combinator::peek(sym("(")))),
+                                value("RESET", kw("RESET")),
+                                value("NO INHERIT", (kw("NO"), kw("INHERIT"))),
+                                value("INHERIT", kw("INHERIT")),
+                                value("VALIDATE CONSTRAINT", (kw("VALIDATE"), kw("CONSTRAINT"))),
+                                value("DETACH PARTITION", (kw("DETACH"), kw("PARTITION"))),
+                            )),
+                            opt(rest_of_item(flavor)),
+                        ),
+                        |(w, r)| match r {
+                            Some(r) => format!("{w} {r}"),
+                            None => w.to_owned(),
+                        },
+                    ),
                     map(
                         (
                             alt((

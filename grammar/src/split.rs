@@ -7,6 +7,20 @@
 
 use crate::Flavor;
 
+/// What a piece of a script is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A SQL statement.
+    Sql,
+    /// A command of the client tool that runs the script (SQL*Plus `PROMPT`, psql
+    /// `\connect`, the mysql client's `source`): line-terminated, not SQL. The string
+    /// names the tool.
+    Client(&'static str),
+    /// Text that never ends: an unterminated comment, string, quoted name or dollar
+    /// quote. The string says which; the statement's position is where it starts.
+    Unterminated(&'static str),
+}
+
 /// One statement of a script.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Statement {
@@ -18,6 +32,7 @@ pub struct Statement {
     /// 1-based line and column (in characters) of the first character.
     pub line: usize,
     pub column: usize,
+    pub kind: Kind,
 }
 
 /// Line and column (1-based, column in characters) of byte `offset` in `text`.
@@ -88,27 +103,134 @@ fn starts_plsql_block(head: &str) -> bool {
     false
 }
 
+/// The client tool whose line-terminated command starts at `line` (the rest of a
+/// line, from its first non-blank character), if any. Such commands end at the end of
+/// their line and never take the next statement with them.
+fn client_command(flavor: Flavor, line: &str) -> Option<&'static str> {
+    let mut words = line
+        .split(|c: char| c.is_whitespace() || c == ';')
+        .filter(|w| !w.is_empty());
+    let first = words.next()?.to_ascii_uppercase();
+    match flavor {
+        Flavor::Oracle => {
+            if first.starts_with('@') || first.starts_with('!') {
+                return Some("SQL*Plus");
+            }
+            let sqlplus = match first.as_str() {
+                // SQL's own SET statements end with `;` like any other.
+                "SET" => !matches!(
+                    words.next().map(|w| w.to_ascii_uppercase()).as_deref(),
+                    Some("TRANSACTION" | "ROLE" | "CONSTRAINT" | "CONSTRAINTS")
+                ),
+                "REM" | "REMARK" | "PROMPT" | "PRO" | "SPOOL" | "SPO" | "WHENEVER" | "CONNECT"
+                | "CONN" | "DISCONNECT" | "DISC" | "EXIT" | "QUIT" | "DEFINE" | "DEF"
+                | "UNDEFINE" | "UNDEF" | "COLUMN" | "COL" | "TTITLE" | "BTITLE" | "BREAK"
+                | "COMPUTE" | "CLEAR" | "SHOW" | "SHO" | "PAUSE" | "ACCEPT" | "ACC" | "HOST"
+                | "START" | "STA" | "DESCRIBE" | "DESC" | "EXECUTE" | "EXEC" | "VARIABLE"
+                | "VAR" | "PRINT" | "TIMING" | "STORE" | "PASSWORD" | "REPHEADER" | "REPFOOTER"
+                | "ATTRIBUTE" | "HELP" | "RUN" | "GET" | "SAVE" | "EDIT" | "APPEND" | "CHANGE"
+                | "DEL" | "INPUT" | "LIST" => true,
+                _ => false,
+            };
+            sqlplus.then_some("SQL*Plus")
+        }
+        Flavor::Postgres => line.starts_with('\\').then_some("psql"),
+        Flavor::MySql => {
+            if line.starts_with('\\') {
+                return Some("mysql client");
+            }
+            matches!(
+                first.as_str(),
+                "SOURCE"
+                    | "CHARSET"
+                    | "CONNECT"
+                    | "EXIT"
+                    | "QUIT"
+                    | "PROMPT"
+                    | "REHASH"
+                    | "STATUS"
+                    | "SYSTEM"
+                    | "TEE"
+                    | "NOTEE"
+                    | "WARNINGS"
+                    | "NOWARNING"
+                    | "PAGER"
+                    | "NOPAGER"
+                    | "EGO"
+                    | "GO"
+                    | "RESETCONNECTION"
+            )
+            .then_some("mysql client")
+        }
+    }
+}
+
 /// Split `input` into statements.
 pub fn split(flavor: Flavor, input: &str) -> Vec<Statement> {
-    let b = input.as_bytes();
-    let mut out = Vec::new();
-    let mut delimiter = String::from(";");
-    let mut i = 0;
-    // Per statement state.
-    let mut start: Option<usize> = None;
-    let mut masks: Vec<(usize, usize)> = Vec::new();
-    let mut exec_comment_depth = 0usize;
-    let mut plsql = false;
+    Splitter::new(flavor, input).collect()
+}
 
-    let mut positions = Positions::new(input);
+/// Statements of a script, one at a time, as they are read: a caller that handles
+/// each before asking for the next holds one statement, not the whole script, in
+/// memory besides the input.
+pub struct Splitter<'a> {
+    flavor: Flavor,
+    input: &'a str,
+    i: usize,
+    delimiter: String,
+    positions: Positions<'a>,
+}
 
-    let at_line_start = |i: usize| i == 0 || b[i - 1] == b'\n';
-    let push = |out: &mut Vec<Statement>,
-                positions: &mut Positions<'_>,
-                s: usize,
-                e: usize,
-                masks: &mut Vec<(usize, usize)>| {
-        let mut text = input[s..e].to_owned();
+/// Per-statement state of the splitter.
+#[derive(Default)]
+struct Pending {
+    start: Option<usize>,
+    /// Executable-comment markers to blank out.
+    masks: Vec<(usize, usize)>,
+    exec_comment_depth: usize,
+    plsql: bool,
+}
+
+impl<'a> Splitter<'a> {
+    pub fn new(flavor: Flavor, input: &'a str) -> Self {
+        Splitter {
+            flavor,
+            input,
+            i: 0,
+            delimiter: String::from(";"),
+            positions: Positions::new(input),
+        }
+    }
+
+    fn line_end(&self, from: usize) -> usize {
+        self.input[from..]
+            .find('\n')
+            .map(|p| from + p)
+            .unwrap_or(self.input.len())
+    }
+
+    /// Only blanks between the start of `i`'s line and `i`.
+    fn first_on_line(&self, i: usize) -> bool {
+        let b = self.input.as_bytes();
+        let mut k = i;
+        while k > 0 {
+            match b[k - 1] {
+                b'\n' => return true,
+                b' ' | b'\t' | b'\r' => k -= 1,
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    fn make(
+        &mut self,
+        s: usize,
+        e: usize,
+        masks: &mut Vec<(usize, usize)>,
+        kind: Kind,
+    ) -> Option<Statement> {
+        let mut text = self.input[s..e].to_owned();
         for (ms, me) in masks.drain(..) {
             if ms >= s && me <= e {
                 // Replace bytes of the marker with spaces (markers are ASCII).
@@ -117,151 +239,258 @@ pub fn split(flavor: Flavor, input: &str) -> Vec<Statement> {
         }
         let trimmed = text.trim_end().len();
         text.truncate(trimmed);
-        if !text.trim().is_empty() {
-            let (line, column) = positions.at(s);
-            out.push(Statement {
-                text,
-                offset: s,
-                line,
-                column,
-            });
+        if text.trim().is_empty() {
+            return None;
         }
-    };
+        let (line, column) = self.positions.at(s);
+        Some(Statement {
+            text,
+            offset: s,
+            line,
+            column,
+            kind,
+        })
+    }
 
-    while i < b.len() {
-        let c = b[i];
-        // Oracle: a line holding only `/` ends the current statement or block.
-        if flavor == Flavor::Oracle && c == b'/' && at_line_start(i) {
-            let line_end = input[i..].find('\n').map(|p| i + p).unwrap_or(b.len());
-            if input[i + 1..line_end].trim().is_empty() {
-                if let Some(s) = start.take() {
-                    push(&mut out, &mut positions, s, i, &mut masks);
-                }
-                plsql = false;
-                i = line_end;
-                continue;
-            }
+    /// A statement that never ends: everything from `at` is consumed.
+    fn unterminated(&mut self, at: usize, what: &'static str) -> Option<Statement> {
+        let e = self.input.len();
+        self.i = e;
+        let (line, column) = self.positions.at(at);
+        Some(Statement {
+            text: self.input[at..e].to_owned(),
+            offset: at,
+            line,
+            column,
+            kind: Kind::Unterminated(what),
+        })
+    }
+
+    /// A client command from `i` to the end of its line (SQL*Plus continues a command
+    /// whose line ends with `-`).
+    fn client(&mut self, i: usize, tool: &'static str) -> Option<Statement> {
+        let mut e = self.line_end(i);
+        while tool == "SQL*Plus"
+            && self.input[i..e].trim_end().ends_with('-')
+            && e < self.input.len()
+        {
+            e = self.line_end(e + 1);
         }
-        match c {
-            b' ' | b'\t' | b'\r' | b'\n' => {
-                i += 1;
-                continue;
+        self.i = e;
+        let mut none = Vec::new();
+        self.make(i, e, &mut none, Kind::Client(tool))
+    }
+
+    /// psql's `COPY ... FROM stdin;` is followed by its data, ended by a line `\.`:
+    /// that data belongs to the statement, not to the script.
+    fn skip_copy_data(&mut self, stmt: &str) {
+        if self.flavor != Flavor::Postgres {
+            return;
+        }
+        let head: String = stmt.chars().take(4).collect();
+        if !head.eq_ignore_ascii_case("COPY") {
+            return;
+        }
+        let up = stmt.to_ascii_uppercase();
+        if !up.contains("FROM STDIN") {
+            return;
+        }
+        // The data starts on the next line.
+        let mut k = self.line_end(self.i);
+        while k < self.input.len() {
+            let next = self.line_end(k + 1);
+            if self.input[k + 1..next].trim_end_matches('\r') == "\\." {
+                self.i = next;
+                return;
             }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                i = input[i..].find('\n').map(|p| i + p).unwrap_or(b.len());
-                continue;
-            }
-            b'#' if flavor == Flavor::MySql => {
-                i = input[i..].find('\n').map(|p| i + p).unwrap_or(b.len());
-                continue;
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                if flavor == Flavor::MySql && b.get(i + 2) == Some(&b'!') {
-                    // Executable comment: mask the marker and version, keep the body.
-                    let mut j = i + 3;
-                    while j < b.len() && b[j].is_ascii_digit() {
-                        j += 1;
+            k = next;
+        }
+        self.i = self.input.len();
+    }
+}
+
+impl Iterator for Splitter<'_> {
+    type Item = Statement;
+
+    fn next(&mut self) -> Option<Statement> {
+        let input = self.input;
+        let b = input.as_bytes();
+        let flavor = self.flavor;
+        let mut st = Pending::default();
+        while self.i < b.len() {
+            let i = self.i;
+            let c = b[i];
+            // Oracle: a line holding only `/` ends the current statement or block.
+            if flavor == Flavor::Oracle && c == b'/' && (i == 0 || b[i - 1] == b'\n') {
+                let line_end = self.line_end(i);
+                if input[i + 1..line_end].trim().is_empty() {
+                    self.i = line_end;
+                    if let Some(s) = st.start.take() {
+                        if let Some(out) = self.make(s, i, &mut st.masks, Kind::Sql) {
+                            return Some(out);
+                        }
                     }
-                    if start.is_none() {
-                        start = Some(i);
-                    }
-                    masks.push((i, j));
-                    exec_comment_depth += 1;
-                    i = j;
+                    st.plsql = false;
                     continue;
                 }
-                let end = input[i + 2..]
-                    .find("*/")
-                    .map(|p| i + 2 + p + 2)
-                    .unwrap_or(b.len());
-                i = end;
-                continue;
             }
-            b'*' if exec_comment_depth > 0 && b.get(i + 1) == Some(&b'/') => {
-                masks.push((i, i + 2));
-                exec_comment_depth -= 1;
-                i += 2;
-                continue;
-            }
-            _ => {}
-        }
-        if start.is_none() {
-            // DELIMITER lines (mysql client), only between statements.
-            let r = &input[i..];
-            // regression: a multi-byte character at byte 10 panicked the slice (proptest)
-            if flavor == Flavor::MySql
-                && r.get(..10)
-                    .is_some_and(|h| h.eq_ignore_ascii_case("DELIMITER "))
-            {
-                let line_end = r.find('\n').unwrap_or(r.len());
-                let d = r[10..line_end].trim();
-                if !d.is_empty() {
-                    delimiter = d.to_owned();
+            match c {
+                b' ' | b'\t' | b'\r' | b'\n' => {
+                    self.i += 1;
+                    continue;
                 }
-                i += line_end;
-                continue;
-            }
-            start = Some(i);
-            let head_end = (i + 60).min(b.len());
-            let mut he = head_end;
-            while !input.is_char_boundary(he) {
-                he -= 1;
-            }
-            plsql = flavor == Flavor::Oracle && starts_plsql_block(&input[i..he]);
-        }
-        match c {
-            b'\'' | b'"' | b'`' => {
-                let q = c;
-                let mut j = i + 1;
-                while j < b.len() {
-                    if b[j] == b'\\' && q == b'\'' && flavor == Flavor::MySql {
-                        j += 2;
+                b'-' if b.get(i + 1) == Some(&b'-') => {
+                    self.i = self.line_end(i);
+                    continue;
+                }
+                b'#' if flavor == Flavor::MySql => {
+                    self.i = self.line_end(i);
+                    continue;
+                }
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    if flavor == Flavor::MySql && b.get(i + 2) == Some(&b'!') {
+                        // Executable comment: mask the marker and version, keep the body.
+                        let mut j = i + 3;
+                        while j < b.len() && b[j].is_ascii_digit() {
+                            j += 1;
+                        }
+                        if st.start.is_none() {
+                            st.start = Some(i);
+                        }
+                        st.masks.push((i, j));
+                        st.exec_comment_depth += 1;
+                        self.i = j;
                         continue;
                     }
-                    if b[j] == q {
-                        if b.get(j + 1) == Some(&q) {
+                    match input[i + 2..].find("*/") {
+                        Some(p) => self.i = i + 2 + p + 2,
+                        None => return self.unterminated(i, "comment"),
+                    }
+                    continue;
+                }
+                b'*' if st.exec_comment_depth > 0 && b.get(i + 1) == Some(&b'/') => {
+                    st.masks.push((i, i + 2));
+                    st.exec_comment_depth -= 1;
+                    self.i += 2;
+                    continue;
+                }
+                _ => {}
+            }
+            if st.start.is_none() {
+                let line_end = self.line_end(i);
+                let r = &input[i..line_end];
+                if self.first_on_line(i) {
+                    if let Some(tool) = client_command(flavor, r) {
+                        if let Some(out) = self.client(i, tool) {
+                            return Some(out);
+                        }
+                        continue;
+                    }
+                }
+                // DELIMITER lines (mysql client), only between statements.
+                // regression: a multi-byte character at byte 10 panicked the slice (proptest)
+                if flavor == Flavor::MySql
+                    && r.get(..10)
+                        .is_some_and(|h| h.eq_ignore_ascii_case("DELIMITER "))
+                {
+                    let d = r[10..].trim();
+                    if !d.is_empty() {
+                        self.delimiter = d.to_owned();
+                    }
+                    self.i = line_end;
+                    continue;
+                }
+                // The mysql client's `use db` needs no terminator: it ends its line.
+                if flavor == Flavor::MySql
+                    && self.first_on_line(i)
+                    && r.get(..4).is_some_and(|h| h.eq_ignore_ascii_case("USE "))
+                    && !r.contains(self.delimiter.as_str())
+                    && !r.contains("/*")
+                    && !r.contains("--")
+                    && !r.contains('#')
+                {
+                    let e = i + r.trim_end().len();
+                    self.i = line_end;
+                    let mut none = Vec::new();
+                    if let Some(out) = self.make(i, e, &mut none, Kind::Sql) {
+                        return Some(out);
+                    }
+                    continue;
+                }
+                st.start = Some(i);
+                let mut he = (i + 60).min(b.len());
+                while !input.is_char_boundary(he) {
+                    he -= 1;
+                }
+                st.plsql = flavor == Flavor::Oracle && starts_plsql_block(&input[i..he]);
+            }
+            match c {
+                b'\'' | b'"' | b'`' => {
+                    let q = c;
+                    let mut j = i + 1;
+                    while j < b.len() {
+                        if b[j] == b'\\' && q == b'\'' && flavor == Flavor::MySql {
                             j += 2;
                             continue;
                         }
-                        break;
+                        if b[j] == q {
+                            if b.get(j + 1) == Some(&q) {
+                                j += 2;
+                                continue;
+                            }
+                            break;
+                        }
+                        j += 1;
                     }
-                    j += 1;
+                    if j >= b.len() {
+                        let what = match q {
+                            b'\'' => "string literal",
+                            _ if flavor == Flavor::MySql && q == b'"' => "string literal",
+                            _ => "quoted name",
+                        };
+                        return self.unterminated(i, what);
+                    }
+                    self.i = j + 1;
+                    continue;
                 }
-                i = (j + 1).min(b.len());
-                continue;
-            }
-            b'$' if flavor == Flavor::Postgres => {
-                // Dollar quote: $tag$ ... $tag$
-                let rest = &input[i + 1..];
-                if let Some(p) = rest.find('$') {
-                    let tag = &rest[..p];
-                    if tag.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                        let open = format!("${tag}$");
-                        let body_start = i + open.len();
-                        if let Some(q) = input[body_start..].find(&open) {
-                            i = body_start + q + open.len();
+                b'$' if flavor == Flavor::Postgres => {
+                    // Dollar quote: $tag$ ... $tag$
+                    let rest = &input[i + 1..];
+                    if let Some(p) = rest.find('$') {
+                        let tag = &rest[..p];
+                        let is_tag = tag.chars().next().is_none_or(|f| !f.is_ascii_digit())
+                            && tag.chars().all(|c| c.is_alphanumeric() || c == '_');
+                        if is_tag {
+                            let open = format!("${tag}$");
+                            let body_start = i + open.len();
+                            match input[body_start..].find(&open) {
+                                Some(q) => self.i = body_start + q + open.len(),
+                                None => return self.unterminated(i, "dollar-quoted string"),
+                            }
                             continue;
                         }
                     }
+                    self.i += 1;
+                    continue;
                 }
-                i += 1;
+                _ => {}
+            }
+            if !st.plsql && input[i..].starts_with(self.delimiter.as_str()) {
+                self.i = i + self.delimiter.len();
+                if let Some(s) = st.start.take() {
+                    let out = self.make(s, i, &mut st.masks, Kind::Sql);
+                    if let Some(out) = out {
+                        self.skip_copy_data(&out.text);
+                        return Some(out);
+                    }
+                }
                 continue;
             }
-            _ => {}
+            self.i += input[i..].chars().next().map(char::len_utf8).unwrap_or(1);
         }
-        if !plsql && input[i..].starts_with(delimiter.as_str()) {
-            if let Some(s) = start.take() {
-                push(&mut out, &mut positions, s, i, &mut masks);
-            }
-            i += delimiter.len();
-            continue;
-        }
-        i += input[i..].chars().next().map(char::len_utf8).unwrap_or(1);
+        let s = st.start.take()?;
+        self.make(s, b.len(), &mut st.masks, Kind::Sql)
     }
-    if let Some(s) = start {
-        push(&mut out, &mut positions, s, b.len(), &mut masks);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -303,5 +532,87 @@ mod tests {
             "CREATE FUNCTION f() RETURNS int AS $$ select 1; $$ LANGUAGE sql; SELECT 1;",
         );
         assert_eq!(s.len(), 2);
+    }
+
+    fn kinds(flavor: Flavor, text: &str) -> Vec<(Kind, String)> {
+        split(flavor, text)
+            .into_iter()
+            .map(|s| (s.kind, s.text))
+            .collect()
+    }
+
+    #[test]
+    fn sqlplus_commands_end_at_their_line() {
+        // regression: `PROMPT ...` took the next statement with it up to its `;`, and
+        // that statement vanished.
+        let s = kinds(
+            Flavor::Oracle,
+            "Rem a header\nSET ECHO OFF\nPrompt ******  Creating REGIONS ....\nCREATE TABLE r (a NUMBER);\n@other.sql\nSPOOL OFF\nSET TRANSACTION READ ONLY;\nCOLUMN x FORMAT -\n  a20\nDROP TABLE r;\n",
+        );
+        let sql: Vec<_> = s
+            .iter()
+            .filter(|(k, _)| *k == Kind::Sql)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        assert_eq!(
+            sql,
+            [
+                "CREATE TABLE r (a NUMBER)",
+                "SET TRANSACTION READ ONLY",
+                "DROP TABLE r"
+            ]
+        );
+        let client = s
+            .iter()
+            .filter(|(k, _)| *k == Kind::Client("SQL*Plus"))
+            .count();
+        assert_eq!(client, 6, "{s:?}");
+    }
+
+    #[test]
+    fn psql_and_mysql_client_commands() {
+        let s = kinds(
+            Flavor::Postgres,
+            "\\restrict abc\nCREATE TABLE t (a int);\nCOPY t (a) FROM stdin;\n1\n2;3\n\\.\n\\connect db\nDROP TABLE t;",
+        );
+        let sql: Vec<_> = s.iter().map(|(k, t)| (k.clone(), t.as_str())).collect();
+        assert_eq!(
+            sql,
+            [
+                (Kind::Client("psql"), "\\restrict abc"),
+                (Kind::Sql, "CREATE TABLE t (a int)"),
+                (Kind::Sql, "COPY t (a) FROM stdin"),
+                (Kind::Client("psql"), "\\connect db"),
+                (Kind::Sql, "DROP TABLE t"),
+            ]
+        );
+        let s = kinds(
+            Flavor::MySql,
+            "use shop\nsource more.sql\nCREATE TABLE t (a int);\n",
+        );
+        assert_eq!(
+            s,
+            [
+                (Kind::Sql, "use shop".to_owned()),
+                (Kind::Client("mysql client"), "source more.sql".to_owned()),
+                (Kind::Sql, "CREATE TABLE t (a int)".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn unterminated_text_is_reported_where_it_starts() {
+        // regression: an unterminated `/*` dropped the rest of the file silently.
+        let s = split(
+            Flavor::MySql,
+            "CREATE TABLE a (x int);\n/* open\nCREATE TABLE b (y int);",
+        );
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[1].kind, Kind::Unterminated("comment"));
+        assert_eq!((s[1].line, s[1].column), (2, 1));
+        let s = split(Flavor::Postgres, "SELECT 1;\nSELECT 'abc;\n");
+        assert_eq!(s[1].kind, Kind::Unterminated("string literal"));
+        let s = split(Flavor::Postgres, "CREATE FUNCTION f() AS $body$ x;");
+        assert_eq!(s[0].kind, Kind::Unterminated("dollar-quoted string"));
     }
 }

@@ -740,6 +740,17 @@ fn translate(
             }
         }
     }
+    if let Some(r) = tr.finish() {
+        let shown = texts.last().map(|(s, _)| s.as_str()).unwrap_or("<stdin>");
+        for (_, _, d) in &r.diagnostics {
+            let _ = writeln!(err, "{}: {shown}: end of input: {}", d.severity, d.message);
+        }
+        for s in &r.output {
+            if writeln!(out, "{s};").is_err() {
+                return ExitCode::from(1);
+            }
+        }
+    }
     if target == Target::Iceberg {
         // One JSON array of statement objects, fields in their declared order.
         let doc = if plans.is_empty() {

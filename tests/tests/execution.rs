@@ -56,7 +56,9 @@ fn compare(src: &[ColumnFact], dst: &[ColumnFact]) {
 fn translate(source: Dialect, target: Dialect, text: &str) -> Vec<String> {
     let mut tr = Translator::new(source, Target::Sql(target));
     let mut out = Vec::new();
-    for r in tr.translate(text) {
+    let mut results = tr.translate(text);
+    results.extend(tr.finish());
+    for r in results {
         assert!(!r.failed(), "line {}: {:?}", r.line, r.diagnostics);
         out.extend(r.output);
     }

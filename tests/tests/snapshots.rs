@@ -9,7 +9,9 @@ use lakeshift_tests::{corpus, workspace_root};
 fn render(source: Dialect, target: Target, text: &str) -> String {
     let mut tr = Translator::new(source, target);
     let mut out = String::new();
-    for r in tr.translate(text) {
+    let mut results = tr.translate(text);
+    results.extend(tr.finish());
+    for r in results {
         for (l, c, d) in &r.diagnostics {
             out.push_str(&format!("-- {}: {l}:{c}: {}\n", d.severity, d.message));
         }

@@ -378,7 +378,82 @@ impl Emitter {
         self.ident(cx, &base)
     }
 
+    /// A column's target type. A key column takes what keys need: a column that
+    /// references another takes the referenced column's target type (so the foreign
+    /// key can be created), and its own mapping is reported where that differs.
     fn type_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, c: &Column) -> String {
+        let own = self.own_type_sql(cx, table, c);
+        match self.referenced_type(cx, table, &c.name, 0) {
+            Some(parent) if !same_type_sql(&parent, &own) => {
+                cx.diags.warn(format!(
+                    "{table}.{}: becomes {parent} (not {own}) to match the column its foreign key references",
+                    c.name
+                ));
+                parent
+            }
+            _ => own,
+        }
+    }
+
+    /// The target type of the column that `table.column` references through a foreign
+    /// key, when that table is known (following chains of keys a few levels).
+    fn referenced_type(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        column: &str,
+        depth: usize,
+    ) -> Option<String> {
+        if depth > 4 {
+            return None;
+        }
+        let t = cx.after.table(table)?;
+        let (ref_table, ref_col) = t.foreign_keys.iter().find_map(|fk| {
+            let k = fk.columns.iter().position(|c| c == column)?;
+            Some((fk.ref_table.clone(), fk.ref_columns.get(k)?.clone()))
+        })?;
+        if ref_table == *table && ref_col == column {
+            return None;
+        }
+        let parent = cx
+            .after
+            .resolve_table(&ref_table)
+            .and_then(|k| cx.after.table(k))?;
+        let pcol = parent.column(&ref_col)?.clone();
+        let pname = parent.name.clone();
+        if let Some(up) = self.referenced_type(cx, &pname, &ref_col, depth + 1) {
+            return Some(up);
+        }
+        let mut quiet = EmitCtx {
+            source: cx.source,
+            before: cx.before,
+            after: cx.after,
+            diags: &mut Diagnostics::default(),
+        };
+        Some(self.own_type_sql(&mut quiet, &pname, &pcol))
+    }
+
+    /// Whether `column` is part of `table`'s primary key or a unique key.
+    fn in_key(&self, cx: &EmitCtx<'_>, table: &TableName, column: &str) -> Option<usize> {
+        let t = cx.after.table(table)?;
+        if let Some(pk) = &t.primary_key {
+            if pk.columns.iter().any(|c| c == column) && !pk.prefixes.contains_key(column) {
+                return Some(pk.columns.len());
+            }
+        }
+        t.indexes
+            .iter()
+            .filter(|ix| ix.kind == IndexKind::Unique)
+            .find(|ix| {
+                ix.parts
+                    .iter()
+                    .any(|p| !p.expression && p.prefix.is_none() && p.column == column)
+            })
+            .map(|ix| ix.parts.len())
+    }
+
+    /// The column's own target type, before foreign-key coherence.
+    fn own_type_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, c: &Column) -> String {
         let m = types::map_type(self.target, cx.source, &c.data_type);
         let mut sql = m.sql;
         if let Some(loss) = m.loss {
@@ -397,6 +472,28 @@ impl Emitter {
                 type_label(&c.data_type)
             ));
             sql = "bigint".into();
+        }
+        // MySQL identity columns must be integers.
+        if self.target == Dialect::MySql && c.identity.is_some() && sql.starts_with("DECIMAL") {
+            cx.diags.warn(format!(
+                "{table}.{}: identity column of {} becomes BIGINT (values above 2^63-1 do not fit)",
+                c.name,
+                type_label(&c.data_type)
+            ));
+            sql = "BIGINT".into();
+        }
+        // MySQL cannot index a whole TEXT value: a key column of unbounded text becomes
+        // a VARCHAR that fits InnoDB's 3072-byte key limit in utf8mb4.
+        if self.target == Dialect::MySql && cx.source != Dialect::MySql && sql.ends_with("TEXT") {
+            if let Some(parts) = self.in_key(cx, table, &c.name) {
+                let n = 768 / parts.max(1);
+                cx.diags.warn(format!(
+                    "{table}.{}: key column of {} becomes VARCHAR({n}) (MySQL keys hold at most 3072 bytes; longer values are refused)",
+                    c.name,
+                    type_label(&c.data_type)
+                ));
+                sql = format!("VARCHAR({n})");
+            }
         }
         sql
     }
@@ -432,6 +529,19 @@ impl Emitter {
                 if self.target == Dialect::Postgres && c.data_type == ddl_core::DataType::Boolean {
                     if let Literal::Number(n) = value {
                         return Some((n != "0").to_string());
+                    }
+                }
+                // A bit string column takes a bit-string literal in PostgreSQL
+                // (MySQL's b'101' is the number 5 to the IR).
+                if let (
+                    Dialect::Postgres,
+                    ddl_core::DataType::Bit { length, .. },
+                    Literal::Number(n),
+                ) = (self.target, &c.data_type, value)
+                {
+                    if let Ok(v) = n.parse::<u64>() {
+                        let width = length.map(|l| l as usize).unwrap_or(1);
+                        return Some(format!("B'{v:0width$b}'"));
                     }
                 }
                 self.literal(value)
@@ -1441,6 +1551,32 @@ impl Emitter {
                 }
             }
             C::AddForeignKey { table, foreign_key } => {
+                // Columns created before the key existed have their own mapping; they
+                // take the referenced columns' types first.
+                for col in &foreign_key.columns {
+                    let Some(c) = self.after_column(cx, table, col) else {
+                        continue;
+                    };
+                    let mut quiet = EmitCtx {
+                        source: cx.source,
+                        before: cx.before,
+                        after: cx.after,
+                        diags: &mut Diagnostics::default(),
+                    };
+                    let own = self.own_type_sql(&mut quiet, table, &c);
+                    let parent = self.referenced_type(&mut quiet, table, col, 0);
+                    if parent.is_some_and(|p| !same_type_sql(&p, &own)) {
+                        out.extend(self.emit(
+                            &[C::AlterColumnType {
+                                table: table.clone(),
+                                column: col.clone(),
+                                data_type: c.data_type.clone(),
+                                using: None,
+                            }],
+                            cx,
+                        ));
+                    }
+                }
                 let tn = self.table(cx, table);
                 let fk = self.fk_sql(cx, table, foreign_key);
                 out.push(format!("ALTER TABLE {tn} ADD {fk}"));
@@ -1516,6 +1652,12 @@ fn is_column_fact(c: &SchemaChange) -> bool {
 }
 
 /// A short neutral label of a type for messages.
+/// Two spellings of one target type (case and blanks aside).
+fn same_type_sql(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(' ', "");
+    norm(a) == norm(b)
+}
+
 pub fn type_label(t: &ddl_core::DataType) -> String {
     use ddl_core::DataType as T;
     match t {
