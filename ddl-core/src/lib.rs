@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod change;
 pub mod diag;
 pub mod evolution;
+pub mod expr;
 pub mod names;
 pub mod schema;
 pub mod types;
@@ -16,6 +17,7 @@ pub use catalog::{Catalog, CatalogError, NameRules};
 pub use change::{ChangeRequest, ColumnPosition, SchemaChange};
 pub use diag::{Diagnostic, Diagnostics, Severity};
 pub use evolution::SchemaChangeBehavior;
+pub use expr::Expr;
 pub use names::Fold;
 pub use schema::{
     Check, Column, DefaultValue, ForeignKey, Generated, Identity, IdentityKind, Index, IndexKind,

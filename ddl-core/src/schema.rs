@@ -197,8 +197,13 @@ pub struct ForeignKey {
 pub struct Check {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The expression as the source wrote it, in `dialect`.
     pub expr: String,
     pub dialect: String,
+    /// The same expression in neutral form, when it is inside the common subset
+    /// every dialect can state; otherwise only the source's text exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neutral: Option<crate::expr::Expr>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -10,6 +10,7 @@
 //! Emitting: one [`emit::Emitter`] per target; dialect differences live in the
 //! implementations, shared shapes in `emit`'s helpers.
 
+pub mod check;
 pub mod emit;
 pub mod iceberg;
 pub mod lower;

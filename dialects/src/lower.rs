@@ -146,6 +146,7 @@ impl Lowerer<'_> {
                         name: None,
                         expr: e.clone(),
                         dialect: self.dialect.name().into(),
+                        neutral: crate::check::parse(self.dialect, e),
                     },
                 }),
                 ColAttr::References {
@@ -263,6 +264,7 @@ impl Lowerer<'_> {
                     name: name.as_ref().map(|n| self.name(n)),
                     expr: expr.clone(),
                     dialect: self.dialect.name().into(),
+                    neutral: crate::check::parse(self.dialect, expr),
                 },
             }),
         }

@@ -42,7 +42,7 @@ pub struct ParseOptions {
     pub ansi_quotes: bool,
 }
 
-fn sq_dialect(d: Dialect) -> &'static dyn SqDialect {
+pub(crate) fn sq_dialect(d: Dialect) -> &'static dyn SqDialect {
     match d {
         Dialect::MySql => &MySqlDialect {},
         Dialect::Postgres => &PostgreSqlDialect {},

@@ -907,19 +907,41 @@ impl Emitter {
         table: &TableName,
         ck: &ddl_core::Check,
     ) -> Option<String> {
-        if ck.dialect != self.target.name() {
+        let body = if ck.dialect == self.target.name() {
+            ck.expr.clone()
+        } else if let Some(e) = &ck.neutral {
+            let mut names = Vec::new();
+            for c in e.columns() {
+                names.push((c.to_owned(), self.ident(cx, c)));
+            }
+            let mut column = |c: &str| {
+                names
+                    .iter()
+                    .find(|(n, _)| n == c)
+                    .map(|(_, q)| q.clone())
+                    .unwrap_or_else(|| c.to_owned())
+            };
+            crate::check::Printer {
+                target: self.target,
+                column: &mut column,
+            }
+            .print(e)
+        } else {
             cx.diags.warn(format!(
-                "{table}: CHECK ({}) ({}) is not translated and is not emitted",
-                ck.expr, ck.dialect
+                "{table}: CHECK {}({}) is not translated and is not created: `{}` is {} outside the expressions lakeshift translates",
+                ck.name.as_deref().map(|n| format!("{n} ")).unwrap_or_default(),
+                crate::translate::excerpt(&ck.expr),
+                crate::translate::excerpt(&ck.expr),
+                ck.dialect
             ));
             return None;
-        }
+        };
         let name = ck
             .name
             .as_ref()
             .map(|n| format!("CONSTRAINT {} ", self.ident(cx, n)))
             .unwrap_or_default();
-        Some(format!("{name}CHECK ({})", ck.expr))
+        Some(format!("{name}CHECK ({body})"))
     }
 
     fn create_index_sql(
