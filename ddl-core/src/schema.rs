@@ -178,6 +178,19 @@ pub struct Index {
     pub name: Option<String>,
     pub kind: IndexKind,
     pub parts: Vec<IndexPart>,
+    /// A partial index's condition (PostgreSQL `WHERE ...`): only rows for which it
+    /// holds are indexed (and, for a unique index, must be unique).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<Predicate>,
+}
+
+/// A condition as the source wrote it, with its neutral form where it has one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Predicate {
+    pub expr: String,
+    pub dialect: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neutral: Option<crate::expr::Expr>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

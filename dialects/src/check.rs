@@ -24,6 +24,11 @@ pub fn parse(dialect: Dialect, text: &str) -> Option<Expr> {
     Reader { dialect, depth: 0 }.expr(&e)
 }
 
+/// The neutral form of an expression sqlparser already read.
+pub fn from_sq(dialect: Dialect, e: &sq::Expr) -> Option<Expr> {
+    Reader { dialect, depth: 0 }.expr(e)
+}
+
 struct Reader {
     dialect: Dialect,
     depth: usize,

@@ -11,6 +11,7 @@
 //! implementations, shared shapes in `emit`'s helpers.
 
 pub mod check;
+pub mod defs;
 pub mod emit;
 pub mod iceberg;
 pub mod lower;

@@ -16,6 +16,7 @@ pub struct Lowerer<'a> {
     pub catalog: &'a Catalog,
     pub default_schema: Option<&'a str>,
     pub diags: &'a mut Diagnostics,
+    pub defs: &'a crate::defs::Definitions,
 }
 
 /// A lowering failure (unknown table or column in a statement that needs the previous
@@ -23,13 +24,29 @@ pub struct Lowerer<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LowerError(pub String);
 
-impl Lowerer<'_> {
+impl<'a> Lowerer<'a> {
     pub fn name(&self, id: &Ident) -> String {
         stored_name(self.dialect, &id.value, id.quoted)
     }
 
     pub fn table_name(&self, parts: &[Ident]) -> TableName {
         qualify(self.default_schema, parts.iter().map(|p| self.name(p)))
+    }
+
+    /// The sequence `nextval(...)` in default `e` draws from, when `table.column` owns it.
+    fn owned_nextval(
+        &self,
+        table: &TableName,
+        column: &str,
+        e: &str,
+    ) -> Option<&'a crate::defs::Sequence> {
+        let defs: &'a crate::defs::Definitions = self.defs;
+        let Some(DefaultValue::NextVal { sequence }) = self.default_value(e) else {
+            return None;
+        };
+        let (_, seq) = defs.sequence(&crate::defs::Definitions::sequence_name(&sequence))?;
+        let (t, c) = seq.owned_by.as_ref()?;
+        (t == table && c == column).then_some(seq)
     }
 
     /// The table a foreign key of `child` names: MySQL resolves an unqualified name
@@ -57,13 +74,68 @@ impl Lowerer<'_> {
     ) -> Column {
         let ty = d.ty.clone().expect("column with type");
         let name = self.name(&d.name);
-        let mut c = Column::new(&name, ty.data_type);
+        let (data_type, domain) = self.user_type(ty.data_type);
+        let mut c = Column::new(&name, data_type);
         if ty.serial {
             // PostgreSQL serial: an identity column. MySQL SERIAL: also UNIQUE.
             serial(table, &mut c, self.dialect == Dialect::MySql, extras);
         }
+        if let Some(dm) = domain {
+            c.default = dm.default.clone();
+        }
         self.apply_attrs(table, &mut c, &d.attrs, extras);
+        if let Some(dm) = domain {
+            if dm.not_null {
+                c.nullable = false;
+            }
+            for (k, (cname, text, neutral)) in dm.checks.iter().enumerate() {
+                let cname = match cname {
+                    Some(n) => format!("{}_{}_{n}", table.name, c.name),
+                    None if dm.checks.len() == 1 => format!("{}_{}_check", table.name, c.name),
+                    None => format!("{}_{}_check{}", table.name, c.name, k + 1),
+                };
+                let neutral = neutral.clone().map(|mut e| {
+                    e.rename_column("value", &c.name);
+                    e
+                });
+                extras.push(SchemaChange::AddCheck {
+                    table: table.clone(),
+                    check: Check {
+                        name: Some(cname),
+                        expr: replace_value(text, &c.name),
+                        dialect: self.dialect.name().into(),
+                        neutral,
+                    },
+                });
+            }
+        }
         c
+    }
+
+    /// A PostgreSQL domain or enum type, as what it means: the base type (and the
+    /// domain, whose constraints the column takes) or an enum of its labels.
+    pub fn user_type(
+        &self,
+        t: ddl_core::DataType,
+    ) -> (ddl_core::DataType, Option<&'a crate::defs::Domain>) {
+        let defs: &'a crate::defs::Definitions = self.defs;
+        if let ddl_core::DataType::Other { dialect, name } = &t {
+            if dialect == "postgres" {
+                match defs.user_type(name) {
+                    Some(crate::defs::UserType::Domain(_, d)) => return (d.base.clone(), Some(d)),
+                    Some(crate::defs::UserType::Enum(_, values)) => {
+                        return (
+                            ddl_core::DataType::Enum {
+                                values: values.to_vec(),
+                            },
+                            None,
+                        )
+                    }
+                    None => {}
+                }
+            }
+        }
+        (t, None)
     }
 
     fn apply_attrs(
@@ -115,6 +187,7 @@ impl Lowerer<'_> {
                     table: table.clone(),
                     index: Index {
                         name: None,
+                        predicate: None,
                         kind: IndexKind::Unique,
                         parts: vec![IndexPart::column(&c.name)],
                     },
@@ -219,6 +292,7 @@ impl Lowerer<'_> {
                 table: table.clone(),
                 index: Index {
                     name: name.as_ref().map(|n| self.name(n)),
+                    predicate: None,
                     kind: *kind,
                     parts: parts
                         .iter()
@@ -300,6 +374,31 @@ impl Lowerer<'_> {
         }
         let mut table = Table::new(name.clone());
         let mut extras = Vec::new();
+        // INHERITS: the parents' columns come first, as PostgreSQL lays them out.
+        for p in &d.inherits {
+            let pn = self.table_name(p);
+            let Some(parent) = self
+                .catalog
+                .resolve_table(&pn)
+                .and_then(|k| self.catalog.table(k))
+            else {
+                return Err(LowerError(format!(
+                    "CREATE TABLE {name} INHERITS {pn}: table {pn} is not known"
+                )));
+            };
+            for c in &parent.columns {
+                if !table.columns.iter().any(|x| x.name == c.name) {
+                    table.columns.push(c.clone());
+                }
+            }
+            for ck in &parent.checks {
+                table.checks.push(ck.clone());
+            }
+            self.diags.warn(format!(
+                "table {name}: inheritance from {} is not carried: its columns and CHECKs are copied, rows are not shared",
+                parent.name
+            ));
+        }
         for e in &d.elems {
             if let TableElem::Column(c) = e {
                 let col = self.column(&name, c, &mut extras);
@@ -340,7 +439,17 @@ impl Lowerer<'_> {
         for (k, v) in &d.options {
             match k.as_str() {
                 "COMMENT" => table.comment = Some(v.clone()),
-                "AUTO_INCREMENT" => {}
+                // The next value of the table's AUTO_INCREMENT column: its start.
+                "AUTO_INCREMENT" => {
+                    if let (Some(c), Ok(n)) = (
+                        table.columns.iter_mut().find(|c| c.identity.is_some()),
+                        v.parse::<i64>(),
+                    ) {
+                        if let Some(id) = c.identity.as_mut() {
+                            id.start = Some(n).filter(|n| *n != 1);
+                        }
+                    }
+                }
                 _ => {
                     table.options.insert(k.to_ascii_lowercase(), v.clone());
                 }
@@ -376,6 +485,18 @@ impl Lowerer<'_> {
         let mut table = self.table_name(&d.name);
         if let Some(k) = self.catalog.resolve_table(&table) {
             table = k.clone();
+        } else if d.specs.iter().all(|s| matches!(s, AlterSpec::Ignored(_))) {
+            // pg_dump writes `ALTER TABLE seq OWNER TO ...` for sequences and views
+            // too: nothing to change, whatever the relation is.
+            for s in &d.specs {
+                if let AlterSpec::Ignored(s) = s {
+                    self.diags.skip(format!(
+                        "{table}: `{}` has no schema meaning",
+                        crate::translate::excerpt(s)
+                    ));
+                }
+            }
+            return Ok(Vec::new());
         } else if !d.if_exists {
             return Err(LowerError(format!("table {table} is not known")));
         }
@@ -532,9 +653,41 @@ impl Lowerer<'_> {
                         AlterColumnOp::SetType { ty, using } => SchemaChange::AlterColumnType {
                             table: t,
                             column,
-                            data_type: ty.data_type.clone(),
+                            data_type: self.user_type(ty.data_type.clone()).0,
                             using: using.clone(),
                         },
+                        AlterColumnOp::AddIdentity(ColAttr::Identity {
+                            always,
+                            start,
+                            increment,
+                        }) => SchemaChange::SetIdentity {
+                            table: t,
+                            column,
+                            identity: Some(Identity {
+                                kind: if *always {
+                                    IdentityKind::Always
+                                } else {
+                                    IdentityKind::ByDefault
+                                },
+                                start: *start,
+                                increment: *increment,
+                            }),
+                        },
+                        AlterColumnOp::AddIdentity(_) => unreachable!("identity attribute"),
+                        AlterColumnOp::DropIdentity => SchemaChange::SetIdentity {
+                            table: t,
+                            column,
+                            identity: None,
+                        },
+                        AlterColumnOp::SetDefault(e)
+                            if self.owned_nextval(&t, &column, e).is_some() =>
+                        {
+                            let seq = self.owned_nextval(&t, &column, e).expect("checked");
+                            let mut reqs = crate::parse::identity_from(&t, &column, seq);
+                            // The column has no default yet: only the identity.
+                            out.push(reqs.pop().expect("identity"));
+                            continue;
+                        }
                         AlterColumnOp::SetNotNull => SchemaChange::SetNullable {
                             table: t,
                             column,
@@ -578,9 +731,16 @@ impl Lowerer<'_> {
                         value: value.clone(),
                     })),
                 },
-                AlterSpec::Ignored(s) => self
-                    .diags
-                    .skip(format!("table {table}: `{s}` has no schema meaning")),
+                AlterSpec::Ignored(s) if s.starts_with("ATTACH PARTITION") => {
+                    self.diags.skip(format!(
+                        "table {table}: `{}` is not carried: partitioning is not translated, the partition stays a table of its own",
+                        crate::translate::excerpt(s)
+                    ))
+                }
+                AlterSpec::Ignored(s) => self.diags.skip(format!(
+                    "table {table}: `{}` has no schema meaning",
+                    crate::translate::excerpt(s)
+                )),
             }
         }
         Ok(out)
@@ -607,6 +767,7 @@ fn serial(table: &TableName, c: &mut Column, unique: bool, extras: &mut Vec<Sche
             table: table.clone(),
             index: Index {
                 name: Some(c.name.clone()),
+                predicate: None,
                 kind: IndexKind::Unique,
                 parts: vec![IndexPart::column(&c.name)],
             },
@@ -761,4 +922,27 @@ fn is_number(s: &str) -> bool {
         && s.parse::<f64>().is_ok()
         && s.chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+}
+
+/// A domain CHECK's text with `VALUE` (the domain's value) replaced by the column.
+fn replace_value(text: &str, column: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let b = text.as_bytes();
+    let mut i = 0;
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    while i < b.len() {
+        if text[i..].len() >= 5
+            && text[i..i + 5].eq_ignore_ascii_case("value")
+            && (i == 0 || !word(b[i - 1]))
+            && b.get(i + 5).is_none_or(|c| !word(*c))
+        {
+            out.push_str(column);
+            i += 5;
+            continue;
+        }
+        let ch = text[i..].chars().next().expect("char");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
 }

@@ -1,5 +1,6 @@
 //! One statement of source text -> IR change requests.
 
+use crate::defs::{Definitions, Domain, Sequence};
 use crate::lower::{qualify, stored_name, LowerError, Lowerer};
 use crate::Dialect;
 use ddl_core::{
@@ -65,6 +66,7 @@ pub struct StatementParser<'a> {
     pub catalog: &'a Catalog,
     pub default_schema: Option<&'a str>,
     pub diags: &'a mut Diagnostics,
+    pub defs: &'a mut Definitions,
 }
 
 impl StatementParser<'_> {
@@ -74,6 +76,7 @@ impl StatementParser<'_> {
             catalog: self.catalog,
             default_schema: self.default_schema,
             diags: self.diags,
+            defs: self.defs,
         }
     }
 
@@ -103,6 +106,15 @@ impl StatementParser<'_> {
             k += 1;
         }
         match (w(0), w(k)) {
+            ("CREATE", "DOMAIN") if self.dialect == Dialect::Postgres => {
+                return self.create_domain(text);
+            }
+            ("CREATE", "TYPE") if self.dialect == Dialect::Postgres => {
+                if let Some(p) = self.create_enum(text)? {
+                    return Ok(p);
+                }
+            }
+            ("CREATE", "SEQUENCE") | ("ALTER", "SEQUENCE") => return self.sequence(text),
             ("CREATE", "TABLE") => {
                 // CREATE TABLE ... AS SELECT: the shape depends on a query.
                 if h.iter().any(|x| x == "AS" || x == "SELECT")
@@ -132,12 +144,11 @@ impl StatementParser<'_> {
             (
                 "CREATE",
                 kind @ ("VIEW" | "TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT" | "PACKAGE"
-                | "TYPE" | "SEQUENCE" | "SYNONYM" | "RULE" | "EXTENSION" | "ROLE" | "USER"
-                | "DOMAIN" | "AGGREGATE" | "OPERATOR" | "POLICY" | "PUBLICATION"
-                | "SUBSCRIPTION" | "SERVER" | "COLLATION" | "CAST" | "LANGUAGE"
-                | "TABLESPACE" | "DIRECTORY" | "MATERIALIZED" | "LIBRARY" | "CONVERSION"
-                | "TEXT" | "STATISTICS" | "FOREIGN" | "ACCESS" | "EVENT_TRIGGER"
-                | "TRANSFORM"),
+                | "TYPE" | "SYNONYM" | "RULE" | "EXTENSION" | "ROLE" | "USER" | "DOMAIN"
+                | "AGGREGATE" | "OPERATOR" | "POLICY" | "PUBLICATION" | "SUBSCRIPTION"
+                | "SERVER" | "COLLATION" | "CAST" | "LANGUAGE" | "TABLESPACE" | "DIRECTORY"
+                | "MATERIALIZED" | "LIBRARY" | "CONVERSION" | "TEXT" | "STATISTICS"
+                | "FOREIGN" | "ACCESS" | "EVENT_TRIGGER" | "TRANSFORM"),
             ) => {
                 return Ok(Parsed::Skipped(format!(
                     "CREATE {kind} is not a table schema change"
@@ -146,9 +157,9 @@ impl StatementParser<'_> {
             (
                 "DROP",
                 kind @ ("VIEW" | "TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT" | "PACKAGE"
-                | "TYPE" | "SEQUENCE" | "SYNONYM" | "RULE" | "EXTENSION" | "ROLE" | "USER"
-                | "DOMAIN" | "AGGREGATE" | "OPERATOR" | "POLICY" | "MATERIALIZED"
-                | "TABLESPACE" | "SERVER" | "PUBLICATION"),
+                | "TYPE" | "SYNONYM" | "RULE" | "EXTENSION" | "ROLE" | "USER" | "DOMAIN"
+                | "AGGREGATE" | "OPERATOR" | "POLICY" | "MATERIALIZED" | "TABLESPACE"
+                | "SERVER" | "PUBLICATION"),
             ) => {
                 return Ok(Parsed::Skipped(format!(
                     "DROP {kind} is not a table schema change"
@@ -192,6 +203,110 @@ impl StatementParser<'_> {
                 Parsed::Requests(r) => out.extend(r),
                 other => return Ok(other),
             }
+        }
+        Ok(Parsed::Requests(out))
+    }
+
+    fn grammar_error(e: grammar::ddl::GrammarError) -> ParseError {
+        ParseError {
+            offset: e.offset,
+            message: e.message,
+        }
+    }
+
+    /// `CREATE DOMAIN`: kept, so columns of the domain get its base type, NOT NULL,
+    /// DEFAULT and CHECKs.
+    fn create_domain(&mut self, text: &str) -> Result<Parsed, ParseError> {
+        let d = grammar::ddl::parse_create_domain(text).map_err(Self::grammar_error)?;
+        let name = self.lowerer().table_name(&d.name);
+        let lower = self.lowerer();
+        let domain = Domain {
+            base: d.ty.data_type.clone(),
+            not_null: d.not_null,
+            default: d.default.as_deref().and_then(|e| lower.default_value(e)),
+            checks: d
+                .checks
+                .iter()
+                .map(|(n, e)| {
+                    (
+                        n.as_ref().map(|n| lower.name(n)),
+                        e.clone(),
+                        crate::check::parse(Dialect::Postgres, e),
+                    )
+                })
+                .collect(),
+        };
+        self.defs.domains.insert(name.name.clone(), domain);
+        Ok(Parsed::Skipped(format!(
+            "domain {name}: columns of it take its base type, NOT NULL, DEFAULT and CHECKs"
+        )))
+    }
+
+    /// `CREATE TYPE ... AS ENUM`: kept, so columns of it become enums. Other kinds of
+    /// type are not table changes (None).
+    fn create_enum(&mut self, text: &str) -> Result<Option<Parsed>, ParseError> {
+        let Some((name, labels)) =
+            grammar::ddl::parse_create_enum(text).map_err(Self::grammar_error)?
+        else {
+            return Ok(None);
+        };
+        let name = self.lowerer().table_name(&name);
+        self.defs.enums.insert(name.name.clone(), labels);
+        Ok(Some(Parsed::Skipped(format!(
+            "enum type {name}: columns of it become enums (an enum or a CHECK on the target)"
+        ))))
+    }
+
+    /// `CREATE SEQUENCE` / `ALTER SEQUENCE`: start, increment and owner are kept. A
+    /// sequence owned by the column whose default draws from it is that column's
+    /// identity (what `serial` means), so it becomes one.
+    fn sequence(&mut self, text: &str) -> Result<Parsed, ParseError> {
+        let d = grammar::ddl::parse_sequence(text).map_err(Self::grammar_error)?;
+        let name = self.lowerer().table_name(&d.name);
+        let key = self
+            .defs
+            .sequence(&name)
+            .map(|(k, _)| k.clone())
+            .unwrap_or_else(|| name.clone());
+        let mut seq = self.defs.sequences.remove(&key).unwrap_or_default();
+        seq.start = d.start.or(seq.start);
+        seq.increment = d.increment.or(seq.increment);
+        if let Some(owner) = &d.owned_by {
+            seq.owned_by = match owner.len() {
+                0 => None,
+                1 => None,
+                n => {
+                    let t = self.lowerer().table_name(&owner[..n - 1]);
+                    let table = self.resolve(t);
+                    let c = self.lowerer().name(&owner[n - 1]);
+                    let col = self.catalog_col(&table, &c);
+                    Some((table, col))
+                }
+            };
+        }
+        let mut out = Vec::new();
+        if let Some((table, col)) = &seq.owned_by {
+            let draws = self
+                .catalog
+                .table(table)
+                .and_then(|t| t.column(col))
+                .is_some_and(|c| match &c.default {
+                    Some(ddl_core::DefaultValue::NextVal { sequence }) => {
+                        let n = Definitions::sequence_name(sequence);
+                        n == key
+                            || (n.name == key.name && (n.schema.is_none() || key.schema.is_none()))
+                    }
+                    _ => false,
+                });
+            if draws {
+                out.extend(identity_from(table, col, &seq));
+            }
+        }
+        self.defs.sequences.insert(key, seq);
+        if out.is_empty() {
+            return Ok(Parsed::Skipped(format!(
+                "sequence {name} is not a table (its start and owner are kept: a column that owns it becomes an identity)"
+            )));
         }
         Ok(Parsed::Requests(out))
     }
@@ -456,6 +571,11 @@ impl StatementParser<'_> {
                     table,
                     index: Index {
                         name: ci.name.as_ref().map(|n| self.object_name(n).name),
+                        predicate: ci.predicate.as_ref().map(|p| ddl_core::Predicate {
+                            expr: p.to_string(),
+                            dialect: self.dialect.name().into(),
+                            neutral: crate::check::from_sq(self.dialect, p),
+                        }),
                         kind,
                         parts,
                     },
@@ -600,4 +720,25 @@ pub fn offset_of(text: &str, line: usize, col: usize) -> usize {
         off += l.len();
     }
     text.len()
+}
+
+/// The changes that make `table.col` an identity drawing from `seq` (its nextval
+/// default removed).
+pub(crate) fn identity_from(table: &TableName, col: &str, seq: &Sequence) -> Vec<ChangeRequest> {
+    vec![
+        ChangeRequest::Change(SchemaChange::SetDefault {
+            table: table.clone(),
+            column: col.to_owned(),
+            default: None,
+        }),
+        ChangeRequest::Change(SchemaChange::SetIdentity {
+            table: table.clone(),
+            column: col.to_owned(),
+            identity: Some(ddl_core::Identity {
+                kind: ddl_core::IdentityKind::ByDefault,
+                start: seq.start.filter(|s| *s != 1),
+                increment: seq.increment.filter(|i| *i != 1),
+            }),
+        }),
+    ]
 }

@@ -56,6 +56,8 @@ pub struct Translator {
     /// Foreign keys held back because the table they reference did not exist yet:
     /// emitted as `ALTER TABLE ... ADD` once it does, or by [`Translator::finish`].
     deferred: Vec<(TableName, ForeignKey)>,
+    /// Domains, enum types and sequences the input defined.
+    pub defs: crate::defs::Definitions,
 }
 
 impl Translator {
@@ -68,6 +70,7 @@ impl Translator {
             default_schema: None,
             iceberg: IcebergPlanner::default(),
             deferred: Vec::new(),
+            defs: Default::default(),
         }
     }
 
@@ -138,6 +141,7 @@ impl Translator {
             catalog: &self.catalog,
             default_schema: self.default_schema.as_deref(),
             diags: &mut diags,
+            defs: &mut self.defs,
         }
         .parse(text);
         let requests = match parsed {

@@ -98,6 +98,8 @@ pub struct CreateTableDraft {
     pub partition_by: Option<String>,
     /// `CREATE TABLE a LIKE b`.
     pub like: Option<Vec<Ident>>,
+    /// PostgreSQL `INHERITS (parent, ...)`.
+    pub inherits: Vec<Vec<Ident>>,
     /// Anything after the column list the grammar does not model (Oracle storage
     /// clauses, PostgreSQL WITH/TABLESPACE), reported as skipped.
     pub trailing: Option<String>,
@@ -111,11 +113,17 @@ pub enum Pos {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AlterColumnOp {
-    SetType { ty: TypeSpec, using: Option<String> },
+    SetType {
+        ty: TypeSpec,
+        using: Option<String>,
+    },
     SetNotNull,
     DropNotNull,
     SetDefault(String),
     DropDefault,
+    /// PostgreSQL `ADD GENERATED ... AS IDENTITY` (a [`ColAttr::Identity`]).
+    AddIdentity(ColAttr),
+    DropIdentity,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,4 +180,25 @@ pub struct AlterTableDraft {
     pub name: Vec<Ident>,
     pub if_exists: bool,
     pub specs: Vec<AlterSpec>,
+}
+
+/// PostgreSQL `CREATE DOMAIN name [AS] type [DEFAULT e] [NOT NULL] [CONSTRAINT n CHECK (e)]...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainDraft {
+    pub name: Vec<Ident>,
+    pub ty: crate::types::TypeSpec,
+    pub not_null: bool,
+    pub default: Option<String>,
+    /// (constraint name, expression text without the parentheses).
+    pub checks: Vec<(Option<Ident>, String)>,
+}
+
+/// `CREATE SEQUENCE` / `ALTER SEQUENCE`: what identity columns need of them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SequenceDraft {
+    pub name: Vec<Ident>,
+    pub start: Option<i64>,
+    pub increment: Option<i64>,
+    /// `OWNED BY table.column` (`OWNED BY NONE` is `Some(empty)`).
+    pub owned_by: Option<Vec<Ident>>,
 }

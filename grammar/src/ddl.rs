@@ -71,6 +71,138 @@ pub fn parse_alter_table(flavor: Flavor, text: &str) -> Result<AlterTableDraft, 
     finish(text, alter_table(flavor, text), "ALTER TABLE")
 }
 
+/// PostgreSQL `CREATE DOMAIN`.
+pub fn parse_create_domain(text: &str) -> Result<DomainDraft, GrammarError> {
+    finish(text, create_domain(text), "CREATE DOMAIN")
+}
+
+/// `CREATE TYPE name AS ENUM ('a', ...)`: the name and the labels; `None` for other
+/// kinds of type (composite, range), which have no column meaning here.
+pub fn parse_create_enum(text: &str) -> Result<Option<(Vec<Ident>, Vec<String>)>, GrammarError> {
+    let head = (kw("CREATE"), kw("TYPE"), object_name, kw("AS")).parse(text);
+    let Ok((rest, (_, _, name, _))) = head else {
+        return Ok(None);
+    };
+    if kw("ENUM").parse(rest).is_err() {
+        return Ok(None);
+    }
+    let mut labels = preceded(
+        kw("ENUM"),
+        nom::branch::alt((
+            value(Vec::new(), (sym("("), sym(")"))),
+            paren_list(string_lit(Flavor::Postgres)),
+        )),
+    );
+    finish(text, labels.parse(rest), "CREATE TYPE").map(|l| Some((name, l)))
+}
+
+/// `CREATE SEQUENCE` or `ALTER SEQUENCE`: start, increment and owner; other options
+/// are read and left.
+pub fn parse_sequence(text: &str) -> Result<SequenceDraft, GrammarError> {
+    finish(text, sequence(text), "SEQUENCE")
+}
+
+fn create_domain(i: &str) -> Res<'_, DomainDraft> {
+    let (i, (_, _, name, _, ty)) = (
+        kw("CREATE"),
+        kw("DOMAIN"),
+        object_name,
+        opt(kw("AS")),
+        crate::types::data_type(Flavor::Postgres),
+    )
+        .parse(i)?;
+    let mut d = DomainDraft {
+        name,
+        ty,
+        not_null: false,
+        default: None,
+        checks: Vec::new(),
+    };
+    let mut i = i;
+    loop {
+        let (r, cname) = opt(preceded(kw("CONSTRAINT"), ident)).parse(i)?;
+        if let Ok((r, _)) = (kw("NOT"), kw("NULL")).parse(r) {
+            d.not_null = true;
+            i = r;
+        } else if let Ok((r, _)) = kw("NULL").parse(r) {
+            i = r;
+        } else if let Ok((r, e)) = preceded(kw("DEFAULT"), raw_expr(Flavor::Postgres)).parse(r) {
+            d.default = Some(e.to_owned());
+            i = r;
+        } else if let Ok((r, e)) = preceded(kw("CHECK"), paren_group(Flavor::Postgres)).parse(r) {
+            d.checks.push((cname, e[1..e.len() - 1].trim().to_owned()));
+            let (r, _) = opt((kw("NOT"), kw("VALID"))).parse(r)?;
+            i = r;
+        } else if let Ok((r, _)) = (kw("COLLATE"), ident).parse(r) {
+            i = r;
+        } else {
+            return Ok((i, d));
+        }
+    }
+}
+
+fn sequence(i: &str) -> Res<'_, SequenceDraft> {
+    let (i, _) = alt((kw("CREATE"), kw("ALTER"))).parse(i)?;
+    let (i, _) = opt(alt((kw("TEMPORARY"), kw("TEMP"), kw("UNLOGGED")))).parse(i)?;
+    let (i, _) = kw("SEQUENCE").parse(i)?;
+    let (i, _) = opt(alt((
+        value((), (kw("IF"), kw("NOT"), kw("EXISTS"))),
+        value((), (kw("IF"), kw("EXISTS"))),
+    )))
+    .parse(i)?;
+    let (mut i, name) = object_name(i)?;
+    let mut d = SequenceDraft {
+        name,
+        ..Default::default()
+    };
+    loop {
+        if let Ok((r, v)) =
+            preceded((alt((kw("START"), kw("RESTART"))), opt(kw("WITH"))), int).parse(i)
+        {
+            d.start = Some(v);
+            i = r;
+        } else if let Ok((r, v)) = preceded((kw("INCREMENT"), opt(kw("BY"))), int).parse(i) {
+            d.increment = Some(v);
+            i = r;
+        } else if let Ok((r, _)) = (kw("OWNED"), kw("BY"), kw("NONE")).parse(i) {
+            d.owned_by = Some(Vec::new());
+            i = r;
+        } else if let Ok((r, o)) = preceded((kw("OWNED"), kw("BY")), object_name).parse(i) {
+            d.owned_by = Some(o);
+            i = r;
+        } else if let Ok((r, _)) = alt((
+            value((), (kw("AS"), word_upper)),
+            value(
+                (),
+                (alt((kw("MINVALUE"), kw("MAXVALUE"), kw("CACHE"))), int),
+            ),
+            value(
+                (),
+                (kw("NO"), alt((kw("MINVALUE"), kw("MAXVALUE"), kw("CYCLE")))),
+            ),
+            value(
+                (),
+                alt((kw("CYCLE"), kw("NOCYCLE"), kw("NOCACHE"), kw("RESTART"))),
+            ),
+            value(
+                (),
+                alt((
+                    kw("NOMAXVALUE"),
+                    kw("NOMINVALUE"),
+                    kw("ORDER"),
+                    kw("NOORDER"),
+                )),
+            ),
+        ))
+        .parse(i)
+        {
+            i = r;
+        } else {
+            return Ok((i, d));
+        }
+    }
+}
+
 /// MySQL `DROP INDEX i ON t [ALGORITHM [=] x] [LOCK [=] x]`, which sqlparser 0.64
 /// rejects when the online-DDL options are present: the index, the table, and the
 /// options as written.
@@ -669,6 +801,7 @@ fn create_table(flavor: Flavor, i: &str) -> Res<'_, CreateTableDraft> {
                 options: Vec::new(),
                 partition_by: None,
                 like: Some(like),
+                inherits: Vec::new(),
                 trailing: None,
             },
         ));
@@ -676,6 +809,15 @@ fn create_table(flavor: Flavor, i: &str) -> Res<'_, CreateTableDraft> {
     let (i, elems) = paren_list(table_elem(flavor))(i)?;
     let (i, options) = if flavor == Flavor::MySql {
         many0(preceded(opt(sym(",")), table_option(flavor))).parse(i)?
+    } else {
+        (i, Vec::new())
+    };
+    let (i, inherits) = if flavor == Flavor::Postgres {
+        map(
+            opt(preceded(kw("INHERITS"), paren_list(object_name))),
+            Option::unwrap_or_default,
+        )
+        .parse(i)?
     } else {
         (i, Vec::new())
     };
@@ -702,6 +844,7 @@ fn create_table(flavor: Flavor, i: &str) -> Res<'_, CreateTableDraft> {
             options,
             partition_by,
             like: None,
+            inherits,
             trailing,
         },
     ))
@@ -868,6 +1011,14 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                             |e| AlterColumnOp::SetDefault(e.to_owned()),
                         ),
                         value(AlterColumnOp::DropDefault, (kw("DROP"), kw("DEFAULT"))),
+                        map(
+                            preceded(kw("ADD"), identity(flavor)),
+                            AlterColumnOp::AddIdentity,
+                        ),
+                        value(
+                            AlterColumnOp::DropIdentity,
+                            (kw("DROP"), kw("IDENTITY"), opt((kw("IF"), kw("EXISTS")))),
+                        ),
                     )),
                 ),
                 |(_, _, name, op)| AlterSpec::AlterColumn { name, op },
@@ -918,6 +1069,7 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                                 value("INHERIT", kw("INHERIT")),
                                 value("VALIDATE CONSTRAINT", (kw("VALIDATE"), kw("CONSTRAINT"))),
                                 value("DETACH PARTITION", (kw("DETACH"), kw("PARTITION"))),
+                                value("ATTACH PARTITION", (kw("ATTACH"), kw("PARTITION"))),
                             )),
                             opt(rest_of_item(flavor)),
                         ),

@@ -406,7 +406,18 @@ fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
     let (i, _) = many0((
         sym("::"),
         ws,
-        take_while1(is_word_char),
+        // A type name, schema-qualified and quoted where written so.
+        alt((
+            value((), quoted_body('"')),
+            value((), take_while1(is_word_char)),
+        )),
+        many0((
+            char('.'),
+            alt((
+                value((), quoted_body('"')),
+                value((), take_while1(is_word_char)),
+            )),
+        )),
         many0(alt((
             kw("VARYING"),
             kw("PRECISION"),

@@ -787,6 +787,7 @@ impl Emitter {
     ) -> String {
         let key = Index {
             name: None,
+            predicate: None,
             kind: IndexKind::Unique,
             parts: cols
                 .iter()
@@ -910,22 +911,7 @@ impl Emitter {
         let body = if ck.dialect == self.target.name() {
             ck.expr.clone()
         } else if let Some(e) = &ck.neutral {
-            let mut names = Vec::new();
-            for c in e.columns() {
-                names.push((c.to_owned(), self.ident(cx, c)));
-            }
-            let mut column = |c: &str| {
-                names
-                    .iter()
-                    .find(|(n, _)| n == c)
-                    .map(|(_, q)| q.clone())
-                    .unwrap_or_else(|| c.to_owned())
-            };
-            crate::check::Printer {
-                target: self.target,
-                column: &mut column,
-            }
-            .print(e)
+            self.print_expr(cx, e)
         } else {
             cx.diags.warn(format!(
                 "{table}: CHECK {}({}) is not translated and is not created: `{}` is {} outside the expressions lakeshift translates",
@@ -942,6 +928,107 @@ impl Emitter {
             .map(|n| format!("CONSTRAINT {} ", self.ident(cx, n)))
             .unwrap_or_default();
         Some(format!("{name}CHECK ({body})"))
+    }
+
+    /// A neutral expression in the target's spelling, columns named as the target
+    /// names them.
+    fn print_expr(&self, cx: &mut EmitCtx<'_>, e: &ddl_core::Expr) -> String {
+        let mut names = Vec::new();
+        for c in e.columns() {
+            names.push((c.to_owned(), self.ident(cx, c)));
+        }
+        let mut column = |c: &str| {
+            names
+                .iter()
+                .find(|(n, _)| n == c)
+                .map(|(_, q)| q.clone())
+                .unwrap_or_else(|| c.to_owned())
+        };
+        crate::check::Printer {
+            target: self.target,
+            column: &mut column,
+        }
+        .print(e)
+    }
+
+    /// A partial index's condition in the target's spelling, if it can be written.
+    fn predicate_sql(&self, cx: &mut EmitCtx<'_>, p: &ddl_core::Predicate) -> Option<String> {
+        if p.dialect == self.target.name() {
+            return Some(p.expr.clone());
+        }
+        p.neutral.as_ref().map(|e| self.print_expr(cx, e))
+    }
+
+    /// A partial index the target cannot state: a unique one is not created (a full
+    /// unique index would refuse rows the source accepts), a plain one covers every
+    /// row. Returns whether to create the index without its condition.
+    fn partial_fallback(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        ix: &Index,
+        p: &ddl_core::Predicate,
+    ) -> bool {
+        let label = ix.name.as_deref().unwrap_or("(unnamed)");
+        let cond = crate::translate::excerpt(&p.expr);
+        if ix.kind == IndexKind::Unique {
+            cx.diags.warn(format!(
+                "{table}: unique index {label} holds only WHERE {cond}; {} cannot state that here, so it is not created (a full unique index would refuse rows the source accepts)",
+                self.target
+            ));
+            return false;
+        }
+        cx.diags.skip(format!(
+            "{table}: index {label} covers every row on {}: its condition WHERE {cond} is dropped",
+            self.target
+        ));
+        true
+    }
+
+    /// MySQL has no partial indexes: a unique one becomes a unique index on generated
+    /// columns that are NULL where the condition is false (NULLs never collide).
+    fn mysql_partial_unique(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        ix: &Index,
+        cond: &str,
+        out: &mut Vec<String>,
+    ) -> bool {
+        if ix.kind != IndexKind::Unique || ix.parts.iter().any(|p| p.expression) {
+            return false;
+        }
+        let tn = self.table(cx, table);
+        let base = ix
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}_partial", table.name));
+        let mut gens = Vec::new();
+        let mut stmts = Vec::new();
+        for p in &ix.parts {
+            let Some(c) = self.after_column(cx, table, &p.column) else {
+                return false;
+            };
+            let g = self.ident(cx, &format!("{base}_{}", c.name));
+            let ty = self.type_sql(cx, table, &c);
+            let cn = self.ident(cx, &c.name);
+            stmts.push(format!(
+                "ALTER TABLE {tn} ADD COLUMN {g} {ty} GENERATED ALWAYS AS (CASE WHEN {cond} THEN {cn} END) VIRTUAL"
+            ));
+            gens.push(g);
+        }
+        let name = self.ident(cx, &base);
+        stmts.push(format!(
+            "ALTER TABLE {tn} ADD UNIQUE INDEX {name} ({})",
+            gens.join(", ")
+        ));
+        cx.diags.warn(format!(
+            "{table}: partial unique index {base} (WHERE {}) becomes a unique index on generated column(s) {} that hold the value only where the condition holds",
+            crate::translate::excerpt(cond),
+            gens.join(", ")
+        ));
+        out.extend(stmts);
+        true
     }
 
     fn create_index_sql(
@@ -969,8 +1056,44 @@ impl Emitter {
             }
         };
         let name = self.index_name(cx, table, ix);
-        let parts = self.index_parts(cx, table, ix);
         let t = self.table(cx, table);
+        if let Some(p) = &ix.predicate {
+            match (self.predicate_sql(cx, p), self.target) {
+                (Some(w), Dialect::Postgres) => {
+                    let parts = self.index_parts(cx, table, ix);
+                    return Some(format!(
+                        "CREATE {kind}INDEX {name} ON {t} ({parts}) WHERE {w}"
+                    ));
+                }
+                // Oracle leaves entries whose key is all NULL out of an index: a
+                // function-based unique index on CASE WHEN cond THEN col END is
+                // unique exactly where the condition holds.
+                (Some(w), Dialect::Oracle)
+                    if ix.kind == IndexKind::Unique && ix.parts.iter().all(|p| !p.expression) =>
+                {
+                    let cols: Vec<String> = ix
+                        .parts
+                        .iter()
+                        .map(|q| format!("CASE WHEN {w} THEN {} END", self.ident(cx, &q.column)))
+                        .collect();
+                    cx.diags.warn(format!(
+                        "{table}: partial unique index {} (WHERE {}) becomes a function-based unique index",
+                        ix.name.as_deref().unwrap_or("(unnamed)"),
+                        crate::translate::excerpt(&w)
+                    ));
+                    return Some(format!(
+                        "CREATE UNIQUE INDEX {name} ON {t} ({})",
+                        cols.join(", ")
+                    ));
+                }
+                _ => {
+                    if !self.partial_fallback(cx, table, ix, p) {
+                        return None;
+                    }
+                }
+            }
+        }
+        let parts = self.index_parts(cx, table, ix);
         Some(format!("CREATE {kind}INDEX {name} ON {t} ({parts})"))
     }
 
@@ -1049,6 +1172,13 @@ impl Emitter {
                     s.push_str(&format!(" {key}={v}"));
                 }
             }
+            if let Some(n) = t
+                .columns
+                .iter()
+                .find_map(|c| c.identity.as_ref().and_then(|i| i.start))
+            {
+                s.push_str(&format!(" AUTO_INCREMENT={n}"));
+            }
             if let Some(c) = &t.comment {
                 s.push_str(&format!(" COMMENT={}", string_literal(self.target, c)));
             }
@@ -1080,6 +1210,89 @@ impl Emitter {
         }
         out.extend(after);
         out
+    }
+
+    /// Columns that become part of a key after they were created: where being a key
+    /// changes their target type (text keys into MySQL), they are changed first.
+    fn retype_key_columns(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        cols: &[String],
+        out: &mut Vec<String>,
+    ) {
+        for col in cols {
+            let Some(c) = self.after_column(cx, table, col) else {
+                continue;
+            };
+            let mut quiet = Diagnostics::default();
+            let mut before_cx = EmitCtx {
+                source: cx.source,
+                before: cx.before,
+                after: cx.before,
+                diags: &mut quiet,
+            };
+            let was = self.own_type_sql(&mut before_cx, table, &c);
+            let mut after_cx = EmitCtx {
+                source: cx.source,
+                before: cx.before,
+                after: cx.after,
+                diags: &mut quiet,
+            };
+            let now = self.own_type_sql(&mut after_cx, table, &c);
+            if !same_type_sql(&was, &now) && cx.before.table(table).is_some() {
+                out.extend(self.emit(
+                    &[SchemaChange::AlterColumnType {
+                        table: table.clone(),
+                        column: col.clone(),
+                        data_type: c.data_type.clone(),
+                        using: None,
+                    }],
+                    cx,
+                ));
+            }
+        }
+    }
+
+    /// Whether `col` leads a key (primary or index) of `table` in `cat`.
+    fn leads_key(&self, cat: &Catalog, table: &TableName, col: &str) -> bool {
+        cat.table(table).is_some_and(|t| {
+            t.primary_key
+                .as_ref()
+                .is_some_and(|p| p.columns.first().map(String::as_str) == Some(col))
+                || t.indexes.iter().any(|i| {
+                    i.parts
+                        .first()
+                        .is_some_and(|p| !p.expression && p.column == col)
+                })
+        })
+    }
+
+    /// A key was added that `col` leads: an identity column that had to wait for one
+    /// (MySQL) gets AUTO_INCREMENT now, and its start value.
+    fn mysql_identity_with_key(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        col: &str,
+        out: &mut Vec<String>,
+    ) {
+        if self.target != Dialect::MySql || self.leads_key(cx.before, table, col) {
+            return;
+        }
+        let Some(c) = self.after_column(cx, table, col) else {
+            return;
+        };
+        let Some(id) = &c.identity else {
+            return;
+        };
+        let start = id.start;
+        let tn = self.table(cx, table);
+        let def = self.column_def(cx, table, &c);
+        out.push(format!("ALTER TABLE {tn} MODIFY COLUMN {def}"));
+        if let Some(n) = start {
+            out.push(format!("ALTER TABLE {tn} AUTO_INCREMENT = {n}"));
+        }
     }
 
     /// MySQL allows one AUTO_INCREMENT column per table, and it must lead a key: other
@@ -1190,6 +1403,23 @@ impl Emitter {
                 SchemaChange::MoveColumn { position, .. } => Some(position.clone()),
                 _ => None,
             });
+            // MySQL takes AUTO_INCREMENT only on a column leading a key: one that
+            // has none yet (pg_dump adds keys last) gets it with its key.
+            let mut c = c;
+            if c.identity.is_some() && !self.leads_key(cx.after, table, col) {
+                c.identity = None;
+                if group.iter().all(|g| {
+                    matches!(
+                        g,
+                        SchemaChange::SetIdentity { .. } | SchemaChange::SetDefault { .. }
+                    )
+                }) {
+                    cx.diags.skip(format!(
+                        "{table}.{col}: AUTO_INCREMENT waits for a key that {col} leads (MySQL needs one)"
+                    ));
+                    return;
+                }
+            }
             let def = self.column_def(cx, table, &c);
             let pos = self.position_sql(cx, pos.as_ref());
             out.push(format!("ALTER TABLE {tn} MODIFY COLUMN {def}{pos}"));
@@ -1516,8 +1746,13 @@ impl Emitter {
                             }
                             _ => String::new(),
                         };
+                        let first = cols.first().cloned();
+                        self.retype_key_columns(cx, table, cols, out);
                         let cols = self.key_cols(cx, table, cols, prefixes);
                         out.push(format!("ALTER TABLE {tn} ADD {cname}PRIMARY KEY ({cols})"));
+                        if let Some(first) = first {
+                            self.mysql_identity_with_key(cx, table, &first, out);
+                        }
                     }
                     None => match tgt {
                         Dialect::Postgres => {
@@ -1536,10 +1771,57 @@ impl Emitter {
                 }
             }
             C::AddIndex { table, index } => {
+                if let (Dialect::MySql, Some(p)) = (tgt, &index.predicate) {
+                    let cond = self.predicate_sql(cx, p);
+                    if let Some(cond) = cond {
+                        if self.mysql_partial_unique(cx, table, index, &cond, out) {
+                            return;
+                        }
+                    }
+                    if !self.partial_fallback(cx, table, index, p) {
+                        return;
+                    }
+                }
+                if tgt == Dialect::MySql
+                    && cx.source != Dialect::MySql
+                    && index.parts.iter().any(|p| p.expression)
+                {
+                    // MariaDB has no expression indexes (MySQL 8.0.13 has): an index
+                    // for speed is left out, a unique one is reported as a loss.
+                    let label = index.name.as_deref().unwrap_or("(unnamed)");
+                    let what = index
+                        .parts
+                        .iter()
+                        .filter(|p| p.expression)
+                        .map(|p| crate::translate::excerpt(&p.column))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let msg = format!(
+                        "{table}: index {label} on expression {what} is not created (MariaDB indexes columns only)"
+                    );
+                    if index.kind == IndexKind::Unique {
+                        cx.diags.warn(format!("{msg}: its uniqueness is not enforced"));
+                    } else {
+                        cx.diags.skip(msg);
+                    }
+                    return;
+                }
+                if index.kind == IndexKind::Unique {
+                    let cols: Vec<String> = index
+                        .parts
+                        .iter()
+                        .filter(|p| !p.expression && p.prefix.is_none())
+                        .map(|p| p.column.clone())
+                        .collect();
+                    self.retype_key_columns(cx, table, &cols, out);
+                }
                 if tgt == Dialect::MySql {
                     let tn = self.table(cx, table);
                     let clause = self.mysql_index_clause(cx, table, index, "INDEX");
                     out.push(format!("ALTER TABLE {tn} ADD {clause}"));
+                    if let Some(p) = index.parts.first().filter(|p| !p.expression) {
+                        self.mysql_identity_with_key(cx, table, &p.column, out);
+                    }
                 } else if let Some(s) = self.create_index_sql(cx, table, index) {
                     out.push(s);
                 }
@@ -1552,6 +1834,7 @@ impl Emitter {
                     .cloned()
                     .unwrap_or(Index {
                         name: Some(name.clone()),
+                        predicate: None,
                         kind: IndexKind::Plain,
                         parts: Vec::new(),
                     });

@@ -1,0 +1,101 @@
+//! Objects a script defines besides tables, kept for what they mean to columns:
+//! PostgreSQL domains (a base type with NOT NULL, DEFAULT and CHECKs), enum types,
+//! and sequences (a `nextval()` default on the column that owns its sequence is an
+//! identity column). The translator keeps one [`Definitions`] across statements.
+
+use ddl_core::expr::Expr;
+use ddl_core::{DataType, DefaultValue, TableName};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Domain {
+    pub base: DataType,
+    pub not_null: bool,
+    pub default: Option<DefaultValue>,
+    /// (constraint name, source text, neutral form with the column as `value`).
+    pub checks: Vec<(Option<String>, String, Option<Expr>)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Sequence {
+    pub start: Option<i64>,
+    pub increment: Option<i64>,
+    /// The column that owns it (`OWNED BY t.c`).
+    pub owned_by: Option<(TableName, String)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Definitions {
+    /// By type name as stored (lower case unless quoted), schema left out: columns
+    /// name their type with or without it.
+    pub domains: BTreeMap<String, Domain>,
+    pub enums: BTreeMap<String, Vec<String>>,
+    pub sequences: BTreeMap<TableName, Sequence>,
+}
+
+impl Definitions {
+    /// The sequence a `nextval('name')` default names: exactly, or by its name alone
+    /// when one side is unqualified.
+    pub fn sequence(&self, name: &TableName) -> Option<(&TableName, &Sequence)> {
+        self.sequences.get_key_value(name).or_else(|| {
+            self.sequences
+                .iter()
+                .find(|(k, _)| k.name == name.name && (k.schema.is_none() || name.schema.is_none()))
+        })
+    }
+
+    /// A sequence name as written inside `nextval('...')`.
+    pub fn sequence_name(text: &str) -> TableName {
+        let parts: Vec<String> = text
+            .split('.')
+            .map(|p| {
+                if p.starts_with('"') && p.ends_with('"') && p.len() >= 2 {
+                    p[1..p.len() - 1].to_owned()
+                } else {
+                    p.to_ascii_lowercase()
+                }
+            })
+            .collect();
+        match parts.as_slice() {
+            [.., s, n] => TableName::new(Some(s), n),
+            [n] => TableName::new(None, n),
+            [] => TableName::new(None, ""),
+        }
+    }
+
+    /// The type a column names, when it is a domain or enum defined here: `other` is
+    /// the name the type parser kept (`Other { name }`).
+    pub fn user_type<'s>(&'s self, other: &str) -> Option<UserType<'s>> {
+        let key = other.rsplit('.').next().unwrap_or(other).trim_matches('"');
+        if let Some((k, d)) = self.domains.get_key_value(key) {
+            return Some(UserType::Domain(k, d));
+        }
+        self.enums
+            .get_key_value(key)
+            .map(|(k, v)| UserType::Enum(k, v))
+    }
+}
+
+pub enum UserType<'a> {
+    Domain(&'a str, &'a Domain),
+    Enum(&'a str, &'a [String]),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_names_resolve_with_or_without_schema() {
+        let mut d = Definitions::default();
+        d.sequences.insert(
+            TableName::new(Some("clinic"), "invoice_no_seq"),
+            Sequence::default(),
+        );
+        let n = Definitions::sequence_name("invoice_no_seq");
+        assert!(d.sequence(&n).is_some());
+        let n = Definitions::sequence_name("clinic.\"Other\"");
+        assert_eq!(n, TableName::new(Some("clinic"), "Other"));
+        assert!(d.sequence(&n).is_none());
+    }
+}
