@@ -76,9 +76,12 @@ pub fn parse_create_domain(text: &str) -> Result<DomainDraft, GrammarError> {
     finish(text, create_domain(text), "CREATE DOMAIN")
 }
 
+/// An enum type: its name and labels.
+pub type EnumDraft = (Vec<Ident>, Vec<String>);
+
 /// `CREATE TYPE name AS ENUM ('a', ...)`: the name and the labels; `None` for other
 /// kinds of type (composite, range), which have no column meaning here.
-pub fn parse_create_enum(text: &str) -> Result<Option<(Vec<Ident>, Vec<String>)>, GrammarError> {
+pub fn parse_create_enum(text: &str) -> Result<Option<EnumDraft>, GrammarError> {
     let head = (kw("CREATE"), kw("TYPE"), object_name, kw("AS")).parse(text);
     let Ok((rest, (_, _, name, _))) = head else {
         return Ok(None);

@@ -6,6 +6,8 @@
 //!   free port; stopped and removed on drop. `initdb` refuses to run as root (as CI
 //!   does), so as root both run as the `postgres` user, on a folder given to it.
 
+pub mod constraints;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -338,6 +340,50 @@ pub fn pg_family(data_type: &str) -> &'static str {
         "interval" => "interval",
         "ARRAY" => "array",
         _ => "other",
+    }
+}
+
+/// Documented lossy mappings: (source family, target family) pairs that are expected.
+pub fn compatible(src: &str, dst: &str) -> bool {
+    src == dst
+        || matches!(
+            (src, dst),
+            ("other", "binary")     // MySQL spatial -> PostgreSQL bytea (WKB)
+                | ("uuid", "string")    // uuid -> CHAR(36)
+                | ("interval", "string")// interval -> VARCHAR(64)
+                | ("array", "json")     // arrays -> JSON
+                | ("other", "string")   // inet etc. -> text
+                | ("integer", "decimal") // BIGINT UNSIGNED -> numeric(20) (pgloader)
+                | ("json", "string")    // MariaDB's JSON is LONGTEXT with a check,
+                | ("string", "json")    // so information_schema says longtext
+                | ("array", "string") // arrays -> JSON = LONGTEXT in MariaDB
+        )
+}
+
+/// Compare by (table, column): targets without column positions (PostgreSQL, Oracle)
+/// add columns last, which the translation reports as a warning.
+pub fn compare_columns(src: &[ColumnFact], dst: &[ColumnFact]) {
+    let (mut src, mut dst) = (src.to_vec(), dst.to_vec());
+    src.sort();
+    dst.sort();
+    let key = |c: &ColumnFact| (c.table.clone(), c.column.clone());
+    let sk: Vec<_> = src.iter().map(key).collect();
+    let dk: Vec<_> = dst.iter().map(key).collect();
+    assert_eq!(sk, dk, "tables and columns differ");
+    for (s, d) in src.iter().zip(&dst) {
+        assert_eq!(
+            s.nullable, d.nullable,
+            "nullability of {}.{}",
+            s.table, s.column
+        );
+        assert!(
+            compatible(&s.family, &d.family),
+            "{}.{}: {} became {}",
+            s.table,
+            s.column,
+            s.family,
+            d.family
+        );
     }
 }
 

@@ -9,50 +9,6 @@ use grammar::split::split;
 use lakeshift_tests::*;
 use mysql_async::prelude::Queryable;
 
-/// Documented lossy mappings: (source family, target family) pairs that are expected.
-fn compatible(src: &str, dst: &str) -> bool {
-    src == dst
-        || matches!(
-            (src, dst),
-            ("other", "binary")     // MySQL spatial -> PostgreSQL bytea (WKB)
-                | ("uuid", "string")    // uuid -> CHAR(36)
-                | ("interval", "string")// interval -> VARCHAR(64)
-                | ("array", "json")     // arrays -> JSON
-                | ("other", "string")   // inet etc. -> text
-                | ("integer", "decimal") // BIGINT UNSIGNED -> numeric(20) (pgloader)
-                | ("json", "string")    // MariaDB's JSON is LONGTEXT with a check,
-                | ("string", "json")    // so information_schema says longtext
-                | ("array", "string") // arrays -> JSON = LONGTEXT in MariaDB
-        )
-}
-
-/// Compare by (table, column): targets without column positions (PostgreSQL, Oracle)
-/// add columns last, which the translation reports as a warning.
-fn compare(src: &[ColumnFact], dst: &[ColumnFact]) {
-    let (mut src, mut dst) = (src.to_vec(), dst.to_vec());
-    src.sort();
-    dst.sort();
-    let key = |c: &ColumnFact| (c.table.clone(), c.column.clone());
-    let sk: Vec<_> = src.iter().map(key).collect();
-    let dk: Vec<_> = dst.iter().map(key).collect();
-    assert_eq!(sk, dk, "tables and columns differ");
-    for (s, d) in src.iter().zip(&dst) {
-        assert_eq!(
-            s.nullable, d.nullable,
-            "nullability of {}.{}",
-            s.table, s.column
-        );
-        assert!(
-            compatible(&s.family, &d.family),
-            "{}.{}: {} became {}",
-            s.table,
-            s.column,
-            s.family,
-            d.family
-        );
-    }
-}
-
 fn translate(source: Dialect, target: Dialect, text: &str) -> Vec<String> {
     let mut tr = Translator::new(source, Target::Sql(target));
     let mut out = Vec::new();
@@ -110,7 +66,7 @@ async fn mysql_source_to_postgres_and_back_to_mariadb() {
         &translate(Dialect::MySql, Dialect::Postgres, &text),
     )
     .await;
-    compare(&source_schema, &pg_schema(&client, "public").await);
+    compare_columns(&source_schema, &pg_schema(&client, "public").await);
 
     // The identity translation on the same MariaDB, in another database.
     c.query_drop("CREATE DATABASE dst").await.unwrap();
@@ -152,8 +108,8 @@ async fn postgres_source_to_mariadb() {
         &translate(Dialect::Postgres, Dialect::MySql, &text),
     )
     .await;
-    compare(&public, &mysql_schema(&mut dst, "public").await);
-    compare(&sales, &mysql_schema(&mut dst, "sales").await);
+    compare_columns(&public, &mysql_schema(&mut dst, "public").await);
+    compare_columns(&sales, &mysql_schema(&mut dst, "sales").await);
 }
 
 /// The Oracle corpus's final schema, written by hand from the corpus: (table, column,
