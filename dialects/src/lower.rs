@@ -731,6 +731,14 @@ impl<'a> Lowerer<'a> {
                         value: value.clone(),
                     })),
                 },
+                AlterSpec::Ignored(s)
+                    if s.starts_with("PARTITION BY") || s.starts_with("REMOVE PARTITIONING") =>
+                {
+                    self.diags.skip(format!(
+                        "table {table}: `{}` is not carried: partitioning is not translated (rows and columns are the same either way)",
+                        crate::translate::excerpt(s)
+                    ))
+                }
                 AlterSpec::Ignored(s) if s.starts_with("ATTACH PARTITION") => {
                     self.diags.skip(format!(
                         "table {table}: `{}` is not carried: partitioning is not translated, the partition stays a table of its own",

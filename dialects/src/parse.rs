@@ -190,6 +190,27 @@ impl StatementParser<'_> {
             .and_then(|mut p| p.parse_statements())
         {
             Ok(s) => s,
+            Err(_)
+                if self.dialect == Dialect::MySql
+                    && w(0) == "CREATE"
+                    && matches!(w(1), "DATABASE" | "SCHEMA") =>
+            {
+                let (name, if_not_exists, opts) =
+                    grammar::ddl::parse_create_database(text).map_err(Self::grammar_error)?;
+                let name = self.lowerer().name(&name);
+                if !opts.is_empty() {
+                    self.diags.skip(format!(
+                        "database {name}: `{}` is not carried",
+                        crate::translate::excerpt(&opts)
+                    ));
+                }
+                return Ok(Parsed::Requests(vec![ChangeRequest::Change(
+                    SchemaChange::CreateNamespace {
+                        name,
+                        if_not_exists,
+                    },
+                )]));
+            }
             Err(e) if self.dialect == Dialect::MySql && (w(0), w(1)) == ("DROP", "INDEX") => {
                 return self
                     .mysql_drop_index(text)

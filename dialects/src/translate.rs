@@ -98,10 +98,17 @@ impl Translator {
             .map(|st| {
                 let o = match st.kind {
                     Kind::Sql => self.statement(&st.text, emit),
-                    Kind::Client(tool) => Outcome::skipped(format!(
-                        "{tool} command `{}`: a client command, not SQL",
-                        excerpt(&st.text)
-                    )),
+                    Kind::Client(tool) => Outcome::skipped(if includes_file(&st.text) {
+                        format!(
+                            "{tool} command `{}` runs another file, which is not read here: give it as an input too",
+                            excerpt(&st.text)
+                        )
+                    } else {
+                        format!(
+                            "{tool} command `{}`: a client command, not SQL",
+                            excerpt(&st.text)
+                        )
+                    }),
                     Kind::Unterminated(what) => Outcome::error(format!(
                         "unterminated {what} starts here: the rest of the input ({} lines) is not read",
                         st.text.lines().count()
@@ -412,6 +419,28 @@ impl Outcome {
             .extend(diags.take().into_iter().map(|d| (At::Statement, d)));
         self
     }
+}
+
+/// A client command that runs another script (mysql `source`/`\.`, SQL*Plus `@`,
+/// `@@`, `START`, psql `\i`, `\ir`, `\include`).
+fn includes_file(cmd: &str) -> bool {
+    let first = cmd
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    first.starts_with('@')
+        || matches!(
+            first.as_str(),
+            "source"
+                | "\\."
+                | "start"
+                | "sta"
+                | "\\i"
+                | "\\ir"
+                | "\\include"
+                | "\\include_relative"
+        )
 }
 
 /// At most a line and 80 characters of `text`, for a diagnostic that names a statement

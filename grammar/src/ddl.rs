@@ -5,8 +5,8 @@
 
 use crate::ast::*;
 use crate::lex::{
-    comma_list, ident, int, kw, object_name, paren_group, paren_list, raw_expr, string_lit, sym,
-    uint, ws, Ident, Res,
+    col_ident, comma_list, ident, int, kw, object_name, paren_group, paren_list, raw_expr,
+    string_lit, sym, uint, ws, Ident, Res,
 };
 use crate::types::data_type;
 use crate::Flavor;
@@ -69,6 +69,26 @@ pub fn parse_create_table(flavor: Flavor, text: &str) -> Result<CreateTableDraft
 /// Parse a whole ALTER TABLE statement.
 pub fn parse_alter_table(flavor: Flavor, text: &str) -> Result<AlterTableDraft, GrammarError> {
     finish(text, alter_table(flavor, text), "ALTER TABLE")
+}
+
+/// MySQL `CREATE {DATABASE | SCHEMA} [IF NOT EXISTS] name [options]`, which sqlparser
+/// rejects with `DEFAULT CHARACTER SET = x` and similar: the name, IF NOT EXISTS, and
+/// the options as written.
+pub fn parse_create_database(text: &str) -> Result<(Ident, bool, String), GrammarError> {
+    let r = (
+        kw("CREATE"),
+        alt((kw("DATABASE"), kw("SCHEMA"))),
+        opt((kw("IF"), kw("NOT"), kw("EXISTS"))),
+        ident,
+    )
+        .parse(text);
+    match r {
+        Ok((rest, (_, _, ine, name))) => {
+            let opts = rest.trim().trim_end_matches(';').trim().to_owned();
+            Ok((name, ine.is_some(), opts))
+        }
+        Err(e) => finish(text, Err(e), "CREATE DATABASE"),
+    }
 }
 
 /// PostgreSQL `CREATE DOMAIN`.
@@ -313,6 +333,23 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
             map(preceded(kw("COLLATE"), ident), |w| {
                 ColAttr::Collate(w.value)
             }),
+            // MySQL's legacy attributes after a character type: BINARY is the binary
+            // collation of the column's character set, ASCII and UNICODE are
+            // character sets.
+            move |i| {
+                if flavor != Flavor::MySql {
+                    return Err(nom::Err::Error(crate::lex::Error::new(
+                        i,
+                        nom::error::ErrorKind::Tag,
+                    )));
+                }
+                alt((
+                    value(ColAttr::Collate("binary".into()), kw("BINARY")),
+                    value(ColAttr::Charset("latin1".into()), kw("ASCII")),
+                    value(ColAttr::Charset("ucs2".into()), kw("UNICODE")),
+                ))
+                .parse(i)
+            },
             map(preceded(kw("CHECK"), paren_group(flavor)), |e| {
                 ColAttr::Check(e[1..e.len() - 1].trim().to_owned())
             }),
@@ -460,7 +497,7 @@ fn generated(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
 
 fn column_def(flavor: Flavor, type_required: bool) -> impl Fn(&str) -> Res<'_, ColumnDraft> {
     move |i| {
-        let (i, name) = ident(i)?;
+        let (i, name) = col_ident(flavor)(i)?;
         let (i, ty) = if type_required {
             map(data_type(flavor), Some).parse(i)?
         } else {
@@ -482,7 +519,7 @@ fn key_part(flavor: Flavor) -> impl Fn(&str) -> Res<'_, KeyPart> {
             }),
             map(
                 (
-                    ident,
+                    col_ident(flavor),
                     opt(nom::sequence::delimited(sym("("), uint, sym(")"))),
                 ),
                 |(column, prefix)| KeyPart {
@@ -638,13 +675,16 @@ fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                 (
                     kw("PRIMARY"),
                     kw("KEY"),
+                    // MySQL accepts (and ignores) an index name here: its primary
+                    // key is always named PRIMARY.
+                    opt(preceded(nom::combinator::not(kw("USING")), ident)),
                     opt(index_kind_using),
                     paren_list(key_part(flavor)),
                     index_opts(flavor),
                 ),
                 {
                     let cname = cname.clone();
-                    move |(_, _, _, parts, _)| TableElem::PrimaryKey {
+                    move |(_, _, _, _, parts, _)| TableElem::PrimaryKey {
                         name: cname.clone(),
                         parts,
                     }
@@ -915,12 +955,12 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                         ),
                         AlterSpec::DropConstraint,
                     ),
-                    map(paren_list(ident), AlterSpec::DropColumns),
+                    map(paren_list(col_ident(flavor)), AlterSpec::DropColumns),
                     map(
                         (
                             opt(kw("COLUMN")),
                             opt((kw("IF"), kw("EXISTS"))),
-                            ident,
+                            col_ident(flavor),
                             opt(alt((kw("CASCADE"), kw("RESTRICT")))),
                         ),
                         |(_, _, c, _)| AlterSpec::DropColumns(vec![c]),
@@ -954,7 +994,7 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                     kw("CHANGE"),
                     opt(kw("COLUMN")),
                     opt((kw("IF"), kw("EXISTS"))),
-                    ident,
+                    col_ident(flavor),
                     column_def(flavor, true),
                     position,
                 ),
@@ -969,7 +1009,7 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                 kw("RENAME"),
                 alt((
                     map(
-                        (kw("COLUMN"), ident, kw("TO"), ident),
+                        (kw("COLUMN"), col_ident(flavor), kw("TO"), col_ident(flavor)),
                         |(_, from, _, to)| AlterSpec::RenameColumn { from, to },
                     ),
                     map(
@@ -987,7 +1027,7 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                 (
                     kw("ALTER"),
                     opt(kw("COLUMN")),
-                    ident,
+                    col_ident(flavor),
                     alt((
                         map(
                             (
@@ -1073,6 +1113,8 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                                 value("VALIDATE CONSTRAINT", (kw("VALIDATE"), kw("CONSTRAINT"))),
                                 value("DETACH PARTITION", (kw("DETACH"), kw("PARTITION"))),
                                 value("ATTACH PARTITION", (kw("ATTACH"), kw("PARTITION"))),
+                                value("PARTITION BY", (kw("PARTITION"), kw("BY"))),
+                                value("REMOVE PARTITIONING", (kw("REMOVE"), kw("PARTITIONING"))),
                             )),
                             opt(rest_of_item(flavor)),
                         ),
@@ -1241,5 +1283,41 @@ mod tests {
         let e =
             parse_alter_table(Flavor::MySql, "ALTER TABLE t ADD COLUMN a NOTATYPE").unwrap_err();
         assert!(e.offset > 14, "{e:?}");
+    }
+
+    #[test]
+    fn mysql_forms_of_real_schemas() {
+        // regression: each of these lost its whole table.
+        let d = parse_create_table(
+            Flavor::MySql,
+            "CREATE TABLE staff (id INT, password VARCHAR(40) BINARY DEFAULT NULL, comment VARCHAR(9), PRIMARY KEY pk_staff (id), KEY k USING BTREE (comment))",
+        )
+        .unwrap();
+        assert_eq!(d.elems.len(), 5, "{d:?}");
+        let TableElem::Column(p) = &d.elems[1] else {
+            panic!("{d:?}")
+        };
+        assert!(p.attrs.contains(&ColAttr::Collate("binary".into())));
+        let d = parse_create_table(
+            Flavor::MySql,
+            "CREATE TABLE t (id INT, PRIMARY KEY USING BTREE (id))",
+        )
+        .unwrap();
+        assert_eq!(d.elems.len(), 2);
+        let (name, ine, opts) = parse_create_database(
+            "CREATE SCHEMA IF NOT EXISTS shop DEFAULT CHARACTER SET = utf8mb4",
+        )
+        .unwrap();
+        assert_eq!(
+            (name.value.as_str(), ine, opts.as_str()),
+            ("shop", true, "DEFAULT CHARACTER SET = utf8mb4")
+        );
+        // A column named like a keyword the dialect does not reserve.
+        assert!(
+            parse_create_table(Flavor::Postgres, "CREATE TABLE t (key int, comment text)").is_ok()
+        );
+        assert!(
+            parse_create_table(Flavor::Oracle, "CREATE TABLE t (comment VARCHAR2(9))").is_err()
+        );
     }
 }

@@ -201,6 +201,26 @@ pub fn ident(i: &str) -> Res<'_, Ident> {
     .parse(i)
 }
 
+/// A column name: quoted, or any bare word that `flavor` does not reserve
+/// ([`crate::keywords`]), so `comment` or `status` are names where a column is named.
+pub fn col_ident(flavor: Flavor) -> impl Fn(&str) -> Res<'_, Ident> {
+    move |i| {
+        let (r, _) = ws(i)?;
+        let word: Res<'_, &str> = recognize(pair(
+            nom::character::complete::satisfy(|c| c.is_alphabetic() || c == '_'),
+            take_while(is_word_char),
+        ))
+        .parse(r);
+        if let Ok((rest, w)) = word {
+            if crate::keywords::is_reserved(flavor, w) {
+                return Err(nom::Err::Error(Error::new(r, nom::error::ErrorKind::Tag)));
+            }
+            return Ok((rest, Ident::bare(w)));
+        }
+        ident(i)
+    }
+}
+
 fn bare_ident(i: &str) -> Res<'_, Ident> {
     let (rest, w) = recognize(pair(
         nom::character::complete::satisfy(|c| c.is_alphabetic() || c == '_'),

@@ -10,6 +10,7 @@
 
 pub mod ast;
 pub mod ddl;
+pub mod keywords;
 pub mod lex;
 pub mod split;
 pub mod types;

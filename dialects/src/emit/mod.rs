@@ -283,6 +283,13 @@ fn is_keyword(name: &str) -> bool {
     RESERVED
         .binary_search_by(|w| w.bytes().cmp(name.bytes().map(|b| b.to_ascii_uppercase())))
         .is_ok()
+        || [
+            grammar::Flavor::MySql,
+            grammar::Flavor::Postgres,
+            grammar::Flavor::Oracle,
+        ]
+        .into_iter()
+        .any(|f| grammar::keywords::is_reserved(f, name))
 }
 
 /// Quote an identifier for `dialect` when it needs it: anything but a plain name in the
@@ -624,8 +631,11 @@ impl Emitter {
             if let Some(cs) = &c.charset {
                 s.push_str(&format!(" CHARACTER SET {cs}"));
             }
-            if let Some(co) = &c.collation {
-                s.push_str(&format!(" COLLATE {co}"));
+            match c.collation.as_deref() {
+                // The IR's name for the binary collation of the column's charset.
+                Some("binary") => s.push_str(" BINARY"),
+                Some(co) => s.push_str(&format!(" COLLATE {co}")),
+                None => {}
             }
         } else if let Some(co) = &c.collation {
             cx.diags.skip(format!(
