@@ -51,10 +51,12 @@ pub struct Catalog {
 }
 
 fn same(a: &str, b: &str, ci: bool) -> bool {
-    if ci {
-        a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
-    } else {
+    if !ci {
         a == b
+    } else if a.is_ascii() && b.is_ascii() {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a.to_lowercase() == b.to_lowercase()
     }
 }
 
@@ -355,15 +357,19 @@ impl Catalog {
                     }
                     return Err(CatalogError::TableExists(table.name.clone()));
                 }
-                let mut seen: Vec<&str> = Vec::new();
+                let mut seen = std::collections::HashSet::with_capacity(table.columns.len());
                 for c in &table.columns {
-                    if seen.iter().any(|s| same(s, &c.name, ci)) {
+                    let key = if ci {
+                        c.name.to_lowercase()
+                    } else {
+                        c.name.clone()
+                    };
+                    if !seen.insert(key) {
                         return Err(CatalogError::DuplicateColumn {
                             table: table.name.clone(),
                             column: c.name.clone(),
                         });
                     }
-                    seen.push(&c.name);
                 }
                 if let Some(s) = &table.name.schema {
                     self.namespaces.insert(s.clone());

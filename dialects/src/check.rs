@@ -19,6 +19,8 @@ const MAX_DEPTH: usize = 40;
 
 /// The neutral form of a CHECK expression written in `dialect`, if it has one.
 pub fn parse(dialect: Dialect, text: &str) -> Option<Expr> {
+    // Wrapping parentheses are dropped first: they mean nothing, however many.
+    let text = crate::lower::strip_parens(text);
     let d = crate::parse::sq_dialect(dialect);
     let e = Parser::new(d).try_with_sql(text).ok()?.parse_expr().ok()?;
     Reader { dialect, depth: 0 }.expr(&e)

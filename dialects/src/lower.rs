@@ -899,29 +899,39 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     })
 }
 
-fn strip_parens(s: &str) -> &str {
-    let mut t = s.trim();
-    while t.starts_with('(') && t.ends_with(')') && balanced(&t[1..t.len() - 1]) {
-        t = t[1..t.len() - 1].trim();
-    }
-    t
-}
-
-fn balanced(s: &str) -> bool {
-    let mut d = 0i32;
-    for c in s.chars() {
+/// `s` without the parentheses that wrap all of it, however deep: one pass pairs
+/// every parenthesis, so `((((1))))` costs as much as its length.
+pub(crate) fn strip_parens(s: &str) -> &str {
+    let t = s.trim();
+    let b = t.as_bytes();
+    // The closing partner of each opening parenthesis (byte offsets).
+    let mut partner = vec![usize::MAX; b.len()];
+    let mut open = Vec::new();
+    for (k, c) in b.iter().enumerate() {
         match c {
-            '(' => d += 1,
-            ')' => {
-                d -= 1;
-                if d < 0 {
-                    return false;
-                }
-            }
+            b'(' => open.push(k),
+            b')' => match open.pop() {
+                Some(o) => partner[o] = k,
+                None => return t,
+            },
             _ => {}
         }
     }
-    d == 0
+    if !open.is_empty() {
+        return t;
+    }
+    let (mut lo, mut hi) = (0, b.len());
+    while hi > lo + 1 && b[lo] == b'(' && partner[lo] == hi - 1 {
+        lo += 1;
+        hi -= 1;
+        while lo < hi && b[lo].is_ascii_whitespace() {
+            lo += 1;
+        }
+        while hi > lo && b[hi - 1].is_ascii_whitespace() {
+            hi -= 1;
+        }
+    }
+    &t[lo..hi]
 }
 
 fn is_number(s: &str) -> bool {

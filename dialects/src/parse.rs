@@ -713,11 +713,20 @@ fn sq_error(text: &str, e: &sqlparser::parser::ParserError) -> ParseError {
             }
         }
     }
+    if message.contains("recursion limit exceeded") {
+        message = format!(
+            "expression nested deeper than {} levels (the parser's limit): {message}",
+            SQ_RECURSION_LIMIT
+        );
+    }
     ParseError {
         offset,
         message: lower_first(&message),
     }
 }
+
+/// sqlparser's default nesting limit for expressions and statements.
+pub const SQ_RECURSION_LIMIT: usize = 50;
 
 fn lower_first(s: &str) -> String {
     let mut c = s.chars();

@@ -5,7 +5,9 @@ use crate::emit::{EmitCtx, Emitter};
 use crate::iceberg::{IcebergPlanner, StatementPlan};
 use crate::parse::{ParseOptions, Parsed, StatementParser};
 use crate::Dialect;
-use ddl_core::{Catalog, Diagnostic, Diagnostics, ForeignKey, SchemaChange, Severity, TableName};
+use ddl_core::{
+    Catalog, ChangeRequest, Diagnostic, Diagnostics, ForeignKey, SchemaChange, Severity, TableName,
+};
 use grammar::split::{split, Kind, Positions};
 
 /// Where a translation goes.
@@ -170,6 +172,40 @@ impl Translator {
             }
             Ok(Parsed::Requests(r)) => r,
         };
+        // ADD COLUMN alone changes nothing else and cannot fail half-way, and emitting
+        // it needs no earlier state: it is applied in place. (Copying a wide table for
+        // each of thousands of ALTERs that widen it made such scripts quadratic.)
+        if self.target != Target::Iceberg {
+            if let [ChangeRequest::Change(c @ SchemaChange::AddColumn { .. })] = requests.as_slice()
+            {
+                let c = c.clone();
+                o.tables = self.catalog.touched(&requests);
+                if let Err(e) = self.catalog.apply(&c) {
+                    o.diagnostics
+                        .push((At::Statement, Diagnostic::error(e.to_string())));
+                    return o.with(diags);
+                }
+                let changes = vec![c];
+                if emit {
+                    o.output = match self.target {
+                        Target::Sql(d) => {
+                            let mut cx = EmitCtx {
+                                source: self.source,
+                                before: &self.catalog,
+                                after: &self.catalog,
+                                diags: &mut diags,
+                            };
+                            let mut out = Emitter::new(d).emit(&changes, &mut cx);
+                            out.extend(self.release_deferred(d, false, &mut diags));
+                            out
+                        }
+                        _ => vec![serde_json::to_string_pretty(&changes).expect("IR serialises")],
+                    };
+                }
+                o.changes = changes;
+                return o.with(diags);
+            }
+        }
         // Expand and apply in order, on a copy of the tables the statement touches: a
         // statement is all or nothing, and the copy costs nothing per other table.
         let scoped = self.catalog.touched(&requests);
