@@ -8,7 +8,7 @@ use crate::Dialect;
 use ddl_core::{
     Catalog, ChangeRequest, Diagnostic, Diagnostics, ForeignKey, SchemaChange, Severity, TableName,
 };
-use grammar::split::{split, Kind, Positions};
+use grammar::split::{Kind, Splitter, Statement};
 
 /// Where a translation goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,50 +94,125 @@ impl Translator {
     }
 
     fn run(&mut self, text: &str, emit: bool) -> Vec<StatementResult> {
-        let mut positions = Positions::new(text);
-        split(self.source.flavor(), text)
-            .into_iter()
-            .map(|st| {
-                let o = match st.kind {
-                    Kind::Sql => self.statement(&st.text, emit),
-                    Kind::Client(tool) => Outcome::skipped(if includes_file(&st.text) {
-                        format!(
-                            "{tool} command `{}` runs another file, which is not read here: give it as an input too",
-                            excerpt(&st.text)
-                        )
-                    } else {
-                        format!(
-                            "{tool} command `{}`: a client command, not SQL",
-                            excerpt(&st.text)
-                        )
-                    }),
-                    Kind::Unterminated(what) => Outcome::error(format!(
-                        "unterminated {what} starts here: the rest of the input ({} lines) is not read",
-                        st.text.lines().count()
-                    )),
-                };
-                let diagnostics = o
-                    .diagnostics
-                    .into_iter()
-                    .map(|(at, d)| {
-                        let (line, column) = match at {
-                            At::Statement => (st.line, st.column),
-                            At::Offset(k) => positions.at(st.offset + k),
-                        };
-                        (line, column, d)
-                    })
-                    .collect();
-                StatementResult {
-                    line: st.line,
-                    column: st.column,
-                    output: o.output,
-                    changes: o.changes,
-                    diagnostics,
-                    plan: o.plan,
-                    tables: o.tables,
+        let mut out = Vec::new();
+        for st in Splitter::new(self.source.flavor(), text) {
+            out.push(self.one(&st, emit));
+        }
+        out
+    }
+
+    /// Translate a script as it is read, handing each statement's result to `each`
+    /// before the next is read: memory holds the statement at hand (and a read
+    /// buffer), not the script, whatever its size. Bytes that are not UTF-8 are
+    /// replaced (U+FFFD), as when a whole file is read.
+    pub fn translate_reader<R: std::io::Read>(
+        &mut self,
+        mut r: R,
+        mut each: impl FnMut(StatementResult),
+    ) -> std::io::Result<()> {
+        const CHUNK: usize = 1 << 20;
+        let flavor = self.source.flavor();
+        let mut raw: Vec<u8> = Vec::new();
+        let mut buf = String::new();
+        let mut delimiter = String::from(";");
+        // Line and column of buf's first character in the whole input.
+        let (mut base_line, mut base_col) = (1usize, 1usize);
+        let mut chunk = Vec::new();
+        let mut eof = false;
+        while !eof {
+            // A statement longer than a chunk is read in doubling steps, so it is
+            // scanned a bounded number of times.
+            chunk.resize(CHUNK.max(buf.len()), 0);
+            let n = match r.read(&mut chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            eof = n == 0;
+            raw.extend_from_slice(&chunk[..n]);
+            match std::str::from_utf8(&raw) {
+                Ok(t) => {
+                    buf.push_str(t);
+                    raw.clear();
                 }
+                // A character split between two reads: keep its first bytes.
+                Err(e) if e.error_len().is_none() && !eof => {
+                    let valid = e.valid_up_to();
+                    buf.push_str(std::str::from_utf8(&raw[..valid]).expect("valid prefix"));
+                    raw.drain(..valid);
+                }
+                Err(_) => {
+                    buf.push_str(&String::from_utf8_lossy(&raw));
+                    raw.clear();
+                }
+            }
+            let mut sp = Splitter::with_delimiter(flavor, &buf, &delimiter);
+            while let Some(mut st) = sp.next() {
+                if sp.open_end() && !eof {
+                    break;
+                }
+                if st.line == 1 {
+                    st.column += base_col - 1;
+                }
+                st.line += base_line - 1;
+                each(self.one(&st, true));
+            }
+            let done = if eof { buf.len() } else { sp.settled() };
+            delimiter = sp.delimiter().to_owned();
+            let consumed = &buf[..done];
+            match consumed.rfind('\n') {
+                Some(p) => {
+                    base_line += consumed.matches('\n').count();
+                    base_col = consumed[p + 1..].chars().count() + 1;
+                }
+                None => base_col += consumed.chars().count(),
+            }
+            buf.drain(..done);
+        }
+        Ok(())
+    }
+
+    /// One statement of a script: translated (or skipped, or failed), with its
+    /// diagnostics placed in the input.
+    fn one(&mut self, st: &Statement, emit: bool) -> StatementResult {
+        let o = match st.kind {
+            Kind::Sql => self.statement(&st.text, emit),
+            Kind::Client(tool) => Outcome::skipped(if includes_file(&st.text) {
+                format!(
+                    "{tool} command `{}` runs another file, which is not read here: give it as an input too",
+                    excerpt(&st.text)
+                )
+            } else {
+                format!(
+                    "{tool} command `{}`: a client command, not SQL",
+                    excerpt(&st.text)
+                )
+            }),
+            Kind::Unterminated(what) => Outcome::error(format!(
+                "unterminated {what} starts here: the rest of the input ({} lines) is not read",
+                st.text.lines().count()
+            )),
+        };
+        let diagnostics = o
+            .diagnostics
+            .into_iter()
+            .map(|(at, d)| {
+                let (line, column) = match at {
+                    At::Statement => (st.line, st.column),
+                    At::Offset(k) => within(st, k),
+                };
+                (line, column, d)
             })
-            .collect()
+            .collect();
+        StatementResult {
+            line: st.line,
+            column: st.column,
+            output: o.output,
+            changes: o.changes,
+            diagnostics,
+            plan: o.plan,
+            tables: o.tables,
+        }
     }
 
     /// Translate one statement; with `emit` false, only apply it to the catalog.
@@ -257,7 +332,7 @@ impl Translator {
                         after: &after,
                         diags: &mut diags,
                     };
-                    Emitter::new(d).emit(&emitted, &mut cx)
+                    Emitter::new(d).emit(emitted.as_deref().unwrap_or(&changes), &mut cx)
                 }
                 Target::Ir | Target::Iceberg => {
                     vec![serde_json::to_string_pretty(&changes).expect("IR serialises")]
@@ -278,7 +353,23 @@ impl Translator {
     /// written with key checks off, keys in a cycle) are taken out and kept until
     /// their table exists. Self-references and tables created earlier in the same
     /// statement are not forward references.
-    fn defer_forward_keys(&mut self, changes: &[SchemaChange]) -> Vec<SchemaChange> {
+    /// None when nothing is held back (the changes are emitted as they are).
+    fn defer_forward_keys(&mut self, changes: &[SchemaChange]) -> Option<Vec<SchemaChange>> {
+        let forward = |t: &ddl_core::Table| {
+            t.foreign_keys.iter().any(|fk| {
+                fk.ref_table != t.name && self.catalog.resolve_table(&fk.ref_table).is_none()
+            })
+        };
+        let any = changes.iter().any(|c| match c {
+            SchemaChange::CreateTable { table, .. } => forward(table),
+            SchemaChange::AddForeignKey { foreign_key, .. } => {
+                self.catalog.resolve_table(&foreign_key.ref_table).is_none()
+            }
+            _ => false,
+        });
+        if !any {
+            return None;
+        }
         let mut created: Vec<TableName> = Vec::new();
         let mut out = Vec::with_capacity(changes.len());
         for c in changes {
@@ -326,7 +417,7 @@ impl Translator {
                 other => out.push(other.clone()),
             }
         }
-        out
+        Some(out)
     }
 
     /// `ALTER TABLE ... ADD` for held-back foreign keys whose tables both exist now
@@ -454,6 +545,22 @@ impl Outcome {
         self.diagnostics
             .extend(diags.take().into_iter().map(|d| (At::Statement, d)));
         self
+    }
+}
+
+/// Line and column of byte `k` of a statement's text.
+fn within(st: &Statement, k: usize) -> (usize, usize) {
+    let mut k = k.min(st.text.len());
+    while !st.text.is_char_boundary(k) {
+        k -= 1;
+    }
+    let pre = &st.text[..k];
+    match pre.rfind('\n') {
+        Some(p) => (
+            st.line + pre.matches('\n').count(),
+            pre[p + 1..].chars().count() + 1,
+        ),
+        None => (st.line, st.column + pre.chars().count()),
     }
 }
 
@@ -596,5 +703,60 @@ mod tests {
         );
         assert!(out[0].contains("id BIGINT"), "{}", out[0]);
         assert!(out[0].contains("code VARCHAR(768)"), "{}", out[0]);
+    }
+
+    /// A reader that hands out a few bytes at a time.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(self.0.len()).min(buf.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            self.1 = self.1 % 7 + 1;
+            Ok(n)
+        }
+    }
+
+    fn flat(rs: Vec<StatementResult>) -> Vec<String> {
+        rs.into_iter()
+            .flat_map(|r| {
+                let mut v = vec![format!("@{}:{}", r.line, r.column)];
+                v.extend(r.output);
+                v.extend(
+                    r.diagnostics
+                        .into_iter()
+                        .map(|(l, c, d)| format!("{l}:{c} {}: {}", d.severity, d.message)),
+                );
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn read_in_parts_as_in_one() {
+        let cases = [
+            (
+                Dialect::MySql,
+                "CREATE TABLE \u{e9}t\u{e9} (a int); CREATE TABLE b (x int DEFAULT 'caf\u{e9};');\nDELIMITER ;;\nCREATE TRIGGER t BEFORE INSERT ON b FOR EACH ROW BEGIN SET NEW.x = 1; END;;\nDELIMITER ;\nuse shop\nALTER TABLE b ADD COLUMN y notatype;\nALTER TABLE b ADD z int; /* never closed",
+            ),
+            (
+                Dialect::Postgres,
+                "\\restrict k\nCREATE TABLE t (a int);\nCOPY t (a) FROM stdin;\n1\n2;\n\\.\nCREATE FUNCTION f() RETURNS int AS $$ select 1; $$ LANGUAGE sql;\nALTER TABLE t ADD b text;",
+            ),
+            (
+                Dialect::Oracle,
+                "Rem x\nPROMPT making t\nCREATE TABLE t (a NUMBER);\nBEGIN\n  NULL;\nEND;\n/\nALTER TABLE t ADD ( CONSTRAINT pk PRIMARY KEY (a) );\n",
+            ),
+        ];
+        for (d, text) in cases {
+            let whole = flat(Translator::new(d, Target::Sql(Dialect::Postgres)).translate(text));
+            let mut parts = Vec::new();
+            let mut tr = Translator::new(d, Target::Sql(Dialect::Postgres));
+            tr.translate_reader(Trickle(text.as_bytes(), 1), |r| parts.push(r))
+                .unwrap();
+            assert_eq!(flat(parts), whole, "{d:?}");
+            assert!(whole.len() > 4);
+        }
     }
 }

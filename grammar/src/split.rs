@@ -179,6 +179,13 @@ pub struct Splitter<'a> {
     i: usize,
     delimiter: String,
     positions: Positions<'a>,
+    /// The last statement returned ran into the end of the input (no terminator,
+    /// unterminated text, a client line without its newline, COPY data without `\.`):
+    /// with more input to come, it may not be complete.
+    open_end: bool,
+    /// Everything before this offset is split for good: statements returned whole,
+    /// and comments, blanks and client lines that ended before the input did.
+    settled: usize,
 }
 
 /// Per-statement state of the splitter.
@@ -193,13 +200,43 @@ struct Pending {
 
 impl<'a> Splitter<'a> {
     pub fn new(flavor: Flavor, input: &'a str) -> Self {
+        Self::with_delimiter(flavor, input, ";")
+    }
+
+    /// A splitter that starts with the mysql client's `delimiter` already changed (a
+    /// script read in parts goes on where the previous part ended).
+    pub fn with_delimiter(flavor: Flavor, input: &'a str, delimiter: &str) -> Self {
         Splitter {
             flavor,
             input,
             i: 0,
-            delimiter: String::from(";"),
+            delimiter: delimiter.to_owned(),
             positions: Positions::new(input),
+            open_end: false,
+            settled: 0,
         }
+    }
+
+    /// The statement delimiter in force (`;` unless a DELIMITER line changed it).
+    pub fn delimiter(&self) -> &str {
+        &self.delimiter
+    }
+
+    /// Bytes of the input read so far: everything before is split.
+    pub fn position(&self) -> usize {
+        self.i
+    }
+
+    /// Whether the last statement returned ran into the end of the input, so more
+    /// input could still change it.
+    pub fn open_end(&self) -> bool {
+        self.open_end
+    }
+
+    /// The offset up to which the input is split for good: what follows (a statement
+    /// or comment that ran into the end of the input) is read again when more comes.
+    pub fn settled(&self) -> usize {
+        self.settled
     }
 
     fn line_end(&self, from: usize) -> usize {
@@ -256,6 +293,7 @@ impl<'a> Splitter<'a> {
     fn unterminated(&mut self, at: usize, what: &'static str) -> Option<Statement> {
         let e = self.input.len();
         self.i = e;
+        self.open_end = true;
         let (line, column) = self.positions.at(at);
         Some(Statement {
             text: self.input[at..e].to_owned(),
@@ -277,6 +315,7 @@ impl<'a> Splitter<'a> {
             e = self.line_end(e + 1);
         }
         self.i = e;
+        self.open_end = e == self.input.len();
         let mut none = Vec::new();
         self.make(i, e, &mut none, Kind::Client(tool))
     }
@@ -306,6 +345,7 @@ impl<'a> Splitter<'a> {
             k = next;
         }
         self.i = self.input.len();
+        self.open_end = true;
     }
 }
 
@@ -313,12 +353,19 @@ impl Iterator for Splitter<'_> {
     type Item = Statement;
 
     fn next(&mut self) -> Option<Statement> {
+        if !self.open_end {
+            self.settled = self.i;
+        }
+        self.open_end = false;
         let input = self.input;
         let b = input.as_bytes();
         let flavor = self.flavor;
         let mut st = Pending::default();
         while self.i < b.len() {
             let i = self.i;
+            if st.start.is_none() {
+                self.settled = i;
+            }
             let c = b[i];
             // Oracle: a line holding only `/` ends the current statement or block.
             if flavor == Flavor::Oracle && c == b'/' && (i == 0 || b[i - 1] == b'\n') {
@@ -411,6 +458,7 @@ impl Iterator for Splitter<'_> {
                 {
                     let e = i + r.trim_end().len();
                     self.i = line_end;
+                    self.open_end = line_end == b.len();
                     let mut none = Vec::new();
                     if let Some(out) = self.make(i, e, &mut none, Kind::Sql) {
                         return Some(out);
@@ -489,6 +537,7 @@ impl Iterator for Splitter<'_> {
             self.i += input[i..].chars().next().map(char::len_utf8).unwrap_or(1);
         }
         let s = st.start.take()?;
+        self.open_end = true;
         self.make(s, b.len(), &mut st.masks, Kind::Sql)
     }
 }

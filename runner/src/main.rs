@@ -706,20 +706,34 @@ fn translate(
             }
         }
     }
-    let texts = match read_inputs(files) {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return ExitCode::from(2);
-        }
+    let inputs: Vec<String> = if files.is_empty() {
+        vec!["-".to_owned()]
+    } else {
+        files.to_vec()
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut plans = Vec::new();
-    for (shown, text) in &texts {
-        let shown = shown.as_str();
-        let results = tr.translate(text);
-        for r in &results {
+    let mut write_failed = false;
+    for path in &inputs {
+        let shown = if path == "-" {
+            "<stdin>"
+        } else {
+            path.as_str()
+        };
+        let reader: Box<dyn std::io::Read> = if path == "-" {
+            Box::new(std::io::stdin())
+        } else {
+            match std::fs::File::open(path) {
+                Ok(f) => Box::new(f),
+                Err(e) => {
+                    let _ = writeln!(err, "error: cannot read {path}: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        };
+        // Each statement is written as soon as it is translated.
+        let read = tr.translate_reader(reader, |r| {
             for (l, c, d) in &r.diagnostics {
                 if d.severity == Severity::Error {
                     failed = true;
@@ -728,20 +742,30 @@ fn translate(
             }
             if target == Target::Iceberg {
                 plans.push(
-                    serde_json::to_string_pretty(&dialects::iceberg::statement_json(shown, r))
+                    serde_json::to_string_pretty(&dialects::iceberg::statement_json(shown, &r))
                         .expect("plans serialise"),
                 );
-                continue;
+                return;
             }
             for s in &r.output {
                 if writeln!(out, "{s};").is_err() {
-                    return ExitCode::from(1);
+                    write_failed = true;
                 }
             }
+        });
+        if let Err(e) = read {
+            let _ = writeln!(err, "error: cannot read {shown}: {e}");
+            return ExitCode::from(2);
+        }
+        if write_failed {
+            return ExitCode::from(1);
         }
     }
     if let Some(r) = tr.finish() {
-        let shown = texts.last().map(|(s, _)| s.as_str()).unwrap_or("<stdin>");
+        let shown = match inputs.last().map(String::as_str) {
+            Some("-") | None => "<stdin>",
+            Some(s) => s,
+        };
         for (_, _, d) in &r.diagnostics {
             let _ = writeln!(err, "{}: {shown}: end of input: {}", d.severity, d.message);
         }

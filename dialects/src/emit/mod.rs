@@ -1130,7 +1130,7 @@ impl Emitter {
     fn create_table(&self, cx: &mut EmitCtx<'_>, t: &Table, if_not_exists: bool) -> Vec<String> {
         let mut out = Vec::new();
         let mut lines = Vec::new();
-        let t = &self.mysql_single_auto_increment(cx, t);
+        let t = &*self.mysql_single_auto_increment(cx, t);
         for c in &t.columns {
             lines.push(self.column_def(cx, &t.name, c));
         }
@@ -1307,11 +1307,17 @@ impl Emitter {
 
     /// MySQL allows one AUTO_INCREMENT column per table, and it must lead a key: other
     /// identity columns lose their generation, with a warning.
-    fn mysql_single_auto_increment(&self, cx: &mut EmitCtx<'_>, t: &Table) -> Table {
-        let mut t = t.clone();
-        if self.target != Dialect::MySql {
-            return t;
+    fn mysql_single_auto_increment<'t>(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        t: &'t Table,
+    ) -> std::borrow::Cow<'t, Table> {
+        if self.target != Dialect::MySql
+            || t.columns.iter().filter(|c| c.identity.is_some()).count() == 0
+        {
+            return std::borrow::Cow::Borrowed(t);
         }
+        let mut t = t.clone();
         let leads_key = |c: &str| {
             t.primary_key
                 .as_ref()
@@ -1343,7 +1349,7 @@ impl Emitter {
                 c.identity = None;
             }
         }
-        t
+        std::borrow::Cow::Owned(t)
     }
 
     /// Emit the changes of one source statement.
