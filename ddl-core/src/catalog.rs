@@ -51,13 +51,15 @@ pub struct Catalog {
 }
 
 fn same(a: &str, b: &str, ci: bool) -> bool {
-    if !ci {
-        a == b
-    } else if a.is_ascii() && b.is_ascii() {
-        a.eq_ignore_ascii_case(b)
-    } else {
-        a.to_lowercase() == b.to_lowercase()
+    if !ci || a == b {
+        return a == b;
     }
+    if a.eq_ignore_ascii_case(b) {
+        return true;
+    }
+    // Names that differ only in non-ASCII letters' case: compare folded (rare; an
+    // ASCII-only pair is settled above).
+    !(a.is_ascii() && b.is_ascii()) && a.to_lowercase() == b.to_lowercase()
 }
 
 impl Catalog {

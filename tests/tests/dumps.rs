@@ -125,6 +125,21 @@ fn set(items: &[(&str, &str)]) -> BTreeSet<(String, String)> {
         .collect()
 }
 
+/// Into Oracle (no server here to run it on): the translation has no errors, and each
+/// named CHECK and foreign key of the source is created or reported by name.
+fn into_oracle(source: Dialect, dump: &str, names: &[String]) {
+    let (stmts, diags) = translate(source, Dialect::Oracle, dump);
+    let text = stmts.join("\n").to_lowercase();
+    let reported = diags.join("\n").to_lowercase();
+    for n in names {
+        let n = n.to_lowercase();
+        assert!(
+            text.contains(&n) || reported.contains(&n),
+            "{n} neither created nor reported for oracle"
+        );
+    }
+}
+
 /// The target holds every key of the source, and CHECKs: the source's plus `extra`
 /// (constraints a target needs where the source had a type: enums, domains).
 fn same_constraints(src: &Constraints, dst: &Constraints, extra_checks: &[(&str, &str)]) {
@@ -134,6 +149,29 @@ fn same_constraints(src: &Constraints, dst: &Constraints, extra_checks: &[(&str,
     let mut want = src.checks.clone();
     want.extend(set(extra_checks));
     assert_eq!(want, dst.checks, "checks");
+}
+
+async fn constraint_names(c: &mut mysql_async::Conn, db: &str) -> Vec<String> {
+    c.exec(
+        "SELECT CONSTRAINT_NAME FROM information_schema.TABLE_CONSTRAINTS \
+         WHERE TABLE_SCHEMA = ? AND CONSTRAINT_TYPE IN ('FOREIGN KEY', 'CHECK')",
+        (db,),
+    )
+    .await
+    .expect("constraint names")
+}
+
+async fn pg_constraint_names(c: &tokio_postgres::Client) -> Vec<String> {
+    c.query(
+        "SELECT conname::text FROM pg_constraint WHERE contype IN ('f', 'c') \
+         AND connamespace = 'clinic'::regnamespace AND conrelid <> 0",
+        &[],
+    )
+    .await
+    .expect("constraint names")
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -165,6 +203,11 @@ async fn mariadb_dumps_into_postgres() {
         } else {
             mariadb_dump(&maria, &args)
         };
+        into_oracle(
+            Dialect::MySql,
+            &dump,
+            &constraint_names(&mut src, "rental").await,
+        );
         let (stmts, diags) = translate(Dialect::MySql, Dialect::Postgres, &dump);
         let client = pg.create_db(db).await;
         let failed = exec_pg(&client, &stmts).await;
@@ -215,6 +258,11 @@ async fn pg_dumps_into_mariadb() {
     let mut c = maria.conn(None).await;
     for schema_only in [true, false] {
         let dump = pg_dump(&pg, "clinic_src", schema_only);
+        into_oracle(
+            Dialect::Postgres,
+            &dump,
+            &pg_constraint_names(&client).await,
+        );
         let (stmts, diags) = translate(Dialect::Postgres, Dialect::MySql, &dump);
         c.query_drop("DROP DATABASE IF EXISTS clinic")
             .await
