@@ -458,8 +458,9 @@ impl<'a> Lowerer<'a> {
         table.partition_by = d.partition_by.clone();
         if let Some(t) = &d.trailing {
             self.diags.skip(format!(
-                "table {}: storage clause `{t}` is not carried",
-                table.name
+                "table {}: storage clause `{}` is not carried",
+                table.name,
+                crate::translate::excerpt(t)
             ));
         }
         Ok(vec![ChangeRequest::Change(SchemaChange::CreateTable {

@@ -185,6 +185,25 @@ impl StatementParser<'_> {
             }
             _ => {}
         }
+        // Oracle's physical attributes after an index's columns (what SQL Developer
+        // and DBMS_METADATA write): not carried, and sqlparser rejects them.
+        let text = if self.dialect == Dialect::Oracle
+            && w(0) == "CREATE"
+            && h.iter().any(|x| x == "INDEX")
+        {
+            match oracle_index_storage(text) {
+                Some(cut) => {
+                    self.diags.skip(format!(
+                        "index storage clause `{}` is not carried",
+                        crate::translate::excerpt(text[cut..].trim())
+                    ));
+                    &text[..cut]
+                }
+                None => text,
+            }
+        } else {
+            text
+        };
         let stmts = match Parser::new(sq_dialect(self.dialect))
             .try_with_sql(text)
             .and_then(|mut p| p.parse_statements())
@@ -771,4 +790,63 @@ pub(crate) fn identity_from(table: &TableName, col: &str, seq: &Sequence) -> Vec
             }),
         }),
     ]
+}
+
+/// Where Oracle storage attributes start after `CREATE [UNIQUE|BITMAP] INDEX ... ON t
+/// (cols)`, if any follow the column list.
+fn oracle_index_storage(text: &str) -> Option<usize> {
+    let up = text.to_ascii_uppercase();
+    let on = up.find(" ON ")?;
+    let open = on + text[on..].find('(')?;
+    let b = text.as_bytes();
+    let (mut depth, mut k, mut close) = (0usize, open, None);
+    while k < b.len() {
+        match b[k] {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(k + 1);
+                    break;
+                }
+            }
+            b'\'' => {
+                k += 1;
+                while k < b.len() && b[k] != b'\'' {
+                    k += 1;
+                }
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    let close = close?;
+    let first = text[close..]
+        .split(|c: char| c.is_whitespace() || c == '(')
+        .find(|w| !w.is_empty())?
+        .to_ascii_uppercase();
+    matches!(
+        first.as_str(),
+        "PCTFREE"
+            | "INITRANS"
+            | "MAXTRANS"
+            | "COMPUTE"
+            | "TABLESPACE"
+            | "STORAGE"
+            | "LOGGING"
+            | "NOLOGGING"
+            | "LOCAL"
+            | "GLOBAL"
+            | "PARALLEL"
+            | "NOPARALLEL"
+            | "COMPRESS"
+            | "NOCOMPRESS"
+            | "ONLINE"
+            | "VISIBLE"
+            | "INVISIBLE"
+            | "REVERSE"
+            | "SORT"
+            | "NOSORT"
+    )
+    .then_some(close)
 }

@@ -451,6 +451,20 @@ async fn oracle_sqlplus_script_into_postgres_and_mariadb() {
     my_sorted.sort();
     pg_cols.sort();
     assert_eq!(my_sorted, pg_cols);
+    // Oracle's own export format (SQL Developer, DBMS_METADATA), into both targets.
+    let text = corpus("realworld/oracle_metadata.sql");
+    let (stmts, _) = translate(Dialect::Oracle, Dialect::Postgres, &text);
+    let client2 = pg.create_db("hrmeta").await;
+    client2.batch_execute("CREATE SCHEMA hr").await.unwrap();
+    let failed = exec_pg(&client2, &stmts).await;
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    assert_eq!(pg_constraints(&client2, "hr").await.counts(), [2, 1, 1, 1]);
+    let (stmts, _) = translate(Dialect::Oracle, Dialect::MySql, &text);
+    c.query_drop("DROP DATABASE hr").await.unwrap();
+    c.query_drop("CREATE DATABASE hr").await.unwrap();
+    let failed = exec_mysql(&mut c, &stmts).await;
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    assert_eq!(mysql_constraints(&mut c, "hr").await.counts(), [2, 1, 1, 1]);
     println!(
         "oracle hr -> postgres keys {:?}, -> mariadb keys {:?} (expected {:?})",
         pg_keys.counts(),
