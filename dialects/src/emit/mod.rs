@@ -817,10 +817,12 @@ impl Emitter {
                 let mut s = if p.expression {
                     if cx.source == self.target {
                         format!("({})", p.column)
+                    } else if let Some(e) = crate::check::parse(cx.source, &p.column) {
+                        format!("({})", self.print_expr(cx, &e))
                     } else {
                         cx.diags.warn(format!(
                             "{table}: index expression `{}` is not translated; indexed as written",
-                            p.column
+                            crate::translate::excerpt(&p.column)
                         ));
                         format!("({})", p.column)
                     }
@@ -1065,6 +1067,29 @@ impl Emitter {
                 return None;
             }
         };
+        // An expression the target cannot be given: an index for speed is left out, a
+        // unique one is reported as a loss (either way named).
+        if cx.source != self.target {
+            if let Some(p) = ix
+                .parts
+                .iter()
+                .find(|p| p.expression && crate::check::parse(cx.source, &p.column).is_none())
+            {
+                let label = ix.name.as_deref().unwrap_or("(unnamed)");
+                let msg = format!(
+                    "{table}: index {label} on expression `{}` is not created: the expression is not translated to {}",
+                    crate::translate::excerpt(&p.column),
+                    self.target
+                );
+                if ix.kind == IndexKind::Unique {
+                    cx.diags
+                        .warn(format!("{msg}; its uniqueness is not enforced"));
+                } else {
+                    cx.diags.skip(msg);
+                }
+                return None;
+            }
+        }
         let name = self.index_name(cx, table, ix);
         let t = self.table(cx, table);
         if let Some(p) = &ix.predicate {
