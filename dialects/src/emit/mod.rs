@@ -878,7 +878,9 @@ impl Emitter {
             }
         }
         if let Some(a) = &fk.on_update {
-            if self.target == Dialect::Oracle {
+            if self.target == Dialect::Oracle && matches!(a.as_str(), "NO ACTION" | "RESTRICT") {
+                // What Oracle always does: nothing to write.
+            } else if self.target == Dialect::Oracle {
                 cx.diags
                     .warn(format!("{table}: ON UPDATE {a} is not supported by oracle"));
             } else {
