@@ -239,6 +239,23 @@ impl<'a> Lowerer<'a> {
                     },
                 }),
                 ColAttr::Ignored(_) => {}
+                ColAttr::Named { name, attr } => {
+                    // The constraint the attribute adds takes its name.
+                    let before = extras.len();
+                    self.apply_attrs(table, c, std::slice::from_ref(attr), extras);
+                    let n = Some(self.name(name));
+                    for x in &mut extras[before..] {
+                        match x {
+                            SchemaChange::AddCheck { check, .. } => check.name = n.clone(),
+                            SchemaChange::AddIndex { index, .. } => index.name = n.clone(),
+                            SchemaChange::AddForeignKey { foreign_key, .. } => {
+                                foreign_key.name = n.clone()
+                            }
+                            SchemaChange::SetPrimaryKey { name, .. } => *name = n.clone(),
+                            _ => {}
+                        }
+                    }
+                }
             }
         }
         // A DEFAULT NULL is no default.

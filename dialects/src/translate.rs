@@ -875,4 +875,23 @@ mod tests {
         assert!(diags.iter().any(|d| d.contains("source more.sql")));
         assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
     }
+
+    #[test]
+    fn column_constraints_keep_their_names() {
+        // regression: `CONSTRAINT name` before a column constraint was dropped, so the
+        // target named it and a later DROP CONSTRAINT name failed.
+        let (out, _) = sql(
+            Dialect::Postgres,
+            Dialect::MySql,
+            "CREATE TABLE t (a int CONSTRAINT a_pos CHECK (a > 0) CONSTRAINT a_uk UNIQUE, b int CONSTRAINT b_fk REFERENCES t (a));",
+        );
+        let all = out.join(";\n");
+        for n in [
+            "CONSTRAINT a_pos CHECK (a > 0)",
+            "UNIQUE KEY a_uk (a)",
+            "CONSTRAINT b_fk FOREIGN KEY (b)",
+        ] {
+            assert!(all.contains(n), "{n}: {all}");
+        }
+    }
 }

@@ -40,6 +40,11 @@ pub enum ColAttr {
     },
     /// Accepted, with no meaning for the IR (VISIBLE, COLUMN_FORMAT, SRID, ENABLE, ...).
     Ignored(String),
+    /// `CONSTRAINT name <attr>`: a column-level constraint with its name.
+    Named {
+        name: Ident,
+        attr: Box<ColAttr>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

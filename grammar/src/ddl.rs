@@ -290,10 +290,9 @@ fn rest_of_item(flavor: Flavor) -> impl Fn(&str) -> Res<'_, String> {
 
 fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
     move |i| {
-        // A constraint name before a column constraint is accepted and dropped (names
-        // of column-level constraints are not kept).
-        let (i, _) = opt((kw("CONSTRAINT"), ident)).parse(i)?;
-        alt((
+        // A constraint name before a column constraint is kept with it.
+        let (i, cname) = opt(preceded(kw("CONSTRAINT"), ident)).parse(i)?;
+        let (i, attr) = alt((
             value(ColAttr::NotNull, (kw("NOT"), kw("NULL"))),
             value(ColAttr::Null, kw("NULL")),
             map(
@@ -396,7 +395,17 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                 ColAttr::Ignored,
             ),
         ))
-        .parse(i)
+        .parse(i)?;
+        Ok((
+            i,
+            match cname {
+                Some(name) => ColAttr::Named {
+                    name,
+                    attr: Box::new(attr),
+                },
+                None => attr,
+            },
+        ))
     }
 }
 
