@@ -31,6 +31,10 @@ pub struct Definitions {
     pub domains: BTreeMap<String, Domain>,
     pub enums: BTreeMap<String, Vec<String>>,
     pub sequences: BTreeMap<TableName, Sequence>,
+    /// Relations that are not translated (views, materialized views, foreign tables,
+    /// tables made by a query): what refers to them later (indexes, comments,
+    /// ALTERs) is skipped with them.
+    pub skipped: std::collections::BTreeSet<TableName>,
 }
 
 impl Definitions {

@@ -503,6 +503,11 @@ impl<'a> Lowerer<'a> {
         let mut table = self.table_name(&d.name);
         if let Some(k) = self.catalog.resolve_table(&table) {
             table = k.clone();
+        } else if self.defs.skipped.contains(&table) {
+            self.diags.skip(format!(
+                "{table} is not a translated table (a view or a query's result): ALTER skipped with it"
+            ));
+            return Ok(Vec::new());
         } else if d.specs.iter().all(|s| matches!(s, AlterSpec::Ignored(_))) {
             // pg_dump writes `ALTER TABLE seq OWNER TO ...` for sequences and views
             // too: nothing to change, whatever the relation is.

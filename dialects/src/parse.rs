@@ -121,6 +121,9 @@ impl StatementParser<'_> {
                     && !text.contains('(')
                     && text.to_ascii_uppercase().contains("SELECT")
                 {
+                    if let Some(n) = self.relation_after(text, "TABLE") {
+                        self.defs.skipped.insert(n);
+                    }
                     return Ok(Parsed::Skipped(
                         "CREATE TABLE ... AS SELECT: the table's columns come from a query".into(),
                     ));
@@ -141,14 +144,30 @@ impl StatementParser<'_> {
                     })?;
                 return Ok(Parsed::Requests(self.lowerer().alter_table(&d)?));
             }
+            ("CREATE", kind @ ("VIEW" | "MATERIALIZED" | "FOREIGN")) => {
+                let word = if kind == "FOREIGN" { "TABLE" } else { "VIEW" };
+                if let Some(n) = self.relation_after(text, word) {
+                    self.defs.skipped.insert(n);
+                }
+                return Ok(Parsed::Skipped(format!(
+                    "CREATE {kind}{} is not a table schema change",
+                    if kind == "VIEW" {
+                        ""
+                    } else if kind == "FOREIGN" {
+                        " TABLE"
+                    } else {
+                        " VIEW"
+                    }
+                )));
+            }
             (
                 "CREATE",
-                kind @ ("VIEW" | "TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT" | "PACKAGE"
-                | "TYPE" | "SYNONYM" | "RULE" | "EXTENSION" | "ROLE" | "USER" | "DOMAIN"
+                kind @ ("TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT" | "PACKAGE" | "TYPE"
+                | "SYNONYM" | "RULE" | "EXTENSION" | "ROLE" | "USER" | "DOMAIN"
                 | "AGGREGATE" | "OPERATOR" | "POLICY" | "PUBLICATION" | "SUBSCRIPTION"
                 | "SERVER" | "COLLATION" | "CAST" | "LANGUAGE" | "TABLESPACE" | "DIRECTORY"
-                | "MATERIALIZED" | "LIBRARY" | "CONVERSION" | "TEXT" | "STATISTICS"
-                | "FOREIGN" | "ACCESS" | "EVENT_TRIGGER" | "TRANSFORM"),
+                | "LIBRARY" | "CONVERSION" | "TEXT" | "STATISTICS" | "ACCESS"
+                | "EVENT_TRIGGER" | "TRANSFORM"),
             ) => {
                 return Ok(Parsed::Skipped(format!(
                     "CREATE {kind} is not a table schema change"
@@ -245,6 +264,31 @@ impl StatementParser<'_> {
             }
         }
         Ok(Parsed::Requests(out))
+    }
+
+    /// The relation named after `word` (`VIEW`, `TABLE`) in a CREATE statement.
+    fn relation_after(&mut self, text: &str, word: &str) -> Option<TableName> {
+        let up = text.to_ascii_uppercase();
+        let at = up.find(&format!(" {word} "))? + word.len() + 2;
+        let rest = text[at..].trim_start();
+        let words: Vec<&str> = rest.splitn(4, char::is_whitespace).collect();
+        let rest = if words.len() == 4
+            && words[..3]
+                .iter()
+                .map(|w| w.to_ascii_uppercase())
+                .eq(["IF", "NOT", "EXISTS"])
+        {
+            words[3]
+        } else {
+            rest
+        };
+        let (_, parts) = grammar::lex::object_name(rest).ok()?;
+        Some(self.lowerer().table_name(&parts))
+    }
+
+    /// A relation this script did not translate (a view, ...), when `t` is not a table.
+    fn skipped_relation(&self, t: &TableName) -> bool {
+        self.catalog.resolve_table(t).is_none() && self.defs.skipped.contains(t)
     }
 
     fn grammar_error(e: grammar::ddl::GrammarError) -> ParseError {
@@ -560,6 +604,11 @@ impl StatementParser<'_> {
             )),
             Sq::CreateIndex(ci) => {
                 let table = self.resolve(self.object_name(&ci.table_name));
+                if self.skipped_relation(&table) {
+                    return Ok(Parsed::Skipped(format!(
+                        "index on {table}, which is not a translated table (a view or a query's result)"
+                    )));
+                }
                 let parts = ci
                     .columns
                     .iter()
@@ -627,6 +676,24 @@ impl StatementParser<'_> {
                 comment,
                 ..
             } => match object_type {
+                sq::CommentObject::Table | sq::CommentObject::View
+                    if self.skipped_relation(&self.object_name(&object_name)) =>
+                {
+                    Ok(Parsed::Skipped(format!(
+                        "comment on {}, which is not a translated table",
+                        self.object_name(&object_name)
+                    )))
+                }
+                sq::CommentObject::Column
+                    if object_name.0.len() > 1
+                        && self.skipped_relation(&self.object_name(&sq::ObjectName(
+                            object_name.0[..object_name.0.len() - 1].to_vec(),
+                        ))) =>
+                {
+                    Ok(Parsed::Skipped(format!(
+                        "comment on column {object_name}, which is not of a translated table"
+                    )))
+                }
                 sq::CommentObject::Table => one(C::SetTableComment {
                     table: self.resolve(self.object_name(&object_name)),
                     comment: comment.filter(|c| !c.is_empty()),

@@ -894,4 +894,32 @@ mod tests {
             assert!(all.contains(n), "{n}: {all}");
         }
     }
+
+    #[test]
+    fn what_refers_to_skipped_relations_is_skipped() {
+        // regression: an index or comment on a view (pg_dump writes both) was an error.
+        let (out, diags) = sql(
+            Dialect::Postgres,
+            Dialect::MySql,
+            "CREATE TABLE t (a int);\n\
+             CREATE MATERIALIZED VIEW mv AS SELECT a FROM t;\n\
+             CREATE UNIQUE INDEX mv_a ON mv (a);\n\
+             COMMENT ON COLUMN mv.a IS 'y';\n\
+             CREATE VIEW v AS SELECT a FROM t;\n\
+             ALTER TABLE ONLY v ALTER COLUMN a SET DEFAULT 1;\n\
+             CREATE TABLE q AS SELECT * FROM t;\n\
+             CREATE INDEX q_a ON q (a);",
+        );
+        assert_eq!(out.len(), 1);
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        assert_eq!(
+            diags
+                .iter()
+                .filter(|d| d.contains("not a translated table")
+                    || d.contains("not of a translated table"))
+                .count(),
+            4,
+            "{diags:#?}"
+        );
+    }
 }
