@@ -453,6 +453,28 @@ impl<'a> Lowerer<'a> {
                 _ => {}
             }
         }
+        // MariaDB's JSON is LONGTEXT with CHECK (json_valid(col)), and that is how its
+        // dumps and SHOW CREATE TABLE write it: the column is JSON.
+        if self.dialect == Dialect::MySql {
+            let mut kept = Vec::with_capacity(table.checks.len());
+            for ck in std::mem::take(&mut table.checks) {
+                let col = json_valid_column(&ck.expr).and_then(|n| {
+                    table.columns.iter_mut().find(|c| {
+                        c.name.eq_ignore_ascii_case(&n)
+                            && matches!(
+                                c.data_type,
+                                ddl_core::DataType::Text { .. }
+                                    | ddl_core::DataType::Varchar { .. }
+                            )
+                    })
+                });
+                match col {
+                    Some(c) => c.data_type = ddl_core::DataType::Json { binary: false },
+                    None => kept.push(ck),
+                }
+            }
+            table.checks = kept;
+        }
         for (k, v) in &d.options {
             match k.as_str() {
                 "COMMENT" => table.comment = Some(v.clone()),
@@ -702,6 +724,13 @@ impl<'a> Lowerer<'a> {
                             column,
                             identity: None,
                         },
+                        AlterColumnOp::Ignored(what) => {
+                            self.diags.skip(format!(
+                                "{t}.{column}: `{}` has no schema meaning",
+                                crate::translate::excerpt(what)
+                            ));
+                            continue;
+                        }
                         AlterColumnOp::SetDefault(e)
                             if self.owned_nextval(&t, &column, e).is_some() =>
                         {
@@ -963,6 +992,22 @@ fn is_number(s: &str) -> bool {
         && s.parse::<f64>().is_ok()
         && s.chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+}
+
+/// The column of a `json_valid(col)` check, if that is all the check says.
+fn json_valid_column(expr: &str) -> Option<String> {
+    let e = strip_parens(expr);
+    let (f, rest) = e.split_once('(')?;
+    if !f.trim().eq_ignore_ascii_case("json_valid") {
+        return None;
+    }
+    let inner = rest.strip_suffix(')')?.trim();
+    let name = inner.trim_matches('`');
+    (!name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$'))
+    .then(|| name.to_owned())
 }
 
 /// A domain CHECK's text with `VALUE` (the domain's value) replaced by the column.

@@ -896,6 +896,33 @@ mod tests {
     }
 
     #[test]
+    fn pg_storage_settings_like_tables_and_long_keys_into_mysql() {
+        // regression: SET STATISTICS and (LIKE t INCLUDING ALL) were errors; an index
+        // on a text column and MariaDB's json_valid CHECK did not survive the trip.
+        let (out, diags) = sql(
+            Dialect::Postgres,
+            Dialect::MySql,
+            "CREATE TABLE t (id int PRIMARY KEY, body text, meta jsonb);\n\
+             ALTER TABLE ONLY t ALTER COLUMN body SET STATISTICS 1000;\n\
+             CREATE TABLE u (LIKE t INCLUDING ALL);\n\
+             CREATE INDEX t_body ON t (body);\n\
+             CREATE INDEX t_meta ON t USING gin (meta);",
+        );
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        let all = out.join(";\n");
+        assert!(all.contains("CREATE TABLE u ("), "{all}");
+        assert!(all.contains("ADD INDEX t_body (body(255))"), "{all}");
+        assert!(!all.contains("t_meta"), "{all}");
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE j (id int PRIMARY KEY, attrs longtext DEFAULT NULL CHECK (json_valid(`attrs`)));",
+        );
+        assert!(out[0].contains("attrs json"), "{}", out[0]);
+        assert!(!out[0].contains("CHECK"), "{}", out[0]);
+    }
+
+    #[test]
     fn what_refers_to_skipped_relations_is_skipped() {
         // regression: an index or comment on a view (pg_dump writes both) was an error.
         let (out, diags) = sql(

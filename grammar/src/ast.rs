@@ -129,6 +129,9 @@ pub enum AlterColumnOp {
     /// PostgreSQL `ADD GENERATED ... AS IDENTITY` (a [`ColAttr::Identity`]).
     AddIdentity(ColAttr),
     DropIdentity,
+    /// PostgreSQL's per-column storage settings (`SET STATISTICS`, `SET STORAGE`,
+    /// `SET COMPRESSION`, `SET (...)`, `RESET (...)`): no schema meaning.
+    Ignored(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -843,7 +843,17 @@ fn create_table(flavor: Flavor, i: &str) -> Res<'_, CreateTableDraft> {
     let (i, _) = kw("TABLE").parse(i)?;
     let (i, ine) = opt((kw("IF"), kw("NOT"), kw("EXISTS"))).parse(i)?;
     let (i, name) = object_name(i)?;
-    if let Ok((r, like)) = preceded(kw("LIKE"), object_name).parse(i) {
+    // PostgreSQL's `(LIKE t [INCLUDING ...])`, MySQL's `LIKE t` and `(LIKE t)`.
+    let like_in_parens = nom::sequence::delimited(
+        sym("("),
+        (
+            preceded(kw("LIKE"), object_name),
+            many0((alt((kw("INCLUDING"), kw("EXCLUDING"))), word_upper)),
+        ),
+        sym(")"),
+    )
+    .map(|(n, _)| n);
+    if let Ok((r, like)) = alt((preceded(kw("LIKE"), object_name), like_in_parens)).parse(i) {
         return Ok((
             r,
             CreateTableDraft {
@@ -1063,6 +1073,19 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                             |e| AlterColumnOp::SetDefault(e.to_owned()),
                         ),
                         value(AlterColumnOp::DropDefault, (kw("DROP"), kw("DEFAULT"))),
+                        map(
+                            (
+                                alt((
+                                    value("SET STATISTICS", (kw("SET"), kw("STATISTICS"))),
+                                    value("SET STORAGE", (kw("SET"), kw("STORAGE"))),
+                                    value("SET COMPRESSION", (kw("SET"), kw("COMPRESSION"))),
+                                    value("SET", (kw("SET"), nom::combinator::peek(sym("(")))),
+                                    value("RESET", kw("RESET")),
+                                )),
+                                rest_of_item(flavor),
+                            ),
+                            |(w, r)| AlterColumnOp::Ignored(format!("{w} {r}")),
+                        ),
                         map(
                             preceded(kw("ADD"), identity(flavor)),
                             AlterColumnOp::AddIdentity,

@@ -829,6 +829,32 @@ impl Emitter {
                 } else {
                     self.ident(cx, &p.column)
                 };
+                // MySQL indexes a TEXT or BLOB column only by a prefix: an index for
+                // speed from another database gets the first 255 characters.
+                if p.prefix.is_none()
+                    && !p.expression
+                    && ix.kind == IndexKind::Plain
+                    && self.target == Dialect::MySql
+                    && cx.source != Dialect::MySql
+                {
+                    if let Some(c) = self.after_column(cx, table, &p.column) {
+                        let mut quiet = EmitCtx {
+                            source: cx.source,
+                            before: cx.before,
+                            after: cx.after,
+                            diags: &mut Diagnostics::default(),
+                        };
+                        let ty = self.type_sql(&mut quiet, table, &c);
+                        if ty.ends_with("TEXT") || ty.ends_with("BLOB") {
+                            cx.diags.skip(format!(
+                                "{table}: index {} covers the first 255 characters of {} ({ty} is indexed by a prefix in MySQL)",
+                                ix.name.as_deref().unwrap_or("(unnamed)"),
+                                p.column
+                            ));
+                            s.push_str("(255)");
+                        }
+                    }
+                }
                 if let Some(n) = p.prefix {
                     if self.target == Dialect::MySql {
                         s.push_str(&format!("({n})"));
@@ -1822,6 +1848,27 @@ impl Emitter {
                         }
                     }
                     if !self.partial_fallback(cx, table, index, p) {
+                        return;
+                    }
+                }
+                if tgt == Dialect::MySql && cx.source != Dialect::MySql {
+                    let json = index.parts.iter().find(|p| {
+                        !p.expression
+                            && self
+                                .after_column(cx, table, &p.column)
+                                .is_some_and(|c| matches!(c.data_type, ddl_core::DataType::Json { .. }))
+                    });
+                    if let Some(p) = json {
+                        let label = index.name.as_deref().unwrap_or("(unnamed)");
+                        let msg = format!(
+                            "{table}: index {label} on JSON column {} is not created (MySQL indexes JSON only through generated columns)",
+                            p.column
+                        );
+                        if index.kind == IndexKind::Unique {
+                            cx.diags.warn(format!("{msg}: its uniqueness is not enforced"));
+                        } else {
+                            cx.diags.skip(msg);
+                        }
                         return;
                     }
                 }
