@@ -196,11 +196,21 @@ impl Translator {
         let diagnostics = o
             .diagnostics
             .into_iter()
-            .map(|(at, d)| {
+            .map(|(at, mut d)| {
                 let (line, column) = match at {
                     At::Statement => (st.line, st.column),
                     At::Offset(k) => within(st, k),
                 };
+                // A message may quote the input (a parser's "found: <token>"): never
+                // more than a bounded excerpt of it.
+                if d.message.len() > MAX_MESSAGE {
+                    let mut cut = MAX_MESSAGE;
+                    while !d.message.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    d.message.truncate(cut);
+                    d.message.push_str("...");
+                }
                 (line, column, d)
             })
             .collect();
@@ -547,6 +557,9 @@ impl Outcome {
         self
     }
 }
+
+/// The longest diagnostic message, in bytes.
+const MAX_MESSAGE: usize = 400;
 
 /// Line and column of byte `k` of a statement's text.
 fn within(st: &Statement, k: usize) -> (usize, usize) {
