@@ -1,8 +1,13 @@
 //! The lakeshift runner: the Iceberg target (catalog, commit layer, writers) and the
 //! commands built on it. The `lakeshift` binary (`main.rs`) only parses arguments.
 
+#[cfg(feature = "sync")]
 pub mod apply;
+#[cfg(feature = "sync")]
 pub mod failpoint;
+#[cfg(feature = "sync")]
 pub mod iceberg;
+#[cfg(feature = "sync")]
 pub mod source;
+#[cfg(feature = "sync")]
 pub mod sync;

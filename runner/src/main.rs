@@ -11,8 +11,19 @@ use std::process::ExitCode;
 #[command(
     name = "lakeshift",
     version,
-    about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and mirror MySQL/MariaDB databases (binlog or Debezium topics) into Iceberg, PostgreSQL or MySQL, DDL included, exactly once",
     after_help = "Exit status: 0 success, 1 failure (a statement, a commit, the source), 2 usage error."
+)]
+#[cfg_attr(
+    feature = "sync",
+    command(
+        about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and mirror MySQL/MariaDB databases (binlog or Debezium topics) into Iceberg, PostgreSQL or MySQL, DDL included, exactly once"
+    )
+)]
+#[cfg_attr(
+    not(feature = "sync"),
+    command(
+        about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg (built without the `sync` feature: apply, tail, sync, status and ddl-log are not in this build)"
+    )
 )]
 struct Cli {
     #[command(subcommand)]
@@ -58,6 +69,7 @@ enum Command {
         #[arg(value_name = "FILE")]
         files: Vec<String>,
     },
+    #[cfg(feature = "sync")]
     /// Mirror a MySQL/MariaDB database (binlog or Debezium topics) into Iceberg tables
     /// or into PostgreSQL or MySQL/MariaDB, DDL included, exactly once.
     ///
@@ -86,6 +98,7 @@ enum Command {
         #[arg(long)]
         until_end: bool,
     },
+    #[cfg(feature = "sync")]
     /// Show where a job stands: per Iceberg table its committed checkpoint, watermark,
     /// rows and schema; for a PostgreSQL/MySQL target its state row and Kafka offsets;
     /// and the DDL log's counts.
@@ -94,6 +107,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: std::path::PathBuf,
     },
+    #[cfg(feature = "sync")]
     /// List the DDL a sync job handled: number, status (pending, executed, failed,
     /// skipped, parked, held, resolved), source position, source and target text, and
     /// the reason when it did not run. With --resolve N, release a parked DDL after you
@@ -111,6 +125,7 @@ enum Command {
         #[arg(long, requires = "resolve")]
         retry: bool,
     },
+    #[cfg(feature = "sync")]
     /// Print a MySQL/MariaDB source's changes as JSON lines.
     ///
     /// Reads the `source` part of the job file: with startup mode `initial`, every
@@ -138,6 +153,7 @@ enum Command {
         #[arg(long)]
         until_end: bool,
     },
+    #[cfg(feature = "sync")]
     /// Apply DDL to Iceberg tables in a catalog, one commit per statement and table.
     ///
     /// Each statement is planned as `translate --to iceberg` would and committed
@@ -296,13 +312,17 @@ fn main() -> ExitCode {
             ansi_quotes,
             files,
         } => translate(from, to, &iceberg, &schema, ansi_quotes, &files),
+        #[cfg(feature = "sync")]
         Command::Sync { config, until_end } => sync(&config, until_end),
+        #[cfg(feature = "sync")]
         Command::Status { config } => status(&config),
+        #[cfg(feature = "sync")]
         Command::DdlLog {
             config,
             resolve,
             retry,
         } => ddl_log(&config, resolve, retry),
+        #[cfg(feature = "sync")]
         Command::Tail {
             config,
             from,
@@ -310,6 +330,7 @@ fn main() -> ExitCode {
             state,
             until_end,
         } => tail(&config, from.as_deref(), gtid, state, until_end),
+        #[cfg(feature = "sync")]
         Command::Apply {
             from,
             warehouse,
@@ -334,6 +355,7 @@ fn main() -> ExitCode {
     }
 }
 
+#[cfg(feature = "sync")]
 fn runtime() -> Option<tokio::runtime::Runtime> {
     match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -348,6 +370,7 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
     }
 }
 
+#[cfg(feature = "sync")]
 fn read_job(config: &std::path::Path) -> Result<runner::sync::job::SyncJob, ExitCode> {
     let text = std::fs::read_to_string(config).map_err(|e| {
         eprintln!("error: cannot read {}: {e}", config.display());
@@ -359,6 +382,7 @@ fn read_job(config: &std::path::Path) -> Result<runner::sync::job::SyncJob, Exit
     })
 }
 
+#[cfg(feature = "sync")]
 fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
     let job = match read_job(config) {
         Ok(j) => j,
@@ -411,6 +435,7 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
     })
 }
 
+#[cfg(feature = "sync")]
 async fn stop_on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
     let term = async {
         #[cfg(unix)]
@@ -432,6 +457,7 @@ async fn stop_on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
+#[cfg(feature = "sync")]
 async fn sync_rdb(job: runner::sync::job::SyncJob, until_end: bool) -> ExitCode {
     let started = std::time::Instant::now();
     let mut engine = match runner::sync::rdb::RdbEngine::open(job).await {
@@ -461,6 +487,7 @@ async fn sync_rdb(job: runner::sync::job::SyncJob, until_end: bool) -> ExitCode 
     }
 }
 
+#[cfg(feature = "sync")]
 fn ddl_log(config: &std::path::Path, resolve: Option<u64>, retry: bool) -> ExitCode {
     let job = match read_job(config) {
         Ok(j) => j,
@@ -494,6 +521,7 @@ fn ddl_log(config: &std::path::Path, resolve: Option<u64>, retry: bool) -> ExitC
     }
 }
 
+#[cfg(feature = "sync")]
 fn status(config: &std::path::Path) -> ExitCode {
     let job = match read_job(config) {
         Ok(j) => j,
@@ -516,6 +544,7 @@ fn status(config: &std::path::Path) -> ExitCode {
     })
 }
 
+#[cfg(feature = "sync")]
 fn tail(
     config: &std::path::Path,
     from: Option<&str>,
@@ -613,6 +642,7 @@ fn dialect(from: SourceArg) -> Dialect {
     }
 }
 
+#[cfg(feature = "sync")]
 fn apply(opts: runner::apply::ApplyOptions, files: &[String]) -> ExitCode {
     let texts = match read_inputs(files) {
         Ok(t) => t,
@@ -660,6 +690,7 @@ fn read(path: &str) -> Result<String, String> {
         .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
+#[cfg(feature = "sync")]
 /// The named files, or standard input when none is named, as (name shown in
 /// diagnostics, text).
 fn read_inputs(files: &[String]) -> Result<Vec<(String, String)>, String> {
