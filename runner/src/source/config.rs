@@ -29,13 +29,13 @@ use std::collections::BTreeMap;
 #[serde(deny_unknown_fields)]
 pub struct JobFile {
     /// MySQL/MariaDB ([`SourceConfig`]) or Kafka ([`super::kafka::KafkaConfig`]).
-    pub source: serde_yaml::Value,
+    pub source: serde_yaml_ng::Value,
     #[serde(default)]
-    pub sink: Option<serde_yaml::Value>,
+    pub sink: Option<serde_yaml_ng::Value>,
     #[serde(default)]
-    pub pipeline: Option<serde_yaml::Value>,
+    pub pipeline: Option<serde_yaml_ng::Value>,
     #[serde(default)]
-    pub route: Option<serde_yaml::Value>,
+    pub route: Option<serde_yaml_ng::Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -249,20 +249,20 @@ pub fn parse_job(
     text: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(JobFile, Source), String> {
-    let job: JobFile = serde_yaml::from_str(text).map_err(|e| format!("job file: {e}"))?;
+    let job: JobFile = serde_yaml_ng::from_str(text).map_err(|e| format!("job file: {e}"))?;
     let kind = job
         .source
         .get("type")
         .and_then(|t| t.as_str())
         .unwrap_or_default();
     if kind == "kafka" {
-        let k: super::kafka::KafkaConfig = serde_yaml::from_value(job.source.clone())
+        let k: super::kafka::KafkaConfig = serde_yaml_ng::from_value(job.source.clone())
             .map_err(|e| format!("job file: source: {e}"))?;
         let source = super::kafka::validate(k)?;
         return Ok((job, source));
     }
-    let c: SourceConfig =
-        serde_yaml::from_value(job.source.clone()).map_err(|e| format!("job file: source: {e}"))?;
+    let c: SourceConfig = serde_yaml_ng::from_value(job.source.clone())
+        .map_err(|e| format!("job file: source: {e}"))?;
     let source = validate(&c, env)?;
     Ok((job, source))
 }

@@ -211,7 +211,7 @@ impl SyncJob {
 pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob, String> {
     let (job, source) = parse_job(text, &env)?;
     let field = |f: &str, why: &str| format!("job file: {f}: {why}");
-    let sink: SinkConfig = serde_yaml::from_value(
+    let sink: SinkConfig = serde_yaml_ng::from_value(
         job.sink
             .ok_or_else(|| field("sink", "is missing (type: iceberg, warehouse: DIR)"))?,
     )
@@ -278,7 +278,7 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             }
         }
     }
-    let pipeline: PipelineConfig = serde_yaml::from_value(
+    let pipeline: PipelineConfig = serde_yaml_ng::from_value(
         job.pipeline
             .ok_or_else(|| field("pipeline", "is missing (name:, state:)"))?,
     )

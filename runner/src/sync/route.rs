@@ -56,12 +56,12 @@ impl Routed {
 }
 
 impl Router {
-    pub fn parse(v: Option<&serde_yaml::Value>) -> Result<Router, String> {
+    pub fn parse(v: Option<&serde_yaml_ng::Value>) -> Result<Router, String> {
         let Some(v) = v else {
             return Ok(Router::default());
         };
         let rules: Vec<RouteRule> =
-            serde_yaml::from_value(v.clone()).map_err(|e| format!("job file: route: {e}"))?;
+            serde_yaml_ng::from_value(v.clone()).map_err(|e| format!("job file: route: {e}"))?;
         let mut out = Vec::new();
         let ambiguous = Regex::new(r"\$[0-9]+[A-Za-z_]").expect("valid");
         for (i, r) in rules.into_iter().enumerate() {
@@ -308,7 +308,7 @@ mod tests {
     use super::*;
 
     fn router(y: &str) -> Router {
-        Router::parse(Some(&serde_yaml::from_str(y).unwrap())).unwrap()
+        Router::parse(Some(&serde_yaml_ng::from_str(y).unwrap())).unwrap()
     }
 
     #[test]
@@ -347,17 +347,18 @@ mod tests {
     #[test]
     fn bad_rules_are_refused() {
         let e = Router::parse(Some(
-            &serde_yaml::from_str("- source-table: '('\n  sink-table: a.b\n").unwrap(),
+            &serde_yaml_ng::from_str("- source-table: '('\n  sink-table: a.b\n").unwrap(),
         ))
         .unwrap_err();
         assert!(e.contains("route[0].source-table"), "{e}");
         let e = Router::parse(Some(
-            &serde_yaml::from_str("- source-table: a\n  sink-table: nodot\n").unwrap(),
+            &serde_yaml_ng::from_str("- source-table: a\n  sink-table: nodot\n").unwrap(),
         ))
         .unwrap_err();
         assert!(e.contains("database.table"), "{e}");
         let e = Router::parse(Some(
-            &serde_yaml::from_str("- source-table: s\\.(.*)\n  sink-table: d.$1_copy\n").unwrap(),
+            &serde_yaml_ng::from_str("- source-table: s\\.(.*)\n  sink-table: d.$1_copy\n")
+                .unwrap(),
         ))
         .unwrap_err();
         assert!(e.contains("write `${1}_`"), "{e}");
