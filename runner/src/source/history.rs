@@ -81,10 +81,6 @@ fn translator() -> Translator {
     Translator::new(Dialect::MySql, Target::Ir)
 }
 
-fn fsync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
 impl SchemaHistory {
     /// A history in memory only (tail without a state folder, tests).
     pub fn in_memory() -> Self {
@@ -115,17 +111,13 @@ impl SchemaHistory {
                 position: position.clone(),
                 tables,
             };
-            let tmp = d.join("schema-initial.json.tmp");
             let fin = d.join("schema-initial.json");
             let write = || -> std::io::Result<()> {
-                let mut f = std::fs::File::create(&tmp)?;
-                f.write_all(&serde_json::to_vec(&init).expect("serialises"))?;
-                f.sync_all()?;
-                std::fs::rename(&tmp, &fin)?;
+                crate::durable::replace(&fin, &serde_json::to_vec(&init).expect("serialises"))?;
                 // A new initial state starts a new history.
                 let _ = std::fs::remove_file(d.join("schema-history.jsonl"));
                 let _ = std::fs::remove_file(d.join("osc-shadow.json"));
-                fsync_dir(d)
+                crate::durable::fsync_dir(d)
             };
             write().map_err(|e| format!("writing {}: {e}", fin.display()))?;
         }
@@ -269,16 +261,9 @@ impl SchemaHistory {
     pub fn save_shadow(&self) -> Result<(), String> {
         let Some(d) = &self.dir else { return Ok(()) };
         let all: Vec<_> = self.shadow.iter().collect();
-        let tmp = d.join("osc-shadow.json.tmp");
         let fin = d.join("osc-shadow.json");
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&serde_json::to_vec(&all).expect("serialises"))?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &fin)?;
-            fsync_dir(d)
-        };
-        write().map_err(|e| format!("{}: {e}", fin.display()))
+        crate::durable::replace(&fin, &serde_json::to_vec(&all).expect("serialises"))
+            .map_err(|e| format!("{}: {e}", fin.display()))
     }
 
     pub fn table(&self, db: &str, name: &str) -> Option<&Table> {

@@ -47,10 +47,12 @@ fn save_captured(
     tables: &[(String, String)],
 ) -> Result<(), SourceError> {
     let Some(dir) = dir else { return Ok(()) };
-    let tmp = dir.join("captured.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(tables).expect("serialises"))
-        .and_then(|_| std::fs::rename(&tmp, dir.join("captured.json")))
-        .map_err(|e| SourceError::Schema(format!("{}: {e}", dir.display())))
+    // regression: written without fsync, so a crash could leave it empty.
+    crate::durable::replace(
+        &dir.join("captured.json"),
+        &serde_json::to_vec(tables).expect("serialises"),
+    )
+    .map_err(|e| SourceError::Schema(format!("{}: {e}", dir.display())))
 }
 
 /// Run the source until the receiver is dropped, the binlog ends (`stop_at_end`), or

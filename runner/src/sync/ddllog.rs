@@ -9,7 +9,6 @@
 //! resolved.
 
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,19 +102,9 @@ pub fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// Write a file durably: temp file, fsync, rename, fsync the folder.
+/// Write a file durably ([`crate::durable::replace`]), errors naming the file.
 pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension("tmp");
-    let err = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut f = std::fs::File::create(&tmp).map_err(err)?;
-    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)?;
-    if let Some(d) = path.parent() {
-        std::fs::File::open(d)
-            .and_then(|d| d.sync_all())
-            .map_err(err)?;
-    }
-    Ok(())
+    crate::durable::replace(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 impl DdlLog {
@@ -233,11 +222,6 @@ impl DdlLog {
         if let Some(d) = path.parent() {
             std::fs::create_dir_all(d).map_err(|x| format!("{}: {x}", d.display()))?;
         }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|x| format!("{}: {x}", path.display()))?;
         let line = serde_json::json!({
             "seq": e.seq,
             "position": e.position,
@@ -247,8 +231,7 @@ impl DdlLog {
             "reason": e.reason,
             "at": e.at,
         });
-        writeln!(f, "{line}")
-            .and_then(|_| f.sync_all())
+        crate::durable::append_line(path, &line.to_string())
             .map_err(|x| format!("{}: {x}", path.display()))
     }
 

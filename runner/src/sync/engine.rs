@@ -60,10 +60,6 @@ pub struct State {
     pub kafka: BTreeMap<String, crate::iceberg::commit::KafkaCommit>,
 }
 
-fn fsync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
 impl State {
     fn path(dir: &Path) -> PathBuf {
         dir.join("checkpoint.json")
@@ -81,18 +77,13 @@ impl State {
 
     /// Write, fsync the file, rename over the old state, fsync the folder.
     fn store(&self, dir: &Path) -> Result<(), String> {
-        let tmp = dir.join("checkpoint.json.tmp");
         let fin = Self::path(dir);
-        let io = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&serde_json::to_vec_pretty(self).expect("serialises"))?;
-            f.sync_all()?;
-            failpoint("state-before-rename");
-            std::fs::rename(&tmp, &fin)?;
-            failpoint("state-before-dir-fsync");
-            fsync_dir(dir)
-        };
-        io().map_err(|e| format!("writing {}: {e}", fin.display()))
+        let bytes = serde_json::to_vec_pretty(self).expect("serialises");
+        crate::durable::replace_observed(&fin, &bytes, |step| match step {
+            crate::durable::Step::BeforeRename => failpoint("state-before-rename"),
+            crate::durable::Step::BeforeDirFsync => failpoint("state-before-dir-fsync"),
+        })
+        .map_err(|e| format!("writing {}: {e}", fin.display()))
     }
 }
 
