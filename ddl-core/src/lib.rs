@@ -21,6 +21,6 @@ pub use expr::Expr;
 pub use names::Fold;
 pub use schema::{
     Check, Column, DefaultValue, ForeignKey, Generated, Identity, IdentityKind, Index, IndexKind,
-    IndexPart, Literal, Predicate, PrimaryKey, Table, TableName,
+    IndexPart, Literal, Predicate, PrimaryKey, RefAction, Table, TableName,
 };
 pub use types::{DataType, IntervalFields, LengthUnit, TimeZone};

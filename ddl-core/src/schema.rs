@@ -193,6 +193,50 @@ pub struct Predicate {
     pub neutral: Option<crate::expr::Expr>,
 }
 
+/// What a foreign key does to the referencing rows when the referenced row is deleted
+/// or its key updated. Serialised as the SQL words (`"SET NULL"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RefAction {
+    #[serde(rename = "CASCADE")]
+    Cascade,
+    #[serde(rename = "SET NULL")]
+    SetNull,
+    #[serde(rename = "SET DEFAULT")]
+    SetDefault,
+    #[serde(rename = "RESTRICT")]
+    Restrict,
+    #[serde(rename = "NO ACTION")]
+    NoAction,
+}
+
+impl RefAction {
+    /// The SQL words, as every dialect writes them.
+    pub fn sql(self) -> &'static str {
+        match self {
+            RefAction::Cascade => "CASCADE",
+            RefAction::SetNull => "SET NULL",
+            RefAction::SetDefault => "SET DEFAULT",
+            RefAction::Restrict => "RESTRICT",
+            RefAction::NoAction => "NO ACTION",
+        }
+    }
+
+    /// Whether the action changes referencing rows (CASCADE, SET NULL, SET DEFAULT),
+    /// rather than refusing the change (RESTRICT, NO ACTION).
+    pub fn changes_rows(self) -> bool {
+        matches!(
+            self,
+            RefAction::Cascade | RefAction::SetNull | RefAction::SetDefault
+        )
+    }
+}
+
+impl fmt::Display for RefAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.sql())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ForeignKey {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -201,9 +245,9 @@ pub struct ForeignKey {
     pub ref_table: TableName,
     pub ref_columns: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_delete: Option<String>,
+    pub on_delete: Option<RefAction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_update: Option<String>,
+    pub on_update: Option<RefAction>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

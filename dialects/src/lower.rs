@@ -234,8 +234,8 @@ impl<'a> Lowerer<'a> {
                         columns: vec![c.name.clone()],
                         ref_table: self.ref_table_name(table, t),
                         ref_columns: columns.iter().map(|x| self.name(x)).collect(),
-                        on_delete: on_delete.clone(),
-                        on_update: on_update.clone(),
+                        on_delete: *on_delete,
+                        on_update: *on_update,
                     },
                 }),
                 ColAttr::Ignored(_) => {}
@@ -345,8 +345,8 @@ impl<'a> Lowerer<'a> {
                     } else {
                         ref_columns.iter().map(|c| self.name(c)).collect()
                     },
-                    on_delete: on_delete.clone(),
-                    on_update: on_update.clone(),
+                    on_delete: *on_delete,
+                    on_update: *on_update,
                 },
             }),
             TableElem::Check { name, expr } => out.push(SchemaChange::AddCheck {

@@ -35,8 +35,8 @@ pub enum ColAttr {
     References {
         table: Vec<Ident>,
         columns: Vec<Ident>,
-        on_delete: Option<String>,
-        on_update: Option<String>,
+        on_delete: Option<ddl_core::RefAction>,
+        on_update: Option<ddl_core::RefAction>,
     },
     /// Accepted, with no meaning for the IR (VISIBLE, COLUMN_FORMAT, SRID, ENABLE, ...).
     Ignored(String),
@@ -81,8 +81,8 @@ pub enum TableElem {
         columns: Vec<Ident>,
         ref_table: Vec<Ident>,
         ref_columns: Vec<Ident>,
-        on_delete: Option<String>,
-        on_update: Option<String>,
+        on_delete: Option<ddl_core::RefAction>,
+        on_update: Option<ddl_core::RefAction>,
     },
     Check {
         name: Option<Ident>,

@@ -360,8 +360,7 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                     many0(fk_action),
                 ),
                 |(_, table, columns, actions)| {
-                    let pick =
-                        |d: bool| actions.iter().rev().find(|a| a.0 == d).map(|a| a.1.clone());
+                    let pick = |d: bool| actions.iter().rev().find(|a| a.0 == d).map(|a| a.1);
                     ColAttr::References {
                         table,
                         columns: columns.unwrap_or_default(),
@@ -646,18 +645,19 @@ fn rest_of_state(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ()> {
     }
 }
 
-fn fk_action(i: &str) -> Res<'_, (bool, String)> {
+fn fk_action(i: &str) -> Res<'_, (bool, ddl_core::RefAction)> {
+    use ddl_core::RefAction as A;
     let (i, _) = kw("ON").parse(i)?;
     let (i, delete) = alt((value(true, kw("DELETE")), value(false, kw("UPDATE")))).parse(i)?;
     let (i, action) = alt((
-        value("CASCADE", kw("CASCADE")),
-        value("RESTRICT", kw("RESTRICT")),
-        value("SET NULL", (kw("SET"), kw("NULL"))),
-        value("SET DEFAULT", (kw("SET"), kw("DEFAULT"))),
-        value("NO ACTION", (kw("NO"), kw("ACTION"))),
+        value(A::Cascade, kw("CASCADE")),
+        value(A::Restrict, kw("RESTRICT")),
+        value(A::SetNull, (kw("SET"), kw("NULL"))),
+        value(A::SetDefault, (kw("SET"), kw("DEFAULT"))),
+        value(A::NoAction, (kw("NO"), kw("ACTION"))),
     ))
     .parse(i)?;
-    Ok((i, (delete, action.to_owned())))
+    Ok((i, (delete, action)))
 }
 
 fn constraint_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {

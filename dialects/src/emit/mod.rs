@@ -893,24 +893,25 @@ impl Emitter {
             self.table(cx, &fk.ref_table),
             self.cols(cx, &fk.ref_columns)
         ));
-        if let Some(a) = &fk.on_delete {
-            if self.target == Dialect::Oracle && !matches!(a.as_str(), "CASCADE" | "SET NULL") {
-                if a != "NO ACTION" && a != "RESTRICT" {
-                    cx.diags
-                        .warn(format!("{table}: ON DELETE {a} is not supported by oracle"));
-                }
-            } else {
-                s.push_str(&format!(" ON DELETE {a}"));
+        use ddl_core::RefAction as A;
+        if let Some(a) = fk.on_delete {
+            match (self.target, a) {
+                // Oracle refuses what is its own behaviour and SET DEFAULT.
+                (Dialect::Oracle, A::NoAction | A::Restrict) => {}
+                (Dialect::Oracle, A::SetDefault) => cx
+                    .diags
+                    .warn(format!("{table}: ON DELETE {a} is not supported by oracle")),
+                _ => s.push_str(&format!(" ON DELETE {a}")),
             }
         }
-        if let Some(a) = &fk.on_update {
-            if self.target == Dialect::Oracle && matches!(a.as_str(), "NO ACTION" | "RESTRICT") {
+        if let Some(a) = fk.on_update {
+            match (self.target, a) {
                 // What Oracle always does: nothing to write.
-            } else if self.target == Dialect::Oracle {
-                cx.diags
-                    .warn(format!("{table}: ON UPDATE {a} is not supported by oracle"));
-            } else {
-                s.push_str(&format!(" ON UPDATE {a}"));
+                (Dialect::Oracle, A::NoAction | A::Restrict) => {}
+                (Dialect::Oracle, _) => cx
+                    .diags
+                    .warn(format!("{table}: ON UPDATE {a} is not supported by oracle")),
+                _ => s.push_str(&format!(" ON UPDATE {a}")),
             }
         }
         s

@@ -396,7 +396,7 @@ impl Engine {
             {
                 Some(tb) => tb,
                 None => {
-                    for a in crate::source::referential_actions(&t.ir) {
+                    for a in super::fk::referential_actions(&t.ir) {
                         tracing::warn!("foreign key {a}: the source does not log the rows this action changes, so the Iceberg table will keep them");
                     }
                     let mut diags = ddl_core::Diagnostics::default();

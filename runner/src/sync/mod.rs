@@ -4,6 +4,7 @@
 pub mod convert;
 pub mod ddllog;
 pub mod engine;
+pub mod fk;
 pub mod held;
 pub mod job;
 pub mod metrics;

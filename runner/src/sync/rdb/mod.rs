@@ -373,7 +373,7 @@ impl RdbEngine {
     /// PostgreSQL with `keep`, else by the checkpoint), except onto the same table;
     /// SET DEFAULT and ON UPDATE actions are not.
     fn warn_actions(&self, t: &Table) {
-        for a in crate::source::referential_actions(t) {
+        for a in crate::sync::fk::referential_actions(t) {
             if !(a.followable() && (self.deferred_fks() || !a.onto_itself())) {
                 tracing::warn!(
                     "foreign key {a}: the source does not log the rows this action changes and this sink does not run it; those rows will differ"
@@ -384,7 +384,7 @@ impl RdbEngine {
 
     /// Remember a routed table's foreign keys with ON DELETE CASCADE or SET NULL.
     fn note_actions(&mut self, routed: &Table) {
-        for a in crate::source::referential_actions(routed) {
+        for a in crate::sync::fk::referential_actions(routed) {
             if !a.followable() {
                 continue;
             }
@@ -396,7 +396,7 @@ impl RdbEngine {
                 child: key_of(&routed.name),
                 cols: a.fk.columns.clone(),
                 parent_cols: a.fk.ref_columns.clone(),
-                set_null: a.action.contains("SET NULL"),
+                set_null: a.action == ddl_core::RefAction::SetNull,
             };
             let list = self.fk_actions.entry(key_of(&parent)).or_default();
             if !list.contains(&act) {
