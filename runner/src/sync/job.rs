@@ -207,12 +207,79 @@ impl SyncJob {
     }
 }
 
+/// Settings of one kind of sink only: given for the other kind they would do nothing,
+/// so they are refused by name.
+const ICEBERG_SINK_KEYS: &[&str] = &[
+    "warehouse",
+    "catalog",
+    "catalog-name",
+    "tinyint1",
+    "bigint-unsigned",
+    "partition-buckets",
+    "sort-by-key",
+    "target-file-size-mib",
+    "compression",
+];
+const RDB_SINK_KEYS: &[&str] = &["url", "foreign-keys", "batch-rows"];
+/// Pipeline settings only the Iceberg sink acts on.
+const ICEBERG_PIPELINE_KEYS: &[&str] = &[
+    "schema-change-behavior",
+    "barrier-timeout-intervals",
+    "changelog-tables",
+    "writer-shards",
+    "parallelism",
+    "metrics-port",
+];
+
+/// The keys of a YAML mapping.
+fn keys(v: Option<&serde_yaml_ng::Value>) -> Vec<String> {
+    v.and_then(|v| v.as_mapping())
+        .map(|m| {
+            m.keys()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A key set for a sink it does not apply to, as an error naming it.
+fn misplaced_key(
+    kind: &str,
+    sink: Option<&serde_yaml_ng::Value>,
+    pipeline: Option<&serde_yaml_ng::Value>,
+) -> Option<String> {
+    let iceberg = kind == "iceberg";
+    for k in keys(sink) {
+        if iceberg && RDB_SINK_KEYS.contains(&k.as_str()) {
+            return Some(format!(
+                "job file: sink.{k}: does not apply to sink type iceberg (it is a setting of the postgres and mysql sinks)"
+            ));
+        }
+        if !iceberg && ICEBERG_SINK_KEYS.contains(&k.as_str()) {
+            return Some(format!(
+                "job file: sink.{k}: does not apply to sink type {kind} (it is an Iceberg setting)"
+            ));
+        }
+    }
+    if !iceberg {
+        for k in keys(pipeline) {
+            if ICEBERG_PIPELINE_KEYS.contains(&k.as_str()) {
+                return Some(format!(
+                    "job file: pipeline.{k}: does not apply to sink type {kind} (only the Iceberg sink acts on it)"
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// Parse and validate a whole job file for `lakeshift sync`.
 pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob, String> {
     let (job, source) = parse_job(text, &env)?;
     let field = |f: &str, why: &str| format!("job file: {f}: {why}");
     let sink: SinkConfig = serde_yaml_ng::from_value(
         job.sink
+            .clone()
             .ok_or_else(|| field("sink", "is missing (type: iceberg, warehouse: DIR)"))?,
     )
     .map_err(|e| format!("job file: sink: {e}"))?;
@@ -224,6 +291,9 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
                 sink.compression
             ),
         ));
+    }
+    if let Some(e) = misplaced_key(&sink.kind, job.sink.as_ref(), job.pipeline.as_ref()) {
+        return Err(e);
     }
     match sink.kind.as_str() {
         "iceberg" => {
@@ -331,4 +401,68 @@ fn expand_env(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, 
     }
     out.push_str(rest);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(sink: &str, pipeline: &str) -> String {
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: 3306\n  username: root\n  server-id: 9\n  tables: ['a\\..*']\nsink:\n{sink}pipeline:\n  name: j\n  state: /tmp/s\n{pipeline}"
+        )
+    }
+
+    #[test]
+    fn keys_of_the_other_sink_are_refused_by_name() {
+        // regression: Iceberg settings were accepted and silently ignored for a
+        // relational sink (metrics-port among them: no endpoint ever started).
+        let e = parse(
+            &job(
+                "  type: postgres\n  url: postgres://u@h/db\n  partition-buckets: 8\n",
+                "",
+            ),
+            |_| None,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("sink.partition-buckets") && e.contains("Iceberg"),
+            "{e}"
+        );
+        let e = parse(
+            &job(
+                "  type: mysql\n  url: mysql://u@h:3306\n",
+                "  metrics-port: 9000\n",
+            ),
+            |_| None,
+        )
+        .unwrap_err();
+        assert!(e.contains("pipeline.metrics-port"), "{e}");
+        let e = parse(
+            &job(
+                "  type: iceberg\n  warehouse: /tmp/w\n  batch-rows: 10\n",
+                "",
+            ),
+            |_| None,
+        )
+        .unwrap_err();
+        assert!(e.contains("sink.batch-rows"), "{e}");
+        // Each sink's own settings are accepted.
+        parse(
+            &job(
+                "  type: iceberg\n  warehouse: /tmp/w\n  partition-buckets: 8\n",
+                "  metrics-port: 9000\n  writer-shards: 2\n",
+            ),
+            |_| None,
+        )
+        .unwrap();
+        parse(
+            &job(
+                "  type: postgres\n  url: postgres://u@h/db\n  batch-rows: 10\n",
+                "  ddl-error-policy: park\n",
+            ),
+            |_| None,
+        )
+        .unwrap();
+    }
 }
