@@ -4,6 +4,8 @@
 #[cfg(feature = "sync")]
 pub mod apply;
 #[cfg(feature = "sync")]
+pub mod calendar;
+#[cfg(feature = "sync")]
 pub mod durable;
 #[cfg(feature = "sync")]
 pub mod failpoint;

@@ -139,7 +139,7 @@ impl Feed {
         let email = format!("u{k}@example.com");
         let days = 19_000 + k; // 2022-01-08 + k
         let mut row = json!({"id": id, "email": email, "born": days});
-        let (y, m, d) = runner::sync::rdb::render::civil_from_days(days);
+        let (y, m, d) = runner::calendar::civil_from_days(days);
         let mut text = vec![
             Some(id.to_string()),
             Some(email),

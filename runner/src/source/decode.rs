@@ -402,16 +402,7 @@ impl RowsBuilder {
 // ---------------------------------------------------------------------------
 // Calendar helpers
 
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
-}
+pub use crate::calendar::days_from_civil;
 
 fn valid_date(y: u32, m: u32, d: u32) -> bool {
     let _ = y;
@@ -1104,14 +1095,6 @@ fn append_decimal_text(b: &mut ColBuilder, bytes: &[u8], scale: i8) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_days() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11017);
-        assert_eq!(days_from_civil(1969, 12, 31), -1);
-        assert_eq!(days_from_civil(1, 1, 1), -719162);
-    }
 
     #[test]
     fn binary_decimal() {

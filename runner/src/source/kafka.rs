@@ -831,7 +831,7 @@ fn to_mysql(v: &J, kind: &Kind, ty: &ddl_core::DataType) -> Result<mysql_async::
             }
         }
         (J::Number(n), Kind::Date) => {
-            let (y, m, d) = crate::sync::rdb::render::civil_from_days(n.as_i64().unwrap_or(0));
+            let (y, m, d) = crate::calendar::civil_from_days(n.as_i64().unwrap_or(0));
             V::Date(y as u16, m as u8, d as u8, 0, 0, 0, 0)
         }
         (J::Number(n), Kind::DateTime | Kind::Timestamp) => {
@@ -882,7 +882,7 @@ fn scaled(x: i128, scale: i8) -> String {
 fn date_from_micros(us: i64) -> mysql_async::Value {
     let days = us.div_euclid(86_400_000_000);
     let rest = us.rem_euclid(86_400_000_000);
-    let (y, m, d) = crate::sync::rdb::render::civil_from_days(days);
+    let (y, m, d) = crate::calendar::civil_from_days(days);
     let s = rest / 1_000_000;
     mysql_async::Value::Date(
         y as u16,

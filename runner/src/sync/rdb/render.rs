@@ -164,19 +164,7 @@ fn float(out: &mut String, v: f64, pg: bool) -> Result<(), String> {
     }
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
+use crate::calendar::civil_from_days;
 
 /// A row as `(v1, v2, ...)` over the given batch columns; a target column the batch
 /// lacks (None) is `DEFAULT`.
@@ -334,13 +322,5 @@ mod tests {
         let b: ArrayRef = Arc::new(UInt64Array::from(vec![5]));
         assert_eq!(lit(Dialect::Postgres, b.clone(), Some(4)), "'0101'");
         assert_eq!(lit(Dialect::MySql, b, Some(4)), "5");
-    }
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(-719_528), (0, 1, 1));
     }
 }
