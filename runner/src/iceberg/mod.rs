@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod commit;
 pub mod convert;
 pub mod files;
+pub mod plan;
 
 pub use catalog::{Catalog, CatalogConfig, LoadedTable};
 pub use commit::{Committer, SnapshotChange};

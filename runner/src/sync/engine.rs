@@ -455,17 +455,14 @@ impl Engine {
                     }
                     mark_schema_position(&mut plan, at);
                     let mut known = BTreeMap::new();
-                    let mut log = Vec::new();
-                    crate::apply::execute(
+                    let done = crate::iceberg::plan::execute(
                         &Committer::new(&self.catalog),
                         &plan,
                         &mut known,
-                        &mut log,
-                        "create",
                     )
                     .await?;
-                    for l in String::from_utf8_lossy(&log).lines() {
-                        tracing::info!("{l}");
+                    for a in done {
+                        tracing::info!("create: {a}");
                     }
                     self.catalog
                         .load_required(&id)
@@ -1198,17 +1195,10 @@ impl Engine {
                 );
             }
         }
-        let mut log = Vec::new();
-        crate::apply::execute(
-            &Committer::new(&self.catalog),
-            &plan,
-            &mut known,
-            &mut log,
-            &position.to_string(),
-        )
-        .await?;
-        for l in String::from_utf8_lossy(&log).lines() {
-            tracing::info!("{l}");
+        let done = crate::iceberg::plan::execute(&Committer::new(&self.catalog), &plan, &mut known)
+            .await?;
+        for a in done {
+            tracing::info!("{position}: {a}");
         }
         self.commits += 1;
         // Reload the touched tables' sinks (schema, renames, drops).
