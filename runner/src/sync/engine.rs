@@ -19,6 +19,7 @@
 
 use super::convert::{key_bytes, to_iceberg};
 use super::ddllog::{DdlLog, Entry, Status};
+use super::fold::Pending;
 use super::held::{HeldBatch, HeldItem, HeldStore, KafkaAt};
 use super::job::SyncJob;
 use super::route::rename_batch;
@@ -33,7 +34,7 @@ use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 use dialects::iceberg::IcebergPlanner;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -88,40 +89,6 @@ impl State {
 }
 
 use crate::failpoint::hit as failpoint;
-
-/// Changes of one table in the current checkpoint, folded by key.
-struct Pending {
-    /// Converted rows (Iceberg schema) in arrival order.
-    batches: Vec<RecordBatch>,
-    /// key -> (batch, row) of its live row, or None when deleted.
-    live: HashMap<Vec<u8>, Option<(u32, u32)>>,
-    /// Rows (batch, row) holding keys to delete from older data.
-    deletes: Vec<(u32, u32)>,
-    /// Keyless tables: rows appended, by full-row key (identical rows each count, the
-    /// earliest first).
-    appended: HashMap<Vec<u8>, VecDeque<(u32, u32)>>,
-    watermark: Option<Position>,
-    bytes: usize,
-    /// Kafka: `topic/partition` -> next offset after this table's pending messages.
-    offsets: BTreeMap<String, i64>,
-}
-
-impl Pending {
-    fn new() -> Self {
-        Pending {
-            batches: Vec::new(),
-            live: HashMap::new(),
-            deletes: Vec::new(),
-            appended: HashMap::new(),
-            watermark: None,
-            bytes: 0,
-            offsets: BTreeMap::new(),
-        }
-    }
-    fn is_empty(&self) -> bool {
-        self.live.is_empty() && self.deletes.is_empty() && self.appended.is_empty()
-    }
-}
 
 /// One Iceberg table the engine writes.
 struct Sink {
@@ -577,7 +544,6 @@ impl Engine {
     }
 
     /// Fold a batch of changes (after watermark filtering) into the table's pending.
-    #[allow(clippy::too_many_arguments)]
     fn fold(
         sink: &mut Sink,
         op: Op,
@@ -587,57 +553,9 @@ impl Engine {
         keep: &[bool],
         last: Position,
     ) {
-        let p = &mut sink.pending;
-        let mut kb = Vec::new();
-        let add = |p: &mut Pending, b: RecordBatch| -> u32 {
-            p.bytes += b.get_array_memory_size();
-            p.batches.push(b);
-            (p.batches.len() - 1) as u32
-        };
-        let bi = before.map(|b| add(p, b));
-        let ai = after.map(|b| add(p, b));
-        for (row, k) in keep.iter().enumerate() {
-            if !k {
-                continue;
-            }
-            let row = row as u32;
-            if let Some(b) = bi {
-                // Update or delete: the old key goes (from older data too).
-                let batch = &p.batches[b as usize];
-                key_bytes(batch, &sink.key, row as usize, &mut kb);
-                if sink.keyed {
-                    p.live.insert(kb.clone(), None);
-                    p.deletes.push((b, row));
-                } else if let Some(rows) = p.appended.get_mut(&kb) {
-                    // A row written in this checkpoint: drop it before it is written.
-                    rows.pop_front();
-                    if rows.is_empty() {
-                        p.appended.remove(&kb);
-                    }
-                } else {
-                    p.deletes.push((b, row));
-                }
-            }
-            if let Some(a) = ai {
-                let batch = &p.batches[a as usize];
-                key_bytes(batch, &sink.key, row as usize, &mut kb);
-                if sink.keyed {
-                    // An upsert: older versions of the key are deleted too (a replayed
-                    // or re-snapshotted row must not appear twice). Snapshot rows of a
-                    // table that held no rows need no delete.
-                    if op != Op::Insert || upsert {
-                        p.deletes.push((a, row));
-                    }
-                    p.live.insert(kb.clone(), Some((a, row)));
-                } else {
-                    p.appended
-                        .entry(kb.clone())
-                        .or_default()
-                        .push_back((a, row));
-                }
-            }
-        }
-        p.watermark = Some(last);
+        let (key, keyed) = (&sink.key, sink.keyed);
+        sink.pending
+            .fold(key, keyed, op, upsert, before, after, keep, last);
     }
 
     /// Write a table's pending changes as files. Returns (data, deletes).

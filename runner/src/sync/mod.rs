@@ -5,6 +5,7 @@ pub mod convert;
 pub mod ddllog;
 pub mod engine;
 pub mod fk;
+pub mod fold;
 pub mod held;
 pub mod job;
 pub mod metrics;
