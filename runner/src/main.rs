@@ -567,6 +567,14 @@ fn tail(
             return ExitCode::from(2);
         }
     };
+    // regression: a Kafka job's source went to the binlog reader with no host.
+    if src.kafka.is_some() {
+        eprintln!(
+            "error: {}: source.type is kafka; tail reads a MySQL/MariaDB binlog (read Debezium topics with a Kafka consumer, or run `lakeshift sync`)",
+            config.display()
+        );
+        return ExitCode::from(2);
+    }
     let resume = match from.map(str::parse::<runner::source::position::Position>) {
         None => None,
         Some(Ok(p)) => Some(p),

@@ -239,3 +239,42 @@ async fn tail_prints_json_lines_and_resumes_from_a_printed_position() {
     assert_eq!(code, Some(2));
     assert!(err.contains("source"), "{err}");
 }
+
+#[test]
+fn tail_refuses_a_kafka_job_with_a_clear_error() {
+    // regression: a Kafka job's source went to the binlog reader (empty host, port 0).
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        "source:\n  type: kafka\n  brokers: 127.0.0.1:9\n  group-id: g\n  topic-prefix: p\n  tables: ['a\\..*']\n",
+    )
+    .unwrap();
+    let o = lakeshift(&["tail", "--config", job.to_str().unwrap()], "");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("source.type is kafka"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn translate_reports_an_unterminated_comment_and_a_client_command() {
+    let o = lakeshift(
+        &["translate", "--from", "oracle", "--to", "postgres"],
+        "PROMPT making t\nCREATE TABLE t (a NUMBER);\n/* never closed\nCREATE TABLE u (b NUMBER);\n",
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("skipped: <stdin>:1:1: SQL*Plus command `PROMPT making t`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: <stdin>:3:1: unterminated comment"),
+        "{err}"
+    );
+    assert!(text(&o.stdout).contains("CREATE TABLE t"));
+    assert!(!text(&o.stdout).contains("CREATE TABLE u"));
+}
