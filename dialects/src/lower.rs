@@ -162,15 +162,7 @@ impl<'a> Lowerer<'a> {
                     start,
                     increment,
                 } => {
-                    c.identity = Some(Identity {
-                        kind: if *always {
-                            IdentityKind::Always
-                        } else {
-                            IdentityKind::ByDefault
-                        },
-                        start: *start,
-                        increment: *increment,
-                    });
+                    c.identity = Some(identity(*always, *start, *increment));
                     c.nullable = false;
                 }
                 ColAttr::SerialDefaultValue => serial(table, c, true, extras),
@@ -708,15 +700,7 @@ impl<'a> Lowerer<'a> {
                         }) => SchemaChange::SetIdentity {
                             table: t,
                             column,
-                            identity: Some(Identity {
-                                kind: if *always {
-                                    IdentityKind::Always
-                                } else {
-                                    IdentityKind::ByDefault
-                                },
-                                start: *start,
-                                increment: *increment,
-                            }),
+                            identity: Some(identity(*always, *start, *increment)),
                         },
                         AlterColumnOp::AddIdentity(_) => unreachable!("identity attribute"),
                         AlterColumnOp::DropIdentity => SchemaChange::SetIdentity {
@@ -804,6 +788,19 @@ impl<'a> Lowerer<'a> {
             }
         }
         Ok(out)
+    }
+}
+
+/// An identity column's generation: `GENERATED ALWAYS` or `BY DEFAULT`.
+fn identity(always: bool, start: Option<i64>, increment: Option<i64>) -> Identity {
+    Identity {
+        kind: if always {
+            IdentityKind::Always
+        } else {
+            IdentityKind::ByDefault
+        },
+        start,
+        increment,
     }
 }
 

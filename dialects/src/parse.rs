@@ -865,29 +865,8 @@ fn oracle_index_storage(text: &str) -> Option<usize> {
     let up = text.to_ascii_uppercase();
     let on = up.find(" ON ")?;
     let open = on + text[on..].find('(')?;
-    let b = text.as_bytes();
-    let (mut depth, mut k, mut close) = (0usize, open, None);
-    while k < b.len() {
-        match b[k] {
-            b'(' => depth += 1,
-            b')' => {
-                depth -= 1;
-                if depth == 0 {
-                    close = Some(k + 1);
-                    break;
-                }
-            }
-            b'\'' => {
-                k += 1;
-                while k < b.len() && b[k] != b'\'' {
-                    k += 1;
-                }
-            }
-            _ => {}
-        }
-        k += 1;
-    }
-    let close = close?;
+    let (rest, _) = grammar::lex::paren_group(grammar::Flavor::Oracle)(&text[open..]).ok()?;
+    let close = text.len() - rest.len();
     let first = text[close..]
         .split(|c: char| c.is_whitespace() || c == '(')
         .find(|w| !w.is_empty())?

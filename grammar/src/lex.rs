@@ -374,6 +374,18 @@ fn paren_group_in(escapes: bool, i: &str) -> Res<'_, &str> {
     )))
 }
 
+/// A name of one or more parts, each bare or in double quotes: `a`, `s."T"`.
+fn dotted_name(i: &str) -> Res<'_, ()> {
+    let part = |i| {
+        alt((
+            value((), quoted_body('"')),
+            value((), take_while1(is_word_char)),
+        ))
+        .parse(i)
+    };
+    value((), (part, many0((char('.'), part)))).parse(i)
+}
+
 /// One operand of a raw expression: a literal, a group, a (qualified) name or function
 /// call, with optional unary sign and `::type` casts.
 fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
@@ -406,18 +418,7 @@ fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
         value(
             (),
             (
-                alt((
-                    value((), quoted_body('"')),
-                    value((), quoted_body('`')),
-                    value((), take_while1(is_word_char)),
-                )),
-                many0((
-                    char('.'),
-                    alt((
-                        value((), quoted_body('"')),
-                        value((), take_while1(is_word_char)),
-                    )),
-                )),
+                alt((value((), quoted_body('`')), dotted_name)),
                 opt(paren_group(flavor)),
             ),
         ),
@@ -427,17 +428,7 @@ fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
         sym("::"),
         ws,
         // A type name, schema-qualified and quoted where written so.
-        alt((
-            value((), quoted_body('"')),
-            value((), take_while1(is_word_char)),
-        )),
-        many0((
-            char('.'),
-            alt((
-                value((), quoted_body('"')),
-                value((), take_while1(is_word_char)),
-            )),
-        )),
+        dotted_name,
         many0(alt((
             kw("VARYING"),
             kw("PRECISION"),

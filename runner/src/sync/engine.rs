@@ -543,21 +543,6 @@ impl Engine {
         })
     }
 
-    /// Fold a batch of changes (after watermark filtering) into the table's pending.
-    fn fold(
-        sink: &mut Sink,
-        op: Op,
-        upsert: bool,
-        before: Option<RecordBatch>,
-        after: Option<RecordBatch>,
-        keep: &[bool],
-        last: Position,
-    ) {
-        let (key, keyed) = (&sink.key, sink.keyed);
-        sink.pending
-            .fold(key, keyed, op, upsert, before, after, keep, last);
-    }
-
     /// Write a table's pending changes as files. Returns (data, deletes).
     async fn write_pending(
         &self,
@@ -1377,12 +1362,22 @@ impl Engine {
             };
             // Both images are appended as rows: no deletes.
             for x in [before, after].into_iter().flatten() {
-                Self::fold(s, Op::Insert, false, None, Some(x), &keep, last.clone());
+                s.pending.fold(
+                    &s.key,
+                    s.keyed,
+                    Op::Insert,
+                    false,
+                    None,
+                    Some(x),
+                    &keep,
+                    last.clone(),
+                );
             }
             self.rows += keep.iter().filter(|k| **k).count() as u64;
             return Ok(());
         }
-        Self::fold(s, b.op, true, before, after, &keep, last);
+        s.pending
+            .fold(&s.key, s.keyed, b.op, true, before, after, &keep, last);
         self.rows += keep.iter().filter(|k| **k).count() as u64;
         if let Some(k) = self.over_budget() {
             self.flush_table(&k).await?;
@@ -1516,8 +1511,9 @@ impl Engine {
                     }
                     let keep = vec![true; converted.num_rows()];
                     let upsert = s.had_rows;
-                    Self::fold(
-                        s,
+                    s.pending.fold(
+                        &s.key,
+                        s.keyed,
                         Op::Insert,
                         upsert,
                         None,
