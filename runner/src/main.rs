@@ -41,9 +41,12 @@ enum Command {
     /// error as `warning: FILE:LINE:COL: message` (the target cannot hold the meaning
     /// exactly; the nearest type is used), `skipped: FILE:LINE:COL: ...` (the statement
     /// or part has no meaning for the target: views, routines, session settings, table
-    /// options), and `error: FILE:LINE:COL: ...` (the statement could not be parsed or
-    /// applied; nothing is emitted for it). Every statement that can be translated is,
-    /// even when others fail.
+    /// options, data, ownership and grants, client commands such as SQL*Plus `PROMPT`,
+    /// psql `\connect` or the mysql client's `source`), and `error: FILE:LINE:COL: ...`
+    /// (the statement could not be parsed or applied; nothing is emitted for it). Every
+    /// statement that can be translated is, even when others fail. Dumps of any size
+    /// are read as they go (mariadb-dump, pg_dump, SQL*Plus scripts); a foreign key onto
+    /// a table created later is added by ALTER TABLE once that table exists.
     ///
     /// Exit status: 0 when every statement translated, 1 when any failed, 2 for usage
     /// errors (unknown dialect, unreadable file).
