@@ -656,6 +656,19 @@ impl StatementParser<'_> {
                         _ => IndexKind::Plain,
                     }
                 };
+                // regression: `USING gin` was dropped without a word.
+                if let Some(m) = ci
+                    .using
+                    .as_ref()
+                    .map(|u| u.to_string().to_ascii_uppercase())
+                {
+                    if !matches!(m.as_str(), "BTREE" | "FULLTEXT" | "SPATIAL") {
+                        self.diags.warn(format!(
+                            "index {} on {table}: access method {m} is not carried; a default (B-tree) index is created",
+                            ci.name.as_ref().map(|n| self.object_name(n).name).unwrap_or_else(|| "(unnamed)".into())
+                        ));
+                    }
+                }
                 one(C::AddIndex {
                     table,
                     index: Index {
