@@ -162,9 +162,23 @@ impl Catalog {
                         }
                         _ => Vec::new(),
                     };
-                    for t in refs {
-                        if self.resolve_table(t).is_some() {
-                            add(t);
+                    // A key column takes the type of the column it references, which
+                    // may itself reference another: the chain is read (a few levels).
+                    let mut work: Vec<(TableName, usize)> =
+                        refs.into_iter().map(|t| (t.clone(), 0)).collect();
+                    while let Some((t, depth)) = work.pop() {
+                        let Some(k) = self.resolve_table(&t) else {
+                            continue;
+                        };
+                        add(k);
+                        if depth < 4 {
+                            if let Some(tb) = self.table(k) {
+                                work.extend(
+                                    tb.foreign_keys
+                                        .iter()
+                                        .map(|f| (f.ref_table.clone(), depth + 1)),
+                                );
+                            }
                         }
                     }
                 }

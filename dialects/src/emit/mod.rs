@@ -967,6 +967,9 @@ impl Emitter {
             lines.push(self.fk_sql(cx, &t.name, fk));
         }
         for ck in &t.checks {
+            if self.mysql_check_refused(cx, t, ck) {
+                continue;
+            }
             lines.extend(self.check_sql(cx, &t.name, ck));
         }
         let ine = if if_not_exists {
@@ -1075,6 +1078,104 @@ impl Emitter {
         }
     }
 
+    /// The columns a CHECK reads (None when only the source's text is known).
+    fn check_columns(ck: &ddl_core::Check) -> Option<Vec<String>> {
+        ck.neutral
+            .as_ref()
+            .map(|e| e.columns().into_iter().map(str::to_owned).collect())
+    }
+
+    /// Columns MySQL keeps out of CHECKs: AUTO_INCREMENT columns, and columns of a
+    /// foreign key with a referential action (CASCADE, SET NULL, SET DEFAULT).
+    fn mysql_check_barred(t: &Table, col: &str) -> Option<&'static str> {
+        // An identity is AUTO_INCREMENT on MySQL once it leads a key.
+        let leads = t
+            .primary_key
+            .as_ref()
+            .is_some_and(|p| p.columns.first().map(String::as_str) == Some(col))
+            || t.indexes.iter().any(|i| {
+                i.parts
+                    .first()
+                    .is_some_and(|p| !p.expression && p.column == col)
+            });
+        if leads && t.column(col).is_some_and(|c| c.identity.is_some()) {
+            return Some("an AUTO_INCREMENT column");
+        }
+        let acted = t.foreign_keys.iter().any(|fk| {
+            fk.columns.iter().any(|c| c == col)
+                && [fk.on_delete, fk.on_update]
+                    .into_iter()
+                    .flatten()
+                    .any(|a| a.changes_rows())
+        });
+        acted.then_some("a column of a foreign key with a referential action")
+    }
+
+    /// MySQL refuses a CHECK that reads a barred column: it is left out, named.
+    fn mysql_check_refused(&self, cx: &mut EmitCtx<'_>, t: &Table, ck: &ddl_core::Check) -> bool {
+        if self.target != Dialect::MySql || cx.source == Dialect::MySql {
+            return false;
+        }
+        let Some(cols) = Self::check_columns(ck) else {
+            return false;
+        };
+        for col in cols {
+            if let Some(why) = Self::mysql_check_barred(t, &col) {
+                cx.diags.warn(format!(
+                    "{}: CHECK {}is not created: it reads {col}, {why}, which MySQL does not allow in a CHECK",
+                    t.name,
+                    ck.name.as_deref().map(|n| format!("{n} ")).unwrap_or_default()
+                ));
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Before `cols` become barred from CHECKs (AUTO_INCREMENT, a key with an
+    /// action), the CHECKs that read them are dropped, each named in a warning.
+    fn mysql_drop_checks_on(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        cols: &[String],
+        why: &str,
+        out: &mut Vec<String>,
+    ) {
+        if self.target != Dialect::MySql || cx.source == Dialect::MySql {
+            return;
+        }
+        let Some(t) = cx.after.table(table).cloned() else {
+            return;
+        };
+        let before = cx.before.table(table).cloned();
+        for ck in &t.checks {
+            let Some(cs) = Self::check_columns(ck) else {
+                continue;
+            };
+            if !cs.iter().any(|c| cols.contains(c)) {
+                continue;
+            }
+            // Already left out or dropped for another of its columns.
+            if before
+                .as_ref()
+                .is_some_and(|b| cs.iter().any(|c| Self::mysql_check_barred(b, c).is_some()))
+            {
+                continue;
+            }
+            let label = ck.name.as_deref().unwrap_or("(unnamed)");
+            cx.diags.warn(format!(
+                "{table}: CHECK {label} is dropped: it reads {}, now {why}, which MySQL does not allow in a CHECK",
+                cols.join(", ")
+            ));
+            if let Some(n) = &ck.name {
+                let tn = self.table(cx, table);
+                let n = self.ident(cx, n);
+                out.push(format!("ALTER TABLE {tn} DROP CONSTRAINT {n}"));
+            }
+        }
+    }
+
     /// Whether `col` leads a key (primary or index) of `table` in `cat`.
     fn leads_key(&self, cat: &Catalog, table: &TableName, col: &str) -> bool {
         cat.table(table).is_some_and(|t| {
@@ -1109,6 +1210,13 @@ impl Emitter {
         };
         let start = id.start;
         let tn = self.table(cx, table);
+        self.mysql_drop_checks_on(
+            cx,
+            table,
+            std::slice::from_ref(&c.name),
+            "an AUTO_INCREMENT column",
+            out,
+        );
         let def = self.column_def(cx, table, &c);
         out.push(format!("ALTER TABLE {tn} MODIFY COLUMN {def}"));
         if let Some(n) = start {
@@ -1730,11 +1838,29 @@ impl Emitter {
                         ));
                     }
                 }
+                if [foreign_key.on_delete, foreign_key.on_update]
+                    .into_iter()
+                    .flatten()
+                    .any(|a| a.changes_rows())
+                {
+                    self.mysql_drop_checks_on(
+                        cx,
+                        table,
+                        &foreign_key.columns,
+                        "a column of a foreign key with a referential action",
+                        out,
+                    );
+                }
                 let tn = self.table(cx, table);
                 let fk = self.fk_sql(cx, table, foreign_key);
                 out.push(format!("ALTER TABLE {tn} ADD {fk}"));
             }
             C::AddCheck { table, check } => {
+                if let Some(t) = cx.after.table(table).cloned() {
+                    if self.mysql_check_refused(cx, &t, check) {
+                        return;
+                    }
+                }
                 if let Some(ck) = self.check_sql(cx, table, check) {
                     let tn = self.table(cx, table);
                     out.push(format!("ALTER TABLE {tn} ADD {ck}"));
