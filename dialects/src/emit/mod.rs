@@ -228,23 +228,20 @@ impl Emitter {
                 sql
             ));
         }
-        // PostgreSQL identity columns must be smallint, integer or bigint.
-        if self.target == Dialect::Postgres && c.identity.is_some() && sql.starts_with("numeric") {
+        // Identity columns must be integers (PostgreSQL: smallint, integer or bigint;
+        // MySQL: AUTO_INCREMENT on an integer type).
+        let (decimal, big) = match self.target {
+            Dialect::Postgres => (sql.starts_with("numeric"), "bigint"),
+            Dialect::MySql => (sql.starts_with("DECIMAL"), "BIGINT"),
+            Dialect::Oracle => (false, ""),
+        };
+        if c.identity.is_some() && decimal {
             cx.diags.warn(format!(
-                "{table}.{}: identity column of {} becomes bigint (values above 2^63-1 do not fit)",
+                "{table}.{}: identity column of {} becomes {big} (values above 2^63-1 do not fit)",
                 c.name,
                 type_label(&c.data_type)
             ));
-            sql = "bigint".into();
-        }
-        // MySQL identity columns must be integers.
-        if self.target == Dialect::MySql && c.identity.is_some() && sql.starts_with("DECIMAL") {
-            cx.diags.warn(format!(
-                "{table}.{}: identity column of {} becomes BIGINT (values above 2^63-1 do not fit)",
-                c.name,
-                type_label(&c.data_type)
-            ));
-            sql = "BIGINT".into();
+            sql = big.into();
         }
         // MySQL cannot index a whole TEXT value: a key column of unbounded text becomes
         // a VARCHAR that fits InnoDB's 3072-byte key limit in utf8mb4.
