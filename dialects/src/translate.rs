@@ -962,4 +962,21 @@ mod tests {
             "{diags:#?}"
         );
     }
+
+    #[test]
+    fn hostile_strings_in_defaults_and_checks() {
+        // regression: a NUL in a default reached PostgreSQL, which refuses it.
+        let (out, diags) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE t (a varchar(5) DEFAULT 'x\\y', b text DEFAULT '\0', c varchar(3) CHECK (c <> 'it''s'));",
+        );
+        assert!(out[0].contains("DEFAULT 'xy'"), "{}", out[0]);
+        assert!(out[0].contains("CHECK (c <> 'it''s')"), "{}", out[0]);
+        assert!(!out[0].contains('\0'), "{:?}", out[0]);
+        assert!(
+            diags.iter().any(|d| d.contains("NUL character")),
+            "{diags:#?}"
+        );
+    }
 }

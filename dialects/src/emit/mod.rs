@@ -286,6 +286,16 @@ impl Emitter {
         };
         Some(match d {
             DefaultValue::Literal { value } => {
+                // PostgreSQL text cannot hold a NUL character.
+                if let (Dialect::Postgres, Literal::String(v)) = (self.target, value) {
+                    if v.contains('\0') {
+                        cx.diags.warn(format!(
+                            "{table}.{}: the default holds a NUL character, which postgres text cannot; not emitted",
+                            c.name
+                        ));
+                        return None;
+                    }
+                }
                 // A boolean default on a boolean column in PostgreSQL; numbers elsewhere.
                 if self.target == Dialect::Postgres && c.data_type == ddl_core::DataType::Boolean {
                     if let Literal::Number(n) = value {
