@@ -60,6 +60,9 @@ pub struct Translator {
     deferred: Vec<(TableName, ForeignKey)>,
     /// Domains, enum types and sequences the input defined.
     pub defs: crate::defs::Definitions,
+    /// The column keys of the table the last ADD COLUMNs widened, so the next one
+    /// finds a duplicate without scanning the table (kept while nothing else runs).
+    widened: Option<(TableName, std::collections::HashSet<String>)>,
 }
 
 impl Translator {
@@ -73,6 +76,7 @@ impl Translator {
             iceberg: IcebergPlanner::default(),
             deferred: Vec::new(),
             defs: Default::default(),
+            widened: None,
         }
     }
 
@@ -265,7 +269,7 @@ impl Translator {
             {
                 let c = c.clone();
                 o.tables = self.catalog.touched(&requests);
-                if let Err(e) = self.catalog.apply(&c) {
+                if let Err(e) = self.add_column(&c) {
                     o.diagnostics
                         .push((At::Statement, Diagnostic::error(e.to_string())));
                     return o.with(diags);
@@ -291,6 +295,7 @@ impl Translator {
                 return o.with(diags);
             }
         }
+        self.widened = None;
         // Expand and apply in order, on a copy of the tables the statement touches: a
         // statement is all or nothing, and the copy costs nothing per other table.
         let scoped = self.catalog.touched(&requests);
@@ -357,6 +362,45 @@ impl Translator {
         }
         o.changes = changes;
         o.with(diags)
+    }
+
+    /// Apply an ADD COLUMN, finding a duplicate name by the widened table's key set
+    /// (built once, then kept up to date) instead of a scan per statement.
+    fn add_column(&mut self, c: &SchemaChange) -> Result<(), ddl_core::CatalogError> {
+        let SchemaChange::AddColumn { table, column, .. } = c else {
+            return self.catalog.apply(c);
+        };
+        let Some(key) = self.catalog.resolve_table(table).cloned() else {
+            return self.catalog.apply(c);
+        };
+        let width = self
+            .catalog
+            .table(&key)
+            .map(|t| t.columns.len())
+            .unwrap_or(0);
+        let fresh = matches!(&self.widened, Some((k, set)) if *k == key && set.len() == width);
+        if !fresh {
+            let set = self
+                .catalog
+                .table(&key)
+                .map(|t| {
+                    t.columns
+                        .iter()
+                        .map(|c| self.catalog.column_key(&c.name))
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.widened = Some((key.clone(), set));
+        }
+        let name = self.catalog.column_key(&column.name);
+        let (_, set) = self.widened.as_mut().expect("set above");
+        if set.contains(&name) {
+            // The catalog says why, as for any other statement.
+            return self.catalog.apply(c);
+        }
+        self.catalog.add_new_column(c)?;
+        set.insert(name);
+        Ok(())
     }
 
     /// The changes to emit now: foreign keys onto tables that do not exist yet (a dump
@@ -978,5 +1022,21 @@ mod tests {
             diags.iter().any(|d| d.contains("NUL character")),
             "{diags:#?}"
         );
+    }
+
+    #[test]
+    fn many_added_columns_still_refuse_a_duplicate() {
+        let mut text = String::from("CREATE TABLE t (id int PRIMARY KEY);\n");
+        for i in 0..50 {
+            text.push_str(&format!("ALTER TABLE t ADD COLUMN c{i} int;\n"));
+        }
+        // MySQL column names ignore case: C7 is c7.
+        text.push_str("ALTER TABLE t ADD COLUMN C7 int;\nALTER TABLE t DROP COLUMN c8;\nALTER TABLE t ADD COLUMN c8 int;\nALTER TABLE t ADD COLUMN c8 int;\n");
+        let mut tr = Translator::new(Dialect::MySql, Target::Sql(Dialect::Postgres));
+        let rs = tr.translate(&text);
+        let failed: Vec<usize> = rs.iter().filter(|r| r.failed()).map(|r| r.line).collect();
+        assert_eq!(failed, [52, 55]);
+        let t = tr.catalog.table(&TableName::new(None, "t")).unwrap();
+        assert_eq!(t.columns.len(), 51);
     }
 }
