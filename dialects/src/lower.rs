@@ -333,7 +333,7 @@ impl<'a> Lowerer<'a> {
                     ref_table: self.ref_table_name(table, ref_table),
                     ref_columns: if ref_columns.is_empty() {
                         // `REFERENCES t` alone means t's primary key.
-                        self.primary_key_of(&self.ref_table_name(table, ref_table), table)
+                        self.primary_key_of(&self.ref_table_name(table, ref_table))
                     } else {
                         ref_columns.iter().map(|c| self.name(c)).collect()
                     },
@@ -353,9 +353,9 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// The primary key columns of `t` (`this` when a table refers to itself before its
-    /// key is known: empty then, and the catalog fills it in).
-    fn primary_key_of(&self, t: &TableName, _this: &TableName) -> Vec<String> {
+    /// The primary key columns of `t`, when the catalog knows them (empty otherwise:
+    /// a table referring to itself before its key exists; the catalog completes it).
+    fn primary_key_of(&self, t: &TableName) -> Vec<String> {
         self.catalog
             .resolve_table(t)
             .and_then(|k| self.catalog.table(k))

@@ -222,11 +222,6 @@ impl<'a> Splitter<'a> {
         &self.delimiter
     }
 
-    /// Bytes of the input read so far: everything before is split.
-    pub fn position(&self) -> usize {
-        self.i
-    }
-
     /// Whether the last statement returned ran into the end of the input, so more
     /// input could still change it.
     pub fn open_end(&self) -> bool {
