@@ -310,3 +310,76 @@ impl DdlLog {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(pos: &str, status: Status) -> Entry {
+        Entry::new(
+            pos.into(),
+            "ALTER TABLE t ADD c int",
+            vec!["s.t".into()],
+            status,
+            None,
+        )
+    }
+
+    #[test]
+    fn entries_are_numbered_kept_durably_and_recorded_once() {
+        let d = tempfile::tempdir().unwrap();
+        let mut log = DdlLog::load(d.path()).unwrap();
+        assert!(log.entries.is_empty());
+        let a = log
+            .add(entry("binlog.000001:100", Status::Pending))
+            .unwrap();
+        log.set(a, Status::Executed, None).unwrap();
+        // A DDL a source delivers again (a replay after a restart) is not added twice.
+        log.record_once(entry("binlog.000001:100", Status::Pending))
+            .unwrap();
+        log.record_once(entry("binlog.000001:200", Status::Skipped))
+            .unwrap();
+        let again = DdlLog::load(d.path()).unwrap();
+        let seen: Vec<(u64, Status)> = again.entries.iter().map(|e| (e.seq, e.status)).collect();
+        assert_eq!(seen, [(1, Status::Executed), (2, Status::Skipped)]);
+        assert_eq!(again.find("binlog.000001:200"), Some(1));
+        assert_eq!(again.find("binlog.000001:999"), None);
+    }
+
+    #[test]
+    fn only_a_parked_entry_can_be_resolved_and_the_request_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let mut log = DdlLog::load(d.path()).unwrap();
+        log.add(entry("p:1", Status::Executed)).unwrap();
+        let parked = log.add(entry("p:2", Status::Parked)).unwrap();
+        assert_eq!(log.parked_tables().into_iter().collect::<Vec<_>>(), ["s.t"]);
+        let e = DdlLog::request_resolution(d.path(), 1, false).unwrap_err();
+        assert!(e.contains("executed, not parked"), "{e}");
+        assert!(DdlLog::request_resolution(d.path(), 9, false)
+            .unwrap_err()
+            .contains("no DDL log entry 9"));
+        DdlLog::request_resolution(d.path(), 2, true).unwrap();
+        assert_eq!(log.resolutions(), [(2, true)]);
+        log.set(parked, Status::Resolved, None).unwrap();
+        log.clear_resolution(2);
+        assert!(log.resolutions().is_empty());
+        assert!(log.parked_tables().is_empty());
+    }
+
+    #[test]
+    fn held_statements_of_a_checkpoint_replace_those_of_a_newer_one() {
+        let d = tempfile::tempdir().unwrap();
+        let log = DdlLog::load(d.path()).unwrap();
+        log.hold("s.t", 3, vec!["a".into()]).unwrap();
+        log.hold("s.t", 4, vec!["b".into(), "c".into()]).unwrap();
+        // Checkpoint 4 written again after a crash: what it held before is replaced.
+        log.hold("s.t", 4, vec!["d".into()]).unwrap();
+        assert_eq!(
+            log.held("s.t").unwrap(),
+            [(3, "a".to_owned()), (4, "d".to_owned())]
+        );
+        log.drop_held("s.t").unwrap();
+        assert!(log.held("s.t").unwrap().is_empty());
+        log.drop_held("s.t").unwrap();
+    }
+}
