@@ -276,20 +276,15 @@ impl Translator {
                 }
                 let changes = vec![c];
                 if emit {
-                    o.output = match self.target {
-                        Target::Sql(d) => {
-                            let mut cx = EmitCtx {
-                                source: self.source,
-                                before: &self.catalog,
-                                after: &self.catalog,
-                                diags: &mut diags,
-                            };
-                            let mut out = Emitter::new(d).emit(&changes, &mut cx);
-                            out.extend(self.release_deferred(d, false, &mut diags));
-                            out
-                        }
-                        _ => vec![serde_json::to_string_pretty(&changes).expect("IR serialises")],
-                    };
+                    o.output = render(
+                        self.source,
+                        self.target,
+                        &changes,
+                        &self.catalog,
+                        &self.catalog,
+                        &mut diags,
+                    );
+                    self.release_into(&mut o, &mut diags);
                 }
                 o.changes = changes;
                 return o.with(diags);
@@ -338,30 +333,32 @@ impl Translator {
                 }
             }
         } else if emit {
-            o.output = match self.target {
-                Target::Sql(d) => {
-                    let emitted = self.defer_forward_keys(&changes);
-                    let mut cx = EmitCtx {
-                        source: self.source,
-                        before: &before,
-                        after: &after,
-                        diags: &mut diags,
-                    };
-                    Emitter::new(d).emit(emitted.as_deref().unwrap_or(&changes), &mut cx)
-                }
-                Target::Ir | Target::Iceberg => {
-                    vec![serde_json::to_string_pretty(&changes).expect("IR serialises")]
-                }
+            let emitted = match self.target {
+                Target::Sql(_) => self.defer_forward_keys(&changes),
+                _ => None,
             };
+            o.output = render(
+                self.source,
+                self.target,
+                emitted.as_deref().unwrap_or(&changes),
+                &before,
+                &after,
+                &mut diags,
+            );
         }
         self.catalog.absorb(&scoped, after);
         if emit {
-            if let Target::Sql(d) = self.target {
-                o.output.extend(self.release_deferred(d, false, &mut diags));
-            }
+            self.release_into(&mut o, &mut diags);
         }
         o.changes = changes;
         o.with(diags)
+    }
+
+    /// Held-back foreign keys whose tables exist now follow the statement's output.
+    fn release_into(&mut self, o: &mut Outcome, diags: &mut Diagnostics) {
+        if let Target::Sql(d) = self.target {
+            o.output.extend(self.release_deferred(d, false, diags));
+        }
     }
 
     /// Apply an ADD COLUMN, finding a duplicate name by the widened table's key set
@@ -599,6 +596,31 @@ impl Outcome {
         self.diagnostics
             .extend(diags.take().into_iter().map(|d| (At::Statement, d)));
         self
+    }
+}
+
+/// A statement's changes in the target: SQL, or the IR as JSON.
+fn render(
+    source: Dialect,
+    target: Target,
+    changes: &[SchemaChange],
+    before: &Catalog,
+    after: &Catalog,
+    diags: &mut Diagnostics,
+) -> Vec<String> {
+    match target {
+        Target::Sql(d) => {
+            let mut cx = EmitCtx {
+                source,
+                before,
+                after,
+                diags,
+            };
+            Emitter::new(d).emit(changes, &mut cx)
+        }
+        Target::Ir | Target::Iceberg => {
+            vec![serde_json::to_string_pretty(changes).expect("IR serialises")]
+        }
     }
 }
 

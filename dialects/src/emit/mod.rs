@@ -163,7 +163,7 @@ impl Emitter {
     /// key, when that table is known (following chains of keys a few levels).
     fn referenced_type(
         &self,
-        cx: &mut EmitCtx<'_>,
+        cx: &EmitCtx<'_>,
         table: &TableName,
         column: &str,
         depth: usize,
@@ -188,13 +188,38 @@ impl Emitter {
         if let Some(up) = self.referenced_type(cx, &pname, &ref_col, depth + 1) {
             return Some(up);
         }
+        Some(self.own_type_quiet(cx, cx.after, &pname, &pcol))
+    }
+
+    /// A column's own target type as seen in catalog `after`, asked without reporting
+    /// the losses its mapping has (they are reported where the column is emitted).
+    fn own_type_quiet(
+        &self,
+        cx: &EmitCtx<'_>,
+        after: &Catalog,
+        table: &TableName,
+        c: &Column,
+    ) -> String {
+        let mut sink = Diagnostics::default();
+        let mut quiet = EmitCtx {
+            source: cx.source,
+            before: cx.before,
+            after,
+            diags: &mut sink,
+        };
+        self.own_type_sql(&mut quiet, table, c)
+    }
+
+    /// [`Self::type_sql`], asked without reporting.
+    fn type_quiet(&self, cx: &EmitCtx<'_>, table: &TableName, c: &Column) -> String {
+        let mut sink = Diagnostics::default();
         let mut quiet = EmitCtx {
             source: cx.source,
             before: cx.before,
             after: cx.after,
-            diags: &mut Diagnostics::default(),
+            diags: &mut sink,
         };
-        Some(self.own_type_sql(&mut quiet, &pname, &pcol))
+        self.type_sql(&mut quiet, table, c)
     }
 
     /// Whether `column` is part of `table`'s primary key or a unique key.
@@ -602,13 +627,7 @@ impl Emitter {
                     && cx.source != Dialect::MySql
                 {
                     if let Some(c) = self.after_column(cx, table, &p.column) {
-                        let mut quiet = EmitCtx {
-                            source: cx.source,
-                            before: cx.before,
-                            after: cx.after,
-                            diags: &mut Diagnostics::default(),
-                        };
-                        let ty = self.type_sql(&mut quiet, table, &c);
+                        let ty = self.type_quiet(cx, table, &c);
                         if ty.ends_with("TEXT") || ty.ends_with("BLOB") {
                             cx.diags.skip(format!(
                                 "{table}: index {} covers the first 255 characters of {} ({ty} is indexed by a prefix in MySQL)",
@@ -1056,21 +1075,8 @@ impl Emitter {
             let Some(c) = self.after_column(cx, table, col) else {
                 continue;
             };
-            let mut quiet = Diagnostics::default();
-            let mut before_cx = EmitCtx {
-                source: cx.source,
-                before: cx.before,
-                after: cx.before,
-                diags: &mut quiet,
-            };
-            let was = self.own_type_sql(&mut before_cx, table, &c);
-            let mut after_cx = EmitCtx {
-                source: cx.source,
-                before: cx.before,
-                after: cx.after,
-                diags: &mut quiet,
-            };
-            let now = self.own_type_sql(&mut after_cx, table, &c);
+            let was = self.own_type_quiet(cx, cx.before, table, &c);
+            let now = self.own_type_quiet(cx, cx.after, table, &c);
             if !same_type_sql(&was, &now) && cx.before.table(table).is_some() {
                 out.extend(self.emit(
                     &[SchemaChange::AlterColumnType {
@@ -1825,14 +1831,8 @@ impl Emitter {
                     let Some(c) = self.after_column(cx, table, col) else {
                         continue;
                     };
-                    let mut quiet = EmitCtx {
-                        source: cx.source,
-                        before: cx.before,
-                        after: cx.after,
-                        diags: &mut Diagnostics::default(),
-                    };
-                    let own = self.own_type_sql(&mut quiet, table, &c);
-                    let parent = self.referenced_type(&mut quiet, table, col, 0);
+                    let own = self.own_type_quiet(cx, cx.after, table, &c);
+                    let parent = self.referenced_type(cx, table, col, 0);
                     if parent.is_some_and(|p| !same_type_sql(&p, &own)) {
                         out.extend(self.emit(
                             &[C::AlterColumnType {
