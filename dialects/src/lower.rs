@@ -331,12 +331,9 @@ impl<'a> Lowerer<'a> {
                     name: name.as_ref().map(|n| self.name(n)),
                     columns: columns.iter().map(|c| self.name(c)).collect(),
                     ref_table: self.ref_table_name(table, ref_table),
-                    ref_columns: if ref_columns.is_empty() {
-                        // `REFERENCES t` alone means t's primary key.
-                        self.primary_key_of(&self.ref_table_name(table, ref_table))
-                    } else {
-                        ref_columns.iter().map(|c| self.name(c)).collect()
-                    },
+                    // `REFERENCES t` alone (no columns) means t's primary key: the
+                    // catalog fills it in (`Catalog::expand`).
+                    ref_columns: ref_columns.iter().map(|c| self.name(c)).collect(),
                     on_delete: *on_delete,
                     on_update: *on_update,
                 },
@@ -351,17 +348,6 @@ impl<'a> Lowerer<'a> {
                 },
             }),
         }
-    }
-
-    /// The primary key columns of `t`, when the catalog knows them (empty otherwise:
-    /// a table referring to itself before its key exists; the catalog completes it).
-    fn primary_key_of(&self, t: &TableName) -> Vec<String> {
-        self.catalog
-            .resolve_table(t)
-            .and_then(|k| self.catalog.table(k))
-            .and_then(|t| t.primary_key.as_ref())
-            .map(|pk| pk.columns.clone())
-            .unwrap_or_default()
     }
 
     /// CREATE TABLE: one CreateTable change carrying the whole table.
