@@ -1061,4 +1061,23 @@ mod tests {
         let t = tr.catalog.table(&TableName::new(None, "t")).unwrap();
         assert_eq!(t.columns.len(), 51);
     }
+
+    #[test]
+    fn mysql_zero_dates_are_not_defaults_elsewhere() {
+        // regression (mariadb-dump of MariaDB's own `mysql` database): PostgreSQL
+        // refused `DEFAULT '0000-00-00 00:00:00'` and the table was lost.
+        let text = "CREATE TABLE e (id int PRIMARY KEY, modified timestamp NOT NULL DEFAULT '0000-00-00 00:00:00', d date NOT NULL DEFAULT '0000-00-00', ok datetime DEFAULT '2020-01-02 03:04:05');";
+        for target in [Dialect::Postgres, Dialect::Oracle] {
+            let (out, diags) = sql(Dialect::MySql, target, text);
+            assert!(!out[0].contains("0000-00-00"), "{}", out[0]);
+            assert!(out[0].contains("2020-01-02 03:04:05"), "{}", out[0]);
+            assert_eq!(
+                diags.iter().filter(|d| d.contains("zero date")).count(),
+                2,
+                "{diags:#?}"
+            );
+        }
+        let (out, _) = sql(Dialect::MySql, Dialect::MySql, text);
+        assert!(out[0].contains("'0000-00-00 00:00:00'"), "{}", out[0]);
+    }
 }

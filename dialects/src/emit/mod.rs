@@ -311,6 +311,16 @@ impl Emitter {
         };
         Some(match d {
             DefaultValue::Literal { value } => {
+                // MySQL's zero date has no equivalent elsewhere.
+                if let (true, Literal::String(v)) = (self.target != Dialect::MySql, value) {
+                    if v.starts_with("0000-00-00") {
+                        cx.diags.warn(format!(
+                            "{table}.{}: the default is MySQL's zero date `{v}`, which {} has no value for; not emitted",
+                            c.name, self.target
+                        ));
+                        return None;
+                    }
+                }
                 // PostgreSQL text cannot hold a NUL character.
                 if let (Dialect::Postgres, Literal::String(v)) = (self.target, value) {
                     if v.contains('\0') {
