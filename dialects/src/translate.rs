@@ -1080,4 +1080,18 @@ mod tests {
         let (out, _) = sql(Dialect::MySql, Dialect::MySql, text);
         assert!(out[0].contains("'0000-00-00 00:00:00'"), "{}", out[0]);
     }
+
+    #[test]
+    fn a_domain_named_like_a_type_word() {
+        // regression (PostgreSQL's own information_schema.sql): a column of domain
+        // `character_data` lost its table.
+        let (out, diags) = sql(
+            Dialect::Postgres,
+            Dialect::MySql,
+            "CREATE DOMAIN character_data AS character varying COLLATE \"C\";\n\
+             CREATE TABLE sql_features (feature_id character_data, comments character_data);",
+        );
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        assert!(out[0].contains("feature_id LONGTEXT"), "{}", out[0]);
+    }
 }

@@ -616,7 +616,6 @@ fn pg_type(i: &str) -> Res<'_, TypeSpec> {
             }
             .into(),
         )),
-        "CHARACTER_DATA" => fail(i),
         _ if w.starts_with('"') => other(&w, i),
         _ => {
             // Any other named type (inet, xml, tsvector, a user's domain or enum type),
