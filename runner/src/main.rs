@@ -394,48 +394,67 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
     let Some(rt) = runtime() else {
         return ExitCode::from(1);
     };
-    let engine_metrics_port = job.pipeline.metrics_port;
-    let job_name = job.pipeline.name.clone();
-    if job.sink.kind != "iceberg" {
-        return rt.block_on(sync_rdb(job, until_end));
+    if job.sink.kind == "iceberg" {
+        rt.block_on(async move {
+            match runner::sync::engine::Engine::open(job.clone()).await {
+                Ok(sink) => run_pipeline(&job, sink, until_end).await,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        })
+    } else {
+        rt.block_on(async move {
+            match runner::sync::rdb::RdbEngine::open(job.clone()).await {
+                Ok(sink) => run_pipeline(&job, sink, until_end).await,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        })
     }
-    rt.block_on(async move {
-        let started = std::time::Instant::now();
-        let mut engine = match runner::sync::engine::Engine::open(job).await {
-            Ok(e) => e,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
-            }
-        };
-        if let Some(port) = engine_metrics_port {
-            if let Err(e) =
-                runner::sync::metrics::serve(port, job_name.clone(), engine.metrics.clone()).await
-            {
-                eprintln!("error: metrics endpoint on 127.0.0.1:{port}: {e}");
-                return ExitCode::from(1);
-            }
-            tracing::info!("metrics on http://127.0.0.1:{port}/metrics");
+}
+
+/// The job's source joined to `sink`, with the metrics endpoint and SIGTERM.
+#[cfg(feature = "sync")]
+async fn run_pipeline<S: runner::sync::pipeline::Sink>(
+    job: &runner::sync::job::SyncJob,
+    sink: S,
+    until_end: bool,
+) -> ExitCode {
+    let started = std::time::Instant::now();
+    let mut p = runner::sync::pipeline::Pipeline::new(job, sink);
+    if let Some(port) = job.pipeline.metrics_port {
+        let name = job.pipeline.name.clone();
+        if let Err(e) = runner::sync::metrics::serve(port, name, p.metrics.clone()).await {
+            eprintln!("error: metrics endpoint on 127.0.0.1:{port}: {e}");
+            return ExitCode::from(1);
         }
-        // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
-        tokio::spawn(stop_on_signal(engine.stop.clone()));
-        match engine.run(until_end).await {
-            Ok(()) => {
-                eprintln!(
-                    "done: {} row change(s), {} commit(s) in {:.1} s",
-                    engine.rows,
-                    engine.commits,
-                    started.elapsed().as_secs_f64()
-                );
-                ExitCode::from(0)
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                eprintln!("the job stopped; run it again to recover from its last checkpoint");
-                ExitCode::from(1)
-            }
+        tracing::info!("metrics on http://127.0.0.1:{port}/metrics");
+    }
+    // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
+    tokio::spawn(stop_on_signal(p.stop.clone()));
+    let res = p.run(until_end).await;
+    let st = runner::sync::pipeline::Sink::status(&p.sink);
+    match res {
+        Ok(()) => {
+            eprintln!(
+                "done: {} row change(s), {} DDL, {} commit(s) in {:.1} s",
+                st.rows,
+                st.ddls,
+                st.commits,
+                started.elapsed().as_secs_f64()
+            );
+            ExitCode::from(0)
         }
-    })
+        Err(e) => {
+            eprintln!("error: {e}");
+            eprintln!("the job stopped; run it again to resume from its last checkpoint");
+            ExitCode::from(1)
+        }
+    }
 }
 
 #[cfg(feature = "sync")]
@@ -458,36 +477,6 @@ async fn stop_on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
     }
     tracing::info!("stopping: committing what was read");
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
-}
-
-#[cfg(feature = "sync")]
-async fn sync_rdb(job: runner::sync::job::SyncJob, until_end: bool) -> ExitCode {
-    let started = std::time::Instant::now();
-    let mut engine = match runner::sync::rdb::RdbEngine::open(job).await {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    tokio::spawn(stop_on_signal(engine.stop.clone()));
-    match engine.run(until_end).await {
-        Ok(()) => {
-            eprintln!(
-                "done: {} row change(s), {} DDL, {} commit(s) in {:.1} s",
-                engine.rows,
-                engine.ddls,
-                engine.commits,
-                started.elapsed().as_secs_f64()
-            );
-            ExitCode::from(0)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            eprintln!("the job stopped; run it again to resume from the target's last checkpoint");
-            ExitCode::from(1)
-        }
-    }
 }
 
 #[cfg(feature = "sync")]

@@ -129,9 +129,12 @@ async fn main() {
         );
         let job = runner::sync::job::parse(&yaml, |_| None).expect("bench job");
         let t0 = Instant::now();
-        let mut engine = runner::sync::rdb::RdbEngine::open(job).await.unwrap();
-        engine.run(true).await.unwrap();
-        lakeshift.push((t0.elapsed().as_secs_f64(), engine.commits, client));
+        let engine = runner::sync::rdb::RdbEngine::open(job.clone())
+            .await
+            .unwrap();
+        let mut p = runner::sync::pipeline::Pipeline::new(&job, engine);
+        p.run(true).await.unwrap();
+        lakeshift.push((t0.elapsed().as_secs_f64(), p.sink.commits, client));
     }
     let lakeshift_s = lakeshift[0].0;
 

@@ -14,6 +14,7 @@ use runner::source::history::SchemaHistory;
 use runner::source::position::Position;
 use runner::source::run::{run, RunOptions};
 use runner::source::SourceEvent;
+use runner::sync::pipeline::Pipeline;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
@@ -198,12 +199,15 @@ async fn lakeshift_sync(
     );
     let job = runner::sync::job::parse(&yaml, |_| None).unwrap();
     let t0 = Instant::now();
-    let mut engine = runner::sync::engine::Engine::open(job).await.unwrap();
-    engine.run(true).await.unwrap();
+    let engine = runner::sync::engine::Engine::open(job.clone())
+        .await
+        .unwrap();
+    let mut p = Pipeline::new(&job, engine);
+    p.run(true).await.unwrap();
     (
-        engine.rows,
+        p.sink.rows,
         t0.elapsed().as_secs_f64(),
-        engine.ddl_stalls.clone(),
+        p.sink.ddl_stalls.clone(),
     )
 }
 
@@ -227,9 +231,12 @@ async fn many_tables(db: &MariaDb) -> (u64, f64) {
     );
     let job = runner::sync::job::parse(&yaml, |_| None).unwrap();
     let t0 = Instant::now();
-    let mut engine = runner::sync::engine::Engine::open(job).await.unwrap();
-    engine.run(true).await.unwrap();
-    (engine.rows, t0.elapsed().as_secs_f64())
+    let engine = runner::sync::engine::Engine::open(job.clone())
+        .await
+        .unwrap();
+    let mut p = Pipeline::new(&job, engine);
+    p.run(true).await.unwrap();
+    (p.sink.rows, t0.elapsed().as_secs_f64())
 }
 
 async fn lakeshift_snapshot(db: &MariaDb) -> (u64, f64) {

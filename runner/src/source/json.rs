@@ -105,19 +105,24 @@ pub fn lines(e: &SourceEvent) -> Vec<String> {
                 .to_string()
             })
             .collect(),
-        SourceEvent::Offset {
-            topic,
-            partition,
-            next,
-            position,
-        } => vec![json!({
-            "type": "offset",
-            "topic": topic,
-            "partition": partition,
-            "next": next,
-            "position": position.to_string(),
-        })
-        .to_string()],
+        SourceEvent::Message(m) => {
+            let mut out: Vec<String> = m
+                .rows
+                .iter()
+                .flat_map(|b| lines(&SourceEvent::Rows(b.clone())))
+                .collect();
+            out.push(
+                json!({
+                    "type": "offset",
+                    "topic": m.topic,
+                    "partition": m.partition,
+                    "next": m.next,
+                    "position": m.position.to_string(),
+                })
+                .to_string(),
+            );
+            out
+        }
         SourceEvent::Rebalanced => vec![json!({"type": "rebalanced"}).to_string()],
         SourceEvent::SnapshotDone {
             position,

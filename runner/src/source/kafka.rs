@@ -183,7 +183,48 @@ struct Ddl {
 }
 
 /// What the engine reports back: offsets the sink committed (set as the group's).
-pub type Committed = Vec<(String, i32, i64)>;
+pub type Committed = super::Acknowledged;
+
+/// Debezium-format topics as a [`super::Source`]: the group's offsets follow what the
+/// sink acknowledges.
+pub struct KafkaSource {
+    config: Arc<super::config::Source>,
+    acks: Option<mpsc::UnboundedSender<Committed>>,
+}
+
+impl KafkaSource {
+    pub fn new(config: Arc<super::config::Source>) -> Self {
+        KafkaSource { config, acks: None }
+    }
+}
+
+impl super::Source for KafkaSource {
+    fn name(&self) -> &'static str {
+        "kafka"
+    }
+
+    fn start(
+        &mut self,
+        _from: super::Resume,
+        stop_at_end: bool,
+        tx: mpsc::Sender<SourceEvent>,
+    ) -> tokio::task::JoinHandle<Result<(), SourceError>> {
+        // Offsets are each sink's own (read per partition as it is first seen).
+        let (ack, acks) = mpsc::unbounded_channel();
+        self.acks = Some(ack);
+        tokio::spawn(run(self.config.clone(), acks, tx, stop_at_end))
+    }
+
+    fn by_offsets(&self) -> bool {
+        true
+    }
+
+    fn acknowledge(&mut self, done: Committed) {
+        if let Some(a) = &self.acks {
+            let _ = a.send(done);
+        }
+    }
+}
 
 fn kerr(e: KafkaError) -> SourceError {
     SourceError::Connect(format!("kafka: {e}"))
@@ -432,7 +473,7 @@ pub async fn run(
         let Some(bytes) = m.payload() else {
             // A tombstone (after a delete): nothing to apply; its offset still counts.
             let position = Position::new("kafka", 0);
-            if !deliver(&tx, None, topic, partition, next, position).await {
+            if !deliver(&tx, None, Vec::new(), (topic, partition, next), position).await {
                 return Ok(());
             }
             continue;
@@ -519,7 +560,15 @@ pub async fn run(
                     after: history.table(&db, &table).cloned().into_iter().collect(),
                 };
                 delivered += 1;
-                if !deliver(&tx, Some(ev), topic, partition, next, position).await {
+                if !deliver(
+                    &tx,
+                    Some(ev),
+                    Vec::new(),
+                    (topic, partition, next),
+                    position,
+                )
+                .await
+                {
                     return Ok(());
                 }
                 continue;
@@ -555,20 +604,19 @@ pub async fn run(
             }]),
         };
         delivered += 1;
-        let rows = Some(SourceEvent::Rows(batch));
-        if !deliver(&tx, rows, topic, partition, next, position).await {
+        if !deliver(&tx, None, vec![batch], (topic, partition, next), position).await {
             return Ok(());
         }
     }
 }
 
-/// Send a message's event (if any) and then where it ends; false: the engine is gone.
+/// Send a message whole: the change event it carries, if any (a truncate), then its
+/// rows with where it ends; false: the engine is gone.
 async fn deliver(
     tx: &mpsc::Sender<SourceEvent>,
     event: Option<SourceEvent>,
-    topic: String,
-    partition: i32,
-    next: i64,
+    rows: Vec<RowBatch>,
+    (topic, partition, next): (String, i32, i64),
     position: Position,
 ) -> bool {
     if let Some(e) = event {
@@ -576,13 +624,14 @@ async fn deliver(
             return false;
         }
     }
-    let end = SourceEvent::Offset {
+    let m = super::Message {
+        rows,
         topic,
         partition,
         next,
         position,
     };
-    tx.send(end).await.is_ok()
+    tx.send(SourceEvent::Message(m)).await.is_ok()
 }
 
 /// Read the schema-change topic up to its end as of now into the DDL queue.

@@ -114,14 +114,9 @@ pub enum SourceEvent {
         /// The binlog point the snapshot continues from (what a resume passes back).
         position: Position,
     },
-    /// Kafka: the message whose rows came just before ends here: `next` is the
-    /// partition's offset after it; `position` its source position.
-    Offset {
-        topic: String,
-        partition: i32,
-        next: i64,
-        position: Position,
-    },
+    /// Kafka: one message, whole: its rows (none for a tombstone, a skipped message
+    /// or one whose change came as a `Schema` event just before), and where it ends.
+    Message(Message),
     /// Kafka: the consumer group reassigned partitions (offsets must be re-read).
     Rebalanced,
     /// The snapshot is complete: the binlog continues from `position`.
@@ -130,6 +125,80 @@ pub enum SourceEvent {
         tables: usize,
         rows: u64,
     },
+}
+
+/// A Kafka message's rows with the offset after it: the unit a sink applies or skips
+/// (it holds the offset already) and commits with the partition's new offset.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub rows: Vec<RowBatch>,
+    pub topic: String,
+    pub partition: i32,
+    /// The partition's offset after this message.
+    pub next: i64,
+    /// The message's source position.
+    pub position: Position,
+}
+
+impl Message {
+    /// `topic/partition`, as sinks key offsets.
+    pub fn part(&self) -> String {
+        format!("{}/{}", self.topic, self.partition)
+    }
+}
+
+/// Where a source starts: a stored position, or an interrupted snapshot to continue
+/// (neither: the job's startup mode).
+#[derive(Debug, Clone, Default)]
+pub struct Resume {
+    pub position: Option<Position>,
+    pub snapshot: Option<snapshot::SnapshotResume>,
+}
+
+/// Offsets a sink committed durably, per (topic, partition): the next offset.
+pub type Acknowledged = Vec<(String, i32, i64)>;
+
+/// A change source: started at a resume point, it delivers [`SourceEvent`]s in
+/// source order into a channel until it ends (`stop_at_end`), fails, or the channel
+/// is closed; it is told what the sink committed. A new source is a new file with
+/// an implementation of this trait and an arm in [`open`].
+pub trait Source: Send {
+    /// What the job's progress lines call it.
+    fn name(&self) -> &'static str;
+
+    /// Start reading in a task of its own.
+    fn start(
+        &mut self,
+        from: Resume,
+        stop_at_end: bool,
+        tx: tokio::sync::mpsc::Sender<SourceEvent>,
+    ) -> tokio::task::JoinHandle<Result<(), SourceError>>;
+
+    /// Whether sinks keep the resume point as per-partition offsets (Kafka) rather
+    /// than as one source position.
+    fn by_offsets(&self) -> bool {
+        false
+    }
+
+    /// Positions the sink committed durably (Kafka: the group's offsets follow).
+    fn acknowledge(&mut self, _done: Acknowledged) {}
+
+    /// How far the source's end is ahead of `at`, in bytes, if it can tell.
+    fn lag_bytes<'a>(
+        &'a mut self,
+        _at: &'a Position,
+    ) -> futures::future::BoxFuture<'a, Option<i64>> {
+        Box::pin(async { None })
+    }
+}
+
+/// The source a job's `source` section names.
+pub fn open(config: Arc<config::Source>, state_dir: std::path::PathBuf) -> Box<dyn Source> {
+    if config.kafka.is_some() {
+        Box::new(kafka::KafkaSource::new(config))
+    } else {
+        Box::new(run::BinlogSource::new(config, state_dir))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +226,30 @@ pub enum SourceError {
 }
 
 impl SourceError {
+    /// Whether a reconnect can fix it (the connection was lost, not refused for a
+    /// reason that stays).
+    pub fn transient(&self) -> bool {
+        match self {
+            SourceError::Connect(_) => true,
+            SourceError::Protocol(m) | SourceError::Sql(m) => {
+                let m = m.to_ascii_lowercase();
+                [
+                    "connection",
+                    "broken pipe",
+                    "reset",
+                    "eof",
+                    "io error",
+                    "shutdown",
+                    "unexpected end",
+                    "server has gone away",
+                ]
+                .iter()
+                .any(|k| m.contains(k))
+            }
+            _ => false,
+        }
+    }
+
     pub fn sql(e: mysql_async::Error) -> Self {
         SourceError::Sql(e.to_string())
     }

@@ -55,6 +55,67 @@ fn save_captured(
     .map_err(|e| SourceError::Schema(format!("{}: {e}", dir.display())))
 }
 
+/// The MySQL/MariaDB binlog (after a snapshot, per the startup mode) as a
+/// [`super::Source`]; its schema history lives in `state_dir`.
+pub struct BinlogSource {
+    config: Arc<Source>,
+    state_dir: PathBuf,
+    /// A connection for the lag figure, kept between progress lines.
+    monitor: Option<mysql_async::Conn>,
+}
+
+impl BinlogSource {
+    pub fn new(config: Arc<Source>, state_dir: PathBuf) -> Self {
+        BinlogSource {
+            config,
+            state_dir,
+            monitor: None,
+        }
+    }
+}
+
+impl super::Source for BinlogSource {
+    fn name(&self) -> &'static str {
+        "binlog"
+    }
+
+    fn start(
+        &mut self,
+        from: super::Resume,
+        stop_at_end: bool,
+        tx: mpsc::Sender<SourceEvent>,
+    ) -> tokio::task::JoinHandle<Result<(), SourceError>> {
+        let opts = RunOptions {
+            state_dir: Some(self.state_dir.clone()),
+            resume: from.position.filter(|_| from.snapshot.is_none()),
+            by_gtid: false,
+            stop_at_end,
+            snapshot_resume: from.snapshot,
+        };
+        tokio::spawn(run(self.config.clone(), opts, tx))
+    }
+
+    fn lag_bytes<'a>(
+        &'a mut self,
+        at: &'a Position,
+    ) -> futures::future::BoxFuture<'a, Option<i64>> {
+        Box::pin(async move {
+            if self.monitor.is_none() {
+                self.monitor = mysql_async::Conn::new(self.config.opts()).await.ok();
+            }
+            let c = self.monitor.as_mut()?;
+            match snapshot::current_position(c).await {
+                Ok(end) if end.file == at.file => Some(end.offset.saturating_sub(at.offset) as i64),
+                Ok(_) => None,
+                Err(_) => {
+                    self.monitor = None;
+                    None
+                }
+            }
+        })
+    }
+}
+
 /// Run the source until the receiver is dropped, the binlog ends (`stop_at_end`), or
 /// an error.
 pub async fn run(

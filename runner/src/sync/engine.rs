@@ -19,6 +19,7 @@
 
 use super::convert::{key_bytes, to_iceberg};
 use super::ddllog::{DdlLog, Entry, Status};
+use super::error::SyncError;
 use super::fold::Pending;
 use super::held::{HeldBatch, HeldItem, HeldStore, KafkaAt};
 use super::job::SyncJob;
@@ -27,9 +28,8 @@ use crate::iceberg::catalog::{display, ident};
 use crate::iceberg::commit::{Change, SnapshotChange};
 use crate::iceberg::{convert as iconv, files, Catalog, CatalogConfig, Committer, LoadedTable};
 use crate::source::position::Position;
-use crate::source::run::{run, RunOptions};
 use crate::source::snapshot::SnapshotResume;
-use crate::source::{Op, SourceEvent};
+use crate::source::Op;
 use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 use dialects::iceberg::IcebergPlanner;
@@ -38,8 +38,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use std::time::Instant;
 
 pub const JOB: &str = "lakeshift.job";
 pub const CHECKPOINT: &str = "lakeshift.checkpoint-id";
@@ -117,24 +116,12 @@ pub struct Engine {
     last_checkpoint: Instant,
     pub rows: u64,
     pub commits: u64,
-    /// Set to stop after committing what was read (SIGTERM, Ctrl-C).
-    pub stop: Arc<std::sync::atomic::AtomicBool>,
-    pub metrics: Arc<super::metrics::Metrics>,
-    progress_clock: super::metrics::ProgressClock,
     /// (DDL position, tables, ms the barrier and schema change took).
     pub ddl_stalls: Vec<(String, usize, f64)>,
-    /// The table being snapshotted: (name, rows read, estimated rows).
-    snapshot_progress: Option<(String, u64, u64)>,
-    /// A connection to the source for the lag figure.
-    monitor: Option<mysql_async::Conn>,
-    /// A Kafka source: offsets per partition, kept in each table's snapshot summary.
-    kafka: bool,
     /// Kafka: each partition's next offset as its table holds it (None: not yet).
     floors: HashMap<String, Option<i64>>,
-    /// Kafka: rows of the message whose offset has not come yet.
-    held_rows: Vec<crate::source::RowBatch>,
-    /// Kafka: committed offsets, back to the reader (the group's offsets).
-    to_source: Option<mpsc::UnboundedSender<crate::source::kafka::Committed>>,
+    /// Kafka: offsets committed since the pipeline last asked.
+    acks: crate::source::Acknowledged,
     /// Tables parked behind a DDL (`ddl-error-policy: park`): their changes are held.
     parked: BTreeSet<(String, String)>,
     /// Held changes of parked tables read since the last checkpoint.
@@ -176,7 +163,6 @@ impl Engine {
             ..Default::default()
         });
         let planner = IcebergPlanner::new(job.iceberg_options());
-        let job_kafka = job.source.kafka.is_some();
         // Held changes of checkpoints the state never reached come again from the
         // source; parked tables are those of parked DDL (and DDL queued behind it).
         let held_store = HeldStore::new(&state_dir);
@@ -210,16 +196,9 @@ impl Engine {
             last_checkpoint: Instant::now(),
             rows: 0,
             commits: 0,
-            stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            metrics: super::metrics::Metrics::new(),
-            progress_clock: Default::default(),
             ddl_stalls: Vec::new(),
-            snapshot_progress: None,
-            monitor: None,
-            kafka: job_kafka,
             floors: HashMap::new(),
-            held_rows: Vec::new(),
-            to_source: None,
+            acks: Vec::new(),
             parked,
             held: BTreeMap::new(),
             held_store,
@@ -673,17 +652,11 @@ impl Engine {
         sink.table = table;
         sink.watermark = wm;
         let done = std::mem::replace(&mut sink.pending, Pending::new()).offsets;
-        if !done.is_empty() {
-            let mut back = Vec::new();
-            for (part, o) in done {
-                if let Some((t, p)) = part.rsplit_once('/') {
-                    back.push((t.to_owned(), p.parse().unwrap_or(0), o));
-                }
-                self.floors.insert(part, Some(o));
+        for (part, o) in done {
+            if let Some((t, p)) = part.rsplit_once('/') {
+                self.acks.push((t.to_owned(), p.parse().unwrap_or(0), o));
             }
-            if let Some(s) = &self.to_source {
-                let _ = s.send(back);
-            }
+            self.floors.insert(part, Some(o));
         }
     }
 
@@ -774,15 +747,10 @@ impl Engine {
             }
         }
         self.last_checkpoint = Instant::now();
-        use std::sync::atomic::Ordering::Relaxed;
-        self.metrics.checkpoint.store(n, Relaxed);
-        self.metrics
-            .checkpoint_at_ms
-            .store(super::metrics::now_ms(), Relaxed);
-        self.metrics.commits.store(self.commits, Relaxed);
-        self.metrics
-            .commit_micros
-            .fetch_add(t0.elapsed().as_micros() as u64, Relaxed);
+        tracing::debug!(
+            "checkpoint {n} in {:.1} ms",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
         Ok(())
     }
 
@@ -897,51 +865,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Every `progress-seconds`: rows/s, lag, last checkpoint, on standard error and
-    /// in the metrics.
-    async fn progress(&mut self) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.metrics.rows.store(self.rows, Relaxed);
-        let every = self.job.pipeline.progress_seconds;
-        let Some(rate) = self.progress_clock.due(every, self.rows) else {
-            return;
-        };
-        // Lag in bytes: the server's binlog end against the job's position, on one
-        // monitoring connection kept between progress lines.
-        let mut lag = -1i64;
-        if self.monitor.is_none() && !self.kafka {
-            self.monitor = mysql_async::Conn::new(self.job.source.opts()).await.ok();
-        }
-        if let (Some(c), Some(p)) = (self.monitor.as_mut(), self.state.position.as_ref()) {
-            match crate::source::snapshot::current_position(c).await {
-                Ok(end) if end.file == p.file => lag = end.offset.saturating_sub(p.offset) as i64,
-                Ok(_) => {}
-                Err(_) => self.monitor = None,
-            }
-        }
-        self.metrics.lag_bytes.store(lag, Relaxed);
-        if let Some((t, done, est)) = &self.snapshot_progress {
-            tracing::info!("progress: snapshot of {t}: {done} of ~{est} rows");
-        }
-        tracing::info!(
-            "progress: {} row changes ({rate:.0}/s), checkpoint {} ({:.1} s ago), position {}, lag {}",
-            self.rows,
-            self.state.checkpoint,
-            self.last_checkpoint.elapsed().as_secs_f64(),
-            self.state.position.as_ref().map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
-            if lag < 0 { "unknown".to_owned() } else { format!("{lag} bytes") }
-        );
-    }
-
-    fn stopping(&self) -> bool {
-        self.stop.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    fn interval(&self) -> Duration {
-        Duration::from_secs_f64(self.job.pipeline.checkpoint_interval_seconds)
-    }
-
-    fn over_budget(&self) -> Option<(String, String)> {
+    /// The table with the most pending bytes, when all of them pass the budget.
+    fn largest_over_budget(&self) -> Option<(String, String)> {
         let budget = self.job.pipeline.memory_budget_mib as usize * 1024 * 1024;
         let total: usize = self.sinks.values().map(|s| s.pending.bytes).sum();
         if total < budget {
@@ -1239,85 +1164,6 @@ impl Engine {
         }
     }
 
-    /// Run until the source ends (`until_end`) or fails. A lost connection to the
-    /// source (server restarted, network) is retried from the last transaction
-    /// boundary, with what was read so far committed first (watermarks keep the
-    /// re-read exact).
-    pub async fn run(&mut self, until_end: bool) -> Result<(), String> {
-        let recovered = self.recover().await?;
-        if recovered > 0 {
-            tracing::info!(
-                "recovered {recovered} table commit(s) of checkpoint {}",
-                self.state.checkpoint
-            );
-        }
-        let mut snap: Option<SnapshotResume> = self.state.snapshot.clone();
-        // Parked DDL released while the job was stopped: replayed before anything else.
-        if snap.is_none() && self.resolutions_waiting() {
-            let p = self.state.position.clone();
-            self.checkpoint(p, None).await?;
-        }
-        let mut retries = 0u32;
-        loop {
-            let (tx, mut rx) = mpsc::channel(32);
-            let opts = RunOptions {
-                state_dir: Some(self.state_dir.join("source")),
-                resume: self.state.position.clone().filter(|_| snap.is_none()),
-                by_gtid: false,
-                stop_at_end: until_end,
-                snapshot_resume: snap.clone(),
-            };
-            let src = Arc::new(self.job.source.clone());
-            let task = if self.kafka {
-                let (ctx, crx) = mpsc::unbounded_channel();
-                self.to_source = Some(ctx);
-                self.floors.clear();
-                tokio::spawn(crate::source::kafka::run(src, crx, tx, until_end))
-            } else {
-                tokio::spawn(run(src, opts, tx))
-            };
-            let rows_before = self.rows;
-            let res = self.consume(&mut rx, &mut snap).await;
-            drop(rx);
-            let src_res = task.await.map_err(|e| e.to_string())?;
-            res?;
-            if self.stopping() {
-                break;
-            }
-            match src_res {
-                Ok(()) => break,
-                Err(e) if transient(&e) && retries < 60 => {
-                    if self.rows > rows_before {
-                        retries = 0;
-                    }
-                    retries += 1;
-                    tracing::warn!(
-                        "source connection lost ({e}); retrying from {} (attempt {retries})",
-                        self.state
-                            .position
-                            .as_ref()
-                            .map(|p| p.to_string())
-                            .unwrap_or_else(|| "the start".into())
-                    );
-                    let pos = self.state.position.clone();
-                    self.held_rows.clear();
-                    if self.sinks.values().any(|s| !s.pending.is_empty()) {
-                        self.checkpoint(pos, snap.clone()).await?;
-                    }
-                    tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8))))
-                        .await;
-                }
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        // Everything read is committed (or held) before a clean stop.
-        let pos = self.state.position.clone();
-        if self.sinks.values().any(|s| !s.pending.is_empty()) || !self.held.is_empty() {
-            self.checkpoint(pos, None).await?;
-        }
-        Ok(())
-    }
-
     /// Fold one batch of row changes into its table's pending changes.
     async fn apply_rows(&mut self, b: crate::source::RowBatch) -> Result<(), String> {
         let table = b.table.clone();
@@ -1379,7 +1225,7 @@ impl Engine {
         s.pending
             .fold(&s.key, s.keyed, b.op, true, before, after, &keep, last);
         self.rows += keep.iter().filter(|k| **k).count() as u64;
-        if let Some(k) = self.over_budget() {
+        if let Some(k) = self.largest_over_budget() {
             self.flush_table(&k).await?;
         }
         Ok(())
@@ -1431,218 +1277,147 @@ impl Engine {
         }
         Ok(())
     }
+}
 
-    async fn consume(
-        &mut self,
-        rx: &mut mpsc::Receiver<SourceEvent>,
-        snap: &mut Option<SnapshotResume>,
-    ) -> Result<(), String> {
-        let mut boundary: Option<Position> = None;
-        // Whether the last event ended a transaction (a checkpoint may be taken).
-        let mut at_boundary = false;
-        loop {
-            if self.stopping() {
-                break;
-            }
-            self.progress().await;
-            let wait = self.interval().min(Duration::from_millis(250));
-            let e = match tokio::time::timeout(wait, rx.recv()).await {
-                Ok(Some(e)) => e,
-                Ok(None) => break,
-                Err(_) => {
-                    // Quiet source: commit what is pending at the last boundary.
-                    if self.last_checkpoint.elapsed() >= self.interval()
-                        && at_boundary
-                        && snap.is_none()
-                        && (self.sinks.values().any(|s| !s.pending.is_empty())
-                            || !self.held.is_empty()
-                            || self.resolutions_waiting())
-                    {
-                        let pos = self.state.position.clone();
-                        self.checkpoint(pos, None).await?;
-                    }
-                    continue;
-                }
-            };
-            if let SourceEvent::Commit { at, .. } = &e {
-                // Lag: how far the source's commit time is behind now.
-                let lag = super::metrics::now_ms() / 1000 - i64::from(*at);
-                self.metrics
-                    .lag_seconds
-                    .store(lag.max(0), std::sync::atomic::Ordering::Relaxed);
-            }
-            at_boundary = matches!(
-                e,
-                SourceEvent::Commit { .. }
-                    | SourceEvent::Heartbeat { .. }
-                    | SourceEvent::SnapshotDone { .. }
-                    | SourceEvent::Offset { .. }
-                    | SourceEvent::Rebalanced
+impl super::pipeline::Sink for Engine {
+    async fn prepare(&mut self) -> Result<crate::source::Resume, SyncError> {
+        let recovered = self.recover().await?;
+        if recovered > 0 {
+            tracing::info!(
+                "recovered {recovered} table commit(s) of checkpoint {}",
+                self.state.checkpoint
             );
-            match e {
-                SourceEvent::SnapshotRows {
-                    table,
-                    rows,
-                    cursor,
-                    position,
-                    done,
-                    estimate,
-                } => {
-                    self.snapshot_progress =
-                        Some((format!("{}.{}", table.db, table.name), done, estimate));
-                    if rows.num_rows() == 0 {
-                        continue;
-                    }
-                    let name = format!("{}.{}", table.db, table.name);
-                    let routed = self.job.router.route(&table.db, &table.name);
-                    if self
-                        .parked
-                        .contains(&(ns_of(&routed.db), routed.table.clone()))
-                    {
-                        return Err(format!(
-                            "{name} is parked behind a DDL and cannot be snapshotted: resolve it first (`lakeshift ddl-log`)"
-                        ));
-                    }
-                    let rows = rename_batch(&rows, &routed)?;
-                    let s = self.sink(&table, &position).await?;
-                    let mut converted = to_iceberg(&name, &rows, &s.arrow)?;
-                    if s.changelog {
-                        converted = snapshot_changelog_columns(converted, &position)?;
-                    }
-                    let keep = vec![true; converted.num_rows()];
-                    let upsert = s.had_rows;
-                    s.pending.fold(
-                        &s.key,
-                        s.keyed,
-                        Op::Insert,
-                        upsert,
-                        None,
-                        Some(converted),
-                        &keep,
-                        position.clone(),
-                    );
-                    self.rows += keep.len() as u64;
-                    let sr = snap.get_or_insert_with(|| SnapshotResume {
-                        position: position.clone(),
-                        done: Vec::new(),
-                        cursor: None,
-                    });
-                    if let Some(c) = &sr.cursor {
-                        if (c.db.clone(), c.table.clone()) != (table.db.clone(), table.name.clone())
-                        {
-                            let k = (c.db.clone(), c.table.clone());
-                            if !sr.done.contains(&k) {
-                                sr.done.push(k);
-                            }
-                        }
-                    }
-                    sr.cursor = cursor;
-                    if self.last_checkpoint.elapsed() >= self.interval()
-                        || self.over_budget().is_some()
-                    {
-                        let s = snap.clone();
-                        self.checkpoint(None, s).await?;
-                        failpoint("mid-snapshot");
-                    }
-                }
-                SourceEvent::SnapshotDone { position, .. } => {
-                    *snap = None;
-                    self.snapshot_progress = None;
-                    self.checkpoint(Some(position), None).await?;
-                }
-                SourceEvent::Rows(b) if self.kafka => self.held_rows.push(b),
-                SourceEvent::Rows(b) => self.apply_rows(b).await?,
-                SourceEvent::Offset {
-                    topic,
-                    partition,
-                    next,
-                    position,
-                } => {
-                    let rows = std::mem::take(&mut self.held_rows);
-                    self.apply_message(rows, format!("{topic}/{partition}"), next, position)
-                        .await?;
-                    if self.last_checkpoint.elapsed() >= self.interval() {
-                        self.checkpoint(None, None).await?;
-                    }
-                }
-                SourceEvent::Rebalanced => {
-                    if self.sinks.values().any(|s| !s.pending.is_empty()) {
-                        self.checkpoint(None, None).await?;
-                    }
-                    self.floors.clear();
-                }
-                SourceEvent::Schema {
-                    position,
-                    ddl,
-                    changes,
-                    notes,
-                    tables,
-                    ..
-                } if crate::source::unparsed_reason(&changes, &notes).is_some() => {
-                    // A DDL the source could not parse (ddl-error-policy: skip).
-                    let touched: Vec<(String, String)> = tables
-                        .iter()
-                        .map(|t| match t.split_once('.') {
-                            Some((d, n)) => (d.to_owned(), n.to_owned()),
-                            None => (String::new(), t.clone()),
-                        })
-                        .collect();
-                    let why = crate::source::unparsed_reason(&changes, &notes).map(str::to_owned);
-                    self.ddl_logged(
-                        &position,
-                        &ddl,
-                        &touched,
-                        Vec::new(),
-                        super::ddllog::Status::Skipped,
-                        why,
-                    )?;
-                }
-                SourceEvent::Schema {
-                    position,
-                    changes,
-                    after,
-                    ddl,
-                    ..
-                } => {
-                    // A barrier that cannot complete stops the job with a clear error.
-                    let limit = (self.interval()
-                        * self.job.pipeline.barrier_timeout_intervals.max(1))
-                    .max(Duration::from_secs(5));
-                    match tokio::time::timeout(limit, self.ddl(&position, &changes, &after, &ddl)).await {
-                        Ok(r) => r?,
-                        Err(_) => {
-                            return Err(format!(
-                                "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
-                                limit.as_secs_f64(),
-                                changes.iter().filter_map(|c| c.table().map(|t| t.to_string())).collect::<Vec<_>>()
-                            ))
-                        }
-                    }
-                }
-                SourceEvent::RowsRemoved {
-                    position,
-                    db,
-                    table,
-                    ddl,
-                    ..
-                } => {
-                    return Err(format!(
-                        "{db}.{table} lost rows without row events at {position} ({ddl}); the Iceberg table cannot follow: re-snapshot it (drop it and restart the job)"
-                    ));
-                }
-                SourceEvent::Commit { position, .. } | SourceEvent::Heartbeat { position } => {
-                    boundary = Some(position.clone());
-                    self.state.position = Some(position.clone());
-                    if self.last_checkpoint.elapsed() >= self.interval() {
-                        self.checkpoint(Some(position), None).await?;
-                    }
-                }
-            }
         }
-        if let Some(b) = boundary {
-            self.state.position = Some(b);
+        Ok(crate::source::Resume {
+            position: self.state.position.clone(),
+            snapshot: self.state.snapshot.clone(),
+        })
+    }
+
+    fn resolutions_waiting(&self) -> bool {
+        Engine::resolutions_waiting(self)
+    }
+
+    async fn rows(
+        &mut self,
+        b: crate::source::RowBatch,
+        _snapshotting: bool,
+    ) -> Result<(), SyncError> {
+        Ok(self.apply_rows(b).await?)
+    }
+
+    async fn message(&mut self, m: crate::source::Message) -> Result<(), SyncError> {
+        let part = m.part();
+        Ok(self.apply_message(m.rows, part, m.next, m.position).await?)
+    }
+
+    async fn snapshot_rows(
+        &mut self,
+        table: &Arc<crate::source::decode::SourceTable>,
+        rows: RecordBatch,
+        position: &Position,
+    ) -> Result<(), SyncError> {
+        if rows.num_rows() == 0 {
+            return Ok(());
+        }
+        let name = format!("{}.{}", table.db, table.name);
+        let routed = self.job.router.route(&table.db, &table.name);
+        if self
+            .parked
+            .contains(&(ns_of(&routed.db), routed.table.clone()))
+        {
+            return Err(format!(
+                "{name} is parked behind a DDL and cannot be snapshotted: resolve it first (`lakeshift ddl-log`)"
+            )
+            .into());
+        }
+        let rows = rename_batch(&rows, &routed)?;
+        let s = self.sink(table, position).await?;
+        let mut converted = to_iceberg(&name, &rows, &s.arrow)?;
+        if s.changelog {
+            converted = snapshot_changelog_columns(converted, position)?;
+        }
+        let keep = vec![true; converted.num_rows()];
+        let upsert = s.had_rows;
+        s.pending.fold(
+            &s.key,
+            s.keyed,
+            Op::Insert,
+            upsert,
+            None,
+            Some(converted),
+            &keep,
+            position.clone(),
+        );
+        self.rows += keep.len() as u64;
+        Ok(())
+    }
+
+    async fn schema(&mut self, d: super::pipeline::Ddl<'_>) -> Result<(), SyncError> {
+        Ok(self.ddl(d.position, d.changes, d.after, d.sql).await?)
+    }
+
+    fn skipped(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        tables: Vec<String>,
+        why: Option<String>,
+    ) -> Result<(), SyncError> {
+        let touched: Vec<(String, String)> = tables.iter().map(|t| table_key(t)).collect();
+        Ok(self.ddl_logged(position, sql, &touched, Vec::new(), Status::Skipped, why)?)
+    }
+
+    async fn checkpoint(
+        &mut self,
+        at: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), SyncError> {
+        Ok(Engine::checkpoint(self, at, snapshot).await?)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.sinks.values().any(|s| !s.pending.is_empty()) || !self.held.is_empty()
+    }
+
+    fn over_budget(&self) -> bool {
+        self.largest_over_budget().is_some()
+    }
+
+    /// The table with the most pending changes commits them now (its watermark keeps
+    /// a re-read exact).
+    async fn relieve(
+        &mut self,
+        _read_to: Option<Position>,
+        _snapshotting: bool,
+    ) -> Result<(), SyncError> {
+        if let Some(k) = self.largest_over_budget() {
+            self.flush_table(&k).await?;
         }
         Ok(())
+    }
+
+    fn source_restarted(&mut self) {
+        self.floors.clear();
+    }
+
+    fn take_acks(&mut self) -> crate::source::Acknowledged {
+        std::mem::take(&mut self.acks)
+    }
+
+    fn last_checkpoint(&self) -> Instant {
+        self.last_checkpoint
+    }
+
+    fn status(&self) -> super::pipeline::SinkStatus {
+        super::pipeline::SinkStatus {
+            rows: self.rows,
+            commits: self.commits,
+            ddls: self.ddl_stalls.len() as u64,
+            checkpoint: self.state.checkpoint,
+            position: self.state.position.clone(),
+            partitions: self.floors.len(),
+        }
     }
 }
 
@@ -1693,30 +1468,6 @@ fn snapshot_changelog_columns(r: RecordBatch, at: &Position) -> Result<RecordBat
         }
     }
     RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())
-}
-
-/// Errors a reconnect can fix.
-pub(crate) fn transient(e: &crate::source::SourceError) -> bool {
-    use crate::source::SourceError as E;
-    match e {
-        E::Connect(_) => true,
-        E::Protocol(m) | E::Sql(m) => {
-            let m = m.to_ascii_lowercase();
-            [
-                "connection",
-                "broken pipe",
-                "reset",
-                "eof",
-                "io error",
-                "shutdown",
-                "unexpected end",
-                "server has gone away",
-            ]
-            .iter()
-            .any(|k| m.contains(k))
-        }
-        _ => false,
-    }
 }
 
 fn is_replay(e: &str) -> bool {

@@ -4,11 +4,13 @@
 pub mod convert;
 pub mod ddllog;
 pub mod engine;
+pub mod error;
 pub mod fk;
 pub mod fold;
 pub mod held;
 pub mod job;
 pub mod metrics;
+pub mod pipeline;
 pub mod rdb;
 pub mod route;
 pub mod status;

@@ -24,12 +24,12 @@ pub mod render;
 pub mod target;
 
 use super::ddllog::{DdlLog, Entry, Status};
+use super::error::{ErrorKind, SyncError};
 use super::job::{DdlErrorPolicy, ForeignKeys, SyncJob};
 use super::route::{rename_batch, Routed};
 use crate::source::position::Position;
-use crate::source::run::{run, RunOptions};
 use crate::source::snapshot::SnapshotResume;
-use crate::source::{Op, SourceEvent};
+use crate::source::Op;
 use arrow_array::RecordBatch;
 use ddl_core::{Catalog, SchemaChange, Table, TableName};
 use dialects::emit::{EmitCtx, Emitter};
@@ -40,7 +40,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use target::Target;
-use tokio::sync::mpsc;
 
 use crate::failpoint::hit as failpoint;
 
@@ -95,8 +94,6 @@ pub struct RdbEngine {
     pub rows: u64,
     pub commits: u64,
     pub ddls: u64,
-    pub stop: Arc<std::sync::atomic::AtomicBool>,
-    progress_clock: crate::sync::metrics::ProgressClock,
     /// A Kafka source: offsets instead of a source position.
     kafka: bool,
     /// Kafka: each partition's next offset as the target holds it (None: not yet
@@ -104,10 +101,8 @@ pub struct RdbEngine {
     floors: HashMap<(String, i32), Option<i64>>,
     /// Kafka: the next offset of each partition after this checkpoint's messages.
     offsets: BTreeMap<(String, i32), i64>,
-    /// Kafka: rows of the message whose offset has not come yet.
-    held_rows: Vec<crate::source::RowBatch>,
-    /// Kafka: committed offsets, back to the reader (the group's offsets).
-    to_source: Option<mpsc::UnboundedSender<crate::source::kafka::Committed>>,
+    /// Kafka: offsets committed since the pipeline last asked.
+    acks: crate::source::Acknowledged,
     /// PostgreSQL with `foreign-keys: keep`: foreign keys waiting for their tables.
     fk_queue: Vec<(TableName, ddl_core::ForeignKey)>,
     /// Bytes of rendered pending changes (checked against `memory-budget-mib`).
@@ -182,13 +177,10 @@ impl RdbEngine {
             rows: 0,
             commits: 0,
             ddls: 0,
-            stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            progress_clock: Default::default(),
             kafka: job.source.kafka.is_some(),
             floors: HashMap::new(),
             offsets: BTreeMap::new(),
-            held_rows: Vec::new(),
-            to_source: None,
+            acks: Vec::new(),
             fk_queue: Vec::new(),
             pending_bytes: 0,
             read_to: None,
@@ -719,42 +711,21 @@ impl RdbEngine {
         Ok((out, notes))
     }
 
-    /// Every `progress-seconds`: rows, checkpoint and position on standard error.
-    fn progress(&mut self) {
-        let every = self.job.pipeline.progress_seconds;
-        let Some(rate) = self.progress_clock.due(every, self.rows) else {
-            return;
-        };
-        tracing::info!(
-            "progress: {} row changes ({rate:.0}/s), {} DDL, checkpoint {} ({:.1} s ago){}",
-            self.rows,
-            self.ddls,
-            self.checkpoint,
-            self.last_checkpoint.elapsed().as_secs_f64(),
-            match (&self.position, self.kafka) {
-                (_, true) => format!(", {} partition(s)", self.floors.len()),
-                (Some(p), _) => format!(", position {p}"),
-                (None, _) => String::new(),
-            }
-        );
-    }
-
     /// Pending changes past `memory-budget-mib`: commit them now (inside a source
     /// transaction if need be; the position records how far into it).
     fn over_budget(&self) -> bool {
         self.pending_bytes >= self.job.pipeline.memory_budget_mib as usize * 1024 * 1024
     }
 
-    fn stopping(&self) -> bool {
-        self.stop.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    fn interval(&self) -> Duration {
-        Duration::from_secs_f64(self.job.pipeline.checkpoint_interval_seconds)
+    /// Whether a delete in this table runs a foreign key's ON DELETE action.
+    fn acts_on_delete(&self, b: &crate::source::RowBatch) -> bool {
+        let r = self.job.router.route(&b.table.db, &b.table.name);
+        self.fk_actions
+            .contains_key(&(r.db.clone(), r.table.clone()))
     }
 
     /// Fold a batch of row changes into the table's pending changes.
-    async fn rows(
+    async fn fold_rows(
         &mut self,
         table: &crate::source::decode::SourceTable,
         op: Op,
@@ -941,23 +912,23 @@ impl RdbEngine {
         stmts: &[String],
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let n = self.checkpoint + 1;
         let position = position.or(self.position.clone());
         let begin = match self.dialect {
             Dialect::Postgres => "BEGIN",
             _ => "START TRANSACTION",
         };
-        self.target.exec(begin).await.map_err(|e| e.to_string())?;
+        self.target.exec(begin).await?;
         let res = async {
             for (i, s) in stmts.iter().enumerate() {
                 if i == 1 {
                     failpoint("inside-target-transaction");
                 }
-                self.target
-                    .exec(s)
-                    .await
-                    .map_err(|e| format!("checkpoint {n}: {e}\n  statement: {}", clip(s)))?;
+                self.target.exec(s).await.map_err(|e| {
+                    SyncError::from(e).context(format_args!("checkpoint {n}"))
+                        .with_statement(&clip(s))
+                })?;
             }
             if self.kafka {
                 return self.move_offsets(n).await;
@@ -966,13 +937,13 @@ impl RdbEngine {
                 .target
                 .exec(&self.state_update(n, &position, &snapshot))
                 .await
-                .map_err(|e| format!("checkpoint {n}: state table: {e}"))?;
+                .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: state table")))?;
             if moved != 1 {
-                return Err(format!(
+                return Err(SyncError::fenced(format!(
                     "checkpoint {n}: the target's state for job `{}` is no longer at checkpoint {}: another process advanced it; this one stops",
                     self.job.pipeline.name,
                     n - 1
-                ));
+                )));
             }
             Ok(())
         }
@@ -984,18 +955,12 @@ impl RdbEngine {
         self.target
             .exec("COMMIT")
             .await
-            .map_err(|e| format!("checkpoint {n}: commit: {e}"))?;
+            .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: commit")))?;
         failpoint("after-target-commit");
         if self.kafka {
-            let done: Vec<(String, i32, i64)> = std::mem::take(&mut self.offsets)
-                .into_iter()
-                .map(|((t, p), o)| {
-                    self.floors.insert((t.clone(), p), Some(o));
-                    (t, p, o)
-                })
-                .collect();
-            if let Some(s) = &self.to_source {
-                let _ = s.send(done);
+            for ((t, p), o) in std::mem::take(&mut self.offsets) {
+                self.floors.insert((t.clone(), p), Some(o));
+                self.acks.push((t, p, o));
             }
         }
         self.checkpoint = n;
@@ -1033,7 +998,7 @@ impl RdbEngine {
 
     /// Kafka: move each partition's offset in the target, asserting the previous one
     /// (another consumer that took the partition over fences this one off).
-    async fn move_offsets(&mut self, n: u64) -> Result<(), String> {
+    async fn move_offsets(&mut self, n: u64) -> Result<(), SyncError> {
         let job = self.lit(&self.job.pipeline.name);
         for ((t, p), next) in self.offsets.clone() {
             let topic = self.lit(&t);
@@ -1046,12 +1011,12 @@ impl RdbEngine {
                 ),
             };
             let moved = self.target.exec(&sql).await.map_err(|e| {
-                format!("checkpoint {n}: offsets of {t}/{p}: {e} (another consumer of the group may own the partition now)")
+                SyncError::fenced(format!("checkpoint {n}: offsets of {t}/{p}: {e} (another consumer of the group may own the partition now)"))
             })?;
             if moved != 1 {
-                return Err(format!(
+                return Err(SyncError::fenced(format!(
                     "checkpoint {n}: partition {t}/{p} is no longer at the offset this consumer read from: another consumer of the group took it over; this one stops"
-                ));
+                )));
             }
         }
         Ok(())
@@ -1135,13 +1100,13 @@ impl RdbEngine {
                 .await
             {
                 Ok(()) => break,
-                Err(e) if !rewrite && unique_violation(&e) => {
+                Err(e) if !rewrite && e.kind == ErrorKind::UniqueViolation => {
                     // Unique values moved between rows inside the checkpoint: the
                     // same changes again, every changed key deleted first.
                     tracing::info!("checkpoint {n}: {e}; applying it again with every changed key deleted first");
                     rewrite = true;
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.message),
             }
         }
         for i in released {
@@ -1397,7 +1362,9 @@ impl RdbEngine {
         if self.position.as_ref().is_some_and(|p| p >= position) {
             return Ok(());
         }
-        self.commit(&[], Some(position.clone()), None).await
+        self.commit(&[], Some(position.clone()), None)
+            .await
+            .map_err(|e| e.message)
     }
 
     /// Run (or reconcile) the DDL of log entry `i`.
@@ -1428,7 +1395,7 @@ impl RdbEngine {
             stmts.push(mark);
             let r = self.commit(&stmts, Some(position.clone()), None).await;
             failpoint("after-ddl");
-            r
+            r.map_err(|e| e.message)
         } else {
             let mut r = Ok(());
             let start = self.log.entries[i].done;
@@ -1443,7 +1410,7 @@ impl RdbEngine {
                         self.log.entries[i].done = j + 1;
                         self.log.store()?;
                     }
-                    Err(e) if replay && applied_error(&e.message) => {
+                    Err(e) if replay && e.already_applied() => {
                         self.log.entries[i].done = j + 1;
                         self.log.store()?;
                     }
@@ -1455,7 +1422,7 @@ impl RdbEngine {
             }
             if r.is_ok() {
                 if let Err(e) = self.target.exec(&mark).await {
-                    if !applied_error(&e.message) && !e.message.contains("Duplicate entry") {
+                    if !e.already_applied() && !e.unique_violation() {
                         r = Err(e.to_string());
                     }
                 }
@@ -1570,296 +1537,154 @@ impl RdbEngine {
             }
         }
     }
+}
 
-    /// Run until the source ends (`until_end`) or fails.
-    pub async fn run(&mut self, until_end: bool) -> Result<(), String> {
-        // Parked DDL released while the job was stopped: applied before anything else.
-        if !self.log.resolutions().is_empty() && self.snapshot.is_none() {
-            let p = self.position.clone();
-            self.checkpoint(p, None).await?;
+impl crate::sync::pipeline::Sink for RdbEngine {
+    async fn prepare(&mut self) -> Result<crate::source::Resume, SyncError> {
+        Ok(crate::source::Resume {
+            position: self.position.clone(),
+            snapshot: self.snapshot.clone(),
+        })
+    }
+
+    fn resolutions_waiting(&self) -> bool {
+        !self.log.resolutions().is_empty()
+    }
+
+    async fn rows(
+        &mut self,
+        b: crate::source::RowBatch,
+        snapshotting: bool,
+    ) -> Result<(), SyncError> {
+        if b.op == Op::Delete
+            && !self.pending.is_empty()
+            && !snapshotting
+            && self.acts_on_delete(&b)
+        {
+            // Everything before this delete commits first.
+            let mut before = b.position_after(0);
+            before.ordinal = before.ordinal.saturating_sub(1);
+            self.checkpoint(Some(before), None).await?;
         }
-        let mut retries = 0u32;
-        loop {
-            let (tx, mut rx) = mpsc::channel(32);
-            let snap = self.snapshot.clone();
-            let opts = RunOptions {
-                state_dir: Some(self.state_dir.join("source")),
-                resume: self.position.clone().filter(|_| snap.is_none()),
-                by_gtid: false,
-                stop_at_end: until_end,
-                snapshot_resume: snap,
-            };
-            let src = Arc::new(self.job.source.clone());
-            let task = if self.kafka {
-                let (ctx, crx) = mpsc::unbounded_channel();
-                self.to_source = Some(ctx);
-                self.floors.clear();
-                tokio::spawn(crate::source::kafka::run(src, crx, tx, until_end))
-            } else {
-                tokio::spawn(run(src, opts, tx))
-            };
-            let rows_before = self.rows;
-            let res = self.consume(&mut rx).await;
-            drop(rx);
-            let src_res = task.await.map_err(|e| e.to_string())?;
-            res?;
-            if self.stopping() {
-                break;
-            }
-            match src_res {
-                Ok(()) => break,
-                Err(e) if super::engine::transient(&e) && retries < 60 => {
-                    if self.rows > rows_before {
-                        retries = 0;
-                    }
-                    retries += 1;
-                    tracing::warn!("source connection lost ({e}); retrying (attempt {retries})");
-                    self.pending.clear();
-                    self.offsets.clear();
-                    self.held_rows.clear();
-                    tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8))))
-                        .await;
-                }
-                Err(e) => return Err(e.to_string()),
-            }
-        }
+        self.fold_rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
+            .await?;
+        self.read_to = Some(b.position_after(b.num_rows() - 1));
         Ok(())
     }
 
-    async fn consume(&mut self, rx: &mut mpsc::Receiver<SourceEvent>) -> Result<(), String> {
-        let mut boundary: Option<Position> = None;
-        let mut snap = self.snapshot.clone();
-        // Whether the last event ended a transaction (pending rows may be committed).
-        let mut at_boundary = false;
-        loop {
-            if self.stopping() {
-                break;
-            }
-            self.progress();
-            let e = match tokio::time::timeout(Duration::from_millis(250), rx.recv()).await {
-                Ok(Some(e)) => e,
-                Ok(None) => break,
-                Err(_) => {
-                    let due = self.last_checkpoint.elapsed() >= self.interval();
-                    if due && at_boundary && self.kafka && !self.offsets.is_empty() {
-                        self.checkpoint(None, None).await?;
-                    } else if due
-                        && at_boundary
-                        && snap.is_none()
-                        && (!self.pending.is_empty() || !self.log.resolutions().is_empty())
-                    {
-                        if let Some(b) = boundary.clone() {
-                            self.checkpoint(Some(b), None).await?;
-                        } else if self.pending.is_empty() {
-                            let p = self.position.clone();
-                            self.checkpoint(p, None).await?;
-                        }
-                    }
-                    continue;
-                }
-            };
-            at_boundary = matches!(
-                e,
-                SourceEvent::Commit { .. }
-                    | SourceEvent::Heartbeat { .. }
-                    | SourceEvent::SnapshotDone { .. }
-                    | SourceEvent::Schema { .. }
-                    | SourceEvent::Offset { .. }
-                    | SourceEvent::Rebalanced
-            );
-            match e {
-                SourceEvent::SnapshotRows {
-                    table,
-                    rows,
-                    cursor,
-                    position,
-                    ..
-                } => {
-                    if rows.num_rows() > 0 {
-                        self.rows(&table, Op::Insert, None, Some(&rows)).await?;
-                    } else {
-                        self.table_for(&table).await?;
-                    }
-                    let sr = snap.get_or_insert_with(|| SnapshotResume {
-                        position: position.clone(),
-                        done: Vec::new(),
-                        cursor: None,
-                    });
-                    if let Some(c) = &sr.cursor {
-                        let k = (c.db.clone(), c.table.clone());
-                        if k != (table.db.clone(), table.name.clone()) && !sr.done.contains(&k) {
-                            sr.done.push(k);
-                        }
-                    }
-                    sr.cursor = cursor;
-                    if self.last_checkpoint.elapsed() >= self.interval() || self.over_budget() {
-                        self.checkpoint(None, snap.clone()).await?;
-                        failpoint("mid-snapshot");
-                    }
-                }
-                SourceEvent::SnapshotDone { position, .. } => {
-                    snap = None;
-                    self.checkpoint(Some(position.clone()), None).await?;
-                    boundary = Some(position);
-                }
-                SourceEvent::Rows(b) if self.kafka => self.held_rows.push(b),
-                SourceEvent::Rows(b) => {
-                    if b.op == Op::Delete && !self.pending.is_empty() && snap.is_none() {
-                        let r = self.job.router.route(&b.table.db, &b.table.name);
-                        if self
-                            .fk_actions
-                            .contains_key(&(r.db.clone(), r.table.clone()))
-                        {
-                            // Everything before this delete commits first.
-                            let mut before = b.position_after(0);
-                            before.ordinal = before.ordinal.saturating_sub(1);
-                            self.checkpoint(Some(before), None).await?;
-                        }
-                    }
-                    self.rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
-                        .await?;
-                    self.read_to = Some(b.position_after(b.num_rows() - 1));
-                    if self.over_budget() && snap.is_none() {
-                        let at = self.read_to.clone();
-                        self.checkpoint(at, None).await?;
-                    }
-                }
-                SourceEvent::Offset {
-                    topic,
-                    partition,
-                    next,
-                    ..
-                } => {
-                    // A message's rows apply unless the target has its offset already.
-                    let floor = self.floor(&topic, partition).await?;
-                    let key = (topic, partition);
-                    let rows = std::mem::take(&mut self.held_rows);
-                    let seen = self.offsets.get(&key).copied().or(floor);
-                    if seen.is_none_or(|f| next > f) {
-                        let acts = rows.iter().any(|b| {
-                            let r = self.job.router.route(&b.table.db, &b.table.name);
-                            b.op == Op::Delete
-                                && self
-                                    .fk_actions
-                                    .contains_key(&(r.db.clone(), r.table.clone()))
-                        });
-                        if acts && (!self.pending.is_empty() || !self.offsets.is_empty()) {
-                            // Everything before this delete commits first.
-                            self.checkpoint(None, None).await?;
-                        }
-                        for b in rows {
-                            self.rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
-                                .await?;
-                        }
-                        self.offsets.insert(key, next);
-                    }
-                    if self.last_checkpoint.elapsed() >= self.interval() || self.over_budget() {
-                        self.checkpoint(None, None).await?;
-                    }
-                }
-                SourceEvent::Rebalanced => {
-                    // What was read is committed under the old assignment, then each
-                    // partition's offset is read again from the target.
-                    if !self.pending.is_empty() || !self.offsets.is_empty() {
-                        self.checkpoint(None, None).await?;
-                    }
-                    self.floors.clear();
-                }
-                SourceEvent::Schema {
-                    position,
-                    ddl,
-                    changes,
-                    notes,
-                    tables,
-                    ..
-                } if crate::source::unparsed_reason(&changes, &notes).is_some() => {
-                    // A DDL the source could not parse (ddl-error-policy: skip).
-                    let why = crate::source::unparsed_reason(&changes, &notes).map(str::to_owned);
-                    self.log.record_once(Entry::new(
-                        position.to_string(),
-                        &ddl,
-                        tables,
-                        Status::Skipped,
-                        why,
-                    ))?;
-                    boundary = Some(position);
-                }
-                SourceEvent::Schema {
-                    position,
-                    changes,
-                    after,
-                    ddl,
-                    ..
-                } => {
-                    // Every transaction before the DDL is complete at the start of
-                    // the DDL's own (the source may not have sent their Commit yet).
-                    let start = Position {
-                        ordinal: 0,
-                        ..position.clone()
-                    };
-                    let b = boundary.take().filter(|b| *b > start).unwrap_or(start);
-                    if self.position.as_ref().is_none_or(|p| *p < b) {
-                        self.position = Some(b);
-                    }
-                    self.ddl(&position, &ddl, &changes, &after).await?;
-                    boundary = Some(position);
-                }
-                SourceEvent::RowsRemoved {
-                    position,
-                    db,
-                    table,
-                    ddl,
-                } => {
-                    return Err(format!(
-                        "{db}.{table} lost rows without row events at {position} ({ddl}); the target cannot follow: re-snapshot it"
-                    ));
-                }
-                SourceEvent::Commit { position, .. } | SourceEvent::Heartbeat { position } => {
-                    boundary = Some(position.clone());
-                    if self.last_checkpoint.elapsed() >= self.interval() {
-                        self.checkpoint(Some(position), None).await?;
-                    }
-                }
-            }
-        }
-        // Everything read up to the last transaction boundary is committed.
-        if self.kafka {
-            if !self.pending.is_empty() || !self.offsets.is_empty() {
-                self.checkpoint(None, None).await?;
-            }
+    async fn message(&mut self, m: crate::source::Message) -> Result<(), SyncError> {
+        // A message's rows apply unless the target has its offset already.
+        let floor = self.floor(&m.topic, m.partition).await?;
+        let key = (m.topic, m.partition);
+        let seen = self.offsets.get(&key).copied().or(floor);
+        if seen.is_some_and(|f| m.next <= f) {
             return Ok(());
         }
-        if let Some(b) = boundary {
-            // Rows of a transaction the source stopped inside: committed with the
-            // position just after them (a resume skips them), never at the boundary
-            // before them (a resume would apply them again).
-            let at = match self.read_to.clone() {
-                Some(r) if r > b && !self.pending.is_empty() => r,
-                _ => b,
-            };
-            if !self.pending.is_empty() || self.position.as_ref().is_none_or(|p| *p < at) {
-                self.checkpoint(Some(at), None).await?;
-            }
-        } else if !self.pending.is_empty() && snap.is_some() {
-            self.checkpoint(None, snap).await?;
+        let acts = m
+            .rows
+            .iter()
+            .any(|b| b.op == Op::Delete && self.acts_on_delete(b));
+        if acts && (!self.pending.is_empty() || !self.offsets.is_empty()) {
+            // Everything before this delete commits first.
+            self.checkpoint(None, None).await?;
         }
+        for b in m.rows {
+            self.fold_rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
+                .await?;
+        }
+        self.offsets.insert(key, m.next);
         Ok(())
     }
-}
 
-/// A unique index refused a row (PostgreSQL 23505, MySQL 1062).
-fn unique_violation(m: &str) -> bool {
-    m.contains("duplicate key value violates unique constraint") || m.contains("Duplicate entry")
-}
+    async fn snapshot_rows(
+        &mut self,
+        table: &Arc<crate::source::decode::SourceTable>,
+        rows: RecordBatch,
+        _at: &Position,
+    ) -> Result<(), SyncError> {
+        if rows.num_rows() > 0 {
+            Ok(self.fold_rows(table, Op::Insert, None, Some(&rows)).await?)
+        } else {
+            self.table_for(table).await?;
+            Ok(())
+        }
+    }
 
-/// Errors that mean a statement's effect is already there.
-fn applied_error(m: &str) -> bool {
-    let m = m.to_ascii_lowercase();
-    m.contains("duplicate column")
-        || m.contains("already exists")
-        || m.contains("duplicate key name")
-        || m.contains("can't drop")
-        || m.contains("check that column/key exists")
+    async fn schema(&mut self, d: crate::sync::pipeline::Ddl<'_>) -> Result<(), SyncError> {
+        // Every transaction before the DDL is complete.
+        if self.position.as_ref().is_none_or(|p| *p < d.before) {
+            self.position = Some(d.before.clone());
+        }
+        Ok(self.ddl(d.position, d.sql, d.changes, d.after).await?)
+    }
+
+    fn skipped(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        tables: Vec<String>,
+        why: Option<String>,
+    ) -> Result<(), SyncError> {
+        Ok(self.log.record_once(Entry::new(
+            position.to_string(),
+            sql,
+            tables,
+            Status::Skipped,
+            why,
+        ))?)
+    }
+
+    async fn checkpoint(
+        &mut self,
+        at: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), SyncError> {
+        Ok(RdbEngine::checkpoint(self, at, snapshot).await?)
+    }
+
+    fn has_pending(&self) -> bool {
+        !self.pending.is_empty() || !self.offsets.is_empty()
+    }
+
+    fn over_budget(&self) -> bool {
+        RdbEngine::over_budget(self)
+    }
+
+    /// Everything read commits now, inside a source transaction if need be (the
+    /// position records how far into it); during a snapshot, at the next chunk.
+    async fn relieve(
+        &mut self,
+        read_to: Option<Position>,
+        snapshotting: bool,
+    ) -> Result<(), SyncError> {
+        if snapshotting {
+            return Ok(());
+        }
+        Ok(RdbEngine::checkpoint(self, read_to, None).await?)
+    }
+
+    fn source_restarted(&mut self) {
+        self.floors.clear();
+    }
+
+    fn take_acks(&mut self) -> crate::source::Acknowledged {
+        std::mem::take(&mut self.acks)
+    }
+
+    fn last_checkpoint(&self) -> Instant {
+        self.last_checkpoint
+    }
+
+    fn status(&self) -> crate::sync::pipeline::SinkStatus {
+        crate::sync::pipeline::SinkStatus {
+            rows: self.rows,
+            commits: self.commits,
+            ddls: self.ddls,
+            checkpoint: self.checkpoint,
+            position: self.position.clone(),
+            partitions: self.floors.len(),
+        }
+    }
 }
 
 fn clip(s: &str) -> String {

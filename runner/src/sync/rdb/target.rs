@@ -17,6 +17,8 @@ pub struct TargetError {
     pub message: String,
     /// The connection itself failed (not the statement).
     pub connection: bool,
+    /// PostgreSQL's SQLSTATE or MySQL's error number, as the server sent it.
+    pub code: Option<String>,
 }
 
 impl std::fmt::Display for TargetError {
@@ -25,30 +27,62 @@ impl std::fmt::Display for TargetError {
     }
 }
 
+impl TargetError {
+    fn code_in(&self, codes: &[&str]) -> bool {
+        self.code.as_deref().is_some_and(|c| codes.contains(&c))
+    }
+
+    /// A unique index refused a row (PostgreSQL 23505, MySQL 1062).
+    pub fn unique_violation(&self) -> bool {
+        self.code_in(&["23505", "1062"])
+    }
+
+    /// The statement's effect is there already: what it creates exists, what it
+    /// drops is gone (a DDL run again after a crash).
+    pub fn already_applied(&self) -> bool {
+        self.code_in(&[
+            // PostgreSQL: duplicate column, table, object, schema.
+            "42701", "42P07", "42710", "42P06",
+            // MySQL: duplicate column, table exists, duplicate key name, can't drop
+            // (what was dropped), database exists.
+            "1060", "1050", "1061", "1091", "1007",
+        ])
+    }
+}
+
 fn pg_err(e: sqlx::Error) -> TargetError {
     let connection = matches!(
         e,
         sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed
     );
-    let message = match &e {
-        sqlx::Error::Database(d) => format!(
-            "{} (SQLSTATE {})",
-            d.message(),
-            d.code().unwrap_or_default()
+    let (message, code) = match &e {
+        sqlx::Error::Database(d) => (
+            format!(
+                "{} (SQLSTATE {})",
+                d.message(),
+                d.code().unwrap_or_default()
+            ),
+            d.code().map(|c| c.into_owned()),
         ),
-        _ => e.to_string(),
+        _ => (e.to_string(), None),
     };
     TargetError {
         message,
         connection,
+        code,
     }
 }
 
 fn my_err(e: mysql_async::Error) -> TargetError {
     let connection = matches!(e, mysql_async::Error::Io(_) | mysql_async::Error::Driver(_));
+    let code = match &e {
+        mysql_async::Error::Server(s) => Some(s.code.to_string()),
+        _ => None,
+    };
     TargetError {
         message: e.to_string(),
         connection,
+        code,
     }
 }
 

@@ -1,0 +1,541 @@
+//! One pipeline for every source and sink: the event loop of `lakeshift sync`.
+//!
+//! The pipeline owns what does not depend on where changes come from or go to:
+//! starting the [`Source`] at the sink's resume point, reconnecting with back-off
+//! when the source connection is lost, transaction boundaries (where a checkpoint
+//! may be taken), the snapshot cursor, interval and quiet-source checkpoints, the
+//! memory budget, the DDL barrier and its time limit, stopping on SIGTERM with what
+//! was read committed, progress lines and metrics. A [`Sink`] folds changes, runs
+//! DDL and makes checkpoints durable, exactly once; it never sees the source.
+//!
+//! Dependency rule: `source` knows neither the pipeline nor a sink; sinks know the
+//! pipeline's [`Sink`] trait and the source's event types, never each other; only
+//! this module (and `main`) joins a source to a sink.
+
+use super::error::Result;
+use super::job::SyncJob;
+use super::metrics::{now_ms, Metrics, ProgressClock};
+use crate::source::decode::SourceTable;
+use crate::source::position::Position;
+use crate::source::snapshot::SnapshotResume;
+use crate::source::{Acknowledged, Message, Resume, RowBatch, Source, SourceEvent};
+use arrow_array::RecordBatch;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// A DDL as the sink receives it.
+pub struct Ddl<'a> {
+    /// Just after the DDL.
+    pub position: &'a Position,
+    /// Where the source is complete before the DDL: every transaction before it has
+    /// ended (the source may not have sent their `Commit` yet).
+    pub before: Position,
+    pub sql: &'a str,
+    pub changes: &'a [ddl_core::SchemaChange],
+    /// The touched tables' definitions after the DDL.
+    pub after: &'a [ddl_core::Table],
+}
+
+/// What a sink reports for progress lines and metrics.
+#[derive(Debug, Clone, Default)]
+pub struct SinkStatus {
+    pub rows: u64,
+    pub commits: u64,
+    pub ddls: u64,
+    pub checkpoint: u64,
+    /// Where the source resumes after the last checkpoint.
+    pub position: Option<Position>,
+    /// Kafka: partitions the sink has seen.
+    pub partitions: usize,
+}
+
+/// A target the pipeline writes into: Iceberg tables, a relational database.
+///
+/// Changes are folded into pending state until [`Sink::checkpoint`] makes them
+/// durable together with the resume point, exactly once (a sink that is killed at
+/// any point and reopened resumes from a point that neither loses nor repeats a
+/// change). A sink may commit on its own between checkpoints (a DDL barrier, memory
+/// pressure) if its resume rules keep that exact.
+#[allow(async_fn_in_trait)]
+pub trait Sink {
+    /// Finish what a crash interrupted and say where the source resumes.
+    async fn prepare(&mut self) -> Result<Resume>;
+
+    /// Parked DDL a person released while the job was stopped or since.
+    fn resolutions_waiting(&self) -> bool;
+
+    /// Row changes of a binlog transaction (`snapshotting`: a snapshot is under way).
+    async fn rows(&mut self, b: RowBatch, snapshotting: bool) -> Result<()>;
+
+    /// A Kafka message: applied unless the sink holds its offset already.
+    async fn message(&mut self, m: Message) -> Result<()>;
+
+    /// Snapshot rows of one chunk (inserts) read at `at`.
+    async fn snapshot_rows(
+        &mut self,
+        table: &Arc<SourceTable>,
+        rows: RecordBatch,
+        at: &Position,
+    ) -> Result<()>;
+
+    /// A DDL: what was read of its tables commits first, then the target changes.
+    async fn schema(&mut self, ddl: Ddl<'_>) -> Result<()>;
+
+    /// A DDL the source could not parse: recorded as skipped with the reason.
+    fn skipped(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        tables: Vec<String>,
+        why: Option<String>,
+    ) -> Result<()>;
+
+    /// Commit everything pending with the resume point `at` (None: unchanged; Kafka
+    /// sinks keep offsets of their own) or the snapshot's progress.
+    async fn checkpoint(
+        &mut self,
+        at: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<()>;
+
+    /// Changes read and not yet committed (rows, offsets, held changes).
+    fn has_pending(&self) -> bool;
+
+    /// Pending changes past the job's `memory-budget-mib`.
+    fn over_budget(&self) -> bool;
+
+    /// Bring pending changes under the budget (`read_to`: just after the last row
+    /// read; `snapshotting`: a snapshot is under way).
+    async fn relieve(&mut self, read_to: Option<Position>, snapshotting: bool) -> Result<()>;
+
+    /// The source starts again (reconnect, rebalance): per-partition offsets the sink
+    /// cached must be read again.
+    fn source_restarted(&mut self);
+
+    /// Offsets committed since the last call (the source acknowledges them).
+    fn take_acks(&mut self) -> Acknowledged;
+
+    /// When the last checkpoint was taken.
+    fn last_checkpoint(&self) -> Instant;
+
+    fn status(&self) -> SinkStatus;
+}
+
+/// Where the reading stands, between events.
+#[derive(Default)]
+struct Cursor {
+    /// The last transaction boundary read.
+    boundary: Option<Position>,
+    /// Just after the last row read (binlog sources).
+    read_to: Option<Position>,
+    /// The snapshot under way.
+    snapshot: Option<SnapshotResume>,
+    /// Whether the last event ended a transaction (a checkpoint may be taken).
+    at_boundary: bool,
+}
+
+/// A source joined to a sink.
+pub struct Pipeline<S: Sink> {
+    pub sink: S,
+    source: Box<dyn Source>,
+    interval: Duration,
+    barrier_limit: Duration,
+    progress_seconds: f64,
+    /// Set to stop after committing what was read (SIGTERM, Ctrl-C).
+    pub stop: Arc<AtomicBool>,
+    pub metrics: Arc<Metrics>,
+    clock: ProgressClock,
+    /// The table being snapshotted: (name, rows read, estimated rows).
+    snapshot_progress: Option<(String, u64, u64)>,
+    checkpoint_seen: u64,
+}
+
+impl<S: Sink> Pipeline<S> {
+    pub fn new(job: &SyncJob, sink: S) -> Self {
+        let source = crate::source::open(
+            Arc::new(job.source.clone()),
+            job.pipeline.state.join("source"),
+        );
+        let interval = Duration::from_secs_f64(job.pipeline.checkpoint_interval_seconds);
+        Pipeline {
+            sink,
+            source,
+            interval,
+            barrier_limit: (interval * job.pipeline.barrier_timeout_intervals.max(1))
+                .max(Duration::from_secs(5)),
+            progress_seconds: job.pipeline.progress_seconds,
+            stop: Arc::new(AtomicBool::new(false)),
+            metrics: Metrics::new(),
+            clock: ProgressClock::new(),
+            snapshot_progress: None,
+            checkpoint_seen: 0,
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    fn due(&self) -> bool {
+        self.sink.last_checkpoint().elapsed() >= self.interval
+    }
+
+    /// Run until the source ends (`until_end`), fails, or a stop is asked for. A lost
+    /// connection to the source (server restarted, network) is retried with back-off
+    /// from the last checkpoint, with what was read so far committed first.
+    pub async fn run(&mut self, until_end: bool) -> Result<()> {
+        let resume = self.sink.prepare().await?;
+        let mut cur = Cursor {
+            snapshot: resume.snapshot.clone(),
+            ..Default::default()
+        };
+        // Parked DDL released while the job was stopped: replayed before anything else.
+        if cur.snapshot.is_none() && self.sink.resolutions_waiting() {
+            self.checkpoint(resume.position.clone(), None).await?;
+        }
+        let mut retries = 0u32;
+        loop {
+            let (tx, mut rx) = mpsc::channel(32);
+            let from = Resume {
+                position: self.sink.status().position,
+                snapshot: cur.snapshot.clone(),
+            };
+            self.sink.source_restarted();
+            let task = self.source.start(from, until_end, tx);
+            let rows_before = self.sink.status().rows;
+            let res = self.consume(&mut rx, &mut cur).await;
+            drop(rx);
+            let src_res = task.await.map_err(|e| e.to_string())?;
+            res?;
+            // Everything read is committed before a stop, an end or a reconnect.
+            self.drain(&mut cur).await?;
+            if self.stopping() {
+                return Ok(());
+            }
+            match src_res {
+                Ok(()) => return Ok(()),
+                Err(e) if e.transient() && retries < 60 => {
+                    if self.sink.status().rows > rows_before {
+                        retries = 0;
+                    }
+                    retries += 1;
+                    tracing::warn!(
+                        "source connection lost ({e}); retrying from {} (attempt {retries})",
+                        self.sink
+                            .status()
+                            .position
+                            .map(|p| p.to_string())
+                            .unwrap_or_else(|| "the start".into())
+                    );
+                    cur.boundary = None;
+                    cur.read_to = None;
+                    tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8))))
+                        .await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Commit what was read: up to the last row read if its transaction is not
+    /// complete (a resume skips what was delivered of it), else to the boundary.
+    async fn drain(&mut self, cur: &mut Cursor) -> Result<()> {
+        if self.source.by_offsets() {
+            if self.sink.has_pending() {
+                self.checkpoint(None, None).await?;
+            }
+            return Ok(());
+        }
+        if cur.snapshot.is_some() {
+            if self.sink.has_pending() {
+                let s = cur.snapshot.clone();
+                self.checkpoint(None, s).await?;
+            }
+            return Ok(());
+        }
+        let pending = self.sink.has_pending();
+        let at = match (cur.read_to.clone(), cur.boundary.clone()) {
+            (Some(r), b) if pending && b.as_ref().is_none_or(|b| r > *b) => Some(r),
+            (_, b) => b,
+        };
+        let moved = at
+            .as_ref()
+            .is_some_and(|a| self.sink.status().position.as_ref().is_none_or(|p| p < a));
+        if pending || moved {
+            self.checkpoint(at, None).await?;
+        }
+        Ok(())
+    }
+
+    async fn checkpoint(
+        &mut self,
+        at: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<()> {
+        let t0 = Instant::now();
+        self.sink.checkpoint(at, snapshot).await?;
+        self.metrics
+            .commit_micros
+            .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+        self.acknowledge();
+        Ok(())
+    }
+
+    /// Offsets the sink committed go back to the source.
+    fn acknowledge(&mut self) {
+        let acks = self.sink.take_acks();
+        if !acks.is_empty() {
+            self.source.acknowledge(acks);
+        }
+    }
+
+    async fn consume(
+        &mut self,
+        rx: &mut mpsc::Receiver<SourceEvent>,
+        cur: &mut Cursor,
+    ) -> Result<()> {
+        loop {
+            if self.stopping() {
+                return Ok(());
+            }
+            self.progress().await;
+            let wait = self.interval.min(Duration::from_millis(250));
+            let e = match tokio::time::timeout(wait, rx.recv()).await {
+                Ok(Some(e)) => e,
+                Ok(None) => return Ok(()),
+                Err(_) => {
+                    self.quiet(cur).await?;
+                    continue;
+                }
+            };
+            cur.at_boundary = matches!(
+                e,
+                SourceEvent::Commit { .. }
+                    | SourceEvent::Heartbeat { .. }
+                    | SourceEvent::SnapshotDone { .. }
+                    | SourceEvent::Schema { .. }
+                    | SourceEvent::Message(_)
+                    | SourceEvent::Rebalanced
+            );
+            self.event(e, cur).await?;
+            self.acknowledge();
+        }
+    }
+
+    /// A quiet source: what is pending commits at the last boundary.
+    async fn quiet(&mut self, cur: &Cursor) -> Result<()> {
+        if !self.due() || !cur.at_boundary || cur.snapshot.is_some() {
+            return Ok(());
+        }
+        if !self.sink.has_pending() && !self.sink.resolutions_waiting() {
+            return Ok(());
+        }
+        if self.source.by_offsets() {
+            return self.checkpoint(None, None).await;
+        }
+        match cur.boundary.clone() {
+            Some(b) => self.checkpoint(Some(b), None).await,
+            // Nothing read since the last checkpoint: its position stands.
+            None if !self.sink.has_pending() => {
+                let p = self.sink.status().position;
+                self.checkpoint(p, None).await
+            }
+            None => Ok(()),
+        }
+    }
+
+    async fn event(&mut self, e: SourceEvent, cur: &mut Cursor) -> Result<()> {
+        match e {
+            SourceEvent::SnapshotRows {
+                table,
+                rows,
+                cursor,
+                position,
+                done,
+                estimate,
+            } => {
+                self.snapshot_progress =
+                    Some((format!("{}.{}", table.db, table.name), done, estimate));
+                self.sink.snapshot_rows(&table, rows, &position).await?;
+                let sr = cur.snapshot.get_or_insert_with(|| SnapshotResume {
+                    position: position.clone(),
+                    done: Vec::new(),
+                    cursor: None,
+                });
+                if let Some(c) = &sr.cursor {
+                    let k = (c.db.clone(), c.table.clone());
+                    if k != (table.db.clone(), table.name.clone()) && !sr.done.contains(&k) {
+                        sr.done.push(k);
+                    }
+                }
+                sr.cursor = cursor;
+                if self.due() || self.sink.over_budget() {
+                    let s = cur.snapshot.clone();
+                    self.checkpoint(None, s).await?;
+                    crate::failpoint::hit("mid-snapshot");
+                }
+            }
+            SourceEvent::SnapshotDone { position, .. } => {
+                cur.snapshot = None;
+                self.snapshot_progress = None;
+                self.checkpoint(Some(position.clone()), None).await?;
+                cur.boundary = Some(position);
+            }
+            SourceEvent::Rows(b) => {
+                cur.read_to = Some(b.position_after(b.num_rows() - 1));
+                let snapshotting = cur.snapshot.is_some();
+                self.sink.rows(b, snapshotting).await?;
+                if self.sink.over_budget() {
+                    self.sink.relieve(cur.read_to.clone(), snapshotting).await?;
+                }
+            }
+            SourceEvent::Message(m) => {
+                self.sink.message(m).await?;
+                if self.due() || self.sink.over_budget() {
+                    self.checkpoint(None, None).await?;
+                }
+            }
+            SourceEvent::Rebalanced => {
+                // What was read commits under the old assignment; each partition's
+                // offset is read again.
+                if self.sink.has_pending() {
+                    self.checkpoint(None, None).await?;
+                }
+                self.sink.source_restarted();
+            }
+            SourceEvent::Schema {
+                position,
+                ddl,
+                changes,
+                notes,
+                tables,
+                ..
+            } if crate::source::unparsed_reason(&changes, &notes).is_some() => {
+                // A DDL the source could not parse (ddl-error-policy: skip).
+                let why = crate::source::unparsed_reason(&changes, &notes).map(str::to_owned);
+                self.sink.skipped(&position, &ddl, tables, why)?;
+                cur.boundary = Some(position);
+            }
+            SourceEvent::Schema {
+                position,
+                changes,
+                after,
+                ddl,
+                ..
+            } => {
+                let start = Position {
+                    ordinal: 0,
+                    ..position.clone()
+                };
+                let before = cur.boundary.take().filter(|b| *b > start).unwrap_or(start);
+                let d = Ddl {
+                    position: &position,
+                    before,
+                    sql: &ddl,
+                    changes: &changes,
+                    after: &after,
+                };
+                // A barrier that cannot complete stops the job with a clear error.
+                let limit = self.barrier_limit;
+                match tokio::time::timeout(limit, self.sink.schema(d)).await {
+                    Ok(r) => r?,
+                    Err(_) => {
+                        return Err(super::error::SyncError::from(format!(
+                            "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
+                            limit.as_secs_f64(),
+                            changes
+                                .iter()
+                                .filter_map(|c| c.table().map(|t| t.to_string()))
+                                .collect::<Vec<_>>()
+                        )))
+                    }
+                }
+                cur.boundary = Some(position);
+            }
+            SourceEvent::RowsRemoved {
+                position,
+                db,
+                table,
+                ddl,
+            } => {
+                return Err(format!(
+                    "{db}.{table} lost rows without row events at {position} ({ddl}); the target cannot follow: re-snapshot the table"
+                )
+                .into());
+            }
+            SourceEvent::Commit { position, at } => {
+                // Lag: how far the source's commit time is behind now.
+                let lag = now_ms() / 1000 - i64::from(at);
+                self.metrics
+                    .lag_seconds
+                    .store(lag.max(0), Ordering::Relaxed);
+                self.boundary(position, cur).await?;
+            }
+            SourceEvent::Heartbeat { position } => self.boundary(position, cur).await?,
+        }
+        Ok(())
+    }
+
+    /// A transaction boundary: a checkpoint when one is due.
+    async fn boundary(&mut self, position: Position, cur: &mut Cursor) -> Result<()> {
+        cur.boundary = Some(position.clone());
+        if self.due() {
+            self.checkpoint(Some(position), None).await?;
+        }
+        Ok(())
+    }
+
+    /// Every `progress-seconds`: rows/s, lag, last checkpoint, on standard error; the
+    /// metrics on every turn.
+    async fn progress(&mut self) {
+        let st = self.sink.status();
+        self.metrics.rows.store(st.rows, Ordering::Relaxed);
+        self.metrics.commits.store(st.commits, Ordering::Relaxed);
+        if st.checkpoint != self.checkpoint_seen {
+            self.checkpoint_seen = st.checkpoint;
+            self.metrics
+                .checkpoint
+                .store(st.checkpoint, Ordering::Relaxed);
+            self.metrics
+                .checkpoint_at_ms
+                .store(now_ms(), Ordering::Relaxed);
+        }
+        let Some(rate) = self.clock.due(self.progress_seconds, st.rows) else {
+            return;
+        };
+        let lag = match &st.position {
+            Some(p) => self.source.lag_bytes(p).await.unwrap_or(-1),
+            None => -1,
+        };
+        self.metrics.lag_bytes.store(lag, Ordering::Relaxed);
+        if let Some((t, done, est)) = &self.snapshot_progress {
+            tracing::info!("progress: snapshot of {t}: {done} of ~{est} rows");
+        }
+        let at = if self.source.by_offsets() {
+            format!("{} partition(s)", st.partitions)
+        } else {
+            format!(
+                "position {}",
+                st.position
+                    .as_ref()
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "-".into())
+            )
+        };
+        tracing::info!(
+            "progress: {} row changes ({rate:.0}/s), {} DDL, checkpoint {} ({:.1} s ago), {at}, {} lag {}",
+            st.rows,
+            st.ddls,
+            st.checkpoint,
+            self.sink.last_checkpoint().elapsed().as_secs_f64(),
+            self.source.name(),
+            if lag < 0 {
+                "unknown".to_owned()
+            } else {
+                format!("{lag} bytes")
+            }
+        );
+    }
+}
