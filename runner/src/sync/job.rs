@@ -221,14 +221,13 @@ const ICEBERG_SINK_KEYS: &[&str] = &[
     "compression",
 ];
 const RDB_SINK_KEYS: &[&str] = &["url", "foreign-keys", "batch-rows"];
-/// Pipeline settings only the Iceberg sink acts on.
+/// Pipeline settings only the Iceberg sink acts on (the pipeline itself acts on the
+/// others for every sink: checkpoints, budget, barrier time limit, metrics).
 const ICEBERG_PIPELINE_KEYS: &[&str] = &[
     "schema-change-behavior",
-    "barrier-timeout-intervals",
     "changelog-tables",
     "writer-shards",
     "parallelism",
-    "metrics-port",
 ];
 
 /// The keys of a YAML mapping.
@@ -416,7 +415,7 @@ mod tests {
     #[test]
     fn keys_of_the_other_sink_are_refused_by_name() {
         // regression: Iceberg settings were accepted and silently ignored for a
-        // relational sink (metrics-port among them: no endpoint ever started).
+        // relational sink.
         let e = parse(
             &job(
                 "  type: postgres\n  url: postgres://u@h/db\n  partition-buckets: 8\n",
@@ -432,12 +431,12 @@ mod tests {
         let e = parse(
             &job(
                 "  type: mysql\n  url: mysql://u@h:3306\n",
-                "  metrics-port: 9000\n",
+                "  changelog-tables: ['a\\..*']\n",
             ),
             |_| None,
         )
         .unwrap_err();
-        assert!(e.contains("pipeline.metrics-port"), "{e}");
+        assert!(e.contains("pipeline.changelog-tables"), "{e}");
         let e = parse(
             &job(
                 "  type: iceberg\n  warehouse: /tmp/w\n  batch-rows: 10\n",
@@ -459,7 +458,8 @@ mod tests {
         parse(
             &job(
                 "  type: postgres\n  url: postgres://u@h/db\n  batch-rows: 10\n",
-                "  ddl-error-policy: park\n",
+                // The pipeline's own settings apply to every sink.
+                "  ddl-error-policy: park\n  metrics-port: 9000\n  barrier-timeout-intervals: 3\n",
             ),
             |_| None,
         )

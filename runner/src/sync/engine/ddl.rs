@@ -1,0 +1,311 @@
+//! DDL into Iceberg: barrier, plan under the evolution rules, one metadata commit
+//! that records the DDL's position; the DDL log.
+
+use super::*;
+
+impl Engine {
+    /// Apply a DDL: barrier-commit the tables it touches, then change Iceberg.
+    pub(super) async fn ddl(
+        &mut self,
+        position: &Position,
+        changes: &[ddl_core::SchemaChange],
+        after: &[ddl_core::Table],
+        sql: &str,
+    ) -> Result<(), String> {
+        // Settled before (a source that delivers its DDL again: a restart before the
+        // state moved past it, or Kafka's schema topic, read whole at every start)?
+        let log = DdlLog::load(&self.state_dir)?;
+        if let Some(e) = log.find(&position.to_string()).map(|i| &log.entries[i]) {
+            if matches!(
+                e.status,
+                Status::Executed | Status::Skipped | Status::Resolved
+            ) {
+                tracing::debug!(
+                    "DDL #{} at {position} was {} before; not repeated",
+                    e.seq,
+                    e.status
+                );
+                return Ok(());
+            }
+        }
+        let item = HeldItem::Ddl {
+            position: position.clone(),
+            sql: sql.to_owned(),
+            changes: changes.to_vec(),
+            after: after.to_vec(),
+        };
+        let changes: &[ddl_core::SchemaChange] = &changes
+            .iter()
+            .map(|c| self.job.router.change(c))
+            .collect::<Vec<_>>();
+        let after: &[ddl_core::Table] = &after
+            .iter()
+            .map(|t| self.job.router.table(t))
+            .collect::<Vec<_>>();
+        let touched: Vec<(String, String)> = changes
+            .iter()
+            .flat_map(|c| {
+                let mut v: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
+                if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
+                    v.push(to);
+                }
+                v.into_iter()
+                    .map(|t| {
+                        (
+                            ns_of(t.schema.as_deref().unwrap_or_default()),
+                            t.name.clone(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        // A DDL on a parked table waits behind the parked one (its other tables too).
+        if touched.iter().any(|k| self.parked.contains(k)) {
+            for k in &touched {
+                self.parked.insert(k.clone());
+                self.hold(k.clone(), item.clone());
+            }
+            tracing::warn!("DDL at {position} held: its table is parked behind an earlier DDL\n  statement: {sql}");
+            return self.ddl_logged(
+                position,
+                sql,
+                &touched,
+                Vec::new(),
+                Status::Held,
+                Some("its table is parked behind an earlier DDL".into()),
+            );
+        }
+        let t0 = Instant::now();
+        for k in &touched {
+            self.flush_table(k).await?;
+            // Make sure the planner knows the table as Iceberg has it.
+            if !self.sinks.contains_key(k) {
+                self.load_sink(k).await?;
+            }
+        }
+        failpoint("inside-ddl-barrier");
+        // Already applied (replay after a restart)?
+        for k in &touched {
+            if let Some(s) = self.sinks.get(k) {
+                let applied = s
+                    .table
+                    .metadata
+                    .properties()
+                    .get(SCHEMA_POSITION)
+                    .and_then(|p| p.parse::<Position>().ok());
+                if applied.is_some_and(|a| a >= *position) {
+                    return self.ddl_logged(
+                        position,
+                        sql,
+                        &touched,
+                        Vec::new(),
+                        Status::Executed,
+                        Some("applied before a restart".into()),
+                    );
+                }
+            }
+        }
+        let mut cat = ddl_core::Catalog::new(dialects::Dialect::MySql.name_rules());
+        for t in after {
+            cat.apply(&ddl_core::SchemaChange::CreateTable {
+                table: t.clone(),
+                if_not_exists: false,
+            })
+            .map_err(|e| e.to_string())?;
+        }
+        let mut diags = ddl_core::Diagnostics::default();
+        let mut plan = match self.planner.plan(changes, &cat, &mut diags) {
+            Ok(p) => p,
+            Err(e) if is_replay(&e.0) => {
+                tracing::info!("DDL at {position} already applied ({e}); skipped");
+                let why = format!("the Iceberg table already has it: {e}");
+                return self.ddl_logged(
+                    position,
+                    sql,
+                    &touched,
+                    Vec::new(),
+                    Status::Skipped,
+                    Some(why),
+                );
+            }
+            Err(e) => {
+                let reason = format!("cannot apply it to Iceberg: {e}");
+                return self.ddl_refused(position, sql, &touched, reason, item);
+            }
+        };
+        for d in diags.0 {
+            tracing::info!("{}: DDL at {position}: {}", d.severity, d.message);
+        }
+        mark_schema_position(&mut plan, position);
+        let mut known = BTreeMap::new();
+        for k in &touched {
+            if let Some(s) = self.sinks.get(k) {
+                known.insert(
+                    k.clone(),
+                    (
+                        s.table.metadata.current_schema_id(),
+                        s.table.metadata.last_column_id(),
+                    ),
+                );
+            }
+        }
+        let done = crate::iceberg::plan::execute(&Committer::new(&self.catalog), &plan, &mut known)
+            .await?;
+        for a in done {
+            tracing::info!("{position}: {a}");
+        }
+        self.commits += 1;
+        // Reload the touched tables' sinks (schema, renames, drops).
+        for k in &touched {
+            if let Some(old) = self.sinks.remove(k) {
+                debug_assert!(old.pending.is_empty());
+            }
+            if !self.load_sink(k).await? {
+                self.planner.tables.remove(k);
+            }
+        }
+        self.ddl_logged(
+            position,
+            sql,
+            &touched,
+            vec![serde_json::to_string(&plan.actions).unwrap_or_default()],
+            Status::Executed,
+            None,
+        )?;
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        self.ddl_stalls
+            .push((position.to_string(), touched.len(), ms));
+        tracing::info!(
+            "DDL at {position} applied; {} table(s) paused {ms:.0} ms",
+            touched.len()
+        );
+        Ok(())
+    }
+
+    /// Record a DDL in the DDL log, once per position. An entry still open (held
+    /// behind a parked DDL, parked and now retried, failed before) takes the outcome.
+    pub(super) fn ddl_logged(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        touched: &[(String, String)],
+        target_sql: Vec<String>,
+        status: Status,
+        reason: Option<String>,
+    ) -> Result<(), String> {
+        let mut log = DdlLog::load(&self.state_dir)?;
+        if let Some(i) = log.find(&position.to_string()) {
+            // Held is a first record only (a parked DDL read again stays parked).
+            let open = status != Status::Held
+                && matches!(
+                    log.entries[i].status,
+                    Status::Held | Status::Parked | Status::Pending | Status::Failed
+                );
+            if open && log.entries[i].status != status {
+                if !target_sql.is_empty() {
+                    log.entries[i].target_sql = target_sql;
+                }
+                log.set(i, status, reason)?;
+            }
+            return Ok(());
+        }
+        let mut e = Entry::new(
+            position.to_string(),
+            sql,
+            touched.iter().map(|(a, b)| format!("{a}.{b}")).collect(),
+            status,
+            reason,
+        );
+        e.target_sql = target_sql;
+        log.add(e).map(|_| ())
+    }
+
+    /// A DDL Iceberg cannot take: the job's `ddl-error-policy`.
+    pub(super) fn ddl_refused(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        touched: &[(String, String)],
+        reason: String,
+        item: HeldItem,
+    ) -> Result<(), String> {
+        use crate::sync::job::DdlErrorPolicy;
+        match self.job.pipeline.ddl_error_policy {
+            DdlErrorPolicy::Park => {
+                let at = position.to_string();
+                let mut log = DdlLog::load(&self.state_dir)?;
+                let i = match log.find(&at) {
+                    Some(i) => {
+                        if log.entries[i].status == Status::Parked {
+                            // A retry during a release, refused again.
+                            self.reparked.insert(at.clone());
+                        }
+                        log.set(i, Status::Parked, Some(reason.clone()))?;
+                        i
+                    }
+                    None => log.add(Entry::new(
+                        at.clone(),
+                        sql,
+                        touched.iter().map(|(a, b)| format!("{a}.{b}")).collect(),
+                        Status::Parked,
+                        Some(reason.clone()),
+                    ))?,
+                };
+                DdlLog::dead_letter(&self.dead_letter, &log.entries[i])?;
+                for k in touched {
+                    self.parked.insert(k.clone());
+                    self.hold(k.clone(), item.clone());
+                }
+                let e = &log.entries[i];
+                tracing::warn!(
+                    "DDL #{} at {position} parked (ddl-error-policy: park): {reason}; {} held until `lakeshift ddl-log --resolve {}`\n  statement: {sql}",
+                    e.seq,
+                    e.tables.join(", "),
+                    e.seq
+                );
+                Ok(())
+            }
+            DdlErrorPolicy::Skip => {
+                tracing::warn!("DDL at {position} skipped (ddl-error-policy: skip): {reason}\n  statement: {sql}");
+                self.ddl_logged(
+                    position,
+                    sql,
+                    touched,
+                    Vec::new(),
+                    Status::Skipped,
+                    Some(reason),
+                )
+            }
+            _ => {
+                self.ddl_logged(
+                    position,
+                    sql,
+                    touched,
+                    Vec::new(),
+                    Status::Failed,
+                    Some(reason.clone()),
+                )?;
+                Err(format!("DDL at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {sql}"))
+            }
+        }
+    }
+}
+
+pub(super) fn is_replay(e: &str) -> bool {
+    e.contains("already exists")
+        || e.contains("does not exist in Iceberg")
+        || e.contains("already has a column")
+}
+
+/// Record the DDL's position in every table the plan leaves, in the same commit.
+pub(super) fn mark_schema_position(plan: &mut dialects::iceberg::StatementPlan, at: &Position) {
+    for t in plan.tables.values_mut().flatten() {
+        t.properties
+            .insert(SCHEMA_POSITION.to_owned(), at.to_string());
+    }
+    for a in &mut plan.actions {
+        if let dialects::iceberg::Action::CreateTable { properties, .. } = a {
+            properties.insert(SCHEMA_POSITION.to_owned(), at.to_string());
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! The sync engine: source events into Iceberg tables, exactly once.
+//!
+//! Per table, changes of the current checkpoint are folded by key in memory (the last
+//! state of each key wins). At a checkpoint (a transaction boundary, every interval),
+//! each table's folded changes become Parquet files: the rows that are live at the
+//! end, and equality deletes on every key the checkpoint updated or deleted (an
+//! upsert: the delete removes older versions; rows of the same snapshot are not
+//! touched by it). The files are listed durably in the state folder with the
+//! checkpoint id and the source position (write, fsync, rename, fsync folder), then
+//! each table commits them, tagged with the job, the checkpoint id and that table's
+//! own watermark (the position of its last change). On start, tables that lack the
+//! state's checkpoint commit it; the source resumes at the state's position; each
+//! table skips changes at or below its watermark.
+//!
+//! A DDL on a table first commits that table's pending changes under the old schema
+//! (a barrier; other tables go on), then changes the Iceberg table in the same commit
+//! that records the DDL's position (`lakeshift.schema-position`), so a replayed DDL
+//! is recognised.
+
+mod ddl;
+mod parked;
+mod rows;
+mod state;
+mod tables;
+mod write;
+
+use ddl::mark_schema_position;
+use rows::snapshot_changelog_columns;
+use state::write_files;
+
+use super::convert::{key_bytes, to_iceberg};
+use super::ddllog::{DdlLog, Entry, Status};
+use super::error::SyncError;
+use super::fold::Pending;
+use super::route::rename_batch;
+use crate::iceberg::catalog::{display, ident};
+use crate::iceberg::commit::{Change, SnapshotChange};
+use crate::iceberg::{convert as iconv, files, Catalog, CatalogConfig, Committer, LoadedTable};
+use crate::source::position::Position;
+use crate::source::snapshot::SnapshotResume;
+use crate::source::Op;
+use crate::sync::held::{HeldBatch, HeldItem, HeldStore, KafkaAt};
+use crate::sync::job::SyncJob;
+use arrow_array::{RecordBatch, UInt32Array};
+use arrow_schema::SchemaRef;
+use dialects::iceberg::IcebergPlanner;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+pub const JOB: &str = "lakeshift.job";
+pub const CHECKPOINT: &str = "lakeshift.checkpoint-id";
+pub const WATERMARK: &str = "lakeshift.watermark";
+pub const SCHEMA_POSITION: &str = "lakeshift.schema-position";
+
+/// The durable state: the last checkpoint, where the source resumes, and the files
+/// each table must have committed for it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct State {
+    pub job: String,
+    pub checkpoint: u64,
+    pub position: Option<Position>,
+    pub snapshot: Option<SnapshotResume>,
+    /// ns.table -> (avro file of the checkpoint's files, watermark)
+    pub pending: BTreeMap<String, (String, Option<Position>)>,
+    /// Kafka: ns.table -> the offsets its checkpoint commit moves.
+    #[serde(default)]
+    pub kafka: BTreeMap<String, crate::iceberg::commit::KafkaCommit>,
+}
+
+impl State {
+    fn path(dir: &Path) -> PathBuf {
+        dir.join("checkpoint.json")
+    }
+
+    pub fn load(dir: &Path) -> Result<Option<State>, String> {
+        match std::fs::read(Self::path(dir)) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", Self::path(dir).display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", Self::path(dir).display())),
+        }
+    }
+
+    /// Write, fsync the file, rename over the old state, fsync the folder.
+    fn store(&self, dir: &Path) -> Result<(), String> {
+        let fin = Self::path(dir);
+        let bytes = serde_json::to_vec_pretty(self).expect("serialises");
+        crate::durable::replace_observed(&fin, &bytes, |step| match step {
+            crate::durable::Step::BeforeRename => failpoint("state-before-rename"),
+            crate::durable::Step::BeforeDirFsync => failpoint("state-before-dir-fsync"),
+        })
+        .map_err(|e| format!("writing {}: {e}", fin.display()))
+    }
+}
+
+use crate::failpoint::hit as failpoint;
+
+/// One Iceberg table the engine writes.
+struct Sink {
+    ident: iceberg::TableIdent,
+    table: LoadedTable,
+    arrow: SchemaRef,
+    /// Key columns (indexes into the Iceberg schema); all columns for keyless tables.
+    key: Vec<usize>,
+    key_ids: Vec<i32>,
+    keyed: bool,
+    /// Append every change with `_op`, `_source_pos`, `_source_ts` (changelog mode; `_pos` is a name Iceberg readers reserve).
+    changelog: bool,
+    /// The table held rows when this process first saw it.
+    had_rows: bool,
+    watermark: Option<Position>,
+    pending: Pending,
+}
+
+pub struct Engine {
+    job: SyncJob,
+    catalog: Catalog,
+    planner: IcebergPlanner,
+    state_dir: PathBuf,
+    state: State,
+    sinks: HashMap<(String, String), Sink>,
+    last_checkpoint: Instant,
+    pub rows: u64,
+    pub commits: u64,
+    /// (DDL position, tables, ms the barrier and schema change took).
+    pub ddl_stalls: Vec<(String, usize, f64)>,
+    /// Kafka: each partition's next offset as its table holds it (None: not yet).
+    floors: HashMap<String, Option<i64>>,
+    /// Kafka: offsets committed since the pipeline last asked.
+    acks: crate::source::Acknowledged,
+    /// Tables parked behind a DDL (`ddl-error-policy: park`): their changes are held.
+    parked: BTreeSet<(String, String)>,
+    /// Held changes of parked tables read since the last checkpoint.
+    held: BTreeMap<(String, String), Vec<HeldItem>>,
+    held_store: HeldStore,
+    /// Kafka: the newest offset held per partition (a message read again is held once).
+    held_offsets: HashMap<String, i64>,
+    /// Positions of parked DDL that a retry refused again during a release.
+    reparked: BTreeSet<String>,
+    dead_letter: PathBuf,
+}
+
+/// `ns.table` of the DDL log into the engine's table key.
+fn table_key(t: &str) -> (String, String) {
+    match t.split_once('.') {
+        Some((a, b)) => (a.to_owned(), b.to_owned()),
+        None => (String::new(), t.to_owned()),
+    }
+}
+
+fn ns_of(db: &str) -> String {
+    db.to_owned()
+}
+
+impl Engine {
+    pub async fn open(job: SyncJob) -> Result<Engine, String> {
+        let catalog = Catalog::open(&CatalogConfig {
+            name: job.sink.catalog_name.clone(),
+            warehouse: job.sink.warehouse.clone(),
+            uri: job.sink.catalog.clone(),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        let state_dir = job.pipeline.state.clone();
+        std::fs::create_dir_all(state_dir.join("pending"))
+            .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
+        let state = State::load(&state_dir)?.unwrap_or(State {
+            job: job.pipeline.name.clone(),
+            ..Default::default()
+        });
+        let planner = IcebergPlanner::new(job.iceberg_options());
+        // Held changes of checkpoints the state never reached come again from the
+        // source; parked tables are those of parked DDL (and DDL queued behind it).
+        let held_store = HeldStore::new(&state_dir);
+        held_store.discard_after(state.checkpoint)?;
+        let parked = DdlLog::load(&state_dir)?
+            .parked_tables()
+            .iter()
+            .map(|t| table_key(t))
+            .collect();
+        let mut held_offsets: HashMap<String, i64> = HashMap::new();
+        for t in held_store.tables() {
+            for item in held_store.load(&t)? {
+                if let HeldItem::Rows { kafka: Some(k), .. } = item {
+                    let e = held_offsets.entry(k.part).or_insert(k.next);
+                    *e = (*e).max(k.next);
+                }
+            }
+        }
+        let dead_letter = job
+            .pipeline
+            .dead_letter
+            .clone()
+            .unwrap_or_else(|| state_dir.join("dead-letter.jsonl"));
+        Ok(Engine {
+            job,
+            catalog,
+            planner,
+            state_dir,
+            state,
+            sinks: HashMap::new(),
+            last_checkpoint: Instant::now(),
+            rows: 0,
+            commits: 0,
+            ddl_stalls: Vec::new(),
+            floors: HashMap::new(),
+            acks: Vec::new(),
+            parked,
+            held: BTreeMap::new(),
+            held_store,
+            held_offsets,
+            reparked: BTreeSet::new(),
+            dead_letter,
+        })
+    }
+}
+
+impl super::pipeline::Sink for Engine {
+    async fn prepare(&mut self) -> Result<crate::source::Resume, SyncError> {
+        let recovered = self.recover().await?;
+        if recovered > 0 {
+            tracing::info!(
+                "recovered {recovered} table commit(s) of checkpoint {}",
+                self.state.checkpoint
+            );
+        }
+        Ok(crate::source::Resume {
+            position: self.state.position.clone(),
+            snapshot: self.state.snapshot.clone(),
+        })
+    }
+
+    fn resolutions_waiting(&self) -> bool {
+        Engine::resolutions_waiting(self)
+    }
+
+    async fn rows(
+        &mut self,
+        b: crate::source::RowBatch,
+        _snapshotting: bool,
+    ) -> Result<(), SyncError> {
+        Ok(self.apply_rows(b).await?)
+    }
+
+    async fn message(&mut self, m: crate::source::Message) -> Result<(), SyncError> {
+        let part = m.part();
+        Ok(self.apply_message(m.rows, part, m.next, m.position).await?)
+    }
+
+    async fn snapshot_rows(
+        &mut self,
+        table: &Arc<crate::source::decode::SourceTable>,
+        rows: RecordBatch,
+        position: &Position,
+    ) -> Result<(), SyncError> {
+        if rows.num_rows() == 0 {
+            return Ok(());
+        }
+        let name = format!("{}.{}", table.db, table.name);
+        let routed = self.job.router.route(&table.db, &table.name);
+        if self
+            .parked
+            .contains(&(ns_of(&routed.db), routed.table.clone()))
+        {
+            return Err(format!(
+                "{name} is parked behind a DDL and cannot be snapshotted: resolve it first (`lakeshift ddl-log`)"
+            )
+            .into());
+        }
+        let rows = rename_batch(&rows, &routed)?;
+        let s = self.sink(table, position).await?;
+        let mut converted = to_iceberg(&name, &rows, &s.arrow)?;
+        if s.changelog {
+            converted = snapshot_changelog_columns(converted, position)?;
+        }
+        let keep = vec![true; converted.num_rows()];
+        let upsert = s.had_rows;
+        s.pending.fold(
+            &s.key,
+            s.keyed,
+            Op::Insert,
+            upsert,
+            None,
+            Some(converted),
+            &keep,
+            position.clone(),
+        );
+        self.rows += keep.len() as u64;
+        Ok(())
+    }
+
+    async fn schema(&mut self, d: super::pipeline::Ddl<'_>) -> Result<(), SyncError> {
+        Ok(self.ddl(d.position, d.changes, d.after, d.sql).await?)
+    }
+
+    fn skipped(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        tables: Vec<String>,
+        why: Option<String>,
+    ) -> Result<(), SyncError> {
+        let touched: Vec<(String, String)> = tables.iter().map(|t| table_key(t)).collect();
+        Ok(self.ddl_logged(position, sql, &touched, Vec::new(), Status::Skipped, why)?)
+    }
+
+    async fn checkpoint(
+        &mut self,
+        at: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), SyncError> {
+        Ok(Engine::checkpoint(self, at, snapshot).await?)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.sinks.values().any(|s| !s.pending.is_empty()) || !self.held.is_empty()
+    }
+
+    fn over_budget(&self) -> bool {
+        self.largest_over_budget().is_some()
+    }
+
+    /// The table with the most pending changes commits them now (its watermark keeps
+    /// a re-read exact).
+    async fn relieve(
+        &mut self,
+        _read_to: Option<Position>,
+        _snapshotting: bool,
+    ) -> Result<(), SyncError> {
+        if let Some(k) = self.largest_over_budget() {
+            self.flush_table(&k).await?;
+        }
+        Ok(())
+    }
+
+    fn source_restarted(&mut self) {
+        self.floors.clear();
+    }
+
+    fn take_acks(&mut self) -> crate::source::Acknowledged {
+        std::mem::take(&mut self.acks)
+    }
+
+    fn last_checkpoint(&self) -> Instant {
+        self.last_checkpoint
+    }
+
+    fn status(&self) -> super::pipeline::SinkStatus {
+        super::pipeline::SinkStatus {
+            rows: self.rows,
+            commits: self.commits,
+            ddls: self.ddl_stalls.len() as u64,
+            checkpoint: self.state.checkpoint,
+            position: self.state.position.clone(),
+            partitions: self.floors.len(),
+        }
+    }
+}

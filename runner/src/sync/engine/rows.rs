@@ -1,0 +1,172 @@
+//! Row changes folded into their table's pending changes (binlog batches, Kafka
+//! messages, changelog tables).
+
+use super::*;
+
+impl Engine {
+    /// Fold one batch of row changes into its table's pending changes.
+    pub(super) async fn apply_rows(&mut self, b: crate::source::RowBatch) -> Result<(), String> {
+        let table = b.table.clone();
+        let name = format!("{}.{}", table.db, table.name);
+        let first = b.position_after(0);
+        let routed = self.job.router.route(&table.db, &table.name);
+        let key = (ns_of(&routed.db), routed.table.clone());
+        if self.parked.contains(&key) {
+            let item = HeldItem::Rows {
+                batches: vec![HeldBatch::new(&b)?],
+                kafka: None,
+            };
+            self.hold(key, item);
+            return Ok(());
+        }
+        let s = self.sink(&table, &first).await?;
+        let keep: Vec<bool> = (0..b.num_rows())
+            .map(|i| {
+                s.watermark
+                    .as_ref()
+                    .is_none_or(|w| b.position_after(i) > *w)
+            })
+            .collect();
+        if !keep.iter().any(|k| *k) {
+            return Ok(());
+        }
+        let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, String> {
+            x.as_ref()
+                .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, &s.arrow))
+                .transpose()
+        };
+        let (before, after) = (conv(&b.before)?, conv(&b.after)?);
+        let last = b.position_after(b.num_rows() - 1);
+        if s.changelog {
+            let tag = |x: Option<RecordBatch>, op: &str| -> Result<Option<RecordBatch>, String> {
+                x.map(|r| changelog_columns(r, op, &b)).transpose()
+            };
+            let (before, after) = match b.op {
+                Op::Insert => (None, tag(after, "insert")?),
+                Op::Delete => (tag(before, "delete")?, None),
+                Op::Update => (tag(before, "update_before")?, tag(after, "update_after")?),
+            };
+            // Both images are appended as rows: no deletes.
+            for x in [before, after].into_iter().flatten() {
+                s.pending.fold(
+                    &s.key,
+                    s.keyed,
+                    Op::Insert,
+                    false,
+                    None,
+                    Some(x),
+                    &keep,
+                    last.clone(),
+                );
+            }
+            self.rows += keep.iter().filter(|k| **k).count() as u64;
+            return Ok(());
+        }
+        s.pending
+            .fold(&s.key, s.keyed, b.op, true, before, after, &keep, last);
+        self.rows += keep.iter().filter(|k| **k).count() as u64;
+        if let Some(k) = self.largest_over_budget() {
+            self.flush_table(&k).await?;
+        }
+        Ok(())
+    }
+
+    /// Kafka: a message's rows apply unless its table holds its offset already; a
+    /// parked table's are held with the offset.
+    pub(super) async fn apply_message(
+        &mut self,
+        rows: Vec<crate::source::RowBatch>,
+        part: String,
+        next: i64,
+        position: Position,
+    ) -> Result<(), String> {
+        let Some(first) = rows.first() else {
+            return Ok(()); // a tombstone or a skipped message
+        };
+        let t = first.table.clone();
+        let routed = self.job.router.route(&t.db, &t.name);
+        let key = (ns_of(&routed.db), routed.table.clone());
+        if self.parked.contains(&key) {
+            if self.held_offsets.get(&part).is_some_and(|h| next <= *h) {
+                return Ok(()); // held before (read again after a restart)
+            }
+            self.held_offsets.insert(part.clone(), next);
+            let batches = rows.iter().map(HeldBatch::new).collect::<Result<_, _>>()?;
+            let kafka = Some(KafkaAt { part, next });
+            self.hold(key, HeldItem::Rows { batches, kafka });
+            return Ok(());
+        }
+        let (held, pending) = {
+            let s = self.sink(&t, &position).await?;
+            (
+                crate::iceberg::commit::kafka_offsets(&s.table.metadata)
+                    .get(&part)
+                    .copied(),
+                s.pending.offsets.get(&part).copied(),
+            )
+        };
+        let floor = *self.floors.entry(part.clone()).or_insert(held);
+        let seen = pending.or(floor);
+        if seen.is_none_or(|f| next > f) {
+            for b in rows {
+                self.apply_rows(b).await?;
+            }
+            if let Some(s) = self.sinks.get_mut(&key) {
+                s.pending.offsets.insert(part, next);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fill the changelog columns of converted rows: the change kind, each row's source
+/// position and source time.
+pub(super) fn changelog_columns(
+    r: RecordBatch,
+    op: &str,
+    b: &crate::source::RowBatch,
+) -> Result<RecordBatch, String> {
+    use arrow_array::{ArrayRef, StringArray, TimestampMicrosecondArray};
+    let schema = r.schema();
+    let mut cols: Vec<ArrayRef> = r.columns().to_vec();
+    for (i, f) in schema.fields().iter().enumerate() {
+        match f.name().as_str() {
+            "_op" => cols[i] = Arc::new(StringArray::from(vec![op; r.num_rows()])),
+            "_source_pos" => {
+                cols[i] = Arc::new(StringArray::from_iter_values(
+                    (0..r.num_rows()).map(|k| b.position_after(k).to_string()),
+                ))
+            }
+            "_source_ts" => {
+                cols[i] = Arc::new(
+                    TimestampMicrosecondArray::from_iter_values(
+                        b.positions.iter().map(|p| i64::from(p.at) * 1_000_000),
+                    )
+                    .with_timezone("+00:00"),
+                )
+            }
+            _ => {}
+        }
+    }
+    RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())
+}
+
+/// Snapshot rows of a changelog table: `_op` = snapshot, `_pos` = the snapshot point.
+pub(super) fn snapshot_changelog_columns(
+    r: RecordBatch,
+    at: &Position,
+) -> Result<RecordBatch, String> {
+    use arrow_array::{ArrayRef, StringArray};
+    let schema = r.schema();
+    let mut cols: Vec<ArrayRef> = r.columns().to_vec();
+    for (i, f) in schema.fields().iter().enumerate() {
+        match f.name().as_str() {
+            "_op" => cols[i] = Arc::new(StringArray::from(vec!["snapshot"; r.num_rows()])),
+            "_source_pos" => {
+                cols[i] = Arc::new(StringArray::from(vec![at.to_string(); r.num_rows()]))
+            }
+            _ => {}
+        }
+    }
+    RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())
+}
