@@ -1,0 +1,375 @@
+//! DDL: translated into the target's dialect, logged, run once (reconciled after a
+//! crash), or handled by the job's `ddl-error-policy`.
+
+use super::*;
+
+impl RdbEngine {
+    /// Handle a DDL event.
+    pub(super) async fn ddl(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        changes: &[SchemaChange],
+        after: &[Table],
+    ) -> Result<(), String> {
+        // Barrier: what came before the DDL is committed first.
+        let pos_before = self.position.clone();
+        if !self.pending.is_empty() {
+            self.checkpoint(pos_before, None).await?;
+        }
+        let mut routed: Vec<SchemaChange> =
+            changes.iter().map(|c| self.job.router.change(c)).collect();
+        if self.job.sink.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
+            let mut later: Vec<Table> = Vec::new();
+            routed.retain(|c| match c {
+                SchemaChange::AddForeignKey { table, foreign_key } => {
+                    let mut t = Table::new(table.clone());
+                    t.foreign_keys.push(foreign_key.clone());
+                    later.push(t);
+                    false
+                }
+                _ => true,
+            });
+            for c in &mut routed {
+                if let SchemaChange::CreateTable { table, .. } = c {
+                    later.push(table.clone());
+                    table.foreign_keys.clear();
+                }
+            }
+            for t in later {
+                self.queue_fks(&t);
+            }
+        }
+        for t in after {
+            if changes.iter().any(|c| {
+                matches!(
+                    c,
+                    SchemaChange::CreateTable { .. } | SchemaChange::AddForeignKey { .. }
+                )
+            }) {
+                self.warn_actions(t);
+                self.note_actions(&self.job.router.table(t));
+            }
+        }
+        let after_routed: Vec<Table> = after.iter().map(|t| self.routed_ir(t)).collect();
+        let mut touched: Vec<String> = Vec::new();
+        for c in &routed {
+            if let Some(t) = c.table() {
+                touched.push(show(&key_of(t)));
+            }
+            if let SchemaChange::RenameTable { to, .. } = c {
+                touched.push(show(&key_of(to)));
+            }
+        }
+        touched.dedup();
+        let at = position.to_string();
+        failpoint("before-ddl");
+        // Run on the target for this job already (in the transaction that recorded
+        // it, by another process, or before the DDL log here caught up)?
+        if self.ddl_applied(&at).await? {
+            match self.log.find(&at) {
+                Some(i) if self.log.entries[i].status == Status::Executed => {}
+                Some(i) => self.log.set(i, Status::Executed, None)?,
+                None => {
+                    self.log.add(Entry::new(
+                        at.clone(),
+                        sql,
+                        touched.clone(),
+                        Status::Executed,
+                        Some("the target ran it for this job before (another process, or a lost state folder)".into()),
+                    ))?;
+                }
+            }
+            tracing::info!("DDL at {at}: already run on the target for this job; not repeated");
+            self.apply_catalog(&routed, &after_routed);
+            return self.advance(position).await;
+        }
+        // Seen before (a replay after a restart)?
+        if let Some(i) = self.log.find(&at) {
+            let e = self.log.entries[i].clone();
+            match e.status {
+                Status::Pending | Status::Failed => {
+                    return self
+                        .run_ddl(i, position, &routed, &after_routed, true)
+                        .await;
+                }
+                _ => {
+                    tracing::info!(
+                        "DDL #{} at {at} was {} before; not repeated",
+                        e.seq,
+                        e.status
+                    );
+                    self.apply_catalog(&routed, &after_routed);
+                    return self.advance(position).await;
+                }
+            }
+        }
+        let translated = self.translate(&routed, &after_routed);
+        // Several tables routed into one: the same change from the next of them finds
+        // the target table already as the DDL leaves it.
+        let already = !after_routed.is_empty()
+            && !routed.iter().any(|c| {
+                matches!(
+                    c,
+                    SchemaChange::DropTable { .. }
+                        | SchemaChange::RenameTable { .. }
+                        | SchemaChange::TruncateTable { .. }
+                )
+            })
+            && after_routed.iter().all(|t| {
+                self.catalog.table(&t.name).is_some_and(|have| {
+                    have.columns == t.columns
+                        && have.primary_key == t.primary_key
+                        && have.indexes == t.indexes
+                })
+            });
+        let mut entry = Entry::new(at.clone(), sql, touched.clone(), Status::Pending, None);
+        if already {
+            entry.target_sql = translated.map(|t| t.0).unwrap_or_default();
+            entry.status = Status::Skipped;
+            entry.reason = Some("the target table is already as this DDL leaves it (several source tables route into it)".into());
+            let seq = self.log.add(entry)?;
+            tracing::info!(
+                "DDL #{} at {at}: {}",
+                self.log.entries[seq].seq,
+                self.log.entries[seq].reason.clone().unwrap_or_default()
+            );
+            return self.advance(position).await;
+        }
+        // A DDL on a parked table waits behind the parked one.
+        if touched.iter().any(|t| self.parked.contains(t)) {
+            entry.target_sql = translated.as_ref().map(|t| t.0.clone()).unwrap_or_default();
+            entry.status = Status::Held;
+            entry.reason = Some("its table is parked behind an earlier DDL".into());
+            let i = self.log.add(entry)?;
+            let stmts = self.log.entries[i].target_sql.clone();
+            for t in &touched {
+                self.log.hold(t, self.checkpoint + 1, stmts.clone())?;
+            }
+            self.parked.extend(touched);
+            self.apply_catalog(&routed, &after_routed);
+            return self.advance(position).await;
+        }
+        match translated {
+            Ok((stmts, notes)) => {
+                for n in notes {
+                    tracing::info!("DDL at {at}: {n}");
+                }
+                entry.target_sql = stmts;
+                let i = self.log.add(entry)?;
+                self.run_ddl(i, position, &routed, &after_routed, false)
+                    .await
+            }
+            Err(reason) => {
+                entry.reason = Some(reason.clone());
+                let i = self.log.add(entry)?;
+                self.policy(i, position, &routed, &after_routed, reason)
+                    .await
+            }
+        }
+    }
+
+    /// The catalog follows the source, whatever happened to the DDL on the target.
+    pub(super) fn apply_catalog(&mut self, routed: &[SchemaChange], after: &[Table]) {
+        let mut ok = true;
+        for c in routed {
+            if self.catalog.apply(c).is_err() {
+                ok = false;
+            }
+        }
+        if !ok {
+            for t in after {
+                self.know(t.clone());
+            }
+        }
+        for c in routed {
+            if let Some(t) = c.table() {
+                self.tables.remove(&key_of(t));
+            }
+            if let SchemaChange::RenameTable { to, .. } = c {
+                self.tables.remove(&key_of(to));
+            }
+        }
+    }
+
+    /// Move the state row past a DDL (nothing else in the transaction).
+    pub(super) async fn advance(&mut self, position: &Position) -> Result<(), String> {
+        if self.position.as_ref().is_some_and(|p| p >= position) {
+            return Ok(());
+        }
+        self.commit(&[], Some(position.clone()), None)
+            .await
+            .map_err(|e| e.message)
+    }
+
+    /// Run (or reconcile) the DDL of log entry `i`.
+    pub(super) async fn run_ddl(
+        &mut self,
+        i: usize,
+        position: &Position,
+        routed: &[SchemaChange],
+        after: &[Table],
+        replay: bool,
+    ) -> Result<(), String> {
+        let stmts = self.log.entries[i].target_sql.clone();
+        let seq = self.log.entries[i].seq;
+        for t in &self.log.entries[i].tables.clone() {
+            if let Some((db, _)) = t.split_once('.') {
+                if routed
+                    .iter()
+                    .any(|c| matches!(c, SchemaChange::CreateTable { .. }))
+                {
+                    self.ensure_namespace(db).await?;
+                }
+            }
+        }
+        let mark = self.ddl_mark(&position.to_string());
+        let result = if self.target.transactional_ddl() {
+            // DDL, its mark and the state row in one transaction.
+            let mut stmts = stmts.clone();
+            stmts.push(mark);
+            let r = self.commit(&stmts, Some(position.clone()), None).await;
+            failpoint("after-ddl");
+            r.map_err(|e| e.message)
+        } else {
+            let mut r = Ok(());
+            let start = self.log.entries[i].done;
+            for (j, s) in stmts.iter().enumerate().skip(start) {
+                if replay && j == 0 && self.already_applied(routed, after).await? {
+                    tracing::info!("DDL #{seq} at {position} had taken effect before a restart; recorded, not repeated");
+                    break;
+                }
+                match self.target.exec(s).await {
+                    Ok(_) => {
+                        failpoint("after-ddl");
+                        self.log.entries[i].done = j + 1;
+                        self.log.store()?;
+                    }
+                    Err(e) if replay && e.already_applied() => {
+                        self.log.entries[i].done = j + 1;
+                        self.log.store()?;
+                    }
+                    Err(e) => {
+                        r = Err(format!("{e}\n  target statement: {s}"));
+                        break;
+                    }
+                }
+            }
+            if r.is_ok() {
+                if let Err(e) = self.target.exec(&mark).await {
+                    if !e.already_applied() && !e.unique_violation() {
+                        r = Err(e.to_string());
+                    }
+                }
+            }
+            if r.is_ok() {
+                r = self.advance(position).await;
+            }
+            r
+        };
+        match result {
+            Ok(()) => {
+                self.log.set(i, Status::Executed, None)?;
+                self.apply_catalog(routed, after);
+                self.add_ready_fks().await?;
+                self.ddls += 1;
+                tracing::info!("DDL #{seq} at {position} executed on the target");
+                Ok(())
+            }
+            Err(e) if e.contains("another process advanced it") => Err(e),
+            Err(reason) => {
+                let reason = format!("the target refused it: {reason}");
+                self.policy(i, position, routed, after, reason).await
+            }
+        }
+    }
+
+    /// Whether a DDL's effect is already on the target (MySQL, after a crash between
+    /// the DDL's implicit commit and the log's update): the touched tables' columns
+    /// as the target has them are the columns after the DDL, not before.
+    pub(super) async fn already_applied(
+        &mut self,
+        routed: &[SchemaChange],
+        after: &[Table],
+    ) -> Result<bool, String> {
+        let mut expect: BTreeMap<(String, String), Option<Vec<String>>> = BTreeMap::new();
+        for c in routed {
+            for t in c.table().into_iter().chain(match c {
+                SchemaChange::RenameTable { to, .. } => Some(to),
+                _ => None,
+            }) {
+                let k = key_of(t);
+                let a = after
+                    .iter()
+                    .find(|x| key_of(&x.name) == k)
+                    .map(|x| x.columns.iter().map(|c| c.name.to_lowercase()).collect());
+                expect.insert(k, a);
+            }
+        }
+        let mut differs_from_before = false;
+        for (k, want) in &expect {
+            let have = self
+                .target
+                .columns(&k.0, &k.1)
+                .await
+                .map_err(|e| e.to_string())?;
+            if have != *want {
+                return Ok(false);
+            }
+            let before: Option<Vec<String>> = self
+                .catalog
+                .table(&TableName::new(Some(&k.0), &k.1))
+                .map(|x| x.columns.iter().map(|c| c.name.to_lowercase()).collect());
+            if before != *want {
+                differs_from_before = true;
+            }
+        }
+        Ok(differs_from_before)
+    }
+
+    /// The conversion-error manager: one place for a DDL that cannot be translated or
+    /// that the target refused.
+    pub(super) async fn policy(
+        &mut self,
+        i: usize,
+        position: &Position,
+        routed: &[SchemaChange],
+        after: &[Table],
+        reason: String,
+    ) -> Result<(), String> {
+        let e = self.log.entries[i].clone();
+        match self.job.pipeline.ddl_error_policy {
+            DdlErrorPolicy::Fail => {
+                self.log.set(i, Status::Failed, Some(reason.clone()))?;
+                Err(format!(
+                    "DDL #{} at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {}",
+                    e.seq, e.source_sql
+                ))
+            }
+            DdlErrorPolicy::Skip => {
+                self.log.set(i, Status::Skipped, Some(reason.clone()))?;
+                tracing::warn!(
+                    "DDL #{} at {position} skipped (ddl-error-policy: skip): {reason}\n  statement: {}",
+                    e.seq,
+                    e.source_sql
+                );
+                self.apply_catalog(routed, after);
+                self.advance(position).await
+            }
+            DdlErrorPolicy::Park => {
+                self.log.set(i, Status::Parked, Some(reason.clone()))?;
+                DdlLog::dead_letter(&self.dead_letter, &self.log.entries[i])?;
+                tracing::warn!(
+                    "DDL #{} at {position} parked (ddl-error-policy: park): {reason}; {} held until `lakeshift ddl-log --resolve {}`\n  statement: {}",
+                    e.seq,
+                    e.tables.join(", "),
+                    e.seq,
+                    e.source_sql
+                );
+                self.parked.extend(e.tables.iter().cloned());
+                self.apply_catalog(routed, after);
+                self.advance(position).await
+            }
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The job's state on the target: the state row a checkpoint moves in its own
+//! transaction, Kafka offsets, the DDL the target ran.
+
+use super::*;
+
+impl RdbEngine {
+    pub(super) fn state_table(&self) -> String {
+        let q = |s: &str| dialects::emit::quote_ident(self.dialect, s);
+        format!("{}.{}", q(STATE_DB), q(STATE_TABLE))
+    }
+
+    pub(super) fn lit(&self, s: &str) -> String {
+        dialects::emit::string_literal(self.dialect, s)
+    }
+
+    /// Create the state table if needed and read the job's row.
+    pub(super) async fn load_state(&mut self) -> Result<(), String> {
+        let t = self.state_table();
+        let (ns, table) = match self.dialect {
+            Dialect::Postgres => (
+                format!("CREATE SCHEMA IF NOT EXISTS {STATE_DB}"),
+                format!("CREATE TABLE IF NOT EXISTS {t} (job varchar(200) PRIMARY KEY, checkpoint bigint NOT NULL, position text, snapshot text, updated_at timestamptz NOT NULL DEFAULT now())"),
+            ),
+            _ => (
+                format!("CREATE DATABASE IF NOT EXISTS {STATE_DB}"),
+                format!("CREATE TABLE IF NOT EXISTS {t} (job varchar(200) PRIMARY KEY, checkpoint bigint NOT NULL, position text, snapshot mediumtext, updated_at timestamp(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB"),
+            ),
+        };
+        let text = match self.dialect {
+            Dialect::Postgres => "text",
+            _ => "varchar(250)",
+        };
+        let more = [
+            // Kafka: each partition's next offset, moved in each commit.
+            format!("CREATE TABLE IF NOT EXISTS {STATE_DB}.kafka_offsets (job varchar(200) NOT NULL, topic {text} NOT NULL, part integer NOT NULL, next_offset bigint NOT NULL, PRIMARY KEY (job, topic, part))"),
+            // DDL the target ran for the job, by source position (several processes
+            // of one job, or a lost state folder, never run one twice).
+            format!("CREATE TABLE IF NOT EXISTS {STATE_DB}.ddl_applied (job varchar(200) NOT NULL, position varchar(250) NOT NULL, PRIMARY KEY (job, position))"),
+        ];
+        for s in [ns, table].into_iter().chain(more) {
+            // Two processes of one job creating these at once: PostgreSQL's IF NOT
+            // EXISTS can still fail with a duplicate; the second try sees them.
+            let mut tries = 0;
+            loop {
+                match self.target.exec(&s).await {
+                    Ok(_) => break,
+                    Err(e)
+                        if tries < 3
+                            && (e.message.contains("duplicate key")
+                                || e.message.contains("already exists")) =>
+                    {
+                        tries += 1;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Err(e) => return Err(format!("target state table: {e}")),
+                }
+            }
+        }
+        let job = self.lit(&self.job.pipeline.name);
+        let select = format!(
+            "SELECT CAST(checkpoint AS CHAR(20)), position, snapshot FROM {t} WHERE job = {job}"
+        );
+        let mut rows = self
+            .target
+            .query(&select)
+            .await
+            .map_err(|e| format!("target state table: {e}"))?;
+        if rows.is_empty() {
+            // The job's row, unless another process of the job made it just now.
+            let insert = match self.dialect {
+                Dialect::Postgres => format!(
+                    "INSERT INTO {t} (job, checkpoint) VALUES ({job}, 0) ON CONFLICT (job) DO NOTHING"
+                ),
+                _ => format!("INSERT IGNORE INTO {t} (job, checkpoint) VALUES ({job}, 0)"),
+            };
+            self.target
+                .exec(&insert)
+                .await
+                .map_err(|e| format!("target state table: {e}"))?;
+            rows = self
+                .target
+                .query(&select)
+                .await
+                .map_err(|e| format!("target state table: {e}"))?;
+        }
+        match rows.into_iter().next() {
+            None => return Err("target state table: the job's row is missing".into()),
+            Some(r) => {
+                self.checkpoint = r[0]
+                    .as_deref()
+                    .unwrap_or("0")
+                    .trim()
+                    .parse()
+                    .map_err(|e| format!("target state table: checkpoint: {e}"))?;
+                self.position = r[1]
+                    .as_deref()
+                    .map(|p| p.parse::<Position>())
+                    .transpose()
+                    .map_err(|e| format!("target state table: position: {e}"))?;
+                self.snapshot = r[2]
+                    .as_deref()
+                    .map(serde_json::from_str)
+                    .transpose()
+                    .map_err(|e| format!("target state table: snapshot: {e}"))?;
+            }
+        }
+        // The schema as of the resume point: the source's stored history.
+        if let Some(p) = self
+            .position
+            .clone()
+            .or(self.snapshot.as_ref().map(|s| s.position.clone()))
+        {
+            let dir = self.state_dir.join("source");
+            if let Ok(Some(h)) = crate::source::history::SchemaHistory::load(&dir, &p) {
+                let tables: Vec<Table> = h
+                    .tables()
+                    .filter(|t| {
+                        self.job
+                            .source
+                            .captures(t.name.schema.as_deref().unwrap_or_default(), &t.name.name)
+                    })
+                    .cloned()
+                    .collect();
+                for t in tables {
+                    self.note_actions(&self.job.router.table(&t));
+                    let r = self.routed_ir(&t);
+                    // Several tables routed into one: the target has the widest.
+                    let wider = self
+                        .catalog
+                        .table(&r.name)
+                        .is_some_and(|have| have.columns.len() >= r.columns.len());
+                    if !wider {
+                        self.know(r);
+                    }
+                }
+            }
+        }
+        // A release whose checkpoint committed is finished; one whose did not is undone.
+        for i in 0..self.log.entries.len() {
+            match self.log.entries[i].released_in {
+                Some(n) if self.log.entries[i].status == Status::Parked && n <= self.checkpoint => {
+                    self.released(i)?
+                }
+                Some(n) if n > self.checkpoint => {
+                    self.log.entries[i].released_in = None;
+                    self.log.store()?;
+                }
+                _ => {}
+            }
+        }
+        // A DDL recorded as pending whose position the target already passed ran in
+        // the transaction that moved it (PostgreSQL) or was reconciled: executed.
+        if let Some(p) = &self.position {
+            for i in 0..self.log.entries.len() {
+                let e = &self.log.entries[i];
+                if e.status == Status::Pending
+                    && e.position.parse::<Position>().is_ok_and(|x| x <= *p)
+                {
+                    self.log.set(i, Status::Executed, None)?;
+                }
+            }
+        }
+        tracing::info!(
+            "target {}: checkpoint {}, resuming at {}",
+            self.dialect,
+            self.checkpoint,
+            self.position
+                .as_ref()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "the start".into())
+        );
+        Ok(())
+    }
+
+    pub(super) fn state_update(
+        &self,
+        n: u64,
+        position: &Option<Position>,
+        snapshot: &Option<SnapshotResume>,
+    ) -> String {
+        let pos = position
+            .as_ref()
+            .map(|p| self.lit(&p.to_string()))
+            .unwrap_or_else(|| "NULL".into());
+        let snap = snapshot
+            .as_ref()
+            .map(|s| self.lit(&serde_json::to_string(s).expect("serialise")))
+            .unwrap_or_else(|| "NULL".into());
+        let now = match self.dialect {
+            Dialect::Postgres => "now()",
+            _ => "CURRENT_TIMESTAMP(6)",
+        };
+        format!(
+            "UPDATE {} SET checkpoint = {n}, position = {pos}, snapshot = {snap}, updated_at = {now} WHERE job = {} AND checkpoint = {}",
+            self.state_table(),
+            self.lit(&self.job.pipeline.name),
+            n - 1
+        )
+    }
+
+    /// Run statements and move the state row in one target transaction.
+    pub(super) async fn commit(
+        &mut self,
+        stmts: &[String],
+        position: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), SyncError> {
+        let n = self.checkpoint + 1;
+        let position = position.or(self.position.clone());
+        let begin = match self.dialect {
+            Dialect::Postgres => "BEGIN",
+            _ => "START TRANSACTION",
+        };
+        self.target.exec(begin).await?;
+        let res = async {
+            for (i, s) in stmts.iter().enumerate() {
+                if i == 1 {
+                    failpoint("inside-target-transaction");
+                }
+                self.target.exec(s).await.map_err(|e| {
+                    SyncError::from(e).context(format_args!("checkpoint {n}"))
+                        .with_statement(&clip(s))
+                })?;
+            }
+            if self.kafka {
+                return self.move_offsets(n).await;
+            }
+            let moved = self
+                .target
+                .exec(&self.state_update(n, &position, &snapshot))
+                .await
+                .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: state table")))?;
+            if moved != 1 {
+                return Err(SyncError::fenced(format!(
+                    "checkpoint {n}: the target's state for job `{}` is no longer at checkpoint {}: another process advanced it; this one stops",
+                    self.job.pipeline.name,
+                    n - 1
+                )));
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = res {
+            let _ = self.target.exec("ROLLBACK").await;
+            return Err(e);
+        }
+        self.target
+            .exec("COMMIT")
+            .await
+            .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: commit")))?;
+        failpoint("after-target-commit");
+        if self.kafka {
+            for ((t, p), o) in std::mem::take(&mut self.offsets) {
+                self.floors.insert((t.clone(), p), Some(o));
+                self.acks.push((t, p, o));
+            }
+        }
+        self.checkpoint = n;
+        if position.is_some() {
+            self.position = position;
+        }
+        self.snapshot = snapshot;
+        self.commits += 1;
+        self.last_checkpoint = Instant::now();
+        Ok(())
+    }
+
+    pub(super) fn ddl_mark(&self, position: &str) -> String {
+        format!(
+            "INSERT INTO {STATE_DB}.ddl_applied (job, position) VALUES ({}, {})",
+            self.lit(&self.job.pipeline.name),
+            self.lit(position)
+        )
+    }
+
+    /// Whether the target ran the DDL at `position` for this job already.
+    pub(super) async fn ddl_applied(&mut self, position: &str) -> Result<bool, String> {
+        let sql = format!(
+            "SELECT 1 FROM {STATE_DB}.ddl_applied WHERE job = {} AND position = {}",
+            self.lit(&self.job.pipeline.name),
+            self.lit(position)
+        );
+        Ok(!self
+            .target
+            .query(&sql)
+            .await
+            .map_err(|e| e.to_string())?
+            .is_empty())
+    }
+
+    /// Kafka: move each partition's offset in the target, asserting the previous one
+    /// (another consumer that took the partition over fences this one off).
+    pub(super) async fn move_offsets(&mut self, n: u64) -> Result<(), SyncError> {
+        let job = self.lit(&self.job.pipeline.name);
+        for ((t, p), next) in self.offsets.clone() {
+            let topic = self.lit(&t);
+            let sql = match self.floors.get(&(t.clone(), p)).copied().flatten() {
+                Some(old) => format!(
+                    "UPDATE {STATE_DB}.kafka_offsets SET next_offset = {next} WHERE job = {job} AND topic = {topic} AND part = {p} AND next_offset = {old}"
+                ),
+                None => format!(
+                    "INSERT INTO {STATE_DB}.kafka_offsets (job, topic, part, next_offset) VALUES ({job}, {topic}, {p}, {next})"
+                ),
+            };
+            let moved = self.target.exec(&sql).await.map_err(|e| {
+                SyncError::fenced(format!("checkpoint {n}: offsets of {t}/{p}: {e} (another consumer of the group may own the partition now)"))
+            })?;
+            if moved != 1 {
+                return Err(SyncError::fenced(format!(
+                    "checkpoint {n}: partition {t}/{p} is no longer at the offset this consumer read from: another consumer of the group took it over; this one stops"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Kafka: a partition's next offset as the target holds it.
+    pub(super) async fn floor(&mut self, topic: &str, part: i32) -> Result<Option<i64>, String> {
+        if let Some(f) = self.floors.get(&(topic.to_owned(), part)) {
+            return Ok(*f);
+        }
+        let sql = format!(
+            "SELECT CAST(next_offset AS CHAR(20)) FROM {STATE_DB}.kafka_offsets WHERE job = {} AND topic = {} AND part = {part}",
+            self.lit(&self.job.pipeline.name),
+            self.lit(topic)
+        );
+        let rows = self.target.query(&sql).await.map_err(|e| e.to_string())?;
+        let f = rows
+            .first()
+            .and_then(|r| r[0].as_deref())
+            .map(|v| v.trim().parse::<i64>())
+            .transpose()
+            .map_err(|e| format!("kafka_offsets: {e}"))?;
+        self.floors.insert((topic.to_owned(), part), f);
+        Ok(f)
+    }
+}

@@ -1,0 +1,212 @@
+//! Target tables: created from the source's definitions (routed, translated), and
+//! as the sink writes them (columns, key).
+
+use super::*;
+
+impl RdbEngine {
+    pub(super) fn routed_ir(&self, t: &Table) -> Table {
+        let mut r = self.job.router.table(t);
+        if self.job.sink.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
+            r.foreign_keys.clear();
+        }
+        r
+    }
+
+    /// Remember a target table's definition.
+    pub(super) fn know(&mut self, t: Table) {
+        let k = key_of(&t.name);
+        self.catalog.tables.remove(&t.name);
+        let _ = self.catalog.apply(&SchemaChange::CreateTable {
+            table: t,
+            if_not_exists: false,
+        });
+        self.tables.remove(&k);
+    }
+
+    pub(super) fn emitter_ctx_ident(&self, name: &str) -> String {
+        let cat = Catalog::new(Dialect::MySql.name_rules());
+        let mut d = ddl_core::Diagnostics::default();
+        let mut cx = EmitCtx {
+            source: Dialect::MySql,
+            before: &cat,
+            after: &cat,
+            diags: &mut d,
+        };
+        Emitter::new(self.dialect).ident(&mut cx, name)
+    }
+
+    /// The writer's view of a known target table.
+    pub(super) fn ttable(&mut self, k: &(String, String)) -> Result<&TTable, String> {
+        if !self.tables.contains_key(k) {
+            let name = TableName::new(Some(&k.0), &k.1);
+            let t = self
+                .catalog
+                .table(&name)
+                .ok_or_else(|| format!("table {} is unknown to the sink", show(k)))?
+                .clone();
+            let cols: Vec<ColSpec> = t
+                .columns
+                .iter()
+                .map(|c| ColSpec {
+                    ident: self.emitter_ctx_ident(&c.name),
+                    bits: match &c.data_type {
+                        ddl_core::DataType::Bit { length, .. } => Some(length.unwrap_or(1)),
+                        _ => None,
+                    },
+                })
+                .collect();
+            let names: Vec<String> = t.columns.iter().map(|c| c.name.to_lowercase()).collect();
+            let key = t
+                .primary_key
+                .as_ref()
+                .map(|pk| pk.columns.clone())
+                .or_else(|| self.job.source.config.key_overrides.get(&show(k)).cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|c| names.iter().position(|n| n.eq_ignore_ascii_case(c)))
+                .collect();
+            let sql_name = format!(
+                "{}.{}",
+                self.emitter_ctx_ident(&k.0),
+                self.emitter_ctx_ident(&k.1)
+            );
+            self.tables.insert(
+                k.clone(),
+                TTable {
+                    sql_name,
+                    names,
+                    cols,
+                    key,
+                },
+            );
+        }
+        Ok(&self.tables[k])
+    }
+
+    /// The target table for a source table, created on the target when new.
+    pub(super) async fn table_for(
+        &mut self,
+        t: &crate::source::decode::SourceTable,
+    ) -> Result<((String, String), Routed), String> {
+        let routed = self.job.router.route(&t.db, &t.name);
+        let k = (routed.db.clone(), routed.table.clone());
+        let name = TableName::new(Some(&k.0), &k.1);
+        if self.catalog.table(&name).is_none() {
+            let mut ir = (*t.ir).clone();
+            ir.name = TableName::new(Some(&t.db), &t.name);
+            let with_fks = self.job.router.table(&ir);
+            self.warn_actions(&with_fks);
+            self.note_actions(&with_fks);
+            let r = self.routed_ir(&ir);
+            let sql = self.translate(
+                &[SchemaChange::CreateTable {
+                    table: r.clone(),
+                    if_not_exists: true,
+                }],
+                std::slice::from_ref(&r),
+            )?;
+            self.ensure_namespace(&k.0).await?;
+            for s in &sql.0 {
+                self.target
+                    .exec(s)
+                    .await
+                    .map_err(|e| format!("creating {}: {e}\n  statement: {s}", show(&k)))?;
+            }
+            tracing::info!("table {}: created on the target (if absent)", show(&k));
+            self.know(r);
+            self.queue_fks(&with_fks);
+            self.add_ready_fks().await?;
+        } else {
+            // Several source tables into one target table: their columns must agree.
+            let have: Vec<String> = self
+                .catalog
+                .table(&name)
+                .map(|x| x.columns.iter().map(|c| c.name.to_lowercase()).collect())
+                .unwrap_or_default();
+            let mine: Vec<String> =
+                t.ir.columns
+                    .iter()
+                    .map(|c| routed.column(&c.name).to_lowercase())
+                    .collect();
+            if let Some(c) = mine.iter().find(|c| !have.contains(c)) {
+                return Err(format!(
+                    "{}.{} routes to {} which lacks its column {c} (target columns: {}; its own: {}): tables routed into one target must agree",
+                    t.db,
+                    t.name,
+                    show(&k),
+                    have.join(", "),
+                    mine.join(", ")
+                ));
+            }
+        }
+        Ok((k, routed))
+    }
+
+    pub(super) async fn ensure_namespace(&mut self, db: &str) -> Result<(), String> {
+        let id = self.emitter_ctx_ident(db);
+        let sql = match self.dialect {
+            Dialect::Postgres => format!("CREATE SCHEMA IF NOT EXISTS {id}"),
+            _ => format!("CREATE DATABASE IF NOT EXISTS {id}"),
+        };
+        self.target
+            .exec(&sql)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("{sql}: {e}"))
+    }
+
+    /// Translate routed IR changes into target statements. Err: the reason it cannot.
+    pub(super) fn translate(
+        &self,
+        changes: &[SchemaChange],
+        after_tables: &[Table],
+    ) -> Result<(Vec<String>, Vec<String>), String> {
+        let names: Vec<TableName> = changes
+            .iter()
+            .flat_map(|c| {
+                let mut v: Vec<TableName> = c.table().cloned().into_iter().collect();
+                if let SchemaChange::RenameTable { to, .. } = c {
+                    v.push(to.clone());
+                }
+                v
+            })
+            .collect();
+        let before = self.catalog.scope(&names);
+        let mut after = before.clone();
+        let mut applied = true;
+        for c in changes {
+            if after.apply(c).is_err() {
+                applied = false;
+                break;
+            }
+        }
+        if !applied {
+            // The sink did not know the table as the source had it: take the source's
+            // view after the DDL.
+            after = before.clone();
+            for t in after_tables {
+                after.tables.remove(&t.name);
+                let _ = after.apply(&SchemaChange::CreateTable {
+                    table: t.clone(),
+                    if_not_exists: false,
+                });
+            }
+        }
+        let mut diags = ddl_core::Diagnostics::default();
+        let mut cx = EmitCtx {
+            source: Dialect::MySql,
+            before: &before,
+            after: &after,
+            diags: &mut diags,
+        };
+        let out = Emitter::new(self.dialect).emit(changes, &mut cx);
+        let mut notes = Vec::new();
+        for d in diags.0 {
+            if d.severity == ddl_core::Severity::Error {
+                return Err(format!("cannot translate: {}", d.message));
+            }
+            notes.push(format!("{}: {}", d.severity, d.message));
+        }
+        Ok((out, notes))
+    }
+}
