@@ -51,3 +51,11 @@ mod tests {
         }
     }
 }
+
+/// Unix milliseconds now (0 if the clock is before 1970).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

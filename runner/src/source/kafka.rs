@@ -319,7 +319,7 @@ pub async fn run(
     let mut next_offset: HashMap<(String, i32), i64> = HashMap::new();
     let mut delivered: u64 = 0;
     // When the schema topic was last read to its end (unix ms).
-    let mut schema_checked_ms = crate::sync::metrics::now_ms();
+    let mut schema_checked_ms = crate::calendar::now_ms();
     loop {
         // The engine stopped (SIGTERM, an error): nothing more to read.
         if tx.is_closed() {
@@ -455,7 +455,7 @@ pub async fn run(
         // end now, so the DDL is known before the message is decoded.
         let created = m.timestamp().to_millis();
         if created.is_none_or(|t| t >= schema_checked_ms - 1000) {
-            let now = crate::sync::metrics::now_ms();
+            let now = crate::calendar::now_ms();
             read_schema_to_end(&schema, &k.schema_topic(), &mut schema_next, &mut queue)?;
             schema_checked_ms = now;
         }

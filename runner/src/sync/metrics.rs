@@ -53,12 +53,7 @@ impl Default for ProgressClock {
     }
 }
 
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub use crate::calendar::now_ms;
 
 impl Metrics {
     pub fn new() -> Arc<Metrics> {
