@@ -136,6 +136,23 @@ struct Cursor {
     at_boundary: bool,
 }
 
+/// Where a binlog job commits what it read before it stops or reconnects: just
+/// after the last row read while its transaction is open (a resume re-reads that
+/// transaction and skips what was delivered), else the last boundary. None: nothing
+/// to commit (nothing pending, and the position would not move).
+fn drain_point(
+    pending: bool,
+    cur: &Cursor,
+    committed: Option<&Position>,
+) -> Option<Option<Position>> {
+    let at = match (cur.read_to.clone(), cur.boundary.clone()) {
+        (Some(r), b) if pending && b.as_ref().is_none_or(|b| r > *b) => Some(r),
+        (_, b) => b,
+    };
+    let moved = at.as_ref().is_some_and(|a| committed.is_none_or(|p| p < a));
+    (pending || moved).then_some(at)
+}
+
 /// A source joined to a sink.
 pub struct Pipeline<S: Sink> {
     pub sink: S,
@@ -256,14 +273,8 @@ impl<S: Sink> Pipeline<S> {
             return Ok(());
         }
         let pending = self.sink.has_pending();
-        let at = match (cur.read_to.clone(), cur.boundary.clone()) {
-            (Some(r), b) if pending && b.as_ref().is_none_or(|b| r > *b) => Some(r),
-            (_, b) => b,
-        };
-        let moved = at
-            .as_ref()
-            .is_some_and(|a| self.sink.status().position.as_ref().is_none_or(|p| p < a));
-        if pending || moved {
+        let committed = self.sink.status().position;
+        if let Some(at) = drain_point(pending, cur, committed.as_ref()) {
             self.checkpoint(at, None).await?;
         }
         Ok(())
@@ -537,5 +548,53 @@ impl<S: Sink> Pipeline<S> {
                 format!("{lag} bytes")
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pos(offset: u64, ordinal: u64) -> Position {
+        let mut p = Position::new("bin.000001", offset);
+        p.ordinal = ordinal;
+        p
+    }
+
+    fn cur(boundary: Option<Position>, read_to: Option<Position>) -> Cursor {
+        Cursor {
+            boundary,
+            read_to,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn what_was_read_commits_at_the_last_row_while_its_transaction_is_open() {
+        // Rows of a transaction after the last boundary: committed just after them.
+        let c = cur(Some(pos(100, 0)), Some(pos(200, 3)));
+        assert_eq!(
+            drain_point(true, &c, Some(&pos(50, 0))),
+            Some(Some(pos(200, 3)))
+        );
+        // The transaction ended after its rows: the boundary.
+        let c = cur(Some(pos(300, 0)), Some(pos(200, 3)));
+        assert_eq!(drain_point(true, &c, None), Some(Some(pos(300, 0))));
+        // Nothing pending but the boundary moved (heartbeats, DDL): the position
+        // alone moves, never back to where the last row was.
+        assert_eq!(
+            drain_point(false, &c, Some(&pos(100, 0))),
+            Some(Some(pos(300, 0)))
+        );
+        // Nothing pending, nothing moved: no checkpoint.
+        assert_eq!(drain_point(false, &c, Some(&pos(300, 0))), None);
+        // Rows read before any boundary of this run.
+        let c = cur(None, Some(pos(120, 2)));
+        assert_eq!(
+            drain_point(true, &c, Some(&pos(100, 0))),
+            Some(Some(pos(120, 2)))
+        );
+        // Nothing read at all.
+        assert_eq!(drain_point(false, &cur(None, None), None), None);
     }
 }
