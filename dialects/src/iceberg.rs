@@ -469,8 +469,44 @@ pub struct StatementPlan {
 
 /// Why a statement cannot be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PlanError(pub String);
+#[error("{message}")]
+pub struct PlanError {
+    pub kind: PlanErrorKind,
+    pub message: String,
+}
+
+/// What kind of refusal a [`PlanError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanErrorKind {
+    /// What the statement creates exists already (a table, a column).
+    Exists,
+    /// What the statement changes does not exist (a table).
+    Missing,
+    /// The evolution rules or the policy refuse it.
+    Refused,
+}
+
+impl PlanError {
+    pub fn refused(message: String) -> Self {
+        PlanError {
+            kind: PlanErrorKind::Refused,
+            message,
+        }
+    }
+
+    fn exists(message: String) -> Self {
+        PlanError {
+            kind: PlanErrorKind::Exists,
+            message,
+        }
+    }
+
+    /// A DDL delivered again whose effect the tables show already (a table or
+    /// column it creates is there, a table it changes or drops is gone).
+    pub fn is_replay(&self) -> bool {
+        matches!(self.kind, PlanErrorKind::Exists | PlanErrorKind::Missing)
+    }
+}
 
 /// The stateful planner: Iceberg table states by (namespace, name).
 #[derive(Debug, Clone, Default)]
@@ -571,7 +607,7 @@ impl IcebergPlanner {
                     .cloned()
                     .collect();
                 if !inside.is_empty() && !cascade {
-                    return Err(PlanError(format!(
+                    return Err(PlanError::refused(format!(
                         "namespace {name} still holds {} table(s)",
                         inside.len()
                     )));
@@ -598,7 +634,7 @@ impl IcebergPlanner {
                         diags.skip(format!("table {}.{} exists", key.0, key.1));
                         return Ok(());
                     }
-                    return Err(PlanError(format!(
+                    return Err(PlanError::exists(format!(
                         "table {}.{} already exists in Iceberg",
                         key.0, key.1
                     )));
@@ -692,7 +728,7 @@ impl IcebergPlanner {
                 let k2 = self.key(to);
                 let mut t = self.tables.remove(&k1).ok_or_else(|| no_table(&k1))?;
                 if self.tables.contains_key(&k2) {
-                    return Err(PlanError(format!(
+                    return Err(PlanError::exists(format!(
                         "table {}.{} already exists in Iceberg",
                         k2.0, k2.1
                     )));
@@ -728,7 +764,7 @@ impl IcebergPlanner {
                 let mut t = self.tables.remove(&key).ok_or_else(|| no_table(&key))?;
                 let r = (|| {
                     if t.field(&column.name).is_some() {
-                        return Err(PlanError(format!(
+                        return Err(PlanError::exists(format!(
                             "table {}.{} already has a column {}",
                             key.0, key.1, column.name
                         )));
@@ -784,7 +820,7 @@ impl IcebergPlanner {
                     .enumerate()
                     .any(|(j, f)| j != i && f.name == *to)
                 {
-                    return Err(PlanError(format!(
+                    return Err(PlanError::exists(format!(
                         "table {}.{} already has a column {to}",
                         key.0, key.1
                     )));
@@ -1340,7 +1376,7 @@ impl IcebergPlanner {
                 from,
                 to,
                 narrowing,
-            } => PlanError(format!(
+            } => PlanError::refused(format!(
                 "table {table} column {column}: Iceberg cannot change type {from} -> {to} ({}); nothing of this statement was applied. Policies that accept it (schema.change.behavior / --schema-change-behavior): evolve or try-evolve (replace the column under a new field id), lenient ({}), ignore (keep {from})",
                 if *narrowing { "a narrowing" } else { "a change of type family" },
                 if *narrowing {
@@ -1349,7 +1385,7 @@ impl IcebergPlanner {
                     format!("keep the old values in {column}_old, add {column} as {to}")
                 }
             )),
-            Refusal::Required => PlanError(format!(
+            Refusal::Required => PlanError::refused(format!(
                 "table {table} column {column}: Iceberg cannot {what} (optional -> required) on a table that may hold rows; nothing of this statement was applied. Policies that accept it (schema.change.behavior / --schema-change-behavior): evolve (make it required anyway), try-evolve, lenient or ignore (keep it optional)"
             )),
         }
@@ -1384,11 +1420,14 @@ fn insert_at(fields: &mut Vec<IceField>, f: IceField, pos: &IcePosition) {
 }
 
 fn no_table(k: &(String, String)) -> PlanError {
-    PlanError(format!("table {}.{} does not exist in Iceberg", k.0, k.1))
+    PlanError {
+        kind: PlanErrorKind::Missing,
+        message: format!("table {}.{} does not exist in Iceberg", k.0, k.1),
+    }
 }
 
 fn no_col(k: &(String, String), c: &str) -> PlanError {
-    PlanError(format!("table {}.{} has no column {c}", k.0, k.1))
+    PlanError::refused(format!("table {}.{} has no column {c}", k.0, k.1))
 }
 
 /// A constant default as Iceberg's JSON single-value form, where it has one.

@@ -116,7 +116,7 @@ impl Engine {
         let mut diags = ddl_core::Diagnostics::default();
         let mut plan = match self.planner.plan(changes, &cat, &mut diags) {
             Ok(p) => p,
-            Err(e) if is_replay(&e.0) => {
+            Err(e) if e.is_replay() => {
                 tracing::info!("DDL at {position} already applied ({e}); skipped");
                 let why = format!("the Iceberg table already has it: {e}");
                 return self.ddl_logged(
@@ -289,12 +289,6 @@ impl Engine {
             }
         }
     }
-}
-
-pub(super) fn is_replay(e: &str) -> bool {
-    e.contains("already exists")
-        || e.contains("does not exist in Iceberg")
-        || e.contains("already has a column")
 }
 
 /// Record the DDL's position in every table the plan leaves, in the same commit.
