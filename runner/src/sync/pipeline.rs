@@ -370,23 +370,7 @@ impl<S: Sink> Pipeline<S> {
                 self.snapshot_progress =
                     Some((format!("{}.{}", table.db, table.name), done, estimate));
                 self.sink.snapshot_rows(&table, rows, &position).await?;
-                let sr = cur.snapshot.get_or_insert_with(|| SnapshotResume {
-                    position: position.clone(),
-                    done: Vec::new(),
-                    cursor: None,
-                });
-                if let Some(c) = &sr.cursor {
-                    let k = (c.db.clone(), c.table.clone());
-                    if k != (table.db.clone(), table.name.clone()) && !sr.done.contains(&k) {
-                        sr.done.push(k);
-                    }
-                }
-                sr.cursor = cursor;
-                if self.due() || self.sink.over_budget() {
-                    let s = cur.snapshot.clone();
-                    self.checkpoint(None, s).await?;
-                    crate::failpoint::hit("mid-snapshot");
-                }
+                self.snapshot_cursor(&table, cursor, position, cur).await?;
             }
             SourceEvent::SnapshotDone { position, .. } => {
                 cur.snapshot = None;
@@ -395,7 +379,11 @@ impl<S: Sink> Pipeline<S> {
                 cur.boundary = Some(position);
             }
             SourceEvent::Rows(b) => {
-                cur.read_to = Some(b.position_after(b.num_rows() - 1));
+                // A batch can be empty: a resume inside a transaction skips what
+                // was delivered of it.
+                if let Some(last) = b.num_rows().checked_sub(1) {
+                    cur.read_to = Some(b.position_after(last));
+                }
                 let snapshotting = cur.snapshot.is_some();
                 self.sink.rows(b, snapshotting).await?;
                 if self.sink.over_budget() {
@@ -436,33 +424,7 @@ impl<S: Sink> Pipeline<S> {
                 ddl,
                 ..
             } => {
-                let start = Position {
-                    ordinal: 0,
-                    ..position.clone()
-                };
-                let before = cur.boundary.take().filter(|b| *b > start).unwrap_or(start);
-                let d = Ddl {
-                    position: &position,
-                    before,
-                    sql: &ddl,
-                    changes: &changes,
-                    after: &after,
-                };
-                // A barrier that cannot complete stops the job with a clear error.
-                let limit = self.barrier_limit;
-                match tokio::time::timeout(limit, self.sink.schema(d)).await {
-                    Ok(r) => r?,
-                    Err(_) => {
-                        return Err(super::error::SyncError::from(format!(
-                            "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
-                            limit.as_secs_f64(),
-                            changes
-                                .iter()
-                                .filter_map(|c| c.table().map(|t| t.to_string()))
-                                .collect::<Vec<_>>()
-                        )))
-                    }
-                }
+                self.schema(&position, &ddl, &changes, &after, cur).await?;
                 cur.boundary = Some(position);
             }
             SourceEvent::RowsRemoved {
@@ -487,6 +449,71 @@ impl<S: Sink> Pipeline<S> {
             SourceEvent::Heartbeat { position } => self.boundary(position, cur).await?,
         }
         Ok(())
+    }
+
+    /// A snapshot chunk was read: its cursor moves; a checkpoint when due.
+    async fn snapshot_cursor(
+        &mut self,
+        table: &SourceTable,
+        cursor: Option<crate::source::snapshot::Cursor>,
+        position: Position,
+        cur: &mut Cursor,
+    ) -> Result<()> {
+        let sr = cur.snapshot.get_or_insert_with(|| SnapshotResume {
+            position,
+            done: Vec::new(),
+            cursor: None,
+        });
+        if let Some(c) = &sr.cursor {
+            let k = (c.db.clone(), c.table.clone());
+            if k != (table.db.clone(), table.name.clone()) && !sr.done.contains(&k) {
+                sr.done.push(k);
+            }
+        }
+        sr.cursor = cursor;
+        if self.due() || self.sink.over_budget() {
+            let s = cur.snapshot.clone();
+            self.checkpoint(None, s).await?;
+            crate::failpoint::hit("mid-snapshot");
+        }
+        Ok(())
+    }
+
+    /// A DDL through the sink, within the barrier's time limit.
+    async fn schema(
+        &mut self,
+        position: &Position,
+        ddl: &str,
+        changes: &[ddl_core::SchemaChange],
+        after: &[ddl_core::Table],
+        cur: &mut Cursor,
+    ) -> Result<()> {
+        let start = Position {
+            ordinal: 0,
+            ..position.clone()
+        };
+        let before = cur.boundary.take().filter(|b| *b > start).unwrap_or(start);
+        let d = Ddl {
+            position,
+            before,
+            sql: ddl,
+            changes,
+            after,
+        };
+        // A barrier that cannot complete stops the job with a clear error.
+        let limit = self.barrier_limit;
+        match tokio::time::timeout(limit, self.sink.schema(d)).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
+                limit.as_secs_f64(),
+                changes
+                    .iter()
+                    .filter_map(|c| c.table().map(|t| t.to_string()))
+                    .collect::<Vec<_>>()
+            )
+            .into()),
+        }
     }
 
     /// A transaction boundary: a checkpoint when one is due.

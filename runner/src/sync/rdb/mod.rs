@@ -216,6 +216,10 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         b: crate::source::RowBatch,
         snapshotting: bool,
     ) -> Result<(), SyncError> {
+        // A resume inside a transaction skips what was delivered of it.
+        if b.num_rows() == 0 {
+            return Ok(());
+        }
         if b.op == Op::Delete
             && !self.pending.is_empty()
             && !snapshotting
