@@ -381,9 +381,10 @@ impl<S: Sink> Pipeline<S> {
             SourceEvent::Rows(b) => {
                 // A batch can be empty: a resume inside a transaction skips what
                 // was delivered of it.
-                if let Some(last) = b.num_rows().checked_sub(1) {
-                    cur.read_to = Some(b.position_after(last));
-                }
+                let Some(last) = b.num_rows().checked_sub(1) else {
+                    return Ok(());
+                };
+                cur.read_to = Some(b.position_after(last));
                 let snapshotting = cur.snapshot.is_some();
                 self.sink.rows(b, snapshotting).await?;
                 if self.sink.over_budget() {
