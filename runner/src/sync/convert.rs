@@ -3,6 +3,7 @@
 //! not fit (a TIME beyond 24 h into Iceberg `time`, an unsigned 64-bit value into
 //! `long`) is an error naming table and column, never a silent change.
 
+use crate::sync::error::SyncError;
 use arrow_array::{
     new_null_array, Array, ArrayRef, BooleanArray, DurationMicrosecondArray, Int8Array,
     RecordBatch, Time64MicrosecondArray, UInt64Array,
@@ -15,7 +16,7 @@ pub fn to_iceberg(
     table: &str,
     batch: &RecordBatch,
     target: &SchemaRef,
-) -> Result<RecordBatch, String> {
+) -> Result<RecordBatch, SyncError> {
     let src = batch.schema();
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
     for f in target.fields() {
@@ -33,7 +34,8 @@ pub fn to_iceberg(
                 return Err(format!(
                     "table {table}: required column {} has no source column",
                     f.name()
-                ));
+                )
+                .into());
             }
             cols.push(new_null_array(f.data_type(), batch.num_rows()));
             continue;
@@ -70,7 +72,8 @@ pub fn to_iceberg(
                         Some(us) if !(0..86_400_000_000).contains(&us) => {
                             return Err(err(format!(
                                 "TIME value {us} µs is outside Iceberg's time of day (00:00-24:00)"
-                            )))
+                            ))
+                            .into())
                         }
                         other => out.push(other),
                     }
@@ -89,7 +92,7 @@ pub fn to_iceberg(
         };
         cols.push(out);
     }
-    RecordBatch::try_new(target.clone(), cols).map_err(|e| format!("table {table}: {e}"))
+    Ok(RecordBatch::try_new(target.clone(), cols).map_err(|e| format!("table {table}: {e}"))?)
 }
 
 fn is_bit(batch: &RecordBatch, i: usize) -> bool {

@@ -8,6 +8,7 @@
 //! each), and the changes of its tables that follow are held in `held/` until it is
 //! resolved.
 
+use crate::sync::error::SyncError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -103,8 +104,8 @@ pub fn now() -> u64 {
 }
 
 /// Write a file durably ([`crate::durable::replace`]), errors naming the file.
-pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    crate::durable::replace(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), SyncError> {
+    Ok(crate::durable::replace(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?)
 }
 
 impl DdlLog {
@@ -112,12 +113,12 @@ impl DdlLog {
         dir.join("ddl-log.json")
     }
 
-    pub fn load(dir: &Path) -> Result<DdlLog, String> {
+    pub fn load(dir: &Path) -> Result<DdlLog, SyncError> {
         let p = Self::path(dir);
         let entries = match std::fs::read(&p) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(format!("{}: {e}", p.display())),
+            Err(e) => return Err(format!("{}: {e}", p.display()).into()),
         };
         Ok(DdlLog {
             dir: dir.to_owned(),
@@ -125,7 +126,7 @@ impl DdlLog {
         })
     }
 
-    pub fn store(&self) -> Result<(), String> {
+    pub fn store(&self) -> Result<(), SyncError> {
         let b = serde_json::to_vec_pretty(&self.entries).expect("entries serialise");
         write_durably(&Self::path(&self.dir), &b)
     }
@@ -135,7 +136,7 @@ impl DdlLog {
     }
 
     /// Record a new entry durably; returns its index.
-    pub fn add(&mut self, mut e: Entry) -> Result<usize, String> {
+    pub fn add(&mut self, mut e: Entry) -> Result<usize, SyncError> {
         e.seq = self.entries.last().map(|x| x.seq + 1).unwrap_or(1);
         e.at = now();
         self.entries.push(e);
@@ -144,14 +145,19 @@ impl DdlLog {
     }
 
     /// Add an entry unless one has its position already (a replay).
-    pub fn record_once(&mut self, e: Entry) -> Result<(), String> {
+    pub fn record_once(&mut self, e: Entry) -> Result<(), SyncError> {
         if self.find(&e.position).is_none() {
             self.add(e)?;
         }
         Ok(())
     }
 
-    pub fn set(&mut self, i: usize, status: Status, reason: Option<String>) -> Result<(), String> {
+    pub fn set(
+        &mut self,
+        i: usize,
+        status: Status,
+        reason: Option<String>,
+    ) -> Result<(), SyncError> {
         let e = &mut self.entries[i];
         e.status = status;
         if reason.is_some() {
@@ -198,16 +204,17 @@ impl DdlLog {
     }
 
     /// Ask the running (or next) job to release a parked entry.
-    pub fn request_resolution(dir: &Path, seq: u64, retry: bool) -> Result<(), String> {
+    pub fn request_resolution(dir: &Path, seq: u64, retry: bool) -> Result<(), SyncError> {
         let log = DdlLog::load(dir)?;
         let Some(e) = log.entries.iter().find(|e| e.seq == seq) else {
-            return Err(format!("no DDL log entry {seq}"));
+            return Err(format!("no DDL log entry {seq}").into());
         };
         if e.status != Status::Parked {
             return Err(format!(
                 "entry {seq} is {}, not parked: nothing to resolve",
                 e.status
-            ));
+            )
+            .into());
         }
         let d = dir.join("resolve");
         std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
@@ -218,7 +225,7 @@ impl DdlLog {
     }
 
     /// Append a parked DDL to the dead-letter file.
-    pub fn dead_letter(path: &Path, e: &Entry) -> Result<(), String> {
+    pub fn dead_letter(path: &Path, e: &Entry) -> Result<(), SyncError> {
         if let Some(d) = path.parent() {
             std::fs::create_dir_all(d).map_err(|x| format!("{}: {x}", d.display()))?;
         }
@@ -231,17 +238,17 @@ impl DdlLog {
             "reason": e.reason,
             "at": e.at,
         });
-        crate::durable::append_line(path, &line.to_string())
-            .map_err(|x| format!("{}: {x}", path.display()))
+        Ok(crate::durable::append_line(path, &line.to_string())
+            .map_err(|x| format!("{}: {x}", path.display()))?)
     }
 
     /// A table's held statements, oldest first.
-    pub fn held(&self, table: &str) -> Result<Vec<(u64, String)>, String> {
+    pub fn held(&self, table: &str) -> Result<Vec<(u64, String)>, SyncError> {
         let p = self.held_path(table);
         match std::fs::read(&p) {
-            Ok(b) => serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display())),
+            Ok(b) => Ok(serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display()))?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(format!("{}: {e}", p.display())),
+            Err(e) => Err(format!("{}: {e}", p.display()).into()),
         }
     }
 
@@ -251,7 +258,7 @@ impl DdlLog {
 
     /// Hold statements of checkpoint `ck` for a table, durably. Statements an earlier
     /// attempt of the same checkpoint held (before a crash) are replaced.
-    pub fn hold(&self, table: &str, ck: u64, stmts: Vec<String>) -> Result<(), String> {
+    pub fn hold(&self, table: &str, ck: u64, stmts: Vec<String>) -> Result<(), SyncError> {
         let mut all: Vec<(u64, String)> = self.held(table)?;
         all.retain(|(c, _)| *c < ck);
         all.extend(stmts.into_iter().map(|s| (ck, s)));
@@ -261,11 +268,11 @@ impl DdlLog {
         write_durably(&p, &serde_json::to_vec(&all).expect("serialise"))
     }
 
-    pub fn drop_held(&self, table: &str) -> Result<(), String> {
+    pub fn drop_held(&self, table: &str) -> Result<(), SyncError> {
         match std::fs::remove_file(self.held_path(table)) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.to_string().into()),
         }
     }
 
@@ -354,9 +361,10 @@ mod tests {
         let parked = log.add(entry("p:2", Status::Parked)).unwrap();
         assert_eq!(log.parked_tables().into_iter().collect::<Vec<_>>(), ["s.t"]);
         let e = DdlLog::request_resolution(d.path(), 1, false).unwrap_err();
-        assert!(e.contains("executed, not parked"), "{e}");
+        assert!(e.message.contains("executed, not parked"), "{e}");
         assert!(DdlLog::request_resolution(d.path(), 9, false)
             .unwrap_err()
+            .message
             .contains("no DDL log entry 9"));
         DdlLog::request_resolution(d.path(), 2, true).unwrap();
         assert_eq!(log.resolutions(), [(2, true)]);

@@ -18,6 +18,7 @@ use super::ddllog::write_durably;
 use crate::source::decode::SourceTable;
 use crate::source::position::Position;
 use crate::source::{Op, RowBatch, RowPos};
+use crate::sync::error::SyncError;
 use arrow_array::RecordBatch;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -62,7 +63,7 @@ pub enum HeldItem {
     },
 }
 
-fn ipc(b: &RecordBatch) -> Result<String, String> {
+fn ipc(b: &RecordBatch) -> Result<String, SyncError> {
     let mut buf = Vec::new();
     {
         let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut buf, &b.schema())
@@ -73,19 +74,19 @@ fn ipc(b: &RecordBatch) -> Result<String, String> {
     Ok(base64::engine::general_purpose::STANDARD.encode(buf))
 }
 
-fn from_ipc(s: &str) -> Result<RecordBatch, String> {
+fn from_ipc(s: &str) -> Result<RecordBatch, SyncError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s)
         .map_err(|e| e.to_string())?;
     let mut r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)
         .map_err(|e| e.to_string())?;
-    r.next()
+    Ok(r.next()
         .ok_or_else(|| "an empty held batch".to_owned())?
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?)
 }
 
 impl HeldBatch {
-    pub fn new(b: &RowBatch) -> Result<HeldBatch, String> {
+    pub fn new(b: &RowBatch) -> Result<HeldBatch, SyncError> {
         Ok(HeldBatch {
             db: b.table.db.clone(),
             table: (*b.table.ir).clone(),
@@ -102,7 +103,7 @@ impl HeldBatch {
     }
 
     /// The row batch again (the table's decoder rebuilt from its definition).
-    pub fn batch(&self, key_override: Option<&[String]>) -> Result<RowBatch, String> {
+    pub fn batch(&self, key_override: Option<&[String]>) -> Result<RowBatch, SyncError> {
         let table = SourceTable::from_ir(&self.db, &self.table, key_override)?;
         Ok(RowBatch {
             table: Arc::new(table),
@@ -194,12 +195,12 @@ impl HeldStore {
     }
 
     /// Files of one table: (checkpoint, path), oldest first.
-    fn files(&self, table: &str) -> Result<Vec<(u64, PathBuf)>, String> {
+    fn files(&self, table: &str) -> Result<Vec<(u64, PathBuf)>, SyncError> {
         let d = self.table_dir(table);
         let rd = match std::fs::read_dir(&d) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(format!("{}: {e}", d.display())),
+            Err(e) => return Err(format!("{}: {e}", d.display()).into()),
         };
         let mut out = Vec::new();
         for e in rd.flatten() {
@@ -230,7 +231,7 @@ impl HeldStore {
     }
 
     /// Hold a table's items of checkpoint `ck`, durably (before the checkpoint's state).
-    pub fn write(&self, table: &str, ck: u64, items: &[HeldItem]) -> Result<(), String> {
+    pub fn write(&self, table: &str, ck: u64, items: &[HeldItem]) -> Result<(), SyncError> {
         let d = self.table_dir(table);
         std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
         let bytes = serde_json::to_vec(items).map_err(|e| e.to_string())?;
@@ -238,7 +239,7 @@ impl HeldStore {
     }
 
     /// Every held item of a table, oldest first.
-    pub fn load(&self, table: &str) -> Result<Vec<HeldItem>, String> {
+    pub fn load(&self, table: &str) -> Result<Vec<HeldItem>, SyncError> {
         let mut out = Vec::new();
         for (_, p) in self.files(table)? {
             let b = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -251,7 +252,7 @@ impl HeldStore {
 
     /// Files of checkpoints the state never reached (a crash before its state was
     /// stored): their changes come again from the source.
-    pub fn discard_after(&self, ck: u64) -> Result<(), String> {
+    pub fn discard_after(&self, ck: u64) -> Result<(), SyncError> {
         for t in self.tables() {
             for (c, p) in self.files(&t)? {
                 if c > ck {
@@ -264,7 +265,7 @@ impl HeldStore {
 
     /// A release committed in checkpoint `ck`: files older than it are done (a file of
     /// `ck` itself holds what a DDL parked again during the release).
-    pub fn drop_before(&self, table: &str, ck: u64) -> Result<(), String> {
+    pub fn drop_before(&self, table: &str, ck: u64) -> Result<(), SyncError> {
         for (c, p) in self.files(table)? {
             if c < ck {
                 std::fs::remove_file(&p).map_err(|e| format!("{}: {e}", p.display()))?;

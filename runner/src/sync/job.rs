@@ -370,7 +370,7 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             )
         })?;
     }
-    let router = super::route::Router::parse(job.route.as_ref())?;
+    let router = super::route::Router::parse(job.route.as_ref()).map_err(|e| e.message)?;
     let mut source = source;
     source.skip_unparsed_ddl = pipeline.ddl_error_policy == DdlErrorPolicy::Skip;
     let mut sink = sink;

@@ -15,6 +15,7 @@
 //! creates it, the others' CREATE is recognised as already done (their columns must
 //! match), and each row lands in the one table.
 
+use crate::sync::error::SyncError;
 use ddl_core::{ColumnPosition, SchemaChange, Table, TableName};
 use regex::Regex;
 use serde::Deserialize;
@@ -56,7 +57,7 @@ impl Routed {
 }
 
 impl Router {
-    pub fn parse(v: Option<&serde_yaml_ng::Value>) -> Result<Router, String> {
+    pub fn parse(v: Option<&serde_yaml_ng::Value>) -> Result<Router, SyncError> {
         let Some(v) = v else {
             return Ok(Router::default());
         };
@@ -76,12 +77,13 @@ impl Router {
                         &m.as_str()[1..],
                         &m.as_str()[1..m.as_str().len() - 1],
                         &m.as_str()[m.as_str().len() - 1..]
-                    ));
+                    ).into());
                 }
                 if t.split('.').count() != 2 || t.split('.').any(str::is_empty) {
                     return Err(format!(
                         "job file: route[{i}].sink-table: `{t}` must be `database.table`"
-                    ));
+                    )
+                    .into());
                 }
             }
             out.push((re, r));
@@ -286,7 +288,7 @@ fn rename_columns(t: &mut Table, r: &Routed) {
 pub fn rename_batch(
     b: &arrow_array::RecordBatch,
     r: &Routed,
-) -> Result<arrow_array::RecordBatch, String> {
+) -> Result<arrow_array::RecordBatch, SyncError> {
     if r.columns.is_empty() {
         return Ok(b.clone());
     }
@@ -300,7 +302,10 @@ pub fn rename_batch(
         fields,
         b.schema().metadata().clone(),
     ));
-    arrow_array::RecordBatch::try_new(schema, b.columns().to_vec()).map_err(|e| e.to_string())
+    Ok(
+        arrow_array::RecordBatch::try_new(schema, b.columns().to_vec())
+            .map_err(|e| e.to_string())?,
+    )
 }
 
 #[cfg(test)]
@@ -350,18 +355,18 @@ mod tests {
             &serde_yaml_ng::from_str("- source-table: '('\n  sink-table: a.b\n").unwrap(),
         ))
         .unwrap_err();
-        assert!(e.contains("route[0].source-table"), "{e}");
+        assert!(e.message.contains("route[0].source-table"), "{e}");
         let e = Router::parse(Some(
             &serde_yaml_ng::from_str("- source-table: a\n  sink-table: nodot\n").unwrap(),
         ))
         .unwrap_err();
-        assert!(e.contains("database.table"), "{e}");
+        assert!(e.message.contains("database.table"), "{e}");
         let e = Router::parse(Some(
             &serde_yaml_ng::from_str("- source-table: s\\.(.*)\n  sink-table: d.$1_copy\n")
                 .unwrap(),
         ))
         .unwrap_err();
-        assert!(e.contains("write `${1}_`"), "{e}");
+        assert!(e.message.contains("write `${1}_`"), "{e}");
         let ok = router("- source-table: s\\.(.*)\n  sink-table: d.${1}_copy\n");
         assert_eq!(ok.route("s", "t").table, "t_copy");
     }

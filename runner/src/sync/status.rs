@@ -8,7 +8,7 @@ use crate::iceberg::catalog::ident;
 use crate::iceberg::{Catalog, CatalogConfig};
 use std::fmt::Write;
 
-pub async fn report(job: &SyncJob) -> Result<String, String> {
+pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncError> {
     if job.sink.kind != "iceberg" {
         return super::rdb::status(job).await;
     }

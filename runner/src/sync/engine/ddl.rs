@@ -2,6 +2,7 @@
 //! that records the DDL's position; the DDL log.
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl Engine {
     /// Apply a DDL: barrier-commit the tables it touches, then change Iceberg.
@@ -11,7 +12,7 @@ impl Engine {
         changes: &[ddl_core::SchemaChange],
         after: &[ddl_core::Table],
         sql: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         // Settled before (a source that delivers its DDL again: a restart before the
         // state moved past it, or Kafka's schema topic, read whole at every start)?
         let log = DdlLog::load(&self.state_dir)?;
@@ -192,7 +193,7 @@ impl Engine {
         target_sql: Vec<String>,
         status: Status,
         reason: Option<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let mut log = DdlLog::load(&self.state_dir)?;
         if let Some(i) = log.find(&position.to_string()) {
             // Held is a first record only (a parked DDL read again stays parked).
@@ -228,7 +229,7 @@ impl Engine {
         touched: &[(String, String)],
         reason: String,
         item: HeldItem,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         use crate::sync::job::DdlErrorPolicy;
         match self.job.pipeline.ddl_error_policy {
             DdlErrorPolicy::Park => {
@@ -285,7 +286,7 @@ impl Engine {
                     Status::Failed,
                     Some(reason.clone()),
                 )?;
-                Err(format!("DDL at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {sql}"))
+                Err(format!("DDL at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {sql}").into())
             }
         }
     }

@@ -76,25 +76,27 @@ impl State {
         dir.join("checkpoint.json")
     }
 
-    pub fn load(dir: &Path) -> Result<Option<State>, String> {
+    pub fn load(dir: &Path) -> Result<Option<State>, SyncError> {
         match std::fs::read(Self::path(dir)) {
-            Ok(b) => serde_json::from_slice(&b)
+            Ok(b) => Ok(serde_json::from_slice(&b)
                 .map(Some)
-                .map_err(|e| format!("{}: {e}", Self::path(dir).display())),
+                .map_err(|e| format!("{}: {e}", Self::path(dir).display()))?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", Self::path(dir).display())),
+            Err(e) => Err(format!("{}: {e}", Self::path(dir).display()).into()),
         }
     }
 
     /// Write, fsync the file, rename over the old state, fsync the folder.
-    fn store(&self, dir: &Path) -> Result<(), String> {
+    fn store(&self, dir: &Path) -> Result<(), SyncError> {
         let fin = Self::path(dir);
         let bytes = serde_json::to_vec_pretty(self).expect("serialises");
-        crate::durable::replace_observed(&fin, &bytes, |step| match step {
-            crate::durable::Step::BeforeRename => failpoint("state-before-rename"),
-            crate::durable::Step::BeforeDirFsync => failpoint("state-before-dir-fsync"),
-        })
-        .map_err(|e| format!("writing {}: {e}", fin.display()))
+        Ok(
+            crate::durable::replace_observed(&fin, &bytes, |step| match step {
+                crate::durable::Step::BeforeRename => failpoint("state-before-rename"),
+                crate::durable::Step::BeforeDirFsync => failpoint("state-before-dir-fsync"),
+            })
+            .map_err(|e| format!("writing {}: {e}", fin.display()))?,
+        )
     }
 }
 
@@ -158,7 +160,7 @@ fn ns_of(db: &str) -> String {
 }
 
 impl Engine {
-    pub async fn open(job: SyncJob) -> Result<Engine, String> {
+    pub async fn open(job: SyncJob) -> Result<Engine, SyncError> {
         let catalog = Catalog::open(&CatalogConfig {
             name: job.sink.catalog_name.clone(),
             warehouse: job.sink.warehouse.clone(),
@@ -244,12 +246,12 @@ impl super::pipeline::Sink for Engine {
         b: crate::source::RowBatch,
         _snapshotting: bool,
     ) -> Result<(), SyncError> {
-        Ok(self.apply_rows(b).await?)
+        self.apply_rows(b).await
     }
 
     async fn message(&mut self, m: crate::source::Message) -> Result<(), SyncError> {
         let part = m.part();
-        Ok(self.apply_message(m.rows, part, m.next, m.position).await?)
+        self.apply_message(m.rows, part, m.next, m.position).await
     }
 
     async fn snapshot_rows(
@@ -295,7 +297,7 @@ impl super::pipeline::Sink for Engine {
     }
 
     async fn schema(&mut self, d: super::pipeline::Ddl<'_>) -> Result<(), SyncError> {
-        Ok(self.ddl(d.position, d.changes, d.after, d.sql).await?)
+        self.ddl(d.position, d.changes, d.after, d.sql).await
     }
 
     fn skipped(
@@ -306,7 +308,7 @@ impl super::pipeline::Sink for Engine {
         why: Option<String>,
     ) -> Result<(), SyncError> {
         let touched: Vec<(String, String)> = tables.iter().map(|t| table_key(t)).collect();
-        Ok(self.ddl_logged(position, sql, &touched, Vec::new(), Status::Skipped, why)?)
+        self.ddl_logged(position, sql, &touched, Vec::new(), Status::Skipped, why)
     }
 
     async fn checkpoint(
@@ -314,7 +316,7 @@ impl super::pipeline::Sink for Engine {
         at: Option<Position>,
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
-        Ok(Engine::checkpoint(self, at, snapshot).await?)
+        Engine::checkpoint(self, at, snapshot).await
     }
 
     fn has_pending(&self) -> bool {

@@ -1,6 +1,7 @@
 //! Tables parked behind a DDL: their changes held, replayed when released.
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl Engine {
     /// Keep a change of a parked table (written with the next checkpoint).
@@ -16,7 +17,9 @@ impl Engine {
     /// Parked DDL a person resolved: each one's held changes (and those of DDL queued
     /// behind it on the same tables) are replayed, in source order, into the current
     /// checkpoint. Returns (entry number, tables released) for [`Self::released`].
-    pub(super) async fn releases(&mut self) -> Result<Vec<(u64, Vec<(String, String)>)>, String> {
+    pub(super) async fn releases(
+        &mut self,
+    ) -> Result<Vec<(u64, Vec<(String, String)>)>, SyncError> {
         let mut out = Vec::new();
         for (seq, retry) in DdlLog::resolutions_in(&self.state_dir) {
             let log = DdlLog::load(&self.state_dir)?;
@@ -70,7 +73,7 @@ impl Engine {
         item: HeldItem,
         parked_at: &str,
         retry: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let overrides = self.job.source.config.key_overrides.clone();
         let over = |b: &HeldBatch| {
             overrides
@@ -118,7 +121,7 @@ impl Engine {
         seq: u64,
         tables: &[(String, String)],
         n: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let mut log = DdlLog::load(&self.state_dir)?;
         if let Some(i) = log.entries.iter().position(|e| e.seq == seq) {
             if self.reparked.remove(&log.entries[i].position) {

@@ -2,10 +2,11 @@
 //! messages, changelog tables).
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl Engine {
     /// Fold one batch of row changes into its table's pending changes.
-    pub(super) async fn apply_rows(&mut self, b: crate::source::RowBatch) -> Result<(), String> {
+    pub(super) async fn apply_rows(&mut self, b: crate::source::RowBatch) -> Result<(), SyncError> {
         let table = b.table.clone();
         let name = format!("{}.{}", table.db, table.name);
         let first = b.position_after(0);
@@ -30,7 +31,7 @@ impl Engine {
         if !keep.iter().any(|k| *k) {
             return Ok(());
         }
-        let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, String> {
+        let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, SyncError> {
             x.as_ref()
                 .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, &s.arrow))
                 .transpose()
@@ -38,9 +39,10 @@ impl Engine {
         let (before, after) = (conv(&b.before)?, conv(&b.after)?);
         let last = b.position_after(b.num_rows() - 1);
         if s.changelog {
-            let tag = |x: Option<RecordBatch>, op: &str| -> Result<Option<RecordBatch>, String> {
-                x.map(|r| changelog_columns(r, op, &b)).transpose()
-            };
+            let tag =
+                |x: Option<RecordBatch>, op: &str| -> Result<Option<RecordBatch>, SyncError> {
+                    x.map(|r| changelog_columns(r, op, &b)).transpose()
+                };
             let (before, after) = match b.op {
                 Op::Insert => (None, tag(after, "insert")?),
                 Op::Delete => (tag(before, "delete")?, None),
@@ -79,7 +81,7 @@ impl Engine {
         part: String,
         next: i64,
         position: Position,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let Some(first) = rows.first() else {
             return Ok(()); // a tombstone or a skipped message
         };
@@ -125,7 +127,7 @@ pub(super) fn changelog_columns(
     r: RecordBatch,
     op: &str,
     b: &crate::source::RowBatch,
-) -> Result<RecordBatch, String> {
+) -> Result<RecordBatch, SyncError> {
     use arrow_array::{ArrayRef, StringArray, TimestampMicrosecondArray};
     let schema = r.schema();
     let mut cols: Vec<ArrayRef> = r.columns().to_vec();
@@ -148,14 +150,14 @@ pub(super) fn changelog_columns(
             _ => {}
         }
     }
-    RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())
+    Ok(RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())?)
 }
 
 /// Snapshot rows of a changelog table: `_op` = snapshot, `_pos` = the snapshot point.
 pub(super) fn snapshot_changelog_columns(
     r: RecordBatch,
     at: &Position,
-) -> Result<RecordBatch, String> {
+) -> Result<RecordBatch, SyncError> {
     use arrow_array::{ArrayRef, StringArray};
     let schema = r.schema();
     let mut cols: Vec<ArrayRef> = r.columns().to_vec();
@@ -168,5 +170,5 @@ pub(super) fn snapshot_changelog_columns(
             _ => {}
         }
     }
-    RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())
+    Ok(RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())?)
 }

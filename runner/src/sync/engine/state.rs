@@ -2,6 +2,7 @@
 //! with the job, checkpoint and watermark; recovery of a checkpoint's commits.
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl Engine {
     pub(super) fn summary(
@@ -84,7 +85,7 @@ impl Engine {
     }
 
     /// Commit what the state's checkpoint lists and a table lacks (after a crash).
-    pub async fn recover(&mut self) -> Result<usize, String> {
+    pub async fn recover(&mut self) -> Result<usize, SyncError> {
         let n = self.state.checkpoint;
         let mut done = 0;
         for (name, (avro, wm)) in self.state.pending.clone() {
@@ -119,7 +120,7 @@ pub(super) fn write_files<'a>(
     path: &Path,
     t: &LoadedTable,
     files: impl Iterator<Item = &'a iceberg::spec::DataFile>,
-) -> Result<(), String> {
+) -> Result<(), SyncError> {
     let spec = t.metadata.default_partition_spec();
     let ptype = spec
         .partition_type(t.metadata.current_schema())
@@ -133,25 +134,25 @@ pub(super) fn write_files<'a>(
     )
     .map_err(|e| e.to_string())?;
     let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    f.write_all(&buf)
+    Ok(f.write_all(&buf)
         .and_then(|_| f.sync_all())
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| format!("{}: {e}", path.display()))?)
 }
 
 pub(super) fn read_files(
     path: &Path,
     t: &LoadedTable,
-) -> Result<Vec<iceberg::spec::DataFile>, String> {
+) -> Result<Vec<iceberg::spec::DataFile>, SyncError> {
     let spec = t.metadata.default_partition_spec();
     let schema = t.metadata.current_schema();
     let ptype = spec.partition_type(schema).map_err(|e| e.to_string())?;
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    iceberg::spec::read_data_files_from_avro(
+    Ok(iceberg::spec::read_data_files_from_avro(
         &mut bytes.as_slice(),
         schema,
         spec.spec_id(),
         &ptype,
         iceberg::spec::FormatVersion::V2,
     )
-    .map_err(|e| format!("{}: {e}", path.display()))
+    .map_err(|e| format!("{}: {e}", path.display()))?)
 }

@@ -2,6 +2,7 @@
 //! columns and the watermark of this job's last commit.
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl Engine {
     /// The sink of a table, creating the Iceberg table on first sight.
@@ -9,7 +10,7 @@ impl Engine {
         &mut self,
         t: &crate::source::decode::SourceTable,
         at: &Position,
-    ) -> Result<&mut Sink, String> {
+    ) -> Result<&mut Sink, SyncError> {
         let routed = self.job.router.route(&t.db, &t.name);
         let key = (ns_of(&routed.db), routed.table.clone());
         if !self.sinks.contains_key(&key) {
@@ -103,7 +104,7 @@ impl Engine {
     }
 
     /// The sink of an existing Iceberg table, loaded afresh. False: no such table.
-    pub(super) async fn load_sink(&mut self, k: &(String, String)) -> Result<bool, String> {
+    pub(super) async fn load_sink(&mut self, k: &(String, String)) -> Result<bool, SyncError> {
         let id = ident(&k.0, &k.1).map_err(|e| e.to_string())?;
         let Some(t) = self
             .catalog
@@ -122,7 +123,7 @@ impl Engine {
         &mut self,
         id: iceberg::TableIdent,
         table: LoadedTable,
-    ) -> Result<Sink, String> {
+    ) -> Result<Sink, SyncError> {
         let ice = iconv::ice_table(&id.namespace().join("."), id.name(), &table.metadata)
             .map_err(|e| e.to_string())?;
         self.planner

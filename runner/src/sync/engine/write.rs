@@ -1,15 +1,16 @@
 //! Pending changes into files and commits: checkpoints, barrier and budget flushes.
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl Engine {
     /// Write a table's pending changes as files. Returns (data, deletes).
     pub(super) async fn write_pending(
         &self,
         sink: &Sink,
-    ) -> Result<(Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>), String> {
+    ) -> Result<(Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>), SyncError> {
         let p = &sink.pending;
-        let take = |rows: &[(u32, u32)]| -> Result<Vec<RecordBatch>, String> {
+        let take = |rows: &[(u32, u32)]| -> Result<Vec<RecordBatch>, SyncError> {
             let mut by_batch: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
             for (b, r) in rows {
                 by_batch.entry(*b).or_default().push(*r);
@@ -27,7 +28,8 @@ impl Engine {
                         .map_err(|e| e.to_string())?;
                     RecordBatch::try_new(batch.schema(), cols).map_err(|e| e.to_string())
                 })
-                .collect()
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(SyncError::from)
         };
         let mut live: Vec<(u32, u32)> = if sink.keyed {
             p.live.values().filter_map(|v| *v).collect()
@@ -91,7 +93,7 @@ impl Engine {
 
     /// Commit one table's pending changes now (DDL barrier, memory pressure), tagged
     /// with the last completed checkpoint and the table's watermark.
-    pub(super) async fn flush_table(&mut self, key: &(String, String)) -> Result<(), String> {
+    pub(super) async fn flush_table(&mut self, key: &(String, String)) -> Result<(), SyncError> {
         let Some(sink) = self.sinks.get(key) else {
             return Ok(());
         };
@@ -146,7 +148,7 @@ impl Engine {
         &mut self,
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let n = self.state.checkpoint + 1;
         let t0 = Instant::now();
         // Parked DDL a person resolved: the held changes join this checkpoint.

@@ -2,6 +2,7 @@
 //! crash), or handled by the job's `ddl-error-policy`.
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl RdbEngine {
     /// Handle a DDL event.
@@ -11,7 +12,7 @@ impl RdbEngine {
         sql: &str,
         changes: &[SchemaChange],
         after: &[Table],
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         // Barrier: what came before the DDL is committed first.
         let pos_before = self.position.clone();
         if !self.pending.is_empty() {
@@ -160,7 +161,8 @@ impl RdbEngine {
                 self.run_ddl(i, position, &routed, &after_routed, false)
                     .await
             }
-            Err(reason) => {
+            Err(e) => {
+                let reason = e.message;
                 entry.reason = Some(reason.clone());
                 let i = self.log.add(entry)?;
                 self.policy(i, position, &routed, &after_routed, reason)
@@ -193,13 +195,14 @@ impl RdbEngine {
     }
 
     /// Move the state row past a DDL (nothing else in the transaction).
-    pub(super) async fn advance(&mut self, position: &Position) -> Result<(), String> {
+    pub(super) async fn advance(&mut self, position: &Position) -> Result<(), SyncError> {
         if self.position.as_ref().is_some_and(|p| p >= position) {
             return Ok(());
         }
-        self.commit(&[], Some(position.clone()), None)
+        Ok(self
+            .commit(&[], Some(position.clone()), None)
             .await
-            .map_err(|e| e.message)
+            .map_err(|e| e.message)?)
     }
 
     /// Run (or reconcile) the DDL of log entry `i`.
@@ -210,7 +213,7 @@ impl RdbEngine {
         routed: &[SchemaChange],
         after: &[Table],
         replay: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let stmts = self.log.entries[i].target_sql.clone();
         let seq = self.log.entries[i].seq;
         for t in &self.log.entries[i].tables.clone() {
@@ -263,7 +266,7 @@ impl RdbEngine {
                 }
             }
             if r.is_ok() {
-                r = self.advance(position).await;
+                r = self.advance(position).await.map_err(|e| e.message);
             }
             r
         };
@@ -276,7 +279,7 @@ impl RdbEngine {
                 tracing::info!("DDL #{seq} at {position} executed on the target");
                 Ok(())
             }
-            Err(e) if e.contains("another process advanced it") => Err(e),
+            Err(e) if e.contains("another process advanced it") => Err(e.into()),
             Err(reason) => {
                 let reason = format!("the target refused it: {reason}");
                 self.policy(i, position, routed, after, reason).await
@@ -291,7 +294,7 @@ impl RdbEngine {
         &mut self,
         routed: &[SchemaChange],
         after: &[Table],
-    ) -> Result<bool, String> {
+    ) -> Result<bool, SyncError> {
         let mut expect: BTreeMap<(String, String), Option<Vec<String>>> = BTreeMap::new();
         for c in routed {
             for t in c.table().into_iter().chain(match c {
@@ -336,7 +339,7 @@ impl RdbEngine {
         routed: &[SchemaChange],
         after: &[Table],
         reason: String,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let e = self.log.entries[i].clone();
         match self.job.pipeline.ddl_error_policy {
             DdlErrorPolicy::Fail => {
@@ -344,7 +347,7 @@ impl RdbEngine {
                 Err(format!(
                     "DDL #{} at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {}",
                     e.seq, e.source_sql
-                ))
+                ).into())
             }
             DdlErrorPolicy::Skip => {
                 self.log.set(i, Status::Skipped, Some(reason.clone()))?;

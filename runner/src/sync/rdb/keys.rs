@@ -2,6 +2,7 @@
 //! (ON DELETE actions the binlog does not log).
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl RdbEngine {
     /// A source table definition under target names, without what the target skips.
@@ -52,7 +53,7 @@ impl RdbEngine {
         rows: &str,
         path: &mut Vec<(String, String)>,
         out: &mut Vec<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let Some(acts) = self.fk_actions.get(parent).cloned() else {
             return Ok(());
         };
@@ -124,7 +125,7 @@ impl RdbEngine {
     }
 
     /// Add the queued foreign keys whose two tables both exist now.
-    pub(super) async fn add_ready_fks(&mut self) -> Result<(), String> {
+    pub(super) async fn add_ready_fks(&mut self) -> Result<(), SyncError> {
         let queue = std::mem::take(&mut self.fk_queue);
         for (table, fk) in queue {
             if self.catalog.table(&table).is_none() || self.catalog.table(&fk.ref_table).is_none() {
@@ -143,7 +144,9 @@ impl RdbEngine {
                 match self.target.exec(&sql).await {
                     Ok(_) => tracing::info!("{table}: foreign key added: {sql}"),
                     Err(e) if e.message.contains("already exists") => {}
-                    Err(e) => return Err(format!("{table}: foreign key: {e}\n  statement: {sql}")),
+                    Err(e) => {
+                        return Err(format!("{table}: foreign key: {e}\n  statement: {sql}").into())
+                    }
                 }
             }
         }

@@ -146,7 +146,7 @@ fn show(k: &(String, String)) -> String {
 }
 
 impl RdbEngine {
-    pub async fn open(job: SyncJob) -> Result<RdbEngine, String> {
+    pub async fn open(job: SyncJob) -> Result<RdbEngine, SyncError> {
         let url = job.sink.url.clone().expect("validated");
         let mut target = Target::connect(&url).await?;
         let dialect = target.dialect();
@@ -279,7 +279,7 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         if self.position.as_ref().is_none_or(|p| *p < d.before) {
             self.position = Some(d.before.clone());
         }
-        Ok(self.ddl(d.position, d.sql, d.changes, d.after).await?)
+        self.ddl(d.position, d.sql, d.changes, d.after).await
     }
 
     fn skipped(
@@ -289,13 +289,13 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         tables: Vec<String>,
         why: Option<String>,
     ) -> Result<(), SyncError> {
-        Ok(self.log.record_once(Entry::new(
+        self.log.record_once(Entry::new(
             position.to_string(),
             sql,
             tables,
             Status::Skipped,
             why,
-        ))?)
+        ))
     }
 
     async fn checkpoint(
@@ -303,7 +303,7 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         at: Option<Position>,
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
-        Ok(RdbEngine::checkpoint(self, at, snapshot).await?)
+        RdbEngine::checkpoint(self, at, snapshot).await
     }
 
     fn has_pending(&self) -> bool {
@@ -324,7 +324,7 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         if snapshotting {
             return Ok(());
         }
-        Ok(RdbEngine::checkpoint(self, read_to, None).await?)
+        RdbEngine::checkpoint(self, read_to, None).await
     }
 
     fn source_restarted(&mut self) {
@@ -352,14 +352,14 @@ impl crate::sync::pipeline::Sink for RdbEngine {
 }
 
 /// `lakeshift ddl-log`: the DDL log of a job's state folder.
-pub fn ddl_log_report(job: &SyncJob) -> Result<String, String> {
+pub fn ddl_log_report(job: &SyncJob) -> Result<String, SyncError> {
     let log = DdlLog::load(&job.pipeline.state)?;
     Ok(log.render())
 }
 
 /// `lakeshift status` of a relational target: the job's state row, Kafka offsets and
 /// the DDL log's counts by status.
-pub async fn status(job: &SyncJob) -> Result<String, String> {
+pub async fn status(job: &SyncJob) -> Result<String, SyncError> {
     use std::fmt::Write;
     let mut t = Target::connect(job.sink.url.as_deref().unwrap_or_default()).await?;
     let d = t.dialect();

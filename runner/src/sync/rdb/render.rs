@@ -6,6 +6,7 @@
 //! `TINYINT(1)` value `'1'` into `boolean`, `'0101'` into `bit(4)`). MySQL: numbers
 //! are bare, binary values hex, the rest quoted.
 
+use crate::sync::error::SyncError;
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
@@ -31,7 +32,7 @@ pub fn literal(
     col: &ArrayRef,
     row: usize,
     spec: &ColSpec,
-) -> Result<(), String> {
+) -> Result<(), SyncError> {
     if col.is_null(row) {
         out.push_str("NULL");
         return Ok(());
@@ -137,12 +138,12 @@ pub fn literal(
                 out.push_str(&v);
             }
         }
-        other => return Err(format!("no target literal for Arrow type {other}")),
+        other => return Err(format!("no target literal for Arrow type {other}").into()),
     }
     Ok(())
 }
 
-fn float(out: &mut String, v: f64, pg: bool) -> Result<(), String> {
+fn float(out: &mut String, v: f64, pg: bool) -> Result<(), SyncError> {
     if v.is_finite() {
         let _ = if pg {
             write!(out, "'{v:?}'")
@@ -160,7 +161,7 @@ fn float(out: &mut String, v: f64, pg: bool) -> Result<(), String> {
         });
         Ok(())
     } else {
-        Err(format!("{v} cannot be stored in MySQL"))
+        Err(format!("{v} cannot be stored in MySQL").into())
     }
 }
 
@@ -174,7 +175,7 @@ pub fn tuple(
     b: &RecordBatch,
     cols: &[(Option<usize>, &ColSpec)],
     row: usize,
-) -> Result<(), String> {
+) -> Result<(), SyncError> {
     out.push('(');
     for (i, (c, spec)) in cols.iter().enumerate() {
         if i > 0 {
@@ -258,7 +259,7 @@ pub fn delete_one(
     b: &RecordBatch,
     cols: &[(usize, &ColSpec)],
     row: usize,
-) -> Result<String, String> {
+) -> Result<String, SyncError> {
     let mut cond = Vec::new();
     for (c, spec) in cols {
         let mut v = String::new();

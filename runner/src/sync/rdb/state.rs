@@ -2,6 +2,7 @@
 //! transaction, Kafka offsets, the DDL the target ran.
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl RdbEngine {
     pub(super) fn state_table(&self) -> String {
@@ -14,7 +15,7 @@ impl RdbEngine {
     }
 
     /// Create the state table if needed and read the job's row.
-    pub(super) async fn load_state(&mut self) -> Result<(), String> {
+    pub(super) async fn load_state(&mut self) -> Result<(), SyncError> {
         let t = self.state_table();
         let (ns, table) = match self.dialect {
             Dialect::Postgres => (
@@ -52,7 +53,7 @@ impl RdbEngine {
                         tries += 1;
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
-                    Err(e) => return Err(format!("target state table: {e}")),
+                    Err(e) => return Err(format!("target state table: {e}").into()),
                 }
             }
         }
@@ -274,7 +275,7 @@ impl RdbEngine {
     }
 
     /// Whether the target ran the DDL at `position` for this job already.
-    pub(super) async fn ddl_applied(&mut self, position: &str) -> Result<bool, String> {
+    pub(super) async fn ddl_applied(&mut self, position: &str) -> Result<bool, SyncError> {
         let sql = format!(
             "SELECT 1 FROM {STATE_DB}.ddl_applied WHERE job = {} AND position = {}",
             self.lit(&self.job.pipeline.name),
@@ -315,7 +316,7 @@ impl RdbEngine {
     }
 
     /// Kafka: a partition's next offset as the target holds it.
-    pub(super) async fn floor(&mut self, topic: &str, part: i32) -> Result<Option<i64>, String> {
+    pub(super) async fn floor(&mut self, topic: &str, part: i32) -> Result<Option<i64>, SyncError> {
         if let Some(f) = self.floors.get(&(topic.to_owned(), part)) {
             return Ok(*f);
         }

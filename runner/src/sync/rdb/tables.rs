@@ -2,6 +2,7 @@
 //! as the sink writes them (columns, key).
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl RdbEngine {
     pub(super) fn routed_ir(&self, t: &Table) -> Table {
@@ -36,7 +37,7 @@ impl RdbEngine {
     }
 
     /// The writer's view of a known target table.
-    pub(super) fn ttable(&mut self, k: &(String, String)) -> Result<&TTable, String> {
+    pub(super) fn ttable(&mut self, k: &(String, String)) -> Result<&TTable, SyncError> {
         if !self.tables.contains_key(k) {
             let name = TableName::new(Some(&k.0), &k.1);
             let t = self
@@ -87,7 +88,7 @@ impl RdbEngine {
     pub(super) async fn table_for(
         &mut self,
         t: &crate::source::decode::SourceTable,
-    ) -> Result<((String, String), Routed), String> {
+    ) -> Result<((String, String), Routed), SyncError> {
         let routed = self.job.router.route(&t.db, &t.name);
         let k = (routed.db.clone(), routed.table.clone());
         let name = TableName::new(Some(&k.0), &k.1);
@@ -136,23 +137,24 @@ impl RdbEngine {
                     show(&k),
                     have.join(", "),
                     mine.join(", ")
-                ));
+                ).into());
             }
         }
         Ok((k, routed))
     }
 
-    pub(super) async fn ensure_namespace(&mut self, db: &str) -> Result<(), String> {
+    pub(super) async fn ensure_namespace(&mut self, db: &str) -> Result<(), SyncError> {
         let id = self.emitter_ctx_ident(db);
         let sql = match self.dialect {
             Dialect::Postgres => format!("CREATE SCHEMA IF NOT EXISTS {id}"),
             _ => format!("CREATE DATABASE IF NOT EXISTS {id}"),
         };
-        self.target
+        Ok(self
+            .target
             .exec(&sql)
             .await
             .map(|_| ())
-            .map_err(|e| format!("{sql}: {e}"))
+            .map_err(|e| format!("{sql}: {e}"))?)
     }
 
     /// Translate routed IR changes into target statements. Err: the reason it cannot.
@@ -160,7 +162,7 @@ impl RdbEngine {
         &self,
         changes: &[SchemaChange],
         after_tables: &[Table],
-    ) -> Result<(Vec<String>, Vec<String>), String> {
+    ) -> Result<(Vec<String>, Vec<String>), SyncError> {
         let names: Vec<TableName> = changes
             .iter()
             .flat_map(|c| {
@@ -203,7 +205,7 @@ impl RdbEngine {
         let mut notes = Vec::new();
         for d in diags.0 {
             if d.severity == ddl_core::Severity::Error {
-                return Err(format!("cannot translate: {}", d.message));
+                return Err(format!("cannot translate: {}", d.message).into());
             }
             notes.push(format!("{}: {}", d.severity, d.message));
         }

@@ -2,6 +2,7 @@
 //! through mysql_async), with just what the sink needs: run SQL, count affected rows,
 //! read text results.
 
+use crate::sync::error::SyncError;
 use dialects::Dialect;
 use mysql_async::prelude::Queryable;
 use sqlx::{Connection, Row};
@@ -87,7 +88,7 @@ fn my_err(e: mysql_async::Error) -> TargetError {
 }
 
 impl Target {
-    pub async fn connect(url: &str) -> Result<Target, String> {
+    pub async fn connect(url: &str) -> Result<Target, SyncError> {
         let shown = crate::iceberg::catalog::redact(url);
         if url.starts_with("postgres") {
             let mut c = sqlx::PgConnection::connect(url)

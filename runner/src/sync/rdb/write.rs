@@ -2,6 +2,7 @@
 //! released changes of parked tables.
 
 use super::*;
+use crate::sync::error::SyncError;
 
 impl RdbEngine {
     /// Pending changes past `memory-budget-mib`: commit them now (inside a source
@@ -24,7 +25,7 @@ impl RdbEngine {
         op: Op,
         before: Option<&RecordBatch>,
         after: Option<&RecordBatch>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let (k, routed) = self.table_for(table).await?;
         let d = self.dialect;
         let rename = |b: Option<&RecordBatch>| b.map(|b| rename_batch(b, &routed)).transpose();
@@ -53,7 +54,7 @@ impl RdbEngine {
             all.iter().filter_map(|(b, c)| b.map(|b| (b, *c))).collect();
         let key: Vec<(Option<usize>, &ColSpec)> = tt.key.iter().map(|i| all[*i]).collect();
         if key.iter().any(|(b, _)| b.is_none()) {
-            return Err(format!("{}: rows lack key columns", show(&k)));
+            return Err(format!("{}: rows lack key columns", show(&k)).into());
         }
         let keyed = !key.is_empty();
         let sql_name = tt.sql_name.clone();
@@ -120,7 +121,7 @@ impl RdbEngine {
         k: &(String, String),
         p: &Pend,
         rewrite: bool,
-    ) -> Result<[Vec<String>; 3], String> {
+    ) -> Result<[Vec<String>; 3], SyncError> {
         let rewrite = rewrite && !self.fk_actions.contains_key(k);
         let batch = self.job.sink.batch_rows.max(1);
         let d = self.dialect;
@@ -179,7 +180,7 @@ impl RdbEngine {
         &mut self,
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SyncError> {
         let n = self.checkpoint + 1;
         let pending = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
@@ -236,7 +237,7 @@ impl RdbEngine {
                     tracing::info!("checkpoint {n}: {e}; applying it again with every changed key deleted first");
                     rewrite = true;
                 }
-                Err(e) => return Err(e.message),
+                Err(e) => return Err(e.message.into()),
             }
         }
         for i in released {
@@ -252,7 +253,7 @@ impl RdbEngine {
         &mut self,
         n: u64,
         stmts: &mut Vec<String>,
-    ) -> Result<Vec<usize>, String> {
+    ) -> Result<Vec<usize>, SyncError> {
         let mut out = Vec::new();
         for (seq, retry) in self.log.resolutions() {
             let Some(i) = self.log.entries.iter().position(|e| e.seq == seq) else {
@@ -286,7 +287,7 @@ impl RdbEngine {
 
     /// A release committed: the entry is resolved, DDL queued behind it done, the
     /// held changes gone.
-    pub(super) fn released(&mut self, i: usize) -> Result<(), String> {
+    pub(super) fn released(&mut self, i: usize) -> Result<(), SyncError> {
         let tables = self.log.entries[i].tables.clone();
         for j in i + 1..self.log.entries.len() {
             let e = &mut self.log.entries[j];
