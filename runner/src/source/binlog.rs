@@ -658,7 +658,7 @@ impl BinlogReader {
             .key_overrides
             .get(&format!("{db}.{name}"))
             .map(Vec::as_slice);
-        let t = Arc::new(SourceTable::from_ir(db, ir, over).map_err(SourceError::Schema)?);
+        let t = Arc::new(SourceTable::from_ir(db, ir, over).map_err(|e| SourceError::Schema(e.0))?);
         self.decoders.insert(key, t.clone());
         Ok(Some(t))
     }

@@ -21,6 +21,7 @@
 //! Zero dates (`0000-00-00`, a zero month or day) become NULL, or an error with
 //! `zero-dates: fail`.
 
+use super::DecodeError;
 use arrow_array::builder::*;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::i256;
@@ -66,7 +67,7 @@ pub enum Charset {
 }
 
 impl Charset {
-    pub fn from_mysql(name: Option<&str>) -> Result<Charset, String> {
+    pub fn from_mysql(name: Option<&str>) -> Result<Charset, DecodeError> {
         let n = name.unwrap_or("utf8mb4").to_ascii_lowercase();
         let label = match n.as_str() {
             "utf8" | "utf8mb3" | "utf8mb4" | "ascii" => return Ok(Charset::Utf8),
@@ -90,11 +91,11 @@ impl Charset {
             "euckr" => "euc-kr",
             "utf16" => "utf-16be",
             "utf16le" => "utf-16le",
-            other => return Err(format!("character set {other} is not supported")),
+            other => return Err(format!("character set {other} is not supported").into()),
         };
-        encoding_rs::Encoding::for_label(label.as_bytes())
+        Ok(encoding_rs::Encoding::for_label(label.as_bytes())
             .map(Charset::Other)
-            .ok_or_else(|| format!("character set {n} is not supported"))
+            .ok_or_else(|| format!("character set {n} is not supported"))?)
     }
 }
 
@@ -122,11 +123,15 @@ pub struct SourceTable {
 
 impl SourceTable {
     /// From the IR table (the schema history's view).
-    pub fn from_ir(db: &str, t: &Table, key_override: Option<&[String]>) -> Result<Self, String> {
+    pub fn from_ir(
+        db: &str,
+        t: &Table,
+        key_override: Option<&[String]>,
+    ) -> Result<Self, DecodeError> {
         let table_charset = t.options.get("charset").map(String::as_str);
         let mut columns = Vec::new();
         for c in &t.columns {
-            let err = |e: String| format!("{db}.{} column {}: {e}", t.name.name, c.name);
+            let err = |e: DecodeError| format!("{db}.{} column {}: {e}", t.name.name, c.name);
             let kind = match &c.data_type {
                 DataType::Boolean => Kind::Int {
                     bytes: 1,
@@ -167,7 +172,11 @@ impl SourceTable {
                 DataType::Timestamp { .. } => Kind::Timestamp,
                 DataType::Year => Kind::Year,
                 DataType::Bit { .. } => Kind::Bit,
-                other => return Err(err(format!("type {} is not supported", other.family()))),
+                other => {
+                    return Err(
+                        err(format!("type {} is not supported", other.family()).into()).into(),
+                    )
+                }
             };
             columns.push(SourceColumn {
                 name: c.name.clone(),
@@ -313,7 +322,7 @@ impl ColBuilder {
     }
 
     /// An integer value (signed or unsigned source), stored in the column's width.
-    fn append_int(&mut self, v: i128) -> Result<(), String> {
+    fn append_int(&mut self, v: i128) -> Result<(), DecodeError> {
         let bad = || format!("integer {v} out of range");
         match self {
             ColBuilder::I8(b) => b.append_value(i8::try_from(v).map_err(|_| bad())?),
@@ -421,12 +430,13 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn zero(&self, b: &mut ColBuilder, what: &str) -> Result<(), String> {
+    fn zero(&self, b: &mut ColBuilder, what: &str) -> Result<(), DecodeError> {
         if self.zero_dates_fail {
             return Err(format!(
                 "column {}: zero date {what} (zero-dates: fail)",
                 self.column
-            ));
+            )
+            .into());
         }
         b.append_null();
         Ok(())
@@ -485,21 +495,22 @@ pub struct Cur<'a> {
 
 impl<'a> Cur<'a> {
     #[inline]
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self.pos + n;
         if end > self.buf.len() {
             return Err(format!(
                 "row image truncated: need {n} bytes at {} of {}",
                 self.pos,
                 self.buf.len()
-            ));
+            )
+            .into());
         }
         let s = &self.buf[self.pos..end];
         self.pos = end;
         Ok(s)
     }
     #[inline]
-    fn le(&mut self, n: usize) -> Result<u64, String> {
+    fn le(&mut self, n: usize) -> Result<u64, DecodeError> {
         let s = self.take(n)?;
         let mut v = 0u64;
         for (i, b) in s.iter().enumerate() {
@@ -508,7 +519,7 @@ impl<'a> Cur<'a> {
         Ok(v)
     }
     #[inline]
-    fn be(&mut self, n: usize) -> Result<u64, String> {
+    fn be(&mut self, n: usize) -> Result<u64, DecodeError> {
         let s = self.take(n)?;
         let mut v = 0u64;
         for b in s {
@@ -523,7 +534,7 @@ fn frac_bytes(fsp: u8) -> usize {
 }
 
 /// Fractional microseconds stored in `fsp` precision, big-endian.
-fn read_frac(c: &mut Cur<'_>, fsp: u8) -> Result<i64, String> {
+fn read_frac(c: &mut Cur<'_>, fsp: u8) -> Result<i64, DecodeError> {
     Ok(match frac_bytes(fsp) {
         0 => 0,
         1 => c.be(1)? as i64 * 10_000,
@@ -542,7 +553,7 @@ fn decode_decimal(
     precision: u8,
     scale: u8,
     b: &mut ColBuilder,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     let intg = precision.saturating_sub(scale) as usize;
     let (intg0, intg0x) = (intg / 9, intg % 9);
     let (frac0, frac0x) = (scale as usize / 9, scale as usize % 9);
@@ -588,7 +599,7 @@ fn decode_decimal(
     Ok(())
 }
 
-fn append_text(b: &mut ColBuilder, bytes: &[u8], charset: Charset) -> Result<(), String> {
+fn append_text(b: &mut ColBuilder, bytes: &[u8], charset: Charset) -> Result<(), DecodeError> {
     match b {
         ColBuilder::Str(sb) => {
             match charset {
@@ -642,7 +653,7 @@ pub fn decode_binlog_value(
     col: &SourceColumn,
     b: &mut ColBuilder,
     ctx: &Ctx<'_>,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     let signed = !matches!(col.kind, Kind::Int { unsigned: true, .. });
     let int = |v: u64, bits: u32| -> i128 {
         if signed {
@@ -858,7 +869,7 @@ pub fn decode_binlog_value(
             }
             Ok(())
         }
-        other => Err(format!("binlog column type {other} is not supported")),
+        other => Err(format!("binlog column type {other} is not supported").into()),
     }
 }
 
@@ -876,7 +887,7 @@ fn string_meta(bc: BinCol) -> (u8, usize) {
     }
 }
 
-fn text_or_binary(b: &mut ColBuilder, bytes: &[u8], col: &SourceColumn) -> Result<(), String> {
+fn text_or_binary(b: &mut ColBuilder, bytes: &[u8], col: &SourceColumn) -> Result<(), DecodeError> {
     if let (Kind::FixedBinary(n), ColBuilder::Bin(bb)) = (&col.kind, &mut *b) {
         if bytes.len() < *n {
             let mut padded = bytes.to_vec();
@@ -892,7 +903,7 @@ fn text_or_binary(b: &mut ColBuilder, bytes: &[u8], col: &SourceColumn) -> Resul
     append_text(b, bytes, charset)
 }
 
-fn append_year(b: &mut ColBuilder, v: u64) -> Result<(), String> {
+fn append_year(b: &mut ColBuilder, v: u64) -> Result<(), DecodeError> {
     let y = if v == 0 { 0 } else { v + 1900 };
     match b {
         ColBuilder::U16(ub) => ub.append_value(y as u16),
@@ -901,7 +912,7 @@ fn append_year(b: &mut ColBuilder, v: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn append_time_packed(b: &mut ColBuilder, packed: i64) -> Result<(), String> {
+fn append_time_packed(b: &mut ColBuilder, packed: i64) -> Result<(), DecodeError> {
     let neg = packed < 0;
     let p = packed.abs();
     let hms = p >> 24;
@@ -911,7 +922,7 @@ fn append_time_packed(b: &mut ColBuilder, packed: i64) -> Result<(), String> {
     append_duration(b, if neg { -micros } else { micros })
 }
 
-fn append_duration(b: &mut ColBuilder, micros: i64) -> Result<(), String> {
+fn append_duration(b: &mut ColBuilder, micros: i64) -> Result<(), DecodeError> {
     match b {
         ColBuilder::Dur(db) => db.append_value(micros),
         _ => return Err("TIME into a non-time column".into()),
@@ -919,7 +930,7 @@ fn append_duration(b: &mut ColBuilder, micros: i64) -> Result<(), String> {
     Ok(())
 }
 
-fn append_ts(b: &mut ColBuilder, micros: i64) -> Result<(), String> {
+fn append_ts(b: &mut ColBuilder, micros: i64) -> Result<(), DecodeError> {
     match b {
         ColBuilder::Ts(tb, _) => tb.append_value(micros),
         _ => return Err("timestamp into a non-timestamp column".into()),
@@ -934,7 +945,7 @@ pub fn decode_row(
     present: &[bool],
     rb: &mut RowsBuilder,
     zero_dates_fail: bool,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     let n_present = present.iter().filter(|p| **p).count();
     let start = cur.pos;
     let nulls = cur.take(n_present.div_ceil(8))?;
@@ -974,7 +985,7 @@ pub fn append_snapshot_value(
     col: &SourceColumn,
     v: &mysql_async::Value,
     ctx: &Ctx<'_>,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     use mysql_async::Value as V;
     match (v, &col.kind) {
         (V::NULL, _) => {
@@ -1051,7 +1062,7 @@ pub fn append_snapshot_value(
     }
 }
 
-fn append_year_abs(b: &mut ColBuilder, y: u64) -> Result<(), String> {
+fn append_year_abs(b: &mut ColBuilder, y: u64) -> Result<(), DecodeError> {
     match b {
         ColBuilder::U16(ub) => ub.append_value(y as u16),
         _ => return b.append_int(y as i128),
@@ -1060,7 +1071,7 @@ fn append_year_abs(b: &mut ColBuilder, y: u64) -> Result<(), String> {
 }
 
 /// "-123.4500" into the column's scale.
-fn append_decimal_text(b: &mut ColBuilder, bytes: &[u8], scale: i8) -> Result<(), String> {
+fn append_decimal_text(b: &mut ColBuilder, bytes: &[u8], scale: i8) -> Result<(), DecodeError> {
     let s = std::str::from_utf8(bytes)
         .map_err(|e| e.to_string())?
         .trim();
@@ -1072,7 +1083,7 @@ fn append_decimal_text(b: &mut ColBuilder, bytes: &[u8], scale: i8) -> Result<()
     let mut frac = frac.to_owned();
     let scale = scale.max(0) as usize;
     if frac.len() > scale {
-        return Err(format!("decimal {s} has more than {scale} fraction digits"));
+        return Err(format!("decimal {s} has more than {scale} fraction digits").into());
     }
     while frac.len() < scale {
         frac.push('0');

@@ -20,6 +20,7 @@
 use super::decode::{append_snapshot_value, Ctx, Kind, RowsBuilder, SourceTable};
 use super::history::SchemaHistory;
 use super::position::Position;
+use super::DecodeError;
 use super::{Op, RowBatch, RowPos, SourceError, SourceEvent};
 use base64::Engine as _;
 use rdkafka::config::ClientConfig;
@@ -523,7 +524,7 @@ pub async fn run(
                 let over = src.config.key_overrides.get(&format!("{db}.{table}"));
                 let t = Arc::new(
                     SourceTable::from_ir(&db, ir, over.map(|v| v.as_slice()))
-                        .map_err(SourceError::Decode)?,
+                        .map_err(SourceError::from)?,
                 );
                 tables.insert((db.clone(), table.clone()), t.clone());
                 t
@@ -821,7 +822,7 @@ async fn deliver_ddl(
 }
 
 /// One Debezium row image (a JSON object by column name) as a one-row batch.
-fn decode_row(t: &Arc<SourceTable>, row: &J) -> Result<arrow_array::RecordBatch, String> {
+fn decode_row(t: &Arc<SourceTable>, row: &J) -> Result<arrow_array::RecordBatch, DecodeError> {
     let obj = row
         .as_object()
         .ok_or_else(|| format!("{}.{}: a row image that is not an object", t.db, t.name))?;
@@ -850,7 +851,11 @@ fn decode_row(t: &Arc<SourceTable>, row: &J) -> Result<arrow_array::RecordBatch,
 }
 
 /// A Debezium JSON value as the MySQL value the snapshot decoder takes.
-fn to_mysql(v: &J, kind: &Kind, ty: &ddl_core::DataType) -> Result<mysql_async::Value, String> {
+fn to_mysql(
+    v: &J,
+    kind: &Kind,
+    ty: &ddl_core::DataType,
+) -> Result<mysql_async::Value, DecodeError> {
     use mysql_async::Value as V;
     let b64 = |s: &str| {
         base64::engine::general_purpose::STANDARD
@@ -945,10 +950,10 @@ fn date_from_micros(us: i64) -> mysql_async::Value {
 }
 
 /// `2024-01-02`, `2024-01-02T03:04:05[.ffffff][Z|+hh:mm]` (UTC kept as is).
-fn iso(s: &str) -> Result<mysql_async::Value, String> {
+fn iso(s: &str) -> Result<mysql_async::Value, DecodeError> {
     let bad = || format!("`{s}` is not an ISO-8601 date or time");
-    let num = |a: usize, b: usize| -> Result<u32, String> {
-        s.get(a..b).and_then(|x| x.parse().ok()).ok_or_else(bad)
+    let num = |a: usize, b: usize| -> Result<u32, DecodeError> {
+        Ok(s.get(a..b).and_then(|x| x.parse().ok()).ok_or_else(bad)?)
     };
     let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
     if s.len() <= 10 {

@@ -201,6 +201,30 @@ pub fn open(config: Arc<config::Source>, state_dir: std::path::PathBuf) -> Box<d
     }
 }
 
+/// A value or row that cannot be decoded: definite (reading it again gives the
+/// same), so never retried.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(pub String);
+
+impl From<String> for DecodeError {
+    fn from(s: String) -> Self {
+        DecodeError(s)
+    }
+}
+
+impl From<&str> for DecodeError {
+    fn from(s: &str) -> Self {
+        DecodeError(s.to_owned())
+    }
+}
+
+impl From<DecodeError> for SourceError {
+    fn from(e: DecodeError) -> Self {
+        SourceError::Decode(e.0)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("cannot connect to the source: {0}")]

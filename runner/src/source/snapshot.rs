@@ -243,7 +243,8 @@ pub async fn snapshot(
             .key_overrides
             .get(&format!("{db}.{name}"))
             .map(Vec::as_slice);
-        let table = Arc::new(SourceTable::from_ir(db, ir, over).map_err(SourceError::Schema)?);
+        let table =
+            Arc::new(SourceTable::from_ir(db, ir, over).map_err(|e| SourceError::Schema(e.0))?);
         n_tables += 1;
         match read_table(&mut conn, src, &table, *estimate, tx, after, &report_at).await? {
             Some(n) => total += n,

@@ -79,6 +79,12 @@ impl From<SourceError> for SyncError {
     }
 }
 
+impl From<crate::source::DecodeError> for SyncError {
+    fn from(e: crate::source::DecodeError) -> Self {
+        SyncError::new(ErrorKind::Definite, e.0)
+    }
+}
+
 impl From<super::rdb::target::TargetError> for SyncError {
     fn from(e: super::rdb::target::TargetError) -> Self {
         let kind = if e.connection {
