@@ -394,7 +394,7 @@ fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
     let Some(rt) = runtime() else {
         return ExitCode::from(1);
     };
-    if job.sink.kind == "iceberg" {
+    if job.sink.iceberg().is_some() {
         rt.block_on(async move {
             match runner::sync::engine::Engine::open(job.clone()).await {
                 Ok(sink) => run_pipeline(&job, sink, until_end).await,

@@ -20,27 +20,52 @@ use crate::source::config::{parse_job, Source};
 use serde::Deserialize;
 use std::path::PathBuf;
 
+/// The `sink` section: one variant per kind of sink, each with its own keys (a key of
+/// another kind is an error naming it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum SinkConfig {
+    Iceberg(IcebergSink),
+    #[serde(alias = "postgresql")]
+    Postgres(RdbSink),
+    #[serde(alias = "mariadb")]
+    Mysql(RdbSink),
+}
+
+impl SinkConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SinkConfig::Iceberg(_) => "iceberg",
+            SinkConfig::Postgres(_) => "postgres",
+            SinkConfig::Mysql(_) => "mysql",
+        }
+    }
+
+    /// An Iceberg sink's settings.
+    pub fn iceberg(&self) -> Option<&IcebergSink> {
+        match self {
+            SinkConfig::Iceberg(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A relational sink's settings.
+    pub fn rdb(&self) -> Option<&RdbSink> {
+        match self {
+            SinkConfig::Postgres(s) | SinkConfig::Mysql(s) => Some(s),
+            SinkConfig::Iceberg(_) => None,
+        }
+    }
+}
+
+/// `type: iceberg`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct SinkConfig {
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Iceberg: the warehouse folder.
-    #[serde(default)]
+pub struct IcebergSink {
+    /// The warehouse folder.
     pub warehouse: PathBuf,
-    /// postgres / mysql: the target, `postgres://user@host:port/db` or
-    /// `mysql://user:password@host:port`. `${VAR}` is read from the environment.
-    #[serde(default)]
-    pub url: Option<String>,
-    /// postgres / mysql: foreign keys of created tables: `drop` (default; tables are
-    /// applied independently) or `keep` (MySQL: kept, checked off in the sink's
-    /// session; PostgreSQL: added once both tables exist, DEFERRABLE INITIALLY
-    /// DEFERRED NOT VALID, so each checkpoint's transaction is checked at commit).
-    #[serde(default)]
-    pub foreign_keys: ForeignKeys,
-    /// postgres / mysql: rows per INSERT or DELETE statement.
-    #[serde(default = "default_batch_rows")]
-    pub batch_rows: usize,
+    /// A shared SQL catalog (`postgresql://...`, `sqlite:...`); default: SQLite in the
+    /// warehouse.
     #[serde(default)]
     pub catalog: Option<String>,
     #[serde(default = "default_catalog_name")]
@@ -60,6 +85,24 @@ pub struct SinkConfig {
     /// Parquet compression of new tables (zstd, snappy, gzip, uncompressed).
     #[serde(default = "default_compression")]
     pub compression: String,
+}
+
+/// `type: postgres` or `type: mysql`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RdbSink {
+    /// The target, `postgres://user@host:port/db` or `mysql://user:password@host:port`.
+    /// `${VAR}` is read from the environment.
+    pub url: String,
+    /// Foreign keys of created tables: `drop` (default; tables are applied
+    /// independently) or `keep` (MySQL: kept, checked off in the sink's session;
+    /// PostgreSQL: added once both tables exist, DEFERRABLE INITIALLY DEFERRED NOT
+    /// VALID, so each checkpoint's transaction is checked at commit).
+    #[serde(default)]
+    pub foreign_keys: ForeignKeys,
+    /// Rows per INSERT or DELETE statement.
+    #[serde(default = "default_batch_rows")]
+    pub batch_rows: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -173,33 +216,40 @@ impl SyncJob {
             .any(|t| regex::Regex::new(&format!("^(?:{t})$")).is_ok_and(|r| r.is_match(&name)))
     }
 
+    /// The planner's options of an Iceberg job (defaults for another sink).
     pub fn iceberg_options(&self) -> dialects::iceberg::IcebergOptions {
         use dialects::iceberg::*;
+        let Some(sink) = self.sink.iceberg() else {
+            return IcebergOptions {
+                behavior: self.pipeline.schema_change_behavior,
+                ..Default::default()
+            };
+        };
         IcebergOptions {
-            tinyint1: match self.sink.tinyint1.as_deref() {
+            tinyint1: match sink.tinyint1.as_deref() {
                 Some("int") => Tinyint1::Int,
                 _ => Tinyint1::Boolean,
             },
-            bigint_unsigned: match self.sink.bigint_unsigned.as_deref() {
+            bigint_unsigned: match sink.bigint_unsigned.as_deref() {
                 Some("long") => BigintUnsigned::Long,
                 _ => BigintUnsigned::Decimal,
             },
             behavior: self.pipeline.schema_change_behavior,
             layout: Layout {
-                partitioning: if self.sink.partition_buckets > 0 {
+                partitioning: if sink.partition_buckets > 0 {
                     Partitioning::BucketPrimaryKey {
-                        buckets: self.sink.partition_buckets,
+                        buckets: sink.partition_buckets,
                     }
                 } else {
                     Partitioning::None
                 },
-                sort_order: if self.sink.sort_by_key {
+                sort_order: if sink.sort_by_key {
                     SortOrder::PrimaryKey
                 } else {
                     SortOrder::None
                 },
-                target_file_size_bytes: self.sink.target_file_size_mib * 1024 * 1024,
-                compression: self.sink.compression.clone(),
+                target_file_size_bytes: sink.target_file_size_mib * 1024 * 1024,
+                compression: sink.compression.clone(),
                 ..Layout::default()
             },
             ..Default::default()
@@ -276,75 +326,44 @@ fn misplaced_key(
 pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob, String> {
     let (job, source) = parse_job(text, &env)?;
     let field = |f: &str, why: &str| format!("job file: {f}: {why}");
-    let sink: SinkConfig = serde_yaml_ng::from_value(
-        job.sink
-            .clone()
-            .ok_or_else(|| field("sink", "is missing (type: iceberg, warehouse: DIR)"))?,
-    )
-    .map_err(|e| format!("job file: sink: {e}"))?;
-    if !["zstd", "snappy", "gzip", "uncompressed"].contains(&sink.compression.as_str()) {
+    let sink_value = job
+        .sink
+        .clone()
+        .ok_or_else(|| field("sink", "is missing (type: iceberg, warehouse: DIR)"))?;
+    let kind = sink_value
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    if !["iceberg", "postgres", "postgresql", "mysql", "mariadb"].contains(&kind.as_str()) {
         return Err(field(
-            "sink.compression",
-            &format!(
-                "`{}`: expected zstd, snappy, gzip or uncompressed",
-                sink.compression
-            ),
+            "sink.type",
+            &format!("`{kind}` is not supported (iceberg, postgres, mysql)"),
         ));
     }
-    if let Some(e) = misplaced_key(&sink.kind, job.sink.as_ref(), job.pipeline.as_ref()) {
+    if let Some(e) = misplaced_key(&kind, job.sink.as_ref(), job.pipeline.as_ref()) {
         return Err(e);
     }
-    match sink.kind.as_str() {
-        "iceberg" => {
-            if sink.warehouse.as_os_str().is_empty() {
-                return Err(field("sink.warehouse", "is missing (a folder)"));
-            }
+    let sink: SinkConfig = serde_yaml_ng::from_value(sink_value).map_err(|e| {
+        let e = e.to_string();
+        if e.starts_with("missing field `warehouse`") {
+            field("sink.warehouse", "is missing (a folder)")
+        } else if e.starts_with("missing field `url`") {
+            field(
+                "sink.url",
+                "is missing (postgres://user@host:5432/db or mysql://user@host:3306)",
+            )
+        } else {
+            format!("job file: sink: {e}")
         }
-        "postgres" | "postgresql" | "mysql" | "mariadb" => {
-            let Some(url) = &sink.url else {
-                return Err(field(
-                    "sink.url",
-                    "is missing (postgres://user@host:5432/db or mysql://user@host:3306)",
-                ));
-            };
-            let scheme_ok = if sink.kind.starts_with("postgres") {
-                url.starts_with("postgres://") || url.starts_with("postgresql://")
-            } else {
-                url.starts_with("mysql://") || url.starts_with("mariadb://")
-            };
-            if !scheme_ok {
-                return Err(field(
-                    "sink.url",
-                    &format!(
-                        "`{}` does not match sink type {}",
-                        crate::iceberg::catalog::redact(url),
-                        sink.kind
-                    ),
-                ));
-            }
-            if sink.batch_rows == 0 {
-                return Err(field("sink.batch-rows", "must be at least 1"));
-            }
-        }
-        other => {
-            return Err(field(
-                "sink.type",
-                &format!("`{other}` is not supported (iceberg, postgres, mysql)"),
-            ))
-        }
-    }
-    for (k, v, ok) in [
-        ("sink.tinyint1", &sink.tinyint1, ["boolean", "int"]),
-        (
-            "sink.bigint-unsigned",
-            &sink.bigint_unsigned,
-            ["decimal", "long"],
-        ),
-    ] {
-        if let Some(v) = v {
-            if !ok.contains(&v.as_str()) {
-                return Err(field(k, &format!("`{v}`: expected {} or {}", ok[0], ok[1])));
-            }
+    })?;
+    let mut sink = sink;
+    match &mut sink {
+        SinkConfig::Iceberg(s) => validate_iceberg(s, &field)?,
+        SinkConfig::Postgres(s) | SinkConfig::Mysql(s) => {
+            s.url = expand_env(&s.url, &env).map_err(|e| field("sink.url", &e))?;
+            let postgres = kind.starts_with("postgres");
+            validate_rdb(s, postgres, &field)?;
         }
     }
     let pipeline: PipelineConfig = serde_yaml_ng::from_value(
@@ -373,16 +392,69 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     let router = super::route::Router::parse(job.route.as_ref()).map_err(|e| e.message)?;
     let mut source = source;
     source.skip_unparsed_ddl = pipeline.ddl_error_policy == DdlErrorPolicy::Skip;
-    let mut sink = sink;
-    if let Some(u) = &sink.url {
-        sink.url = Some(expand_env(u, &env).map_err(|e| field("sink.url", &e))?);
-    }
     Ok(SyncJob {
         source,
         sink,
         pipeline,
         router,
     })
+}
+
+fn validate_iceberg(s: &IcebergSink, field: &impl Fn(&str, &str) -> String) -> Result<(), String> {
+    if s.warehouse.as_os_str().is_empty() {
+        return Err(field("sink.warehouse", "is missing (a folder)"));
+    }
+    if !["zstd", "snappy", "gzip", "uncompressed"].contains(&s.compression.as_str()) {
+        return Err(field(
+            "sink.compression",
+            &format!(
+                "`{}`: expected zstd, snappy, gzip or uncompressed",
+                s.compression
+            ),
+        ));
+    }
+    for (k, v, ok) in [
+        ("sink.tinyint1", &s.tinyint1, ["boolean", "int"]),
+        (
+            "sink.bigint-unsigned",
+            &s.bigint_unsigned,
+            ["decimal", "long"],
+        ),
+    ] {
+        if let Some(v) = v {
+            if !ok.contains(&v.as_str()) {
+                return Err(field(k, &format!("`{v}`: expected {} or {}", ok[0], ok[1])));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate_rdb(
+    s: &RdbSink,
+    postgres: bool,
+    field: &impl Fn(&str, &str) -> String,
+) -> Result<(), String> {
+    let url = &s.url;
+    let scheme_ok = if postgres {
+        url.starts_with("postgres://") || url.starts_with("postgresql://")
+    } else {
+        url.starts_with("mysql://") || url.starts_with("mariadb://")
+    };
+    if !scheme_ok {
+        return Err(field(
+            "sink.url",
+            &format!(
+                "`{}` does not match sink type {}",
+                crate::iceberg::catalog::redact(url),
+                if postgres { "postgres" } else { "mysql" }
+            ),
+        ));
+    }
+    if s.batch_rows == 0 {
+        return Err(field("sink.batch-rows", "must be at least 1"));
+    }
+    Ok(())
 }
 
 /// `${VAR}` in a setting, from the environment.
@@ -446,6 +518,22 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("sink.batch-rows"), "{e}");
+        // A key no sink knows: named by the sink's own type.
+        let e = parse(
+            &job(
+                "  type: postgres\n  url: postgres://u@h/db\n  colour: red\n",
+                "",
+            ),
+            |_| None,
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+        let e = parse(&job("  type: mysql\n", ""), |_| None).unwrap_err();
+        assert!(e.contains("sink.url: is missing"), "{e}");
+        let e = parse(&job("  type: iceberg\n", ""), |_| None).unwrap_err();
+        assert!(e.contains("sink.warehouse: is missing"), "{e}");
+        let e = parse(&job("  type: oracle\n", ""), |_| None).unwrap_err();
+        assert!(e.contains("`oracle` is not supported"), "{e}");
         // Each sink's own settings are accepted.
         parse(
             &job(
@@ -455,7 +543,7 @@ mod tests {
             |_| None,
         )
         .unwrap();
-        parse(
+        let j = parse(
             &job(
                 "  type: postgres\n  url: postgres://u@h/db\n  batch-rows: 10\n",
                 // The pipeline's own settings apply to every sink.
@@ -464,5 +552,8 @@ mod tests {
             |_| None,
         )
         .unwrap();
+        assert_eq!(j.sink.kind(), "postgres");
+        assert_eq!(j.sink.rdb().map(|s| s.batch_rows), Some(10));
+        assert!(j.sink.iceberg().is_none());
     }
 }

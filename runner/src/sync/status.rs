@@ -9,13 +9,13 @@ use crate::iceberg::{Catalog, CatalogConfig};
 use std::fmt::Write;
 
 pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncError> {
-    if job.sink.kind != "iceberg" {
+    let Some(ice) = job.sink.iceberg() else {
         return super::rdb::status(job).await;
-    }
+    };
     let catalog = Catalog::open(&CatalogConfig {
-        name: job.sink.catalog_name.clone(),
-        warehouse: job.sink.warehouse.clone(),
-        uri: job.sink.catalog.clone(),
+        name: ice.catalog_name.clone(),
+        warehouse: ice.warehouse.clone(),
+        uri: ice.catalog.clone(),
     })
     .await
     .map_err(|e| e.to_string())?;

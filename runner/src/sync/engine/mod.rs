@@ -161,10 +161,14 @@ fn ns_of(db: &str) -> String {
 
 impl Engine {
     pub async fn open(job: SyncJob) -> Result<Engine, SyncError> {
+        let ice = job
+            .sink
+            .iceberg()
+            .ok_or("the Iceberg sink needs an iceberg sink")?;
         let catalog = Catalog::open(&CatalogConfig {
-            name: job.sink.catalog_name.clone(),
-            warehouse: job.sink.warehouse.clone(),
-            uri: job.sink.catalog.clone(),
+            name: ice.catalog_name.clone(),
+            warehouse: ice.warehouse.clone(),
+            uri: ice.catalog.clone(),
         })
         .await
         .map_err(|e| e.to_string())?;

@@ -20,7 +20,7 @@ impl RdbEngine {
         }
         let mut routed: Vec<SchemaChange> =
             changes.iter().map(|c| self.job.router.change(c)).collect();
-        if self.job.sink.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
+        if self.cfg.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
             let mut later: Vec<Table> = Vec::new();
             routed.retain(|c| match c {
                 SchemaChange::AddForeignKey { table, foreign_key } => {

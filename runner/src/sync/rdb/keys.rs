@@ -104,7 +104,7 @@ impl RdbEngine {
     /// exist, DEFERRABLE INITIALLY DEFERRED (checked at each checkpoint's commit) and
     /// NOT VALID (rows already there are not re-checked: tables fill independently).
     pub(super) fn deferred_fks(&self) -> bool {
-        self.job.sink.foreign_keys == ForeignKeys::Keep && self.dialect == Dialect::Postgres
+        self.cfg.foreign_keys == ForeignKeys::Keep && self.dialect == Dialect::Postgres
     }
 
     /// Queue a routed table's foreign keys (deferred mode), named as PostgreSQL would.

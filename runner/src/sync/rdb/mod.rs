@@ -83,6 +83,8 @@ struct KeyChange {
 
 pub struct RdbEngine {
     job: SyncJob,
+    /// The job's sink settings.
+    cfg: super::job::RdbSink,
     target: Target,
     dialect: Dialect,
     state_dir: PathBuf,
@@ -147,10 +149,15 @@ fn show(k: &(String, String)) -> String {
 
 impl RdbEngine {
     pub async fn open(job: SyncJob) -> Result<RdbEngine, SyncError> {
-        let url = job.sink.url.clone().expect("validated");
+        let cfg = job
+            .sink
+            .rdb()
+            .cloned()
+            .ok_or("the relational sink needs a postgres or mysql sink")?;
+        let url = cfg.url.clone();
         let mut target = Target::connect(&url).await?;
         let dialect = target.dialect();
-        if job.sink.foreign_keys == ForeignKeys::Keep && dialect == Dialect::MySql {
+        if cfg.foreign_keys == ForeignKeys::Keep && dialect == Dialect::MySql {
             target
                 .exec("SET SESSION foreign_key_checks = 0")
                 .await
@@ -167,6 +174,7 @@ impl RdbEngine {
             .unwrap_or_else(|| state_dir.join("dead-letter.jsonl"));
         let parked = log.parked_tables();
         let mut e = RdbEngine {
+            cfg,
             target,
             dialect,
             state_dir,
@@ -361,7 +369,8 @@ pub fn ddl_log_report(job: &SyncJob) -> Result<String, SyncError> {
 /// the DDL log's counts by status.
 pub async fn status(job: &SyncJob) -> Result<String, SyncError> {
     use std::fmt::Write;
-    let mut t = Target::connect(job.sink.url.as_deref().unwrap_or_default()).await?;
+    let url = job.sink.rdb().map(|s| s.url.as_str()).unwrap_or_default();
+    let mut t = Target::connect(url).await?;
     let d = t.dialect();
     let name = dialects::emit::string_literal(d, &job.pipeline.name);
     let mut out = String::new();

@@ -7,7 +7,7 @@ use crate::sync::error::SyncError;
 impl RdbEngine {
     pub(super) fn routed_ir(&self, t: &Table) -> Table {
         let mut r = self.job.router.table(t);
-        if self.job.sink.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
+        if self.cfg.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
             r.foreign_keys.clear();
         }
         r

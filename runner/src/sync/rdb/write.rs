@@ -123,7 +123,7 @@ impl RdbEngine {
         rewrite: bool,
     ) -> Result<[Vec<String>; 3], SyncError> {
         let rewrite = rewrite && !self.fk_actions.contains_key(k);
-        let batch = self.job.sink.batch_rows.max(1);
+        let batch = self.cfg.batch_rows.max(1);
         let d = self.dialect;
         let tt = self.ttable(k)?;
         let cols: Vec<&ColSpec> = tt.cols.iter().collect();
