@@ -61,7 +61,7 @@ pub enum SchemaChange {
         column: String,
         data_type: DataType,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        using: Option<String>,
+        using: Option<crate::DialectSql>,
     },
     SetNullable {
         table: TableName,
@@ -135,7 +135,7 @@ pub enum SchemaChange {
     SetTableOption {
         table: TableName,
         key: String,
-        value: String,
+        value: crate::DialectSql,
     },
 }
 

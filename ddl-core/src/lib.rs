@@ -20,7 +20,7 @@ pub use evolution::SchemaChangeBehavior;
 pub use expr::Expr;
 pub use names::Fold;
 pub use schema::{
-    Check, Column, DefaultValue, ForeignKey, Generated, Identity, IdentityKind, Index, IndexKind,
-    IndexPart, Literal, Predicate, PrimaryKey, RefAction, Table, TableName,
+    Check, Column, DefaultValue, DialectSql, ForeignKey, Generated, Identity, IdentityKind, Index,
+    IndexKind, IndexPart, Literal, Predicate, PrimaryKey, RefAction, Table, TableName,
 };
 pub use types::{DataType, IntervalFields, LengthUnit, TimeZone};

@@ -184,6 +184,54 @@ pub struct Index {
     pub predicate: Option<Predicate>,
 }
 
+/// SQL text with no neutral form (a partitioning clause, a storage option, a type
+/// conversion expression), tagged with the dialect it is written in: only a target
+/// of that dialect may use it; any other reports it. Read from an untagged string
+/// (IR written before the tag existed), the dialect is empty: no target uses it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct DialectSql {
+    pub dialect: String,
+    pub sql: String,
+}
+
+impl<'de> Deserialize<'de> for DialectSql {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Tagged { dialect: String, sql: String },
+            Untagged(String),
+        }
+        Ok(match Repr::deserialize(d)? {
+            Repr::Tagged { dialect, sql } => DialectSql { dialect, sql },
+            Repr::Untagged(sql) => DialectSql {
+                dialect: String::new(),
+                sql,
+            },
+        })
+    }
+}
+
+impl DialectSql {
+    pub fn new(dialect: &str, sql: impl Into<String>) -> Self {
+        DialectSql {
+            dialect: dialect.to_owned(),
+            sql: sql.into(),
+        }
+    }
+
+    /// The text, if it is written in `dialect`.
+    pub fn for_dialect(&self, dialect: &str) -> Option<&str> {
+        (self.dialect == dialect).then_some(self.sql.as_str())
+    }
+}
+
+impl std::fmt::Display for DialectSql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.sql)
+    }
+}
+
 /// A condition as the source wrote it, with its neutral form where it has one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Predicate {
@@ -290,10 +338,10 @@ pub struct Table {
     pub comment: Option<String>,
     /// Partitioning clause as the source wrote it (carried, not translated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition_by: Option<String>,
+    pub partition_by: Option<DialectSql>,
     /// Storage options with no neutral meaning (ENGINE, DEFAULT CHARSET, TABLESPACE...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub options: BTreeMap<String, String>,
+    pub options: BTreeMap<String, DialectSql>,
 }
 
 impl Table {
@@ -315,5 +363,23 @@ impl Table {
     /// before names reach here).
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)
+    }
+}
+
+#[cfg(test)]
+mod dialect_sql_tests {
+    use super::DialectSql;
+
+    #[test]
+    fn tagged_text_is_used_only_by_its_dialect_and_old_untagged_text_by_none() {
+        let p = DialectSql::new("mysql", "PARTITION BY HASH (id)");
+        assert_eq!(p.for_dialect("mysql"), Some("PARTITION BY HASH (id)"));
+        assert_eq!(p.for_dialect("postgres"), None);
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(serde_json::from_str::<DialectSql>(&json).unwrap(), p);
+        // IR written before the tag: kept, used by no target (reported instead).
+        let old: DialectSql = serde_json::from_str("\"ENGINE=InnoDB\"").unwrap();
+        assert_eq!(old.sql, "ENGINE=InnoDB");
+        assert_eq!(old.for_dialect("mysql"), None);
     }
 }

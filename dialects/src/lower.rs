@@ -468,11 +468,15 @@ impl<'a> Lowerer<'a> {
                     }
                 }
                 _ => {
-                    table.options.insert(k.to_ascii_lowercase(), v.clone());
+                    let v = ddl_core::DialectSql::new(self.dialect.name(), v.clone());
+                    table.options.insert(k.to_ascii_lowercase(), v);
                 }
             }
         }
-        table.partition_by = d.partition_by.clone();
+        table.partition_by = d
+            .partition_by
+            .as_ref()
+            .map(|p| ddl_core::DialectSql::new(self.dialect.name(), p.clone()));
         if let Some(t) = &d.trailing {
             self.diags.skip(format!(
                 "table {}: storage clause `{}` is not carried",
@@ -677,7 +681,9 @@ impl<'a> Lowerer<'a> {
                             table: t,
                             column,
                             data_type: self.user_type(ty.data_type.clone()).0,
-                            using: using.clone(),
+                            using: using
+                                .as_ref()
+                                .map(|u| ddl_core::DialectSql::new(self.dialect.name(), u.clone())),
                         },
                         AlterColumnOp::AddIdentity(ColAttr::Identity {
                             always,
@@ -750,7 +756,7 @@ impl<'a> Lowerer<'a> {
                     _ => out.push(ch(SchemaChange::SetTableOption {
                         table: table.clone(),
                         key: key.to_ascii_lowercase(),
-                        value: value.clone(),
+                        value: ddl_core::DialectSql::new(self.dialect.name(), value.clone()),
                     })),
                 },
                 AlterSpec::Ignored(s)

@@ -1022,15 +1022,24 @@ impl Emitter {
             self.table(cx, &t.name),
             lines.join(",\n  ")
         );
+        // Options written in the target's own dialect are kept; the others have no
+        // meaning there and are reported.
+        let foreign: Vec<String> = t
+            .options
+            .iter()
+            .filter(|(_, v)| self.target != Dialect::MySql || v.for_dialect("mysql").is_none())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         if self.target == Dialect::MySql {
-            if cx.source == Dialect::MySql {
-                for (k, v) in &t.options {
-                    let key = match k.as_str() {
-                        "charset" => "DEFAULT CHARSET".to_owned(),
-                        k => k.to_ascii_uppercase(),
-                    };
-                    s.push_str(&format!(" {key}={v}"));
-                }
+            for (k, v) in &t.options {
+                let Some(v) = v.for_dialect(self.target.name()) else {
+                    continue;
+                };
+                let key = match k.as_str() {
+                    "charset" => "DEFAULT CHARSET".to_owned(),
+                    k => k.to_ascii_uppercase(),
+                };
+                s.push_str(&format!(" {key}={v}"));
             }
             if let Some(n) = t
                 .columns
@@ -1042,20 +1051,17 @@ impl Emitter {
             if let Some(c) = &t.comment {
                 s.push_str(&format!(" COMMENT={}", string_literal(self.target, c)));
             }
-        } else if !t.options.is_empty() {
-            let opts = t
-                .options
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ");
+        }
+        if !foreign.is_empty() {
             cx.diags.skip(format!(
-                "{}: table options {opts} have no meaning for {}",
-                t.name, self.target
+                "{}: table options {} have no meaning for {}",
+                t.name,
+                foreign.join(" "),
+                self.target
             ));
         }
         if let Some(p) = &t.partition_by {
-            if cx.source == self.target {
+            if let Some(p) = p.for_dialect(self.target.name()) {
                 s.push_str(&format!(" {p}"));
             } else {
                 cx.diags.skip(format!(
@@ -1590,7 +1596,7 @@ impl Emitter {
                     .and_then(|t| t.column(column))
                     .map(|o| o.data_type.family());
                 let using = match using {
-                    Some(u) if cx.source == tgt => format!(" USING {u}"),
+                    Some(u) if u.dialect == tgt.name() => format!(" USING {u}"),
                     _ if old_family.is_some_and(|f| f != c.data_type.family()) => {
                         format!(" USING {cn}::{ty}")
                     }
@@ -1912,7 +1918,7 @@ impl Emitter {
                 }
             }
             C::SetTableOption { table, key, value } => {
-                if tgt == Dialect::MySql && cx.source == Dialect::MySql {
+                if let Some(value) = value.for_dialect("mysql").filter(|_| tgt == Dialect::MySql) {
                     let tn = self.table(cx, table);
                     if key == "convert to charset" {
                         out.push(format!("ALTER TABLE {tn} CONVERT TO CHARACTER SET {value}"));

@@ -128,7 +128,7 @@ impl SourceTable {
         t: &Table,
         key_override: Option<&[String]>,
     ) -> Result<Self, DecodeError> {
-        let table_charset = t.options.get("charset").map(String::as_str);
+        let table_charset = t.options.get("charset").map(|v| v.sql.as_str());
         let mut columns = Vec::new();
         for c in &t.columns {
             let err = |e: DecodeError| format!("{db}.{} column {}: {e}", t.name.name, c.name);
