@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobFile {
-    /// MySQL/MariaDB ([`SourceConfig`]) or Kafka ([`super::kafka::KafkaConfig`]).
+    /// MySQL/MariaDB ([`SourceConfig`]) or Kafka ([`super::kafka_config::KafkaConfig`]).
     pub source: serde_yaml_ng::Value,
     #[serde(default)]
     pub sink: Option<serde_yaml_ng::Value>,
@@ -170,7 +170,7 @@ pub struct Source {
     pub tables: Vec<Regex>,
     pub start: Start,
     /// A Kafka (Debezium) source instead of the binlog.
-    pub kafka: Option<super::kafka::KafkaConfig>,
+    pub kafka: Option<super::kafka_config::KafkaConfig>,
     /// A DDL on a captured table that the schema history cannot parse is reported
     /// (a `Schema` event without changes, noted `skipped:`) instead of stopping the
     /// source (the sync job's `ddl-error-policy: skip`).
@@ -256,9 +256,12 @@ pub fn parse_job(
         .and_then(|t| t.as_str())
         .unwrap_or_default();
     if kind == "kafka" {
-        let k: super::kafka::KafkaConfig = serde_yaml_ng::from_value(job.source.clone())
+        let k: super::kafka_config::KafkaConfig = serde_yaml_ng::from_value(job.source.clone())
             .map_err(|e| format!("job file: source: {e}"))?;
-        let source = super::kafka::validate(k)?;
+        if !cfg!(feature = "kafka") {
+            return Err("job file: source.type: kafka: this lakeshift was built without the Kafka source (cargo feature `kafka`)".into());
+        }
+        let source = super::kafka_config::validate(k)?;
         return Ok((job, source));
     }
     let c: SourceConfig = serde_yaml_ng::from_value(job.source.clone())

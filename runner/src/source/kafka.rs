@@ -31,89 +31,14 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use regex::Regex;
-use serde::Deserialize;
 use serde_json::Value as J;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct KafkaConfig {
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// `host:port[,host:port...]`
-    pub brokers: String,
-    /// The consumer group: processes with the same group split the partitions.
-    pub group_id: String,
-    /// Debezium's `topic.prefix`: data topics are `<prefix>.<db>.<table>`.
-    pub topic_prefix: String,
-    /// The schema-change topic (default: the prefix itself, as Debezium names it).
-    #[serde(default)]
-    pub schema_topic: Option<String>,
-    /// Regexes over `database.table`, matched whole.
-    pub tables: Vec<String>,
-    #[serde(default)]
-    pub key_overrides: BTreeMap<String, Vec<String>>,
-    /// The group's session timeout: how soon a dead consumer's partitions move.
-    #[serde(default = "default_session")]
-    pub session_timeout_ms: u32,
-}
-
-fn default_session() -> u32 {
-    6000
-}
-
-impl KafkaConfig {
-    pub fn schema_topic(&self) -> String {
-        self.schema_topic
-            .clone()
-            .unwrap_or_else(|| self.topic_prefix.clone())
-    }
-
-    /// `<prefix>.<db>.<table>` -> (db, table).
-    pub fn table_of<'a>(&self, topic: &'a str) -> Option<(&'a str, &'a str)> {
-        let rest = topic.strip_prefix(&self.topic_prefix)?.strip_prefix('.')?;
-        rest.split_once('.')
-    }
-}
-
-pub fn validate(k: KafkaConfig) -> Result<super::config::Source, String> {
-    let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
-    if k.brokers.trim().is_empty() {
-        return Err(field("brokers", "is empty".into()));
-    }
-    if k.group_id.trim().is_empty() {
-        return Err(field("group-id", "is empty".into()));
-    }
-    if k.topic_prefix.trim().is_empty() || k.topic_prefix.contains(char::is_whitespace) {
-        return Err(field("topic-prefix", "must be a topic name prefix".into()));
-    }
-    if k.tables.is_empty() {
-        return Err(field("tables", "names no table pattern".into()));
-    }
-    let mut tables = Vec::new();
-    for (i, t) in k.tables.iter().enumerate() {
-        tables.push(
-            Regex::new(&format!("^(?:{t})$"))
-                .map_err(|e| field(&format!("tables[{i}]"), format!("bad regex: {e}")))?,
-        );
-    }
-    Ok(super::config::Source {
-        config: super::config::SourceConfig::other(
-            "kafka",
-            k.tables.clone(),
-            k.key_overrides.clone(),
-        ),
-        password: None,
-        tables,
-        start: super::config::Start::Initial,
-        kafka: Some(k),
-        skip_unparsed_ddl: false,
-    })
-}
+pub use super::kafka_config::KafkaConfig;
 
 /// Rebalances seen by the group consumer.
 struct GroupContext {

@@ -13,7 +13,9 @@ pub mod config;
 pub mod decode;
 pub mod history;
 pub mod json;
+#[cfg(feature = "kafka")]
 pub mod kafka;
+pub mod kafka_config;
 pub mod position;
 pub mod preflight;
 pub mod run;
@@ -194,11 +196,11 @@ pub trait Source: Send {
 
 /// The source a job's `source` section names.
 pub fn open(config: Arc<config::Source>, state_dir: std::path::PathBuf) -> Box<dyn Source> {
+    #[cfg(feature = "kafka")]
     if config.kafka.is_some() {
-        Box::new(kafka::KafkaSource::new(config))
-    } else {
-        Box::new(run::BinlogSource::new(config, state_dir))
+        return Box::new(kafka::KafkaSource::new(config));
     }
+    Box::new(run::BinlogSource::new(config, state_dir))
 }
 
 /// A value or row that cannot be decoded: definite (reading it again gives the
