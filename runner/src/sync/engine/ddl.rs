@@ -13,21 +13,8 @@ impl Engine {
         after: &[ddl_core::Table],
         sql: &str,
     ) -> Result<(), SyncError> {
-        // Settled before (a source that delivers its DDL again: a restart before the
-        // state moved past it, or Kafka's schema topic, read whole at every start)?
-        let log = DdlLog::load(&self.state_dir)?;
-        if let Some(e) = log.find(&position.to_string()).map(|i| &log.entries[i]) {
-            if matches!(
-                e.status,
-                Status::Executed | Status::Skipped | Status::Resolved
-            ) {
-                tracing::debug!(
-                    "DDL #{} at {position} was {} before; not repeated",
-                    e.seq,
-                    e.status
-                );
-                return Ok(());
-            }
+        if self.settled_before(position)? {
+            return Ok(());
         }
         let item = HeldItem::Ddl {
             position: position.clone(),
@@ -43,23 +30,7 @@ impl Engine {
             .iter()
             .map(|t| self.job.router.table(t))
             .collect::<Vec<_>>();
-        let touched: Vec<(String, String)> = changes
-            .iter()
-            .flat_map(|c| {
-                let mut v: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
-                if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
-                    v.push(to);
-                }
-                v.into_iter()
-                    .map(|t| {
-                        (
-                            ns_of(t.schema.as_deref().unwrap_or_default()),
-                            t.name.clone(),
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let touched = touched_tables(changes);
         // A DDL on a parked table waits behind the parked one (its other tables too).
         if touched.iter().any(|k| self.parked.contains(k)) {
             for k in &touched {
@@ -85,26 +56,15 @@ impl Engine {
             }
         }
         failpoint("inside-ddl-barrier");
-        // Already applied (replay after a restart)?
-        for k in &touched {
-            if let Some(s) = self.sinks.get(k) {
-                let applied = s
-                    .table
-                    .metadata
-                    .properties()
-                    .get(SCHEMA_POSITION)
-                    .and_then(|p| p.parse::<Position>().ok());
-                if applied.is_some_and(|a| a >= *position) {
-                    return self.ddl_logged(
-                        position,
-                        sql,
-                        &touched,
-                        Vec::new(),
-                        Status::Executed,
-                        Some("applied before a restart".into()),
-                    );
-                }
-            }
+        if self.applied_before(&touched, position) {
+            return self.ddl_logged(
+                position,
+                sql,
+                &touched,
+                Vec::new(),
+                Status::Executed,
+                Some("applied before a restart".into()),
+            );
         }
         let mut cat = ddl_core::Catalog::new(dialects::Dialect::MySql.name_rules());
         for t in after {
@@ -138,33 +98,7 @@ impl Engine {
             tracing::info!("{}: DDL at {position}: {}", d.severity, d.message);
         }
         mark_schema_position(&mut plan, position);
-        let mut known = BTreeMap::new();
-        for k in &touched {
-            if let Some(s) = self.sinks.get(k) {
-                known.insert(
-                    k.clone(),
-                    (
-                        s.table.metadata.current_schema_id(),
-                        s.table.metadata.last_column_id(),
-                    ),
-                );
-            }
-        }
-        let done = crate::iceberg::plan::execute(&Committer::new(&self.catalog), &plan, &mut known)
-            .await?;
-        for a in done {
-            tracing::info!("{position}: {a}");
-        }
-        self.commits += 1;
-        // Reload the touched tables' sinks (schema, renames, drops).
-        for k in &touched {
-            if let Some(old) = self.sinks.remove(k) {
-                debug_assert!(old.pending.is_empty());
-            }
-            if !self.load_sink(k).await? {
-                self.planner.tables.remove(k);
-            }
-        }
+        self.execute_plan(position, &plan, &touched).await?;
         self.ddl_logged(
             position,
             sql,
@@ -180,6 +114,78 @@ impl Engine {
             "DDL at {position} applied; {} table(s) paused {ms:.0} ms",
             touched.len()
         );
+        Ok(())
+    }
+
+    /// Settled before (a source that delivers its DDL again: a restart before the
+    /// state moved past it, or Kafka's schema topic, read whole at every start)?
+    fn settled_before(&self, position: &Position) -> Result<bool, SyncError> {
+        let log = DdlLog::load(&self.state_dir)?;
+        if let Some(e) = log.find(&position.to_string()).map(|i| &log.entries[i]) {
+            if matches!(
+                e.status,
+                Status::Executed | Status::Skipped | Status::Resolved
+            ) {
+                tracing::debug!(
+                    "DDL #{} at {position} was {} before; not repeated",
+                    e.seq,
+                    e.status
+                );
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether a touched table records this DDL's position already (its schema
+    /// commit landed before a restart).
+    fn applied_before(&self, touched: &[(String, String)], position: &Position) -> bool {
+        touched.iter().any(|k| {
+            self.sinks.get(k).is_some_and(|s| {
+                s.table
+                    .metadata
+                    .properties()
+                    .get(SCHEMA_POSITION)
+                    .and_then(|p| p.parse::<Position>().ok())
+                    .is_some_and(|a| a >= *position)
+            })
+        })
+    }
+
+    /// Carry out a DDL's plan on Iceberg, then reload the touched tables.
+    async fn execute_plan(
+        &mut self,
+        position: &Position,
+        plan: &dialects::iceberg::StatementPlan,
+        touched: &[(String, String)],
+    ) -> Result<(), SyncError> {
+        let mut known = BTreeMap::new();
+        for k in touched {
+            if let Some(s) = self.sinks.get(k) {
+                known.insert(
+                    k.clone(),
+                    (
+                        s.table.metadata.current_schema_id(),
+                        s.table.metadata.last_column_id(),
+                    ),
+                );
+            }
+        }
+        let done =
+            crate::iceberg::plan::execute(&Committer::new(&self.catalog), plan, &mut known).await?;
+        for a in done {
+            tracing::info!("{position}: {a}");
+        }
+        self.commits += 1;
+        // Reload the touched tables' sinks (schema, renames, drops).
+        for k in touched {
+            if let Some(old) = self.sinks.remove(k) {
+                debug_assert!(old.pending.is_empty());
+            }
+            if !self.load_sink(k).await? {
+                self.planner.tables.remove(k);
+            }
+        }
         Ok(())
     }
 
@@ -303,4 +309,25 @@ pub(super) fn mark_schema_position(plan: &mut dialects::iceberg::StatementPlan, 
             properties.insert(SCHEMA_POSITION.to_owned(), at.to_string());
         }
     }
+}
+
+/// The tables a DDL touches (a rename: both names), as the engine keys them.
+fn touched_tables(changes: &[ddl_core::SchemaChange]) -> Vec<(String, String)> {
+    changes
+        .iter()
+        .flat_map(|c| {
+            let mut v: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
+            if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
+                v.push(to);
+            }
+            v.into_iter()
+                .map(|t| {
+                    (
+                        ns_of(t.schema.as_deref().unwrap_or_default()),
+                        t.name.clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }

@@ -18,29 +18,7 @@ impl RdbEngine {
         if !self.pending.is_empty() {
             self.checkpoint(pos_before, None).await?;
         }
-        let mut routed: Vec<SchemaChange> =
-            changes.iter().map(|c| self.job.router.change(c)).collect();
-        if self.cfg.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
-            let mut later: Vec<Table> = Vec::new();
-            routed.retain(|c| match c {
-                SchemaChange::AddForeignKey { table, foreign_key } => {
-                    let mut t = Table::new(table.clone());
-                    t.foreign_keys.push(foreign_key.clone());
-                    later.push(t);
-                    false
-                }
-                _ => true,
-            });
-            for c in &mut routed {
-                if let SchemaChange::CreateTable { table, .. } = c {
-                    later.push(table.clone());
-                    table.foreign_keys.clear();
-                }
-            }
-            for t in later {
-                self.queue_fks(&t);
-            }
-        }
+        let routed = self.route_changes(changes);
         for t in after {
             if changes.iter().any(|c| {
                 matches!(
@@ -68,20 +46,7 @@ impl RdbEngine {
         // Run on the target for this job already (in the transaction that recorded
         // it, by another process, or before the DDL log here caught up)?
         if self.ddl_applied(&at).await? {
-            match self.log.find(&at) {
-                Some(i) if self.log.entries[i].status == Status::Executed => {}
-                Some(i) => self.log.set(i, Status::Executed, None)?,
-                None => {
-                    self.log.add(Entry::new(
-                        at.clone(),
-                        sql,
-                        touched.clone(),
-                        Status::Executed,
-                        Some("the target ran it for this job before (another process, or a lost state folder)".into()),
-                    ))?;
-                }
-            }
-            tracing::info!("DDL at {at}: already run on the target for this job; not repeated");
+            self.record_run_before(&at, sql, &touched)?;
             self.apply_catalog(&routed, &after_routed);
             return self.advance(position).await;
         }
@@ -106,24 +71,7 @@ impl RdbEngine {
             }
         }
         let translated = self.translate(&routed, &after_routed);
-        // Several tables routed into one: the same change from the next of them finds
-        // the target table already as the DDL leaves it.
-        let already = !after_routed.is_empty()
-            && !routed.iter().any(|c| {
-                matches!(
-                    c,
-                    SchemaChange::DropTable { .. }
-                        | SchemaChange::RenameTable { .. }
-                        | SchemaChange::TruncateTable { .. }
-                )
-            })
-            && after_routed.iter().all(|t| {
-                self.catalog.table(&t.name).is_some_and(|have| {
-                    have.columns == t.columns
-                        && have.primary_key == t.primary_key
-                        && have.indexes == t.indexes
-                })
-            });
+        let already = self.target_already_as(&routed, &after_routed);
         let mut entry = Entry::new(at.clone(), sql, touched.clone(), Status::Pending, None);
         if already {
             entry.target_sql = translated.map(|t| t.0).unwrap_or_default();
@@ -169,6 +117,80 @@ impl RdbEngine {
                     .await
             }
         }
+    }
+
+    /// The DDL's changes routed to their target tables; foreign keys the target does
+    /// not take with them are queued (added once both tables exist) or dropped.
+    fn route_changes(&mut self, changes: &[SchemaChange]) -> Vec<SchemaChange> {
+        let mut routed: Vec<SchemaChange> =
+            changes.iter().map(|c| self.job.router.change(c)).collect();
+        if self.cfg.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
+            let mut later: Vec<Table> = Vec::new();
+            routed.retain(|c| match c {
+                SchemaChange::AddForeignKey { table, foreign_key } => {
+                    let mut t = Table::new(table.clone());
+                    t.foreign_keys.push(foreign_key.clone());
+                    later.push(t);
+                    false
+                }
+                _ => true,
+            });
+            for c in &mut routed {
+                if let SchemaChange::CreateTable { table, .. } = c {
+                    later.push(table.clone());
+                    table.foreign_keys.clear();
+                }
+            }
+            for t in later {
+                self.queue_fks(&t);
+            }
+        }
+        routed
+    }
+
+    /// The DDL log learns that the target ran this DDL for the job before.
+    fn record_run_before(
+        &mut self,
+        at: &str,
+        sql: &str,
+        touched: &[String],
+    ) -> Result<(), SyncError> {
+        match self.log.find(at) {
+            Some(i) if self.log.entries[i].status == Status::Executed => {}
+            Some(i) => self.log.set(i, Status::Executed, None)?,
+            None => {
+                self.log.add(Entry::new(
+                    at.to_owned(),
+                    sql,
+                    touched.to_vec(),
+                    Status::Executed,
+                    Some("the target ran it for this job before (another process, or a lost state folder)".into()),
+                ))?;
+            }
+        }
+        tracing::info!("DDL at {at}: already run on the target for this job; not repeated");
+        Ok(())
+    }
+
+    /// Several tables routed into one: the same change from the next of them finds
+    /// the target table already as the DDL leaves it.
+    fn target_already_as(&self, routed: &[SchemaChange], after_routed: &[Table]) -> bool {
+        !after_routed.is_empty()
+            && !routed.iter().any(|c| {
+                matches!(
+                    c,
+                    SchemaChange::DropTable { .. }
+                        | SchemaChange::RenameTable { .. }
+                        | SchemaChange::TruncateTable { .. }
+                )
+            })
+            && after_routed.iter().all(|t| {
+                self.catalog.table(&t.name).is_some_and(|have| {
+                    have.columns == t.columns
+                        && have.primary_key == t.primary_key
+                        && have.indexes == t.indexes
+                })
+            })
     }
 
     /// The catalog follows the source, whatever happened to the DDL on the target.

@@ -15,7 +15,27 @@ impl RdbEngine {
     }
 
     /// Create the state table if needed and read the job's row.
+    /// The job's state on the target (made on first use), the schema as of its
+    /// resume point, and the DDL log settled against it.
     pub(super) async fn load_state(&mut self) -> Result<(), SyncError> {
+        self.create_state_tables().await?;
+        self.read_state_row().await?;
+        self.load_history();
+        self.settle_log()?;
+        tracing::info!(
+            "target {}: checkpoint {}, resuming at {}",
+            self.dialect,
+            self.checkpoint,
+            self.position
+                .as_ref()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "the start".into())
+        );
+        Ok(())
+    }
+
+    /// The state schema and tables, if missing.
+    async fn create_state_tables(&mut self) -> Result<(), SyncError> {
         let t = self.state_table();
         let (ns, table) = match self.dialect {
             Dialect::Postgres => (
@@ -45,11 +65,7 @@ impl RdbEngine {
             loop {
                 match self.target.exec(&s).await {
                     Ok(_) => break,
-                    Err(e)
-                        if tries < 3
-                            && (e.message.contains("duplicate key")
-                                || e.message.contains("already exists")) =>
-                    {
+                    Err(e) if tries < 3 && (e.unique_violation() || e.already_applied()) => {
                         tries += 1;
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
@@ -57,6 +73,12 @@ impl RdbEngine {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The job's row: checkpoint, resume position, snapshot progress.
+    async fn read_state_row(&mut self) -> Result<(), SyncError> {
+        let t = self.state_table();
         let job = self.lit(&self.job.pipeline.name);
         let select = format!(
             "SELECT CAST(checkpoint AS CHAR(20)), position, snapshot FROM {t} WHERE job = {job}"
@@ -105,6 +127,11 @@ impl RdbEngine {
                     .map_err(|e| format!("target state table: snapshot: {e}"))?;
             }
         }
+        Ok(())
+    }
+
+    /// The target tables as of the resume point, from the source's stored history.
+    fn load_history(&mut self) {
         // The schema as of the resume point: the source's stored history.
         if let Some(p) = self
             .position
@@ -136,6 +163,10 @@ impl RdbEngine {
                 }
             }
         }
+    }
+
+    /// Releases and pending DDL settled by the target's checkpoint.
+    fn settle_log(&mut self) -> Result<(), SyncError> {
         // A release whose checkpoint committed is finished; one whose did not is undone.
         for i in 0..self.log.entries.len() {
             match self.log.entries[i].released_in {
@@ -161,15 +192,6 @@ impl RdbEngine {
                 }
             }
         }
-        tracing::info!(
-            "target {}: checkpoint {}, resuming at {}",
-            self.dialect,
-            self.checkpoint,
-            self.position
-                .as_ref()
-                .map(|p| p.to_string())
-                .unwrap_or_else(|| "the start".into())
-        );
         Ok(())
     }
 
