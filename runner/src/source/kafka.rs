@@ -28,7 +28,7 @@ use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
 };
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
+use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use regex::Regex;
 use serde_json::Value as J;
@@ -175,243 +175,346 @@ fn position_of(source: &J) -> Option<Position> {
     Some(p)
 }
 
+/// What the reader loop does next.
+enum Flow {
+    Go,
+    /// The engine is gone, or every partition is at its end (`stop_at_end`).
+    Stop,
+}
+
+/// The Kafka reader: the schema-change topic read whole as the schema history, one
+/// group consumer over the table topics, and what it has delivered.
+struct Reader {
+    src: Arc<super::config::Source>,
+    k: KafkaConfig,
+    tx: mpsc::Sender<SourceEvent>,
+    commits: mpsc::UnboundedReceiver<Committed>,
+    stop_at_end: bool,
+    schema: BaseConsumer,
+    schema_next: i64,
+    /// When the schema topic was last read to its end (unix ms).
+    schema_checked_ms: i64,
+    history: SchemaHistory,
+    queue: Vec<Ddl>,
+    consumer: StreamConsumer<GroupContext>,
+    rebalanced: Arc<AtomicBool>,
+    pattern: String,
+    topics_re: Regex,
+    orphans_checked: Instant,
+    orphans_since: Option<Instant>,
+    tables: HashMap<(String, String), Arc<SourceTable>>,
+    /// Partitions at their end (as of the last idle moment).
+    at_end: BTreeSet<(String, i32)>,
+    /// The next offset of each partition after what was delivered.
+    next_offset: HashMap<(String, i32), i64>,
+    delivered: u64,
+}
+
 pub async fn run(
     src: Arc<super::config::Source>,
-    mut commits: mpsc::UnboundedReceiver<Committed>,
+    commits: mpsc::UnboundedReceiver<Committed>,
     tx: mpsc::Sender<SourceEvent>,
     stop_at_end: bool,
 ) -> Result<(), SourceError> {
-    let k = src.kafka.clone().expect("a kafka source");
-    // The schema history: the whole schema-change topic, from its start.
-    let schema: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &k.brokers)
-        .set("group.id", format!("{}-schema-reader", k.group_id))
-        .set("enable.auto.commit", "false")
-        .create()
-        .map_err(kerr)?;
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(&k.schema_topic(), 0, Offset::Beginning)
-        .map_err(kerr)?;
-    schema.assign(&tpl).map_err(kerr)?;
-    let mut history = SchemaHistory::in_memory();
-    let mut queue: Vec<Ddl> = Vec::new();
-    let mut schema_next = 0i64;
-    read_schema_to_end(&schema, &k.schema_topic(), &mut schema_next, &mut queue)?;
-    tracing::info!(
-        "kafka: {} DDL in the schema-change topic {}",
-        queue.len(),
-        k.schema_topic()
-    );
-
-    let rebalanced = Arc::new(AtomicBool::new(false));
-    let mut cfg = ClientConfig::new();
-    // librdkafka's own debug contexts (LAKESHIFT_KAFKA_DEBUG=consumer,cgrp,fetch),
-    // logged through LAKESHIFT_LOG=rdkafka=debug.
-    if let Ok(d) = std::env::var("LAKESHIFT_KAFKA_DEBUG") {
-        cfg.set("debug", d);
-    }
-    let consumer: StreamConsumer<GroupContext> = cfg
-        .set("bootstrap.servers", &k.brokers)
-        .set("group.id", &k.group_id)
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        // Table topics have one partition each (Debezium's default): the range
-        // assignor would give every topic's partition 0 to one member.
-        .set("partition.assignment.strategy", "roundrobin")
-        .set("session.timeout.ms", k.session_timeout_ms.to_string())
-        .set(
-            "heartbeat.interval.ms",
-            (k.session_timeout_ms / 6).max(100).to_string(),
-        )
-        .set("topic.metadata.refresh.interval.ms", "2000")
-        .create_with_context(GroupContext {
-            rebalanced: rebalanced.clone(),
-        })
-        .map_err(kerr)?;
-    let pattern = format!("^{}\\..*", regex::escape(&k.topic_prefix));
-    consumer.subscribe(&[&pattern]).map_err(kerr)?;
-    // A coordinator may keep a dead member's assignment after evicting it (tansu
-    // 0.6.0 does: a rebalance it starts itself hands back the old assignment). The
-    // group's only member must own every partition; when it does not, for longer than
-    // a rebalance takes, it rejoins as a new member so the assignment is made anew.
-    let topics_re = Regex::new(&pattern).expect("an escaped prefix");
-    let mut orphans_checked = Instant::now();
-    let mut orphans_since: Option<Instant> = None;
-
-    let mut tables: HashMap<(String, String), Arc<SourceTable>> = HashMap::new();
-    // Partitions at their end (as of the last idle moment), and the next offset of
-    // each partition after what was delivered.
-    let mut at_end: BTreeSet<(String, i32)> = BTreeSet::new();
-    let mut next_offset: HashMap<(String, i32), i64> = HashMap::new();
-    let mut delivered: u64 = 0;
-    // When the schema topic was last read to its end (unix ms).
-    let mut schema_checked_ms = crate::calendar::now_ms();
+    let mut r = Reader::open(src, commits, tx, stop_at_end)?;
     loop {
         // The engine stopped (SIGTERM, an error): nothing more to read.
-        if tx.is_closed() {
+        if r.tx.is_closed() {
             return Ok(());
         }
-        if rebalanced.swap(false, Ordering::SeqCst) {
-            at_end.clear();
-            next_offset.clear();
-            if tx.send(SourceEvent::Rebalanced).await.is_err() {
-                return Ok(());
+        if let Flow::Stop = r.housekeeping().await? {
+            return Ok(());
+        }
+        let msg = match tokio::time::timeout(Duration::from_millis(200), r.consumer.recv()).await {
+            Err(_) => None,
+            Ok(Ok(m)) => Some(m.detach()),
+            Ok(Err(e)) => return Err(kerr(e)),
+        };
+        let flow = match msg {
+            None => r.idle().await?,
+            Some(m) => r.message(&m).await?,
+        };
+        if let Flow::Stop = flow {
+            return Ok(());
+        }
+    }
+}
+
+impl Reader {
+    fn open(
+        src: Arc<super::config::Source>,
+        commits: mpsc::UnboundedReceiver<Committed>,
+        tx: mpsc::Sender<SourceEvent>,
+        stop_at_end: bool,
+    ) -> Result<Reader, SourceError> {
+        let k = src.kafka.clone().expect("a kafka source");
+        // The schema history: the whole schema-change topic, from its start.
+        let schema: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &k.brokers)
+            .set("group.id", format!("{}-schema-reader", k.group_id))
+            .set("enable.auto.commit", "false")
+            .create()
+            .map_err(kerr)?;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&k.schema_topic(), 0, Offset::Beginning)
+            .map_err(kerr)?;
+        schema.assign(&tpl).map_err(kerr)?;
+        let mut queue: Vec<Ddl> = Vec::new();
+        let mut schema_next = 0i64;
+        read_schema_to_end(&schema, &k.schema_topic(), &mut schema_next, &mut queue)?;
+        tracing::info!(
+            "kafka: {} DDL in the schema-change topic {}",
+            queue.len(),
+            k.schema_topic()
+        );
+        let rebalanced = Arc::new(AtomicBool::new(false));
+        let consumer = group_consumer(&k, rebalanced.clone())?;
+        let pattern = format!("^{}\\..*", regex::escape(&k.topic_prefix));
+        consumer.subscribe(&[&pattern]).map_err(kerr)?;
+        let topics_re = Regex::new(&pattern).expect("an escaped prefix");
+        Ok(Reader {
+            src,
+            k,
+            tx,
+            commits,
+            stop_at_end,
+            schema,
+            schema_next,
+            schema_checked_ms: crate::calendar::now_ms(),
+            history: SchemaHistory::in_memory(),
+            queue,
+            consumer,
+            rebalanced,
+            pattern,
+            topics_re,
+            orphans_checked: Instant::now(),
+            orphans_since: None,
+            tables: HashMap::new(),
+            at_end: BTreeSet::new(),
+            next_offset: HashMap::new(),
+            delivered: 0,
+        })
+    }
+
+    /// Between messages: rebalances, a stuck assignment, the sink's committed offsets,
+    /// new DDL.
+    async fn housekeeping(&mut self) -> Result<Flow, SourceError> {
+        if self.rebalanced.swap(false, Ordering::SeqCst) {
+            self.at_end.clear();
+            self.next_offset.clear();
+            if self.tx.send(SourceEvent::Rebalanced).await.is_err() {
+                return Ok(Flow::Stop);
             }
         }
-        if orphans_checked.elapsed() >= Duration::from_secs(2) {
-            orphans_checked = Instant::now();
-            match sole_member_missing(&consumer, &k.group_id, &topics_re) {
-                None => orphans_since = None,
-                Some((missing, all)) => {
-                    let since = *orphans_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= Duration::from_millis(u64::from(k.session_timeout_ms) / 2)
-                    {
-                        tracing::warn!(
-                            "kafka: this process is the group's only member but owns {} of {all} partitions (the coordinator kept a departed member's assignment); rejoining the group",
-                            all - missing
-                        );
-                        consumer.unsubscribe();
-                        consumer.subscribe(&[&pattern]).map_err(kerr)?;
-                        orphans_since = None;
-                    }
-                }
-            }
-        }
+        self.check_orphans()?;
         // Offsets the sink committed become the group's (a starting hint).
-        while let Ok(c) = commits.try_recv() {
+        while let Ok(c) = self.commits.try_recv() {
             let mut tpl = TopicPartitionList::new();
             for (t, p, o) in c {
                 let _ = tpl.add_partition_offset(&t, p, Offset::Offset(o));
             }
             if tpl.count() > 0 {
-                if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
+                if let Err(e) = self.consumer.commit(&tpl, CommitMode::Async) {
                     tracing::debug!("kafka: group offset commit: {e}");
                 }
             }
         }
         // New DDL.
-        while let Some(r) = schema.poll(Duration::ZERO) {
+        while let Some(r) = self.schema.poll(Duration::ZERO) {
             match r {
                 Ok(m) => {
-                    schema_next = m.offset() + 1;
-                    queue_ddl(&mut queue, m.payload())?
+                    self.schema_next = m.offset() + 1;
+                    queue_ddl(&mut self.queue, m.payload())?
                 }
                 Err(e) => return Err(kerr(e)),
             }
         }
-        let msg = match tokio::time::timeout(Duration::from_millis(200), consumer.recv()).await {
-            Err(_) => None,
-            Ok(Ok(m)) => Some(m),
-            Ok(Err(e)) => return Err(kerr(e)),
-        };
-        let Some(m) = msg else {
-            // Idle: which assigned partitions are at their end (the next offset to
-            // read, delivered or the group's, at the high watermark)?
-            let assigned: Vec<(String, i32)> = consumer
-                .assignment()
-                .map(|a| {
-                    a.elements()
-                        .iter()
-                        .map(|e| (e.topic().to_owned(), e.partition()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let committed = consumer.committed(Duration::from_secs(2)).ok();
-            at_end.clear();
-            for (t, p) in &assigned {
-                let Ok((lo, hi)) = consumer.fetch_watermarks(t, *p, Duration::from_secs(2)) else {
-                    continue;
-                };
-                let pos = next_offset
-                    .get(&(t.clone(), *p))
-                    .copied()
-                    .or_else(|| {
-                        committed
-                            .as_ref()
-                            .and_then(|c| c.find_partition(t, *p))
-                            .and_then(|e| match e.offset() {
-                                Offset::Offset(n) => Some(n),
-                                _ => None,
-                            })
-                    })
-                    .unwrap_or(lo);
-                if pos >= hi {
-                    at_end.insert((t.clone(), *p));
+        Ok(Flow::Go)
+    }
+
+    /// A coordinator may keep a dead member's assignment after evicting it (tansu
+    /// 0.6.0 does: a rebalance it starts itself hands back the old assignment). The
+    /// group's only member must own every partition; when it does not, for longer
+    /// than a rebalance takes, it rejoins as a new member so the assignment is made
+    /// anew.
+    fn check_orphans(&mut self) -> Result<(), SourceError> {
+        if self.orphans_checked.elapsed() < Duration::from_secs(2) {
+            return Ok(());
+        }
+        self.orphans_checked = Instant::now();
+        match sole_member_missing(&self.consumer, &self.k.group_id, &self.topics_re) {
+            None => self.orphans_since = None,
+            Some((missing, all)) => {
+                let since = *self.orphans_since.get_or_insert_with(Instant::now);
+                let rebalance = Duration::from_millis(u64::from(self.k.session_timeout_ms) / 2);
+                if since.elapsed() >= rebalance {
+                    tracing::warn!(
+                        "kafka: this process is the group's only member but owns {} of {all} partitions (the coordinator kept a departed member's assignment); rejoining the group",
+                        all - missing
+                    );
+                    self.consumer.unsubscribe();
+                    self.consumer.subscribe(&[&self.pattern]).map_err(kerr)?;
+                    self.orphans_since = None;
                 }
             }
-            // Caught up: DDL of the tables whose partitions are all at their end.
-            let name_of = |t: &str| {
-                k.table_of(t)
-                    .map(|(d, n)| format!("{d}.{n}").to_lowercase())
-            };
-            let idle: BTreeSet<String> = assigned
-                .iter()
-                .filter_map(|(t, _)| name_of(t))
-                .filter(|name| {
-                    assigned.iter().all(|(t, p)| {
-                        name_of(t).as_ref() != Some(name) || at_end.contains(&(t.clone(), *p))
-                    })
-                })
-                .collect();
-            if !deliver_ddl(&src, &mut history, &mut queue, &mut tables, &tx, |d| {
-                !d.tables.is_empty() && d.tables.iter().all(|t| idle.contains(t))
-            })
-            .await?
-            {
-                return Ok(());
-            }
-            if stop_at_end
-                && !assigned.is_empty()
-                && assigned.iter().all(|a| at_end.contains(a))
-                && !queue
+        }
+        Ok(())
+    }
+
+    /// Idle: which assigned partitions are at their end (the next offset to read,
+    /// delivered or the group's, at the high watermark)? DDL of tables caught up is
+    /// delivered; with `stop_at_end`, the reader stops when everything is read.
+    async fn idle(&mut self) -> Result<Flow, SourceError> {
+        let assigned: Vec<(String, i32)> = self
+            .consumer
+            .assignment()
+            .map(|a| {
+                a.elements()
                     .iter()
-                    .any(|d| d.tables.iter().any(|t| idle.contains(t)))
-            {
-                tracing::info!(
-                    "kafka: every assigned partition is at its end ({delivered} messages)"
-                );
-                return Ok(());
+                    .map(|e| (e.topic().to_owned(), e.partition()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let committed = self.consumer.committed(Duration::from_secs(2)).ok();
+        self.at_end.clear();
+        for (t, p) in &assigned {
+            let Ok((lo, hi)) = self
+                .consumer
+                .fetch_watermarks(t, *p, Duration::from_secs(2))
+            else {
+                continue;
+            };
+            let pos = self
+                .next_offset
+                .get(&(t.clone(), *p))
+                .copied()
+                .or_else(|| {
+                    committed
+                        .as_ref()
+                        .and_then(|c| c.find_partition(t, *p))
+                        .and_then(|e| match e.offset() {
+                            Offset::Offset(n) => Some(n),
+                            _ => None,
+                        })
+                })
+                .unwrap_or(lo);
+            if pos >= hi {
+                self.at_end.insert((t.clone(), *p));
             }
-            continue;
+        }
+        // Caught up: DDL of the tables whose partitions are all at their end.
+        let k = &self.k;
+        let name_of = |t: &str| {
+            k.table_of(t)
+                .map(|(d, n)| format!("{d}.{n}").to_lowercase())
         };
+        let at_end = &self.at_end;
+        let idle: BTreeSet<String> = assigned
+            .iter()
+            .filter_map(|(t, _)| name_of(t))
+            .filter(|name| {
+                assigned.iter().all(|(t, p)| {
+                    name_of(t).as_ref() != Some(name) || at_end.contains(&(t.clone(), *p))
+                })
+            })
+            .collect();
+        let ready = |d: &Ddl| !d.tables.is_empty() && d.tables.iter().all(|t| idle.contains(t));
+        if !deliver_ddl(
+            &self.src,
+            &mut self.history,
+            &mut self.queue,
+            &mut self.tables,
+            &self.tx,
+            ready,
+        )
+        .await?
+        {
+            return Ok(Flow::Stop);
+        }
+        if self.stop_at_end
+            && !assigned.is_empty()
+            && assigned.iter().all(|a| self.at_end.contains(a))
+            && !self
+                .queue
+                .iter()
+                .any(|d| d.tables.iter().any(|t| idle.contains(t)))
+        {
+            tracing::info!(
+                "kafka: every assigned partition is at its end ({} messages)",
+                self.delivered
+            );
+            return Ok(Flow::Stop);
+        }
+        Ok(Flow::Go)
+    }
+
+    /// The decoder of a captured table, made from its definition in the history.
+    fn table(&mut self, db: &str, table: &str, at: &str) -> Result<Arc<SourceTable>, SourceError> {
+        if let Some(t) = self.tables.get(&(db.to_owned(), table.to_owned())) {
+            return Ok(t.clone());
+        }
+        let ir = self.history.table(db, table).ok_or_else(|| {
+            SourceError::Decode(format!(
+                "{at}: table {db}.{table} has no definition in the schema-change topic {}",
+                self.k.schema_topic()
+            ))
+        })?;
+        let over = self.src.config.key_overrides.get(&format!("{db}.{table}"));
+        let t = Arc::new(
+            SourceTable::from_ir(db, ir, over.map(|v| v.as_slice())).map_err(SourceError::from)?,
+        );
+        self.tables
+            .insert((db.to_owned(), table.to_owned()), t.clone());
+        Ok(t)
+    }
+
+    /// One message of a table topic: its DDL first, then its change, delivered whole
+    /// with the offset after it.
+    async fn message(&mut self, m: &OwnedMessage) -> Result<Flow, SourceError> {
         // The schema-change topic is not ordered with the data topics: a DDL that
         // precedes this message was written to it before this message was (Debezium
         // writes in binlog order). Unless this message is older than the last look
         // (by its timestamp, with a second of slack), read the schema topic up to its
         // end now, so the DDL is known before the message is decoded.
         let created = m.timestamp().to_millis();
-        if created.is_none_or(|t| t >= schema_checked_ms - 1000) {
+        if created.is_none_or(|t| t >= self.schema_checked_ms - 1000) {
             let now = crate::calendar::now_ms();
-            read_schema_to_end(&schema, &k.schema_topic(), &mut schema_next, &mut queue)?;
-            schema_checked_ms = now;
+            let topic = self.k.schema_topic();
+            read_schema_to_end(&self.schema, &topic, &mut self.schema_next, &mut self.queue)?;
+            self.schema_checked_ms = now;
         }
         let topic = m.topic().to_owned();
         let partition = m.partition();
         let offset = m.offset();
-        next_offset.insert((topic.clone(), partition), offset + 1);
-        let Some((db, table)) = k
+        let next = offset + 1;
+        self.next_offset.insert((topic.clone(), partition), next);
+        let at = format!("{topic}/{partition}@{offset}");
+        let Some((db, table)) = self
+            .k
             .table_of(&topic)
             .map(|(a, b)| (a.to_owned(), b.to_owned()))
         else {
-            continue;
+            return Ok(Flow::Go);
         };
-        let next = offset + 1;
         let Some(bytes) = m.payload() else {
             // A tombstone (after a delete): nothing to apply; its offset still counts.
             let position = Position::new("kafka", 0);
-            if !deliver(&tx, None, Vec::new(), (topic, partition, next), position).await {
-                return Ok(());
-            }
-            continue;
+            return Ok(deliver(
+                &self.tx,
+                None,
+                Vec::new(),
+                (topic, partition, next),
+                position,
+            )
+            .await);
         };
-        let v: J = serde_json::from_slice(bytes).map_err(|e| {
-            SourceError::Decode(format!("{topic}/{partition}@{offset}: not JSON: {e}"))
-        })?;
+        let v: J = serde_json::from_slice(bytes)
+            .map_err(|e| SourceError::Decode(format!("{at}: not JSON: {e}")))?;
         let v = payload(v);
         let source = v.get("source").cloned().unwrap_or(J::Null);
         let position = position_of(&source).ok_or_else(|| {
             SourceError::Decode(format!(
-                "{topic}/{partition}@{offset}: no source position (source.file, source.pos)"
+                "{at}: no source position (source.file, source.pos)"
             ))
         })?;
         let db = source
@@ -426,44 +529,33 @@ pub async fn run(
             .to_owned();
         // DDL on this table from before this message comes first.
         let name = format!("{db}.{table}").to_lowercase();
-        if !deliver_ddl(&src, &mut history, &mut queue, &mut tables, &tx, |d| {
-            d.position < position && (d.tables.is_empty() || d.tables.contains(&name))
-        })
+        let before =
+            |d: &Ddl| d.position < position && (d.tables.is_empty() || d.tables.contains(&name));
+        if !deliver_ddl(
+            &self.src,
+            &mut self.history,
+            &mut self.queue,
+            &mut self.tables,
+            &self.tx,
+            before,
+        )
         .await?
         {
-            return Ok(());
+            return Ok(Flow::Stop);
         }
-        if !src.captures(&db, &table) {
-            continue;
+        if !self.src.captures(&db, &table) {
+            return Ok(Flow::Go);
         }
-        let op = v.get("op").and_then(J::as_str).unwrap_or("");
-        let st = match tables.get(&(db.clone(), table.clone())) {
-            Some(t) => t.clone(),
-            None => {
-                let ir = history.table(&db, &table).ok_or_else(|| {
-                    SourceError::Decode(format!(
-                        "{topic}/{partition}@{offset}: table {db}.{table} has no definition in the schema-change topic {}",
-                        k.schema_topic()
-                    ))
-                })?;
-                let over = src.config.key_overrides.get(&format!("{db}.{table}"));
-                let t = Arc::new(
-                    SourceTable::from_ir(&db, ir, over.map(|v| v.as_slice()))
-                        .map_err(SourceError::from)?,
-                );
-                tables.insert((db.clone(), table.clone()), t.clone());
-                t
-            }
-        };
+        let st = self.table(&db, &table, &at)?;
         let image = |key: &str| -> Result<Option<arrow_array::RecordBatch>, SourceError> {
             match v.get(key) {
                 None | Some(J::Null) => Ok(None),
                 Some(row) => decode_row(&st, row)
                     .map(Some)
-                    .map_err(|e| SourceError::Decode(format!("{topic}/{partition}@{offset}: {e}"))),
+                    .map_err(|e| SourceError::Decode(format!("{at}: {e}"))),
             }
         };
-        let (op, before, after) = match op {
+        let (op, before, after) = match v.get("op").and_then(J::as_str).unwrap_or("") {
             "c" | "r" => (Op::Insert, None, image("after")?),
             "u" => match image("before")? {
                 Some(b) => (Op::Update, Some(b), image("after")?),
@@ -476,39 +568,30 @@ pub async fn run(
                     position: position.clone(),
                     db: db.clone(),
                     ddl: format!(
-                        "TRUNCATE TABLE `{db}`.`{table}` /* Debezium truncate event {topic}/{partition}@{offset} */"
+                        "TRUNCATE TABLE `{db}`.`{table}` /* Debezium truncate event {at} */"
                     ),
                     changes: vec![ddl_core::SchemaChange::TruncateTable {
                         name: ddl_core::TableName::new(Some(&db), &table),
                     }],
                     tables: vec![format!("{db}.{table}")],
                     notes: Vec::new(),
-                    after: history.table(&db, &table).cloned().into_iter().collect(),
+                    after: self
+                        .history
+                        .table(&db, &table)
+                        .cloned()
+                        .into_iter()
+                        .collect(),
                 };
-                delivered += 1;
-                if !deliver(
-                    &tx,
-                    Some(ev),
-                    Vec::new(),
-                    (topic, partition, next),
-                    position,
-                )
-                .await
-                {
-                    return Ok(());
-                }
-                continue;
+                self.delivered += 1;
+                let end = (topic, partition, next);
+                return Ok(deliver(&self.tx, Some(ev), Vec::new(), end, position).await);
             }
-            other => {
-                return Err(SourceError::Decode(format!(
-                    "{topic}/{partition}@{offset}: unknown op `{other}`"
-                )))
-            }
+            other => return Err(SourceError::Decode(format!("{at}: unknown op `{other}`"))),
         };
         if before.is_none() && after.is_none() {
-            continue;
+            return Ok(Flow::Go);
         }
-        let at = v
+        let ts = v
             .get("ts_ms")
             .or_else(|| source.get("ts_ms"))
             .and_then(J::as_u64)
@@ -522,32 +605,59 @@ pub async fn run(
             positions: vec![RowPos {
                 txn: 0,
                 ordinal: position.ordinal as u32,
-                at,
+                at: ts,
             }],
             txns: Arc::new(vec![Position {
                 ordinal: 0,
                 ..position.clone()
             }]),
         };
-        delivered += 1;
-        if !deliver(&tx, None, vec![batch], (topic, partition, next), position).await {
-            return Ok(());
-        }
+        self.delivered += 1;
+        let end = (topic, partition, next);
+        Ok(deliver(&self.tx, None, vec![batch], end, position).await)
     }
 }
 
+/// The group consumer over the table topics.
+fn group_consumer(
+    k: &KafkaConfig,
+    rebalanced: Arc<AtomicBool>,
+) -> Result<StreamConsumer<GroupContext>, SourceError> {
+    let mut cfg = ClientConfig::new();
+    // librdkafka's own debug contexts (LAKESHIFT_KAFKA_DEBUG=consumer,cgrp,fetch),
+    // logged through LAKESHIFT_LOG=rdkafka=debug.
+    if let Ok(d) = std::env::var("LAKESHIFT_KAFKA_DEBUG") {
+        cfg.set("debug", d);
+    }
+    cfg.set("bootstrap.servers", &k.brokers)
+        .set("group.id", &k.group_id)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        // Table topics have one partition each (Debezium's default): the range
+        // assignor would give every topic's partition 0 to one member.
+        .set("partition.assignment.strategy", "roundrobin")
+        .set("session.timeout.ms", k.session_timeout_ms.to_string())
+        .set(
+            "heartbeat.interval.ms",
+            (k.session_timeout_ms / 6).max(100).to_string(),
+        )
+        .set("topic.metadata.refresh.interval.ms", "2000")
+        .create_with_context(GroupContext { rebalanced })
+        .map_err(kerr)
+}
+
 /// Send a message whole: the change event it carries, if any (a truncate), then its
-/// rows with where it ends; false: the engine is gone.
+/// rows with where it ends; `Stop`: the engine is gone.
 async fn deliver(
     tx: &mpsc::Sender<SourceEvent>,
     event: Option<SourceEvent>,
     rows: Vec<RowBatch>,
     (topic, partition, next): (String, i32, i64),
     position: Position,
-) -> bool {
+) -> Flow {
     if let Some(e) = event {
         if tx.send(e).await.is_err() {
-            return false;
+            return Flow::Stop;
         }
     }
     let m = super::Message {
@@ -557,7 +667,10 @@ async fn deliver(
         next,
         position,
     };
-    tx.send(SourceEvent::Message(m)).await.is_ok()
+    match tx.send(SourceEvent::Message(m)).await {
+        Ok(()) => Flow::Go,
+        Err(_) => Flow::Stop,
+    }
 }
 
 /// Read the schema-change topic up to its end as of now into the DDL queue.
