@@ -234,20 +234,13 @@ impl<'a> Committer<'a> {
             let change = match change {
                 Change::Snapshot(sc) if sc.kafka.is_some() => {
                     let k = sc.kafka.as_ref().expect("checked");
-                    let mut have = kafka_offsets(&base.metadata);
-                    for (part, want) in &k.expect {
-                        if have.get(part) != want.as_ref() {
-                            return Err(Error::Stale {
+                    let have =
+                        fence_offsets(kafka_offsets(&base.metadata), k).map_err(|reason| {
+                            Error::Stale {
                                 table: display(id),
-                                reason: format!(
-                                    "Kafka partition {part} is at offset {} in the table, not {} as this consumer read it: another consumer of the group took it over",
-                                    have.get(part).map_or("(none)".into(), |o| o.to_string()),
-                                    want.map_or("(none)".into(), |o| o.to_string())
-                                ),
-                            });
-                        }
-                    }
-                    have.extend(k.next.iter().map(|(p, o)| (p.clone(), *o)));
+                                reason,
+                            }
+                        })?;
                     let mut sc = sc.clone();
                     sc.summary.insert(
                         KAFKA_OFFSETS.to_owned(),
@@ -635,6 +628,26 @@ fn add_totals(m: &TableMetadata, props: &mut HashMap<String, String>, truncate: 
     }
 }
 
+/// A Kafka commit is fenced: each partition must still be at the offset this
+/// consumer read it from (another consumer that took the partition over moved it);
+/// then the table's offsets move on.
+fn fence_offsets(
+    mut have: BTreeMap<String, i64>,
+    k: &KafkaCommit,
+) -> std::result::Result<BTreeMap<String, i64>, String> {
+    for (part, want) in &k.expect {
+        if have.get(part) != want.as_ref() {
+            return Err(format!(
+                "Kafka partition {part} is at offset {} in the table, not {} as this consumer read it: another consumer of the group took it over",
+                have.get(part).map_or("(none)".into(), |o| o.to_string()),
+                want.map_or("(none)".into(), |o| o.to_string())
+            ));
+        }
+    }
+    have.extend(k.next.iter().map(|(p, o)| (p.clone(), *o)));
+    Ok(have)
+}
+
 /// A row delta may be rebased only over appends.
 fn check_base(
     m: &TableMetadata,
@@ -727,4 +740,36 @@ pub async fn live_files(
 /// The unpartitioned spec of a table, for writers.
 pub fn spec(m: &TableMetadata) -> PartitionSpec {
     m.default_partition_spec().as_ref().clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offsets(v: &[(&str, i64)]) -> BTreeMap<String, i64> {
+        v.iter().map(|(p, o)| (p.to_string(), *o)).collect()
+    }
+
+    #[test]
+    fn a_kafka_commit_moves_only_offsets_it_read_from() {
+        let k = KafkaCommit {
+            expect: BTreeMap::from([("t/0".to_owned(), Some(5)), ("u/0".to_owned(), None)]),
+            next: offsets(&[("t/0", 9), ("u/0", 3)]),
+        };
+        // The table is where this consumer read from: offsets move, others stay.
+        let have = offsets(&[("t/0", 5), ("v/1", 7)]);
+        assert_eq!(
+            fence_offsets(have, &k).unwrap(),
+            offsets(&[("t/0", 9), ("u/0", 3), ("v/1", 7)])
+        );
+        // Another consumer moved t/0 on: fenced, named.
+        let e = fence_offsets(offsets(&[("t/0", 6)]), &k).unwrap_err();
+        assert!(
+            e.contains("t/0") && e.contains("at offset 6") && e.contains("not 5"),
+            "{e}"
+        );
+        // A partition this consumer saw as new has an offset now: fenced too.
+        let e = fence_offsets(offsets(&[("t/0", 5), ("u/0", 1)]), &k).unwrap_err();
+        assert!(e.contains("u/0") && e.contains("not (none)"), "{e}");
+    }
 }
