@@ -560,7 +560,7 @@ fn tail(
         }
     };
     // regression: a Kafka job's source went to the binlog reader with no host.
-    if src.kafka.is_some() {
+    if src.kafka().is_some() {
         eprintln!(
             "error: {}: source.type is kafka; tail reads a MySQL/MariaDB binlog (read Debezium topics with a Kafka consumer, or run `lakeshift sync`)",
             config.display()

@@ -418,7 +418,10 @@ async fn resume_anywhere_gives_the_uninterrupted_stream() {
     assert!(matches!(err, SourceError::Purged { .. }), "{err}");
     assert!(err.to_string().contains(&p0.to_string()), "{err}");
     let mut src = source(&db, start);
-    src.config.purged_resume = runner::source::config::PurgedPolicy::Resnapshot;
+    let runner::source::config::SourceKind::Binlog(c) = &mut src.kind else {
+        panic!("a binlog source")
+    };
+    c.purged_resume = runner::source::config::PurgedPolicy::Resnapshot;
     let events = collect(src, to_end(Some(whole_state.path()), Some(p0), false))
         .await
         .unwrap();

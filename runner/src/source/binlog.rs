@@ -128,7 +128,7 @@ impl BinlogReader {
             .map_err(|e| SourceError::Connect(e.to_string()))?;
         conn.query_drop(format!(
             "SET @master_heartbeat_period = {}",
-            u64::from(self.src.config.heartbeat_seconds) * 1_000_000_000
+            u64::from(self.src.binlog().heartbeat_seconds) * 1_000_000_000
         ))
         .await
         .map_err(SourceError::sql)?;
@@ -155,7 +155,7 @@ impl BinlogReader {
             }
         };
         self.file = file.clone();
-        let mut req = BinlogStreamRequest::new(self.src.config.server_id)
+        let mut req = BinlogStreamRequest::new(self.src.binlog().server_id)
             .with_filename(file.as_bytes())
             .with_pos(pos.max(4));
         if stop_at_end {
@@ -333,7 +333,7 @@ impl BinlogReader {
         self.skip = 0;
         self.pending_commit = Some(self.position_at(end, 0, &self.gtid.clone()));
         // Deliver at commits once enough is buffered or some time passed.
-        if self.buffered_bytes >= self.src.config.batch_bytes / 4
+        if self.buffered_bytes >= self.src.binlog().batch_bytes / 4
             || self.last_flush.elapsed() >= Duration::from_millis(100)
         {
             return self.flush().await;
@@ -654,7 +654,6 @@ impl BinlogReader {
         })?;
         let over = self
             .src
-            .config
             .key_overrides
             .get(&format!("{db}.{name}"))
             .map(Vec::as_slice);
@@ -724,7 +723,7 @@ impl BinlogReader {
             .columns_after_image()
             .map(|b| b.iter().take(cols.len()).map(|x| *x).collect())
             .unwrap_or_default();
-        let zero_fail = self.src.config.zero_dates == super::config::ZeroDates::Fail;
+        let zero_fail = self.src.binlog().zero_dates == super::config::ZeroDates::Fail;
         // An open builder for this table and op, or a new one (a different op of the
         // same table closes the batches so far, keeping the table's order).
         let idx = match self.open.iter().position(|o| Arc::ptr_eq(&o.0, &table)) {
@@ -791,7 +790,7 @@ impl BinlogReader {
             .map(|o| o.2.bytes + o.3.as_ref().map_or(0, |b| b.bytes))
             .sum();
         self.buffered_bytes = bytes;
-        if bytes >= self.src.config.batch_bytes {
+        if bytes >= self.src.binlog().batch_bytes {
             return self.flush().await;
         }
         Ok(true)

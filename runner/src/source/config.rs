@@ -122,33 +122,6 @@ pub struct SourceConfig {
     pub heartbeat_seconds: u32,
 }
 
-impl SourceConfig {
-    /// The settings a non-MySQL source shares with MySQL ones (tables, key overrides).
-    pub fn other(
-        kind: &str,
-        tables: Vec<String>,
-        key_overrides: BTreeMap<String, Vec<String>>,
-    ) -> Self {
-        SourceConfig {
-            kind: kind.to_owned(),
-            hostname: String::new(),
-            port: 0,
-            username: String::new(),
-            password: None,
-            password_env: None,
-            server_id: 0,
-            tables,
-            startup: Startup::default(),
-            key_overrides,
-            snapshot_chunk_rows: default_chunk(),
-            batch_bytes: default_batch_bytes(),
-            zero_dates: ZeroDates::default(),
-            purged_resume: PurgedPolicy::default(),
-            heartbeat_seconds: default_heartbeat(),
-        }
-    }
-}
-
 fn default_port() -> u16 {
     3306
 }
@@ -162,19 +135,28 @@ fn default_heartbeat() -> u32 {
     10
 }
 
-/// A validated source: compiled table filters, a resolved password and start point.
+/// A validated source: what it reads (with that kind's own settings), compiled table
+/// filters, key overrides, a resolved password and start point.
 #[derive(Debug, Clone)]
 pub struct Source {
-    pub config: SourceConfig,
+    pub kind: SourceKind,
+    pub key_overrides: BTreeMap<String, Vec<String>>,
     pub password: Option<String>,
     pub tables: Vec<Regex>,
     pub start: Start,
-    /// A Kafka (Debezium) source instead of the binlog.
-    pub kafka: Option<super::kafka_config::KafkaConfig>,
     /// A DDL on a captured table that the schema history cannot parse is reported
     /// (a `Schema` event without changes, noted `skipped:`) instead of stopping the
     /// source (the sync job's `ddl-error-policy: skip`).
     pub skip_unparsed_ddl: bool,
+}
+
+/// What a source reads, with its own settings.
+#[derive(Debug, Clone)]
+pub enum SourceKind {
+    /// A MySQL/MariaDB server: snapshot, then the binlog.
+    Binlog(Box<SourceConfig>),
+    /// Debezium-format Kafka topics.
+    Kafka(super::kafka_config::KafkaConfig),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,6 +168,23 @@ pub enum Start {
 }
 
 impl Source {
+    /// The server's settings of a binlog source. The binlog reader is started only
+    /// for one ([`super::open`]).
+    pub fn binlog(&self) -> &SourceConfig {
+        match &self.kind {
+            SourceKind::Binlog(c) => c,
+            SourceKind::Kafka(_) => unreachable!("binlog settings asked of a Kafka source"),
+        }
+    }
+
+    /// A Kafka source's settings.
+    pub fn kafka(&self) -> Option<&super::kafka_config::KafkaConfig> {
+        match &self.kind {
+            SourceKind::Kafka(k) => Some(k),
+            SourceKind::Binlog(_) => None,
+        }
+    }
+
     /// Whether `db.table` is captured. The helper tables of online schema change tools
     /// (gh-ost's `_t_gho`, `_t_ghc`, `_t_del`; pt-osc's `_t_new`, `_t_old`) of a
     /// captured `t` are not: their rows are copies.
@@ -205,9 +204,9 @@ impl Source {
 
     pub fn opts(&self) -> mysql_async::Opts {
         mysql_async::OptsBuilder::default()
-            .ip_or_hostname(self.config.hostname.clone())
-            .tcp_port(self.config.port)
-            .user(Some(self.config.username.clone()))
+            .ip_or_hostname(self.binlog().hostname.clone())
+            .tcp_port(self.binlog().port)
+            .user(Some(self.binlog().username.clone()))
             .pass(self.password.clone())
             .prefer_socket(false)
             .into()
@@ -353,11 +352,11 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
         }
     }
     Ok(Source {
-        config: c.clone(),
+        kind: SourceKind::Binlog(Box::new(c.clone())),
+        key_overrides: c.key_overrides.clone(),
         password,
         tables,
         start,
-        kafka: None,
         skip_unparsed_ddl: false,
     })
 }
@@ -371,7 +370,8 @@ mod tests {
     #[test]
     fn a_minimal_job_validates() {
         let (_, s) = parse_job(JOB, |_| None).unwrap();
-        assert_eq!(s.config.port, 3306);
+        assert_eq!(s.binlog().port, 3306);
+        assert!(s.kafka().is_none());
         assert!(s.captures("shop", "orders"));
         assert!(!s.captures("shopx", "orders"));
         assert_eq!(s.start, Start::Initial);

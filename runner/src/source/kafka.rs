@@ -247,7 +247,7 @@ impl Reader {
         tx: mpsc::Sender<SourceEvent>,
         stop_at_end: bool,
     ) -> Result<Reader, SourceError> {
-        let k = src.kafka.clone().expect("a kafka source");
+        let k = src.kafka().cloned().expect("a kafka source");
         // The schema history: the whole schema-change topic, from its start.
         let schema: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", &k.brokers)
@@ -459,7 +459,7 @@ impl Reader {
                 self.k.schema_topic()
             ))
         })?;
-        let over = self.src.config.key_overrides.get(&format!("{db}.{table}"));
+        let over = self.src.key_overrides.get(&format!("{db}.{table}"));
         let t = Arc::new(
             SourceTable::from_ir(db, ir, over.map(|v| v.as_slice())).map_err(SourceError::from)?,
         );

@@ -68,15 +68,11 @@ pub fn validate(k: KafkaConfig) -> Result<super::config::Source, String> {
         );
     }
     Ok(super::config::Source {
-        config: super::config::SourceConfig::other(
-            "kafka",
-            k.tables.clone(),
-            k.key_overrides.clone(),
-        ),
+        key_overrides: k.key_overrides.clone(),
+        kind: super::config::SourceKind::Kafka(k),
         password: None,
         tables,
         start: super::config::Start::Initial,
-        kafka: Some(k),
         skip_unparsed_ddl: false,
     })
 }

@@ -197,7 +197,7 @@ pub trait Source: Send {
 /// The source a job's `source` section names.
 pub fn open(config: Arc<config::Source>, state_dir: std::path::PathBuf) -> Box<dyn Source> {
     #[cfg(feature = "kafka")]
-    if config.kafka.is_some() {
+    if config.kafka().is_some() {
         return Box::new(kafka::KafkaSource::new(config));
     }
     Box::new(run::BinlogSource::new(config, state_dir))

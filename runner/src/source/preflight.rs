@@ -15,7 +15,11 @@ pub struct ServerInfo {
 
 pub async fn check(src: &Source) -> Result<ServerInfo, SourceError> {
     let mut conn = mysql_async::Conn::new(src.opts()).await.map_err(|e| {
-        SourceError::Connect(format!("{}:{}: {e}", src.config.hostname, src.config.port))
+        SourceError::Connect(format!(
+            "{}:{}: {e}",
+            src.binlog().hostname,
+            src.binlog().port
+        ))
     })?;
     let var = |name: &str| format!("SELECT @@global.{name}");
     let version: String = conn
@@ -86,14 +90,15 @@ pub async fn check(src: &Source) -> Result<ServerInfo, SourceError> {
         if !has(p) && !has(alt) {
             problems.push(format!(
                 "user {} lacks {p} ({why}): GRANT {p} ON *.* TO '{}'",
-                src.config.username, src.config.username
+                src.binlog().username,
+                src.binlog().username
             ));
         }
     }
     if !has("REPLICATION CLIENT") && !has("BINLOG MONITOR") && !has("SUPER") {
         problems.push(format!(
             "user {} lacks REPLICATION CLIENT (BINLOG MONITOR on MariaDB) to read binlog positions: GRANT REPLICATION CLIENT ON *.* TO '{}'",
-            src.config.username, src.config.username
+            src.binlog().username, src.binlog().username
         ));
     }
     let gtid: Option<String> = if mariadb {

@@ -255,7 +255,7 @@ async fn follow(
         let mut reader = BinlogReader::new(src.clone(), history, tx.clone());
         match reader.run(from.clone(), opts.stop_at_end).await {
             Err(SourceError::Purged { position, detail })
-                if src.config.purged_resume == PurgedPolicy::Resnapshot =>
+                if src.binlog().purged_resume == PurgedPolicy::Resnapshot =>
             {
                 tracing::warn!("resume point {position} was purged ({detail}); taking a new snapshot (purged-resume: resnapshot)");
                 match snapshot::snapshot(

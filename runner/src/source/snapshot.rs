@@ -239,7 +239,6 @@ pub async fn snapshot(
             SourceError::Schema(format!("{db}.{name} is missing from the schema history"))
         })?;
         let over = src
-            .config
             .key_overrides
             .get(&format!("{db}.{name}"))
             .map(Vec::as_slice);
@@ -284,8 +283,8 @@ pub async fn read_table(
         .collect::<Vec<_>>()
         .join(", ");
     let from = format!("{}.{}", quote(&table.db), quote(&table.name));
-    let chunk = src.config.snapshot_chunk_rows;
-    let zero_fail = src.config.zero_dates == super::config::ZeroDates::Fail;
+    let chunk = src.binlog().snapshot_chunk_rows;
+    let zero_fail = src.binlog().zero_dates == super::config::ZeroDates::Fail;
     let key: Vec<String> = table
         .key
         .iter()

@@ -74,7 +74,7 @@ impl Engine {
         parked_at: &str,
         retry: bool,
     ) -> Result<(), SyncError> {
-        let overrides = self.job.source.config.key_overrides.clone();
+        let overrides = self.job.source.key_overrides.clone();
         let over = |b: &HeldBatch| {
             overrides
                 .get(&format!("{}.{}", b.db, b.table.name.name))

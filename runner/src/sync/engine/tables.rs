@@ -135,7 +135,6 @@ impl Engine {
         let over = self
             .job
             .source
-            .config
             .key_overrides
             .get(&format!("{}.{}", ice.namespace, ice.name))
             .and_then(|cols| {

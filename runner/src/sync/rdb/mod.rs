@@ -192,7 +192,7 @@ impl RdbEngine {
             rows: 0,
             commits: 0,
             ddls: 0,
-            kafka: job.source.kafka.is_some(),
+            kafka: job.source.kafka().is_some(),
             floors: HashMap::new(),
             offsets: BTreeMap::new(),
             acks: Vec::new(),

@@ -61,7 +61,7 @@ impl RdbEngine {
                 .primary_key
                 .as_ref()
                 .map(|pk| pk.columns.clone())
-                .or_else(|| self.job.source.config.key_overrides.get(&show(k)).cloned())
+                .or_else(|| self.job.source.key_overrides.get(&show(k)).cloned())
                 .unwrap_or_default()
                 .iter()
                 .filter_map(|c| names.iter().position(|n| n.eq_ignore_ascii_case(c)))
