@@ -577,7 +577,7 @@ impl BinlogReader {
         // an ordinary rename.
         out.extend(cut_over.into_iter().map(|(_, c)| c));
         if self.history.shadow != before {
-            self.history.save_shadow().map_err(SourceError::Schema)?;
+            self.history.save_shadow()?;
         }
         Ok(out)
     }

@@ -96,7 +96,7 @@ impl SchemaHistory {
         dir: Option<&Path>,
         position: &Position,
         tables: Vec<(String, String)>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, super::SourceError> {
         let mut h = SchemaHistory {
             tr: translator(),
             dir: dir.map(Path::to_path_buf),
@@ -106,7 +106,9 @@ impl SchemaHistory {
             h.seed(db, ddl)?;
         }
         if let Some(d) = dir {
-            std::fs::create_dir_all(d).map_err(|e| format!("state folder {}: {e}", d.display()))?;
+            std::fs::create_dir_all(d).map_err(|e| {
+                super::SourceError::Schema(format!("state folder {}: {e}", d.display()))
+            })?;
             let init = Initial {
                 position: position.clone(),
                 tables,
@@ -119,24 +121,26 @@ impl SchemaHistory {
                 let _ = std::fs::remove_file(d.join("osc-shadow.json"));
                 crate::durable::fsync_dir(d)
             };
-            write().map_err(|e| format!("writing {}: {e}", fin.display()))?;
+            write().map_err(|e| {
+                super::SourceError::Schema(format!("writing {}: {e}", fin.display()))
+            })?;
         }
         Ok(h)
     }
 
     /// Load the stored history as of `upto`: the initial tables plus every DDL before it.
-    pub fn load(dir: &Path, upto: &Position) -> Result<Option<Self>, String> {
+    pub fn load(dir: &Path, upto: &Position) -> Result<Option<Self>, super::SourceError> {
         let fin = dir.join("schema-initial.json");
         let Ok(bytes) = std::fs::read(&fin) else {
             return Ok(None);
         };
-        let init: Initial =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", fin.display()))?;
+        let init: Initial = serde_json::from_slice(&bytes)
+            .map_err(|e| super::SourceError::Schema(format!("{}: {e}", fin.display())))?;
         if *upto < init.position {
-            return Err(format!(
+            return Err(super::SourceError::Schema(format!(
                 "the resume point {upto} precedes the stored schema history, which starts at {}",
                 init.position
-            ));
+            )));
         }
         let mut h = SchemaHistory {
             tr: translator(),
@@ -157,17 +161,19 @@ impl SchemaHistory {
                 if e.position >= *upto {
                     break;
                 }
-                h.replay(&e).map_err(|e| e.message)?;
+                h.replay(&e)
+                    .map_err(|e| super::SourceError::Schema(e.message))?;
                 keep.push_str(line);
                 keep.push('\n');
             }
             // Entries at or after the resume point will be read again from the binlog.
-            std::fs::write(&log, keep).map_err(|e| format!("{}: {e}", log.display()))?;
+            std::fs::write(&log, keep)
+                .map_err(|e| super::SourceError::Schema(format!("{}: {e}", log.display())))?;
         }
         let osc = dir.join("osc-shadow.json");
         if let Ok(bytes) = std::fs::read(&osc) {
-            let all: Vec<((String, String), Shadow)> =
-                serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", osc.display()))?;
+            let all: Vec<((String, String), Shadow)> = serde_json::from_slice(&bytes)
+                .map_err(|e| super::SourceError::Schema(format!("{}: {e}", osc.display())))?;
             // As of the resume point: what happened after it will be read again.
             for (k, mut sh) in all {
                 if sh.created >= *upto {
@@ -183,18 +189,18 @@ impl SchemaHistory {
         Ok(Some(h))
     }
 
-    fn seed(&mut self, db: &str, ddl: &str) -> Result<(), String> {
+    fn seed(&mut self, db: &str, ddl: &str) -> Result<(), super::SourceError> {
         self.tr.default_schema = Some(db.to_owned());
         let failed = self.tr.seed(ddl);
         if let Some(f) = failed.first() {
-            return Err(format!(
+            return Err(super::SourceError::Schema(format!(
                 "schema of {db}: {}",
                 f.diagnostics
                     .iter()
                     .map(|(_, _, d)| d.message.as_str())
                     .collect::<Vec<_>>()
                     .join("; ")
-            ));
+            )));
         }
         Ok(())
     }
@@ -258,12 +264,12 @@ impl SchemaHistory {
     }
 
     /// Store the shadow-table changes durably (after each change to them).
-    pub fn save_shadow(&self) -> Result<(), String> {
+    pub fn save_shadow(&self) -> Result<(), super::SourceError> {
         let Some(d) = &self.dir else { return Ok(()) };
         let all: Vec<_> = self.shadow.iter().collect();
         let fin = d.join("osc-shadow.json");
         crate::durable::replace(&fin, &serde_json::to_vec(&all).expect("serialises"))
-            .map_err(|e| format!("{}: {e}", fin.display()))
+            .map_err(|e| super::SourceError::Schema(format!("{}: {e}", fin.display())))
     }
 
     pub fn table(&self, db: &str, name: &str) -> Option<&Table> {

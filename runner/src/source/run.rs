@@ -130,11 +130,9 @@ pub async fn run(
         let dir = opts.state_dir.as_deref().ok_or_else(|| {
             SourceError::Schema("resuming a snapshot needs its state folder".into())
         })?;
-        let h = SchemaHistory::load(dir, &r.position)
-            .map_err(SourceError::Schema)?
-            .ok_or_else(|| {
-                SourceError::Schema(format!("no schema history in {}", dir.display()))
-            })?;
+        let h = SchemaHistory::load(dir, &r.position)?.ok_or_else(|| {
+            SourceError::Schema(format!("no schema history in {}", dir.display()))
+        })?;
         match snapshot::snapshot(
             &src,
             &tx,
@@ -154,7 +152,7 @@ pub async fn run(
     match &opts.resume {
         Some(p) => {
             history = match opts.state_dir.as_deref() {
-                Some(d) => SchemaHistory::load(d, p).map_err(SourceError::Schema)?,
+                Some(d) => SchemaHistory::load(d, p)?,
                 None => None,
             }
             .map(Ok)
@@ -230,8 +228,7 @@ pub async fn run(
                     opts.state_dir.as_deref(),
                     &p,
                     defs.into_iter().map(|(db, _, _, ddl)| (db, ddl)).collect(),
-                )
-                .map_err(SourceError::Schema)?;
+                )?;
                 from = match start {
                     Start::Gtid(g) => ReadFrom::Gtid(g.clone()),
                     _ => ReadFrom::Position(p),

@@ -195,8 +195,7 @@ pub async fn snapshot(
                 defs.iter()
                     .map(|(db, _, _, ddl)| (db.clone(), ddl.clone()))
                     .collect(),
-            )
-            .map_err(SourceError::Schema)?,
+            )?,
             position.clone(),
         ),
         (Scope::Resume(r), Some(h)) => (h, r.position.clone()),
