@@ -19,7 +19,7 @@
 //!
 //! Everything is validated before anything connects; an error names the field.
 
-use super::position::{GtidState, Position};
+use super::position::{BadPosition, GtidState, Position};
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -325,7 +325,7 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
             let g = c.startup.gtid.as_deref().ok_or_else(|| {
                 field("startup.gtid", "is required with startup.mode: gtid".into())
             })?;
-            Start::Gtid(g.parse().map_err(|e| field("startup.gtid", e))?)
+            Start::Gtid(g.parse().map_err(|e: BadPosition| field("startup.gtid", e.0))?)
         }
         StartupMode::Position => {
             let p = c.startup.position.as_deref().ok_or_else(|| {
@@ -334,7 +334,7 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
                     "is required with startup.mode: position".into(),
                 )
             })?;
-            Start::Position(p.parse().map_err(|e| field("startup.position", e))?)
+            Start::Position(p.parse().map_err(|e: BadPosition| field("startup.position", e.0))?)
         }
     };
     if c.snapshot_chunk_rows == 0 {

@@ -28,11 +28,16 @@ impl fmt::Display for Gtid {
     }
 }
 
+/// Text that is not a GTID, GTID state or binlog position.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadPosition(pub String);
+
 impl FromStr for Gtid {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadPosition;
+    fn from_str(s: &str) -> Result<Self, BadPosition> {
         let mut it = s.trim().splitn(3, '-');
-        let bad = || format!("`{s}` is not a MariaDB GTID (domain-server-sequence)");
+        let bad = || BadPosition(format!("`{s}` is not a MariaDB GTID (domain-server-sequence)"));
         let domain = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
         let server = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
         let seq = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
@@ -78,8 +83,8 @@ impl fmt::Display for GtidState {
 }
 
 impl FromStr for GtidState {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadPosition;
+    fn from_str(s: &str) -> Result<Self, BadPosition> {
         let mut st = GtidState::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             st.apply(part.parse()?);
@@ -154,9 +159,13 @@ impl fmt::Display for Position {
 }
 
 impl FromStr for Position {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("`{s}` is not a position (FILE:OFFSET[#ORDINAL][@GTID,...])");
+    type Err = BadPosition;
+    fn from_str(s: &str) -> Result<Self, BadPosition> {
+        let bad = || {
+            BadPosition(format!(
+                "`{s}` is not a position (FILE:OFFSET[#ORDINAL][@GTID,...])"
+            ))
+        };
         let (head, gtid) = match s.split_once('@') {
             Some((h, g)) => (h, g.parse()?),
             None => (s, GtidState::default()),

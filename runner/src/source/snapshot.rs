@@ -146,7 +146,7 @@ pub async fn gtid_at(
     g.flatten()
         .unwrap_or_default()
         .parse()
-        .map_err(SourceError::Protocol)
+        .map_err(|e: super::position::BadPosition| SourceError::Protocol(e.0))
 }
 
 /// Take the snapshot: send every captured table's rows, then `SnapshotDone`.
