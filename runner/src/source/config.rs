@@ -135,6 +135,24 @@ fn default_heartbeat() -> u32 {
     10
 }
 
+/// A job file that cannot be read or does not validate: the message names the key
+/// (`job file: source.server-id: must be ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JobFileError(pub String);
+
+impl From<String> for JobFileError {
+    fn from(s: String) -> Self {
+        JobFileError(s)
+    }
+}
+
+impl From<&str> for JobFileError {
+    fn from(s: &str) -> Self {
+        JobFileError(s.to_owned())
+    }
+}
+
 /// A validated source: what it reads (with that kind's own settings), compiled table
 /// filters, key overrides, a resolved password and start point.
 #[derive(Debug, Clone)]
@@ -247,7 +265,7 @@ pub fn osc_helper(name: &str) -> Option<(&str, OscRole)> {
 pub fn parse_job(
     text: &str,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<(JobFile, Source), String> {
+) -> Result<(JobFile, Source), JobFileError> {
     let job: JobFile = serde_yaml_ng::from_str(text).map_err(|e| format!("job file: {e}"))?;
     let kind = job
         .source
@@ -269,7 +287,10 @@ pub fn parse_job(
     Ok((job, source))
 }
 
-fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<Source, String> {
+fn validate(
+    c: &SourceConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Source, JobFileError> {
     let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
     if !matches!(c.kind.as_str(), "mysql" | "mariadb") {
         return Err(field(
@@ -278,26 +299,29 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
                 "`{}` is not a supported source (mysql, mariadb, kafka)",
                 c.kind
             ),
-        ));
+        )
+        .into());
     }
     if c.hostname.trim().is_empty() {
-        return Err(field("hostname", "is empty".into()));
+        return Err(field("hostname", "is empty".into()).into());
     }
     if c.port == 0 {
-        return Err(field("port", "must be 1-65535".into()));
+        return Err(field("port", "must be 1-65535".into()).into());
     }
     if c.server_id == 0 {
         return Err(field(
             "server-id",
             "must be a non-zero id unique among the server's replicas".into(),
-        ));
+        )
+        .into());
     }
     let password = match (&c.password, &c.password_env) {
         (Some(_), Some(_)) => {
             return Err(field(
                 "password-env",
                 "give either password or password-env, not both".into(),
-            ))
+            )
+            .into())
         }
         (Some(p), None) => Some(p.clone()),
         (None, Some(var)) => Some(env(var).ok_or_else(|| {
@@ -309,7 +333,7 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
         (None, None) => None,
     };
     if c.tables.is_empty() {
-        return Err(field("tables", "names no table pattern".into()));
+        return Err(field("tables", "names no table pattern".into()).into());
     }
     let mut tables = Vec::new();
     for (i, t) in c.tables.iter().enumerate() {
@@ -325,7 +349,10 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
             let g = c.startup.gtid.as_deref().ok_or_else(|| {
                 field("startup.gtid", "is required with startup.mode: gtid".into())
             })?;
-            Start::Gtid(g.parse().map_err(|e: BadPosition| field("startup.gtid", e.0))?)
+            Start::Gtid(
+                g.parse()
+                    .map_err(|e: BadPosition| field("startup.gtid", e.0))?,
+            )
         }
         StartupMode::Position => {
             let p = c.startup.position.as_deref().ok_or_else(|| {
@@ -334,21 +361,25 @@ fn validate(c: &SourceConfig, env: impl Fn(&str) -> Option<String>) -> Result<So
                     "is required with startup.mode: position".into(),
                 )
             })?;
-            Start::Position(p.parse().map_err(|e: BadPosition| field("startup.position", e.0))?)
+            Start::Position(
+                p.parse()
+                    .map_err(|e: BadPosition| field("startup.position", e.0))?,
+            )
         }
     };
     if c.snapshot_chunk_rows == 0 {
-        return Err(field("snapshot-chunk-rows", "must be at least 1".into()));
+        return Err(field("snapshot-chunk-rows", "must be at least 1".into()).into());
     }
     if c.batch_bytes < 1024 {
-        return Err(field("batch-bytes", "must be at least 1024".into()));
+        return Err(field("batch-bytes", "must be at least 1024".into()).into());
     }
     for (t, cols) in &c.key_overrides {
         if !t.contains('.') || cols.is_empty() {
             return Err(field(
                 &format!("key-overrides.{t}"),
                 "expects `database.table: [column, ...]`".into(),
-            ));
+            )
+            .into());
         }
     }
     Ok(Source {
@@ -379,18 +410,28 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        let e = parse_job(&JOB.replace("hostname", "hostnme"), |_| None).unwrap_err();
+        let e = parse_job(&JOB.replace("hostname", "hostnme"), |_| None)
+            .unwrap_err()
+            .0;
         assert!(e.contains("hostnme"), "{e}");
-        let e = parse_job(&format!("{JOB}  password-env: PW\n"), |_| None).unwrap_err();
+        let e = parse_job(&format!("{JOB}  password-env: PW\n"), |_| None)
+            .unwrap_err()
+            .0;
         assert!(e.contains("source.password-env") && e.contains("PW"), "{e}");
         let (_, s) =
             parse_job(&format!("{JOB}  password-env: PW\n"), |_| Some("x".into())).unwrap();
         assert_eq!(s.password.as_deref(), Some("x"));
-        let e = parse_job(&format!("{JOB}  startup: {{mode: gtid}}\n"), |_| None).unwrap_err();
+        let e = parse_job(&format!("{JOB}  startup: {{mode: gtid}}\n"), |_| None)
+            .unwrap_err()
+            .0;
         assert!(e.contains("source.startup.gtid"), "{e}");
-        let e = parse_job(&JOB.replace("shop\\..*", "(("), |_| None).unwrap_err();
+        let e = parse_job(&JOB.replace("shop\\..*", "(("), |_| None)
+            .unwrap_err()
+            .0;
         assert!(e.contains("source.tables[0]"), "{e}");
-        let e = parse_job(&JOB.replace("server-id: 7", "server-id: 0"), |_| None).unwrap_err();
+        let e = parse_job(&JOB.replace("server-id: 7", "server-id: 0"), |_| None)
+            .unwrap_err()
+            .0;
         assert!(e.contains("source.server-id"), "{e}");
     }
 }

@@ -1,6 +1,7 @@
 //! The Kafka (Debezium JSON) source's settings in the job file: read and checked in
 //! every build, so a build without the `kafka` feature names what it lacks.
 
+use super::config::JobFileError;
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -46,19 +47,19 @@ impl KafkaConfig {
     }
 }
 
-pub fn validate(k: KafkaConfig) -> Result<super::config::Source, String> {
+pub fn validate(k: KafkaConfig) -> Result<super::config::Source, JobFileError> {
     let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
     if k.brokers.trim().is_empty() {
-        return Err(field("brokers", "is empty".into()));
+        return Err(field("brokers", "is empty".into()).into());
     }
     if k.group_id.trim().is_empty() {
-        return Err(field("group-id", "is empty".into()));
+        return Err(field("group-id", "is empty".into()).into());
     }
     if k.topic_prefix.trim().is_empty() || k.topic_prefix.contains(char::is_whitespace) {
-        return Err(field("topic-prefix", "must be a topic name prefix".into()));
+        return Err(field("topic-prefix", "must be a topic name prefix".into()).into());
     }
     if k.tables.is_empty() {
-        return Err(field("tables", "names no table pattern".into()));
+        return Err(field("tables", "names no table pattern".into()).into());
     }
     let mut tables = Vec::new();
     for (i, t) in k.tables.iter().enumerate() {

@@ -37,7 +37,11 @@ impl FromStr for Gtid {
     type Err = BadPosition;
     fn from_str(s: &str) -> Result<Self, BadPosition> {
         let mut it = s.trim().splitn(3, '-');
-        let bad = || BadPosition(format!("`{s}` is not a MariaDB GTID (domain-server-sequence)"));
+        let bad = || {
+            BadPosition(format!(
+                "`{s}` is not a MariaDB GTID (domain-server-sequence)"
+            ))
+        };
         let domain = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
         let server = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
         let seq = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;

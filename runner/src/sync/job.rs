@@ -16,7 +16,7 @@
 //!   memory-budget-mib: 256
 //! ```
 
-use crate::source::config::{parse_job, Source};
+use crate::source::config::{parse_job, JobFileError, Source};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -323,7 +323,7 @@ fn misplaced_key(
 }
 
 /// Parse and validate a whole job file for `lakeshift sync`.
-pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob, String> {
+pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob, JobFileError> {
     let (job, source) = parse_job(text, &env)?;
     let field = |f: &str, why: &str| format!("job file: {f}: {why}");
     let sink_value = job
@@ -339,10 +339,11 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
         return Err(field(
             "sink.type",
             &format!("`{kind}` is not supported (iceberg, postgres, mysql)"),
-        ));
+        )
+        .into());
     }
     if let Some(e) = misplaced_key(&kind, job.sink.as_ref(), job.pipeline.as_ref()) {
-        return Err(e);
+        return Err(e.into());
     }
     let sink: SinkConfig = serde_yaml_ng::from_value(sink_value).map_err(|e| {
         let e = e.to_string();
@@ -361,7 +362,7 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     match &mut sink {
         SinkConfig::Iceberg(s) => validate_iceberg(s, &field)?,
         SinkConfig::Postgres(s) | SinkConfig::Mysql(s) => {
-            s.url = expand_env(&s.url, &env).map_err(|e| field("sink.url", &e))?;
+            s.url = expand_env(&s.url, &env).map_err(|e| field("sink.url", &e.0))?;
             let postgres = kind.starts_with("postgres");
             validate_rdb(s, postgres, &field)?;
         }
@@ -372,14 +373,11 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     )
     .map_err(|e| format!("job file: pipeline: {e}"))?;
     if pipeline.name.trim().is_empty() {
-        return Err(field("pipeline.name", "is empty"));
+        return Err(field("pipeline.name", "is empty").into());
     }
     if pipeline.checkpoint_interval_seconds.is_nan() || pipeline.checkpoint_interval_seconds <= 0.0
     {
-        return Err(field(
-            "pipeline.checkpoint-interval-seconds",
-            "must be positive",
-        ));
+        return Err(field("pipeline.checkpoint-interval-seconds", "must be positive").into());
     }
     for (i, t) in pipeline.changelog_tables.iter().enumerate() {
         regex::Regex::new(t).map_err(|e| {
@@ -400,9 +398,12 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     })
 }
 
-fn validate_iceberg(s: &IcebergSink, field: &impl Fn(&str, &str) -> String) -> Result<(), String> {
+fn validate_iceberg(
+    s: &IcebergSink,
+    field: &impl Fn(&str, &str) -> String,
+) -> Result<(), JobFileError> {
     if s.warehouse.as_os_str().is_empty() {
-        return Err(field("sink.warehouse", "is missing (a folder)"));
+        return Err(field("sink.warehouse", "is missing (a folder)").into());
     }
     if !["zstd", "snappy", "gzip", "uncompressed"].contains(&s.compression.as_str()) {
         return Err(field(
@@ -411,7 +412,8 @@ fn validate_iceberg(s: &IcebergSink, field: &impl Fn(&str, &str) -> String) -> R
                 "`{}`: expected zstd, snappy, gzip or uncompressed",
                 s.compression
             ),
-        ));
+        )
+        .into());
     }
     for (k, v, ok) in [
         ("sink.tinyint1", &s.tinyint1, ["boolean", "int"]),
@@ -423,7 +425,7 @@ fn validate_iceberg(s: &IcebergSink, field: &impl Fn(&str, &str) -> String) -> R
     ] {
         if let Some(v) = v {
             if !ok.contains(&v.as_str()) {
-                return Err(field(k, &format!("`{v}`: expected {} or {}", ok[0], ok[1])));
+                return Err(field(k, &format!("`{v}`: expected {} or {}", ok[0], ok[1])).into());
             }
         }
     }
@@ -434,7 +436,7 @@ fn validate_rdb(
     s: &RdbSink,
     postgres: bool,
     field: &impl Fn(&str, &str) -> String,
-) -> Result<(), String> {
+) -> Result<(), JobFileError> {
     let url = &s.url;
     let scheme_ok = if postgres {
         url.starts_with("postgres://") || url.starts_with("postgresql://")
@@ -449,22 +451,23 @@ fn validate_rdb(
                 crate::iceberg::catalog::redact(url),
                 if postgres { "postgres" } else { "mysql" }
             ),
-        ));
+        )
+        .into());
     }
     if s.batch_rows == 0 {
-        return Err(field("sink.batch-rows", "must be at least 1"));
+        return Err(field("sink.batch-rows", "must be at least 1").into());
     }
     Ok(())
 }
 
 /// `${VAR}` in a setting, from the environment.
-fn expand_env(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+fn expand_env(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, JobFileError> {
     let mut out = String::new();
     let mut rest = s;
     while let Some(i) = rest.find("${") {
         out.push_str(&rest[..i]);
         let Some(j) = rest[i..].find('}') else {
-            return Err(format!("unclosed `${{` in `{s}`"));
+            return Err(format!("unclosed `${{` in `{s}`").into());
         };
         let var = &rest[i + 2..i + j];
         out.push_str(&env(var).ok_or_else(|| format!("environment variable {var} is not set"))?);
@@ -495,7 +498,8 @@ mod tests {
             ),
             |_| None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .0;
         assert!(
             e.contains("sink.partition-buckets") && e.contains("Iceberg"),
             "{e}"
@@ -507,7 +511,8 @@ mod tests {
             ),
             |_| None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .0;
         assert!(e.contains("pipeline.changelog-tables"), "{e}");
         let e = parse(
             &job(
@@ -516,7 +521,8 @@ mod tests {
             ),
             |_| None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .0;
         assert!(e.contains("sink.batch-rows"), "{e}");
         // A key no sink knows: named by the sink's own type.
         let e = parse(
@@ -526,13 +532,16 @@ mod tests {
             ),
             |_| None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .0;
         assert!(e.contains("unknown field `colour`"), "{e}");
-        let e = parse(&job("  type: mysql\n", ""), |_| None).unwrap_err();
+        let e = parse(&job("  type: mysql\n", ""), |_| None).unwrap_err().0;
         assert!(e.contains("sink.url: is missing"), "{e}");
-        let e = parse(&job("  type: iceberg\n", ""), |_| None).unwrap_err();
+        let e = parse(&job("  type: iceberg\n", ""), |_| None)
+            .unwrap_err()
+            .0;
         assert!(e.contains("sink.warehouse: is missing"), "{e}");
-        let e = parse(&job("  type: oracle\n", ""), |_| None).unwrap_err();
+        let e = parse(&job("  type: oracle\n", ""), |_| None).unwrap_err().0;
         assert!(e.contains("`oracle` is not supported"), "{e}");
         // Each sink's own settings are accepted.
         parse(
