@@ -1,0 +1,133 @@
+//! Snapshot values (the binary protocol's text and typed values) into the same
+//! Arrow types as binlog rows.
+
+use super::image::{append_duration, append_text, append_ts};
+use super::*;
+
+/// Append one snapshot value (mysql_async's binary-protocol value) to `b`.
+pub fn append_snapshot_value(
+    b: &mut ColBuilder,
+    col: &SourceColumn,
+    v: &mysql_async::Value,
+    ctx: &Ctx<'_>,
+) -> Result<(), DecodeError> {
+    use mysql_async::Value as V;
+    match (v, &col.kind) {
+        (V::NULL, _) => {
+            b.append_null();
+            Ok(())
+        }
+        (V::Int(i), Kind::Year) => append_year_abs(b, *i as u64),
+        (V::UInt(i), Kind::Year) => append_year_abs(b, *i),
+        (V::Int(i), _) => b.append_int(*i as i128),
+        (V::UInt(i), _) => b.append_int(*i as i128),
+        (V::Float(f), _) => match b {
+            ColBuilder::F32(fb) => {
+                fb.append_value(*f);
+                Ok(())
+            }
+            _ => Err("float into a non-float column".into()),
+        },
+        (V::Double(f), _) => match b {
+            ColBuilder::F64(fb) => {
+                fb.append_value(*f);
+                Ok(())
+            }
+            ColBuilder::F32(fb) => {
+                fb.append_value(*f as f32);
+                Ok(())
+            }
+            _ => Err("double into a non-double column".into()),
+        },
+        (V::Bytes(bytes), Kind::Decimal { scale, .. }) => append_decimal_text(b, bytes, *scale),
+        (V::Bytes(bytes), Kind::Int { .. }) => {
+            let s = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+            b.append_int(s.trim().parse::<i128>().map_err(|e| format!("{s}: {e}"))?)
+        }
+        (V::Bytes(bytes), Kind::Bit) => {
+            let mut x = 0u64;
+            for byte in bytes {
+                x = (x << 8) | *byte as u64;
+            }
+            match b {
+                ColBuilder::U64(ub) => ub.append_value(x),
+                _ => return Err("BIT into a non-bit column".into()),
+            }
+            Ok(())
+        }
+        (V::Bytes(bytes), Kind::Year) => {
+            let s = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+            append_year_abs(b, s.trim().parse().map_err(|e| format!("{s}: {e}"))?)
+        }
+        // The connection is utf8mb4: the server converts every charset for us.
+        (V::Bytes(bytes), _) => append_text(b, bytes, Charset::Utf8),
+        (V::Date(y, m, d, h, mi, s, us), kind) => {
+            if !valid_date(*y as u32, *m as u32, *d as u32) {
+                return ctx.zero(b, &format!("{y:04}-{m:02}-{d:02}"));
+            }
+            match (kind, b) {
+                (Kind::Date, ColBuilder::Date(db)) => {
+                    db.append_value(days_from_civil(*y as i64, *m as u32, *d as u32) as i32);
+                    Ok(())
+                }
+                (_, b) => append_ts(
+                    b,
+                    datetime_micros(
+                        *y as u32, *m as u32, *d as u32, *h as u32, *mi as u32, *s as u32, *us,
+                    ),
+                ),
+            }
+        }
+        (V::Time(neg, days, h, m, s, us), _) => {
+            let micros = (((*days as i64 * 24 + *h as i64) * 60 + *m as i64) * 60 + *s as i64)
+                * 1_000_000
+                + *us as i64;
+            append_duration(b, if *neg { -micros } else { micros })
+        }
+    }
+}
+
+pub(super) fn append_year_abs(b: &mut ColBuilder, y: u64) -> Result<(), DecodeError> {
+    match b {
+        ColBuilder::U16(ub) => ub.append_value(y as u16),
+        _ => return b.append_int(y as i128),
+    }
+    Ok(())
+}
+
+/// "-123.4500" into the column's scale.
+pub(super) fn append_decimal_text(
+    b: &mut ColBuilder,
+    bytes: &[u8],
+    scale: i8,
+) -> Result<(), DecodeError> {
+    let s = std::str::from_utf8(bytes)
+        .map_err(|e| e.to_string())?
+        .trim();
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let mut frac = frac.to_owned();
+    let scale = scale.max(0) as usize;
+    if frac.len() > scale {
+        return Err(format!("decimal {s} has more than {scale} fraction digits").into());
+    }
+    while frac.len() < scale {
+        frac.push('0');
+    }
+    let all = format!("{int}{frac}");
+    match b {
+        ColBuilder::D128(db, ..) => {
+            let v: i128 = all.parse().map_err(|e| format!("decimal {s}: {e}"))?;
+            db.append_value(if neg { -v } else { v });
+        }
+        ColBuilder::D256(db, ..) => {
+            let v = i256::from_string(&all).ok_or_else(|| format!("decimal {s} out of range"))?;
+            db.append_value(if neg { v.wrapping_neg() } else { v });
+        }
+        _ => return Err("decimal into a non-decimal column".into()),
+    }
+    Ok(())
+}
