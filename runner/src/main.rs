@@ -1,5 +1,8 @@
 //! The `lakeshift` command line. It only parses arguments and wires the libraries.
 
+#[cfg(feature = "sync")]
+mod jobs;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use ddl_core::Severity;
 use dialects::translate::{Target, Translator};
@@ -316,15 +319,15 @@ fn main() -> ExitCode {
             files,
         } => translate(from, to, &iceberg, &schema, ansi_quotes, &files),
         #[cfg(feature = "sync")]
-        Command::Sync { config, until_end } => sync(&config, until_end),
+        Command::Sync { config, until_end } => jobs::sync(&config, until_end),
         #[cfg(feature = "sync")]
-        Command::Status { config } => status(&config),
+        Command::Status { config } => jobs::status(&config),
         #[cfg(feature = "sync")]
         Command::DdlLog {
             config,
             resolve,
             retry,
-        } => ddl_log(&config, resolve, retry),
+        } => jobs::ddl_log(&config, resolve, retry),
         #[cfg(feature = "sync")]
         Command::Tail {
             config,
@@ -332,7 +335,7 @@ fn main() -> ExitCode {
             gtid,
             state,
             until_end,
-        } => tail(&config, from.as_deref(), gtid, state, until_end),
+        } => jobs::tail(&config, from.as_deref(), gtid, state, until_end),
         #[cfg(feature = "sync")]
         Command::Apply {
             from,
@@ -353,285 +356,9 @@ fn main() -> ExitCode {
                 iceberg: iceberg.options(),
                 ansi_quotes,
             };
-            apply(opts, &files)
+            jobs::apply(opts, &files)
         }
     }
-}
-
-#[cfg(feature = "sync")]
-fn runtime() -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => Some(rt),
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            None
-        }
-    }
-}
-
-#[cfg(feature = "sync")]
-fn read_job(config: &std::path::Path) -> Result<runner::sync::job::SyncJob, ExitCode> {
-    let text = std::fs::read_to_string(config).map_err(|e| {
-        eprintln!("error: cannot read {}: {e}", config.display());
-        ExitCode::from(2)
-    })?;
-    runner::sync::job::parse(&text, |k| std::env::var(k).ok()).map_err(|e| {
-        eprintln!("error: {}: {e}", config.display());
-        ExitCode::from(2)
-    })
-}
-
-#[cfg(feature = "sync")]
-fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
-    let job = match read_job(config) {
-        Ok(j) => j,
-        Err(c) => return c,
-    };
-    let Some(rt) = runtime() else {
-        return ExitCode::from(1);
-    };
-    if job.sink.iceberg().is_some() {
-        rt.block_on(async move {
-            match runner::sync::engine::Engine::open(job.clone()).await {
-                Ok(sink) => run_pipeline(&job, sink, until_end).await,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(1)
-                }
-            }
-        })
-    } else {
-        rt.block_on(async move {
-            match runner::sync::rdb::RdbEngine::open(job.clone()).await {
-                Ok(sink) => run_pipeline(&job, sink, until_end).await,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(1)
-                }
-            }
-        })
-    }
-}
-
-/// The job's source joined to `sink`, with the metrics endpoint and SIGTERM.
-#[cfg(feature = "sync")]
-async fn run_pipeline<S: runner::sync::pipeline::Sink>(
-    job: &runner::sync::job::SyncJob,
-    sink: S,
-    until_end: bool,
-) -> ExitCode {
-    let started = std::time::Instant::now();
-    let mut p = runner::sync::pipeline::Pipeline::new(job, sink);
-    if let Some(port) = job.pipeline.metrics_port {
-        let name = job.pipeline.name.clone();
-        if let Err(e) = runner::sync::metrics::serve(port, name, p.metrics.clone()).await {
-            eprintln!("error: metrics endpoint on 127.0.0.1:{port}: {e}");
-            return ExitCode::from(1);
-        }
-        tracing::info!("metrics on http://127.0.0.1:{port}/metrics");
-    }
-    // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
-    tokio::spawn(stop_on_signal(p.stop.clone()));
-    let res = p.run(until_end).await;
-    let st = runner::sync::pipeline::Sink::status(&p.sink);
-    match res {
-        Ok(()) => {
-            eprintln!(
-                "done: {} row change(s), {} DDL, {} commit(s) in {:.1} s",
-                st.rows,
-                st.ddls,
-                st.commits,
-                started.elapsed().as_secs_f64()
-            );
-            ExitCode::from(0)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            eprintln!("the job stopped; run it again to resume from its last checkpoint");
-            ExitCode::from(1)
-        }
-    }
-}
-
-#[cfg(feature = "sync")]
-async fn stop_on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    let term = async {
-        #[cfg(unix)]
-        {
-            if let Ok(mut s) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            {
-                s.recv().await;
-            }
-        }
-        #[cfg(not(unix))]
-        std::future::pending::<()>().await;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
-    tracing::info!("stopping: committing what was read");
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-}
-
-#[cfg(feature = "sync")]
-fn ddl_log(config: &std::path::Path, resolve: Option<u64>, retry: bool) -> ExitCode {
-    let job = match read_job(config) {
-        Ok(j) => j,
-        Err(c) => return c,
-    };
-    if let Some(n) = resolve {
-        return match runner::sync::ddllog::DdlLog::request_resolution(&job.pipeline.state, n, retry)
-        {
-            Ok(()) => {
-                println!(
-                    "DDL #{n}: release requested; the job applies its held changes at its next checkpoint{}",
-                    if retry { " after running the DDL" } else { "" }
-                );
-                ExitCode::from(0)
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
-        };
-    }
-    match runner::sync::rdb::ddl_log_report(&job) {
-        Ok(t) => {
-            print!("{t}");
-            ExitCode::from(0)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-#[cfg(feature = "sync")]
-fn status(config: &std::path::Path) -> ExitCode {
-    let job = match read_job(config) {
-        Ok(j) => j,
-        Err(c) => return c,
-    };
-    let Some(rt) = runtime() else {
-        return ExitCode::from(1);
-    };
-    rt.block_on(async move {
-        match runner::sync::status::report(&job).await {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::from(0)
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
-        }
-    })
-}
-
-#[cfg(feature = "sync")]
-fn tail(
-    config: &std::path::Path,
-    from: Option<&str>,
-    gtid: bool,
-    state: Option<std::path::PathBuf>,
-    until_end: bool,
-) -> ExitCode {
-    use runner::source::{config::parse_job, run, SourceEvent};
-    let text = match std::fs::read_to_string(config) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot read {}: {e}", config.display());
-            return ExitCode::from(2);
-        }
-    };
-    let (_, src) = match parse_job(&text, |k| std::env::var(k).ok()) {
-        Ok(j) => j,
-        Err(e) => {
-            eprintln!("error: {}: {e}", config.display());
-            return ExitCode::from(2);
-        }
-    };
-    // regression: a Kafka job's source went to the binlog reader with no host.
-    if src.kafka().is_some() {
-        eprintln!(
-            "error: {}: source.type is kafka; tail reads a MySQL/MariaDB binlog (read Debezium topics with a Kafka consumer, or run `lakeshift sync`)",
-            config.display()
-        );
-        return ExitCode::from(2);
-    }
-    let resume = match from.map(str::parse::<runner::source::position::Position>) {
-        None => None,
-        Some(Ok(p)) => Some(p),
-        Some(Err(e)) => {
-            eprintln!("error: --from: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(rt) = runtime() else {
-        return ExitCode::from(1);
-    };
-    rt.block_on(async move {
-        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-        let opts = run::RunOptions {
-            state_dir: state,
-            resume,
-            by_gtid: gtid,
-            stop_at_end: until_end,
-            snapshot_resume: None,
-        };
-        let task = tokio::spawn(run::run(std::sync::Arc::new(src), opts, tx));
-        let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::new(stdout.lock());
-        let mut last_progress = std::time::Instant::now();
-        while let Some(e) = rx.recv().await {
-            if let SourceEvent::SnapshotRows {
-                table,
-                done,
-                estimate,
-                ..
-            } = &e
-            {
-                if last_progress.elapsed().as_secs() >= 1 {
-                    eprintln!(
-                        "snapshot {}.{}: {done} of ~{estimate} rows",
-                        table.db, table.name
-                    );
-                    last_progress = std::time::Instant::now();
-                }
-            }
-            for l in runner::source::json::lines(&e) {
-                if writeln!(out, "{l}").is_err() {
-                    return ExitCode::from(0);
-                }
-            }
-            if matches!(
-                e,
-                SourceEvent::Commit { .. } | SourceEvent::Heartbeat { .. }
-            ) {
-                let _ = out.flush();
-            }
-        }
-        let _ = out.flush();
-        match task.await {
-            Ok(Ok(())) => ExitCode::from(0),
-            Ok(Err(e)) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
-        }
-    })
 }
 
 fn dialect(from: SourceArg) -> Dialect {
@@ -639,41 +366,6 @@ fn dialect(from: SourceArg) -> Dialect {
         SourceArg::Mysql | SourceArg::Mariadb => Dialect::MySql,
         SourceArg::Postgres => Dialect::Postgres,
         SourceArg::Oracle => Dialect::Oracle,
-    }
-}
-
-#[cfg(feature = "sync")]
-fn apply(opts: runner::apply::ApplyOptions, files: &[String]) -> ExitCode {
-    let texts = match read_inputs(files) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(rt) = runtime() else {
-        return ExitCode::from(1);
-    };
-    let mut out = std::io::stdout();
-    let mut err = std::io::stderr();
-    match rt.block_on(runner::apply::apply(&opts, &texts, &mut out, &mut err)) {
-        Ok(r) => {
-            eprintln!(
-                "{} statement(s), {} catalog commit(s){}",
-                r.statements,
-                r.commits,
-                if r.failed {
-                    ", stopped by an error"
-                } else {
-                    ""
-                }
-            );
-            ExitCode::from(u8::from(r.failed))
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        }
     }
 }
 
@@ -688,16 +380,6 @@ fn read(path: &str) -> Result<String, String> {
     std::fs::read(path)
         .map_err(|e| format!("cannot read {path}: {e}"))
         .map(|b| String::from_utf8_lossy(&b).into_owned())
-}
-
-#[cfg(feature = "sync")]
-/// The named files, or standard input when none is named, as (name shown in
-/// diagnostics, text).
-fn read_inputs(files: &[String]) -> Result<Vec<(String, String)>, String> {
-    if files.is_empty() {
-        return Ok(vec![("<stdin>".to_owned(), read("-")?)]);
-    }
-    files.iter().map(|p| Ok((p.clone(), read(p)?))).collect()
 }
 
 fn translate(
