@@ -1,0 +1,265 @@
+//! DDL in the binlog: the schema history follows it; online-schema-change shadow
+//! tables; partition truncates that remove rows without row events.
+
+use super::*;
+
+impl BinlogReader {
+    pub(super) async fn ddl(
+        &mut self,
+        db: &str,
+        ansi: bool,
+        sql: &str,
+    ) -> Result<bool, SourceError> {
+        self.ordinal += 1;
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(true);
+        }
+        // Rows before the DDL are delivered under the old schema.
+        if !self.flush().await? {
+            return Ok(false);
+        }
+        let pos = self.position_at(
+            self.txn_start,
+            self.ordinal - 1,
+            &self.txn_gtid_before.clone(),
+        );
+        let after = self.position_at(self.txn_start, self.ordinal, &self.txn_gtid_before.clone());
+        // Partition maintenance: rows vanish without row events; columns stay.
+        if let Some((tdb, table)) = partition_rows_removed(sql, db) {
+            if self.src.captures(&tdb, &table) {
+                return Ok(self
+                    .send(SourceEvent::RowsRemoved {
+                        position: after,
+                        db: tdb,
+                        table,
+                        ddl: sql.to_owned(),
+                    })
+                    .await);
+            }
+            return Ok(true);
+        }
+        let db_opt = (!db.is_empty()).then_some(db);
+        let out = match self.history.apply(&pos, db_opt, ansi, sql) {
+            Ok(out) => out,
+            Err(e) if !self.concerns_capture(&e.tables, db) => {
+                tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
+                return Ok(true);
+            }
+            Err(e) if self.src.skip_unparsed_ddl => {
+                let ev = crate::source::unparsed(&after, db, sql, &e);
+                return Ok(self.send(ev).await);
+            }
+            Err(e) => {
+                return Err(SourceError::Ddl {
+                    position: pos.to_string(),
+                    ddl: sql.to_owned(),
+                    reason: e.message,
+                })
+            }
+        };
+        self.decoders.clear();
+        for t in self.tables.values_mut() {
+            t.table = None;
+        }
+        let changes = self.osc(db, out.changes, &pos)?;
+        let captured: Vec<ddl_core::SchemaChange> = changes
+            .into_iter()
+            .filter(|c| {
+                let hit = |t: &ddl_core::TableName| {
+                    self.src
+                        .captures(t.schema.as_deref().unwrap_or(db), &t.name)
+                };
+                c.table().is_some_and(hit)
+                    || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. } if hit(to))
+            })
+            .collect();
+        if captured.is_empty() {
+            return Ok(true);
+        }
+        let tables: Vec<String> = captured
+            .iter()
+            .filter_map(|c| c.table().map(|t| t.to_string()))
+            .collect();
+        let mut after_tables: Vec<ddl_core::Table> = Vec::new();
+        for c in &captured {
+            let mut names: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
+            if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
+                names.push(to);
+            }
+            for n in names {
+                let d = n.schema.as_deref().unwrap_or(db);
+                if let Some(t) = self.history.table(d, &n.name) {
+                    if !after_tables.iter().any(|a| a.name == t.name) {
+                        after_tables.push(t.clone());
+                    }
+                }
+            }
+        }
+        Ok(self
+            .send(SourceEvent::Schema {
+                position: after,
+                db: db.to_owned(),
+                ddl: sql.to_owned(),
+                changes: captured,
+                tables,
+                notes: out.notes,
+                after: after_tables,
+            })
+            .await)
+    }
+
+    /// Online schema change tools: a shadow table's changes are kept as the real
+    /// table's, and the cut-over rename becomes those changes (or nothing).
+    pub(super) fn osc(
+        &mut self,
+        db: &str,
+        changes: Vec<ddl_core::SchemaChange>,
+        pos: &Position,
+    ) -> Result<Vec<ddl_core::SchemaChange>, SourceError> {
+        let before = self.history.shadow.clone();
+        use crate::source::config::{osc_helper, OscRole};
+        use ddl_core::SchemaChange as C;
+        let key = |t: &ddl_core::TableName| {
+            (
+                t.schema.clone().unwrap_or_else(|| db.to_owned()),
+                t.name.clone(),
+            )
+        };
+        let mut out = Vec::new();
+        let mut cut_over: Vec<((String, String), ddl_core::SchemaChange)> = Vec::new();
+        for c in changes {
+            match &c {
+                C::CreateTable { table, .. } => {
+                    if let Some((base, OscRole::Shadow)) = osc_helper(&table.name.name) {
+                        let (d, _) = key(&table.name);
+                        self.history.shadow.insert(
+                            (d, base.to_owned()),
+                            crate::source::history::Shadow {
+                                created: pos.clone(),
+                                changes: Vec::new(),
+                                cut_over: None,
+                            },
+                        );
+                    }
+                    out.push(c);
+                }
+                C::RenameTable { from, to } => {
+                    let (fd, fname) = key(from);
+                    let (td, tname) = key(to);
+                    match (osc_helper(&fname), osc_helper(&tname)) {
+                        // t -> _t_del / _t_old: the old table leaves (part of the cut-over).
+                        (None, Some((base, OscRole::Other))) if base == fname && fd == td => {
+                            cut_over.push(((fd, fname), c.clone()));
+                        }
+                        // _t_gho -> t: the shadow becomes the table.
+                        (Some((base, OscRole::Shadow)), None) if base == tname && fd == td => {
+                            if let Some(sh) =
+                                self.history.shadow.get_mut(&(fd.clone(), tname.clone()))
+                            {
+                                if sh.cut_over.is_none() {
+                                    out.extend(sh.changes.iter().map(|(_, c)| c.clone()));
+                                    sh.cut_over = Some(pos.clone());
+                                }
+                            }
+                            cut_over.retain(|(k, _)| *k != (fd.clone(), tname.clone()));
+                        }
+                        _ => out.push(c),
+                    }
+                }
+                other => {
+                    let shadow_of = other.table().and_then(|t| {
+                        let (d, n) = key(t);
+                        match osc_helper(&n) {
+                            Some((b, OscRole::Shadow)) => Some((d, b.to_owned())),
+                            _ => None,
+                        }
+                    });
+                    if let Some((d, base)) = shadow_of {
+                        if let Some(sh) = self
+                            .history
+                            .shadow
+                            .get_mut(&(d.clone(), base.clone()))
+                            .filter(|sh| sh.cut_over.is_none())
+                        {
+                            sh.changes.push((
+                                pos.clone(),
+                                retarget(other, &ddl_core::TableName::new(Some(&d), &base)),
+                            ));
+                        }
+                    }
+                    out.push(c);
+                }
+            }
+        }
+        // A rename of t to _t_del without the shadow's rename in the same statement is
+        // an ordinary rename.
+        out.extend(cut_over.into_iter().map(|(_, c)| c));
+        if self.history.shadow != before {
+            self.history.save_shadow()?;
+        }
+        Ok(out)
+    }
+
+    /// Whether a DDL the history could not apply names a captured table (one that
+    /// named no table, because it did not parse, counts as captured).
+    pub(super) fn concerns_capture(&self, tables: &[ddl_core::TableName], db: &str) -> bool {
+        tables.is_empty()
+            || tables.iter().any(|t| {
+                self.src
+                    .captures(t.schema.as_deref().unwrap_or(db), &t.name)
+            })
+    }
+}
+
+/// `ALTER TABLE t TRUNCATE|DROP|EXCHANGE PARTITION ...`: (db, table).
+pub(super) fn partition_rows_removed(sql: &str, db: &str) -> Option<(String, String)> {
+    use std::sync::OnceLock;
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r"(?is)^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)\s+(?:TRUNCATE|DROP|EXCHANGE)\s+PARTITION\b",
+        )
+        .expect("valid regex")
+    });
+    let name = re.captures(sql)?.get(1)?.as_str();
+    let unq = |s: &str| s.trim().trim_matches('`').to_owned();
+    let parts: Vec<&str> = if name.starts_with('`') {
+        name.split("`.`").collect()
+    } else {
+        name.split('.').collect()
+    };
+    Some(match parts.as_slice() {
+        [d, t] => (unq(d), unq(t)),
+        _ => (db.to_owned(), unq(name)),
+    })
+}
+
+/// A change re-addressed to another table (a shadow table's change as the real one's).
+pub(super) fn retarget(
+    c: &ddl_core::SchemaChange,
+    to: &ddl_core::TableName,
+) -> ddl_core::SchemaChange {
+    let mut v = serde_json::to_value(c).expect("changes serialise");
+    if let Some(o) = v.as_object_mut() {
+        for k in ["table", "name"] {
+            if o.get(k).is_some_and(|x| x.get("name").is_some()) {
+                o.insert(
+                    k.to_owned(),
+                    serde_json::to_value(to).expect("names serialise"),
+                );
+            }
+        }
+    }
+    serde_json::from_value(v).unwrap_or_else(|_| c.clone())
+}
+
+pub(super) fn sql_mode_ansi_quotes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> bool {
+    use mysql_async::binlog::events::StatusVarVal;
+    use mysql_async::binlog::StatusVarKey;
+    use mysql_async::consts::SqlMode;
+    let Some(v) = q.status_vars().get_status_var(StatusVarKey::SqlMode) else {
+        return false;
+    };
+    matches!(v.get_value(), Ok(StatusVarVal::SqlMode(m)) if m.get().contains(SqlMode::MODE_ANSI_QUOTES))
+}
