@@ -14,6 +14,7 @@ pub mod commit;
 pub mod convert;
 pub mod files;
 pub mod plan;
+mod rules;
 
 pub use catalog::{Catalog, CatalogConfig, LoadedTable};
 pub use commit::{Committer, SnapshotChange};
