@@ -524,6 +524,24 @@ impl Reader {
             return Ok(Flow::Go);
         }
         let st = self.table(&db, &table, &at)?;
+        let end = (topic, partition, next);
+        self.change(&v, &source, st, (&db, &table), &at, end, position)
+            .await
+    }
+
+    /// A message's change: its row images decoded (a truncate: a schema event of its
+    /// own), delivered with the offset after it.
+    #[allow(clippy::too_many_arguments)]
+    async fn change(
+        &mut self,
+        v: &J,
+        source: &J,
+        st: Arc<SourceTable>,
+        (db, table): (&str, &str),
+        at: &str,
+        end: (String, i32, i64),
+        position: Position,
+    ) -> Result<Flow, SourceError> {
         let image = |key: &str| -> Result<Option<arrow_array::RecordBatch>, SourceError> {
             match v.get(key) {
                 None | Some(J::Null) => Ok(None),
@@ -543,24 +561,18 @@ impl Reader {
                 // A truncate: a schema event of its own, in order with the table's rows.
                 let ev = SourceEvent::Schema {
                     position: position.clone(),
-                    db: db.clone(),
+                    db: db.to_owned(),
                     ddl: format!(
                         "TRUNCATE TABLE `{db}`.`{table}` /* Debezium truncate event {at} */"
                     ),
                     changes: vec![ddl_core::SchemaChange::TruncateTable {
-                        name: ddl_core::TableName::new(Some(&db), &table),
+                        name: ddl_core::TableName::new(Some(db), table),
                     }],
                     tables: vec![format!("{db}.{table}")],
                     notes: Vec::new(),
-                    after: self
-                        .history
-                        .table(&db, &table)
-                        .cloned()
-                        .into_iter()
-                        .collect(),
+                    after: self.history.table(db, table).cloned().into_iter().collect(),
                 };
                 self.delivered += 1;
-                let end = (topic, partition, next);
                 return Ok(deliver(&self.tx, Some(ev), Vec::new(), end, position).await);
             }
             other => return Err(SourceError::Decode(format!("{at}: unknown op `{other}`"))),
@@ -590,7 +602,6 @@ impl Reader {
             }]),
         };
         self.delivered += 1;
-        let end = (topic, partition, next);
         Ok(deliver(&self.tx, None, vec![batch], end, position).await)
     }
 }
