@@ -124,8 +124,6 @@ pub async fn run(
     tx: mpsc::Sender<SourceEvent>,
 ) -> Result<(), SourceError> {
     preflight::check(&src).await?;
-    let from: ReadFrom;
-    let mut history: SchemaHistory;
     if let Some(r) = &opts.snapshot_resume {
         let dir = opts.state_dir.as_deref().ok_or_else(|| {
             SourceError::Schema("resuming a snapshot needs its state folder".into())
@@ -149,56 +147,10 @@ pub async fn run(
             None => return Ok(()),
         }
     }
-    match &opts.resume {
-        Some(p) => {
-            history = match opts.state_dir.as_deref() {
-                Some(d) => SchemaHistory::load(d, p)?,
-                None => None,
-            }
-            .map(Ok)
-            .unwrap_or_else(|| {
-                Err(SourceError::Schema(format!(
-                    "no stored schema history to resume at {p}: resuming needs the state folder of the run that produced the position"
-                )))
-            })?;
-            // Tables that match the table list now but did not before: a snapshot of
-            // them alone, then the binlog for all.
-            if let Some(before) = opts.state_dir.as_deref().and_then(load_captured) {
-                let now = captured_tables(&src, &history);
-                let new: Vec<_> = now
-                    .iter()
-                    .filter(|t| !before.contains(t))
-                    .cloned()
-                    .collect();
-                if !new.is_empty() {
-                    match snapshot::snapshot(
-                        &src,
-                        &tx,
-                        opts.state_dir.as_deref(),
-                        snapshot::Scope::Only(new, p.clone()),
-                        Some(history),
-                    )
-                    .await?
-                    {
-                        Some((_, h)) => history = h,
-                        None => return Ok(()),
-                    }
-                }
-            }
-            from = if opts.by_gtid && !p.gtid.is_empty() {
-                if p.ordinal > 0 {
-                    // Inside a transaction: GTID resume restarts that transaction;
-                    // skipping needs its file offset, so resume by position.
-                    ReadFrom::Position(p.clone())
-                } else {
-                    ReadFrom::Gtid(p.gtid.clone())
-                }
-            } else {
-                ReadFrom::Position(p.clone())
-            };
-        }
+    let started = match &opts.resume {
+        Some(p) => resume_at(&src, &opts, p, &tx).await?,
         None => match &src.start {
-            Start::Initial => match snapshot::snapshot(
+            Start::Initial => snapshot::snapshot(
                 &src,
                 &tx,
                 opts.state_dir.as_deref(),
@@ -206,38 +158,94 @@ pub async fn run(
                 None,
             )
             .await?
-            {
-                Some((p, h)) => {
-                    history = h;
-                    from = ReadFrom::Position(p);
-                }
-                None => return Ok(()),
-            },
-            start => {
-                let mut conn = mysql_async::Conn::new(src.opts())
-                    .await
-                    .map_err(|e| SourceError::Connect(e.to_string()))?;
-                let here = snapshot::current_position(&mut conn).await?;
-                let defs = snapshot::read_definitions(&mut conn).await?;
-                let _ = conn.disconnect().await;
-                let p = match start {
-                    Start::Position(p) => p.clone(),
-                    _ => here.clone(),
-                };
-                history = SchemaHistory::create(
-                    opts.state_dir.as_deref(),
-                    &p,
-                    defs.into_iter().map(|(db, _, _, ddl)| (db, ddl)).collect(),
-                )?;
-                from = match start {
-                    Start::Gtid(g) => ReadFrom::Gtid(g.clone()),
-                    _ => ReadFrom::Position(p),
-                };
-            }
+            .map(|(p, h)| (h, ReadFrom::Position(p))),
+            start => Some(start_at(&src, &opts, start).await?),
         },
-    }
+    };
+    let Some((history, from)) = started else {
+        return Ok(()); // the engine went away during a snapshot
+    };
     save_captured(opts.state_dir.as_deref(), &captured_tables(&src, &history))?;
     follow(&src, &opts, history, from, tx).await
+}
+
+/// A resume at a stored position: the schema history as of it, tables newly matched
+/// snapshotted alone, then where the binlog continues. None: the engine went away.
+async fn resume_at(
+    src: &Arc<Source>,
+    opts: &RunOptions,
+    p: &Position,
+    tx: &mpsc::Sender<SourceEvent>,
+) -> Result<Option<(SchemaHistory, ReadFrom)>, SourceError> {
+    let mut history = match opts.state_dir.as_deref() {
+        Some(d) => SchemaHistory::load(d, p)?,
+        None => None,
+    }
+    .ok_or_else(|| {
+        SourceError::Schema(format!(
+            "no stored schema history to resume at {p}: resuming needs the state folder of the run that produced the position"
+        ))
+    })?;
+    // Tables that match the table list now but did not before: a snapshot of them
+    // alone, then the binlog for all.
+    if let Some(before) = opts.state_dir.as_deref().and_then(load_captured) {
+        let now = captured_tables(src, &history);
+        let new: Vec<_> = now
+            .iter()
+            .filter(|t| !before.contains(t))
+            .cloned()
+            .collect();
+        if !new.is_empty() {
+            match snapshot::snapshot(
+                src,
+                tx,
+                opts.state_dir.as_deref(),
+                snapshot::Scope::Only(new, p.clone()),
+                Some(history),
+            )
+            .await?
+            {
+                Some((_, h)) => history = h,
+                None => return Ok(None),
+            }
+        }
+    }
+    let from = if opts.by_gtid && !p.gtid.is_empty() && p.ordinal == 0 {
+        ReadFrom::Gtid(p.gtid.clone())
+    } else {
+        // Inside a transaction a GTID resume would restart it; skipping what was
+        // delivered needs its file offset, so resume by position.
+        ReadFrom::Position(p.clone())
+    };
+    Ok(Some((history, from)))
+}
+
+/// A start without a snapshot (`latest`, a GTID, a position): the schema as of now.
+async fn start_at(
+    src: &Arc<Source>,
+    opts: &RunOptions,
+    start: &Start,
+) -> Result<(SchemaHistory, ReadFrom), SourceError> {
+    let mut conn = mysql_async::Conn::new(src.opts())
+        .await
+        .map_err(|e| SourceError::Connect(e.to_string()))?;
+    let here = snapshot::current_position(&mut conn).await?;
+    let defs = snapshot::read_definitions(&mut conn).await?;
+    let _ = conn.disconnect().await;
+    let p = match start {
+        Start::Position(p) => p.clone(),
+        _ => here.clone(),
+    };
+    let history = SchemaHistory::create(
+        opts.state_dir.as_deref(),
+        &p,
+        defs.into_iter().map(|(db, _, _, ddl)| (db, ddl)).collect(),
+    )?;
+    let from = match start {
+        Start::Gtid(g) => ReadFrom::Gtid(g.clone()),
+        _ => ReadFrom::Position(p),
+    };
+    Ok((history, from))
 }
 
 /// Follow the binlog (re-snapshotting on a purged resume point when asked).
