@@ -474,41 +474,12 @@ impl BinlogReader {
                 self.file
             )));
         };
-        let (db, name) = (m.db.clone(), m.name.clone());
         let table = match &m.table {
             Some(t) => t.clone(),
-            None => match self.decoder(&db, &name)? {
-                Some(t) => {
-                    if let Some(names) = &self.tables[&id].names {
-                        let ours: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
-                        let same = names.len() == ours.len()
-                            && names
-                                .iter()
-                                .zip(&ours)
-                                .all(|(a, b)| a.eq_ignore_ascii_case(b));
-                        if !same {
-                            return Err(SourceError::Schema(format!(
-                                "{db}.{name} at {}:{start}: the binlog's columns {names:?} differ from the schema history's {ours:?}",
-                                self.file
-                            )));
-                        }
-                    }
-                    if t.columns.len() != self.tables[&id].cols.len() {
-                        return Err(SourceError::Schema(format!(
-                            "{db}.{name}: the binlog has {} columns, the schema history {} ({})",
-                            self.tables[&id].cols.len(),
-                            t.columns.len(),
-                            self.file
-                        )));
-                    }
-                    self.tables.get_mut(&id).expect("mapped").table = Some(t.clone());
-                    t
-                }
-                None => {
-                    // Not captured: the rows still count for positions only if captured,
-                    // so nothing to do.
-                    return Ok(true);
-                }
+            None => match self.checked_decoder(id, start)? {
+                Some(t) => t,
+                // Not captured: nothing to do.
+                None => return Ok(true),
             },
         };
         let cols = self.tables[&id].cols.clone();
@@ -598,6 +569,43 @@ impl BinlogReader {
             return self.flush().await;
         }
         Ok(true)
+    }
+
+    /// The decoder of a mapped table on its first rows, checked against the binlog's
+    /// own column names and count (None: the table is not captured).
+    fn checked_decoder(
+        &mut self,
+        id: u64,
+        start: u64,
+    ) -> Result<Option<Arc<SourceTable>>, SourceError> {
+        let (db, name) = (self.tables[&id].db.clone(), self.tables[&id].name.clone());
+        let Some(t) = self.decoder(&db, &name)? else {
+            return Ok(None);
+        };
+        if let Some(names) = &self.tables[&id].names {
+            let ours: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+            let same = names.len() == ours.len()
+                && names
+                    .iter()
+                    .zip(&ours)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b));
+            if !same {
+                return Err(SourceError::Schema(format!(
+                    "{db}.{name} at {}:{start}: the binlog's columns {names:?} differ from the schema history's {ours:?}",
+                    self.file
+                )));
+            }
+        }
+        if t.columns.len() != self.tables[&id].cols.len() {
+            return Err(SourceError::Schema(format!(
+                "{db}.{name}: the binlog has {} columns, the schema history {} ({})",
+                self.tables[&id].cols.len(),
+                t.columns.len(),
+                self.file
+            )));
+        }
+        self.tables.get_mut(&id).expect("mapped").table = Some(t.clone());
+        Ok(Some(t))
     }
 
     fn open_builder(&mut self, table: &Arc<SourceTable>, op: Op) -> usize {
