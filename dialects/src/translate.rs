@@ -1063,6 +1063,45 @@ mod tests {
     }
 
     #[test]
+    fn text_of_one_dialect_is_kept_for_it_and_named_elsewhere() {
+        // regression: a PostgreSQL USING conversion into MySQL was dropped without a
+        // word (the IR kept it as untagged text); a MySQL table's engine and
+        // partitioning stay reported for PostgreSQL and kept for MySQL.
+        let pg = "CREATE TABLE t (id int PRIMARY KEY, a text); ALTER TABLE t ALTER COLUMN a TYPE int USING a::int;";
+        let (out, diags) = sql(Dialect::Postgres, Dialect::Postgres, pg);
+        assert!(out[1].contains("USING a::int"), "{out:?}");
+        assert!(diags.is_empty(), "{diags:?}");
+        let (out, diags) = sql(Dialect::Postgres, Dialect::MySql, pg);
+        assert!(!out[1].contains("USING"), "{out:?}");
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.contains("USING a::int (postgres) is not carried")),
+            "{diags:#?}"
+        );
+        let my =
+            "CREATE TABLE t (id int PRIMARY KEY) ENGINE=InnoDB PARTITION BY HASH(id) PARTITIONS 4;";
+        let (out, _) = sql(Dialect::MySql, Dialect::MySql, my);
+        assert!(
+            out[0].contains("ENGINE=InnoDB PARTITION BY HASH(id)"),
+            "{out:?}"
+        );
+        let (out, diags) = sql(Dialect::MySql, Dialect::Postgres, my);
+        assert!(
+            !out[0].contains("ENGINE") && !out[0].contains("PARTITION"),
+            "{out:?}"
+        );
+        assert!(
+            diags.iter().any(|d| d.contains("engine=InnoDB")),
+            "{diags:#?}"
+        );
+        assert!(
+            diags.iter().any(|d| d.contains("partitioning")),
+            "{diags:#?}"
+        );
+    }
+
+    #[test]
     fn mysql_zero_dates_are_not_defaults_elsewhere() {
         // regression (mariadb-dump of MariaDB's own `mysql` database): PostgreSQL
         // refused `DEFAULT '0000-00-00 00:00:00'` and the table was lost.

@@ -1303,6 +1303,24 @@ impl Emitter {
     /// Emit the changes of one source statement.
     pub fn emit(&self, changes: &[SchemaChange], cx: &mut EmitCtx<'_>) -> Vec<String> {
         let mut out = Vec::new();
+        // A conversion expression written for another dialect is not run here: the
+        // target converts with its own rules, and says so.
+        for c in changes {
+            if let SchemaChange::AlterColumnType {
+                table,
+                column,
+                using: Some(u),
+                ..
+            } = c
+            {
+                if u.for_dialect(self.target.name()).is_none() {
+                    cx.diags.skip(format!(
+                        "{table}.{column}: USING {u} ({}) is not carried; {} converts the values with its own rules",
+                        u.dialect, self.target
+                    ));
+                }
+            }
+        }
         let mut i = 0;
         while i < changes.len() {
             // MySQL and Oracle: merge consecutive changes to one column.
