@@ -87,6 +87,17 @@ pub struct IcebergSink {
     pub compression: String,
 }
 
+impl IcebergSink {
+    /// The catalog the sink's tables are in.
+    pub fn catalog_config(&self) -> crate::iceberg::CatalogConfig {
+        crate::iceberg::CatalogConfig {
+            name: self.catalog_name.clone(),
+            warehouse: self.warehouse.clone(),
+            uri: self.catalog.clone(),
+        }
+    }
+}
+
 /// `type: postgres` or `type: mysql`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

@@ -5,20 +5,16 @@
 use super::engine::{State, CHECKPOINT, JOB, WATERMARK};
 use super::job::SyncJob;
 use crate::iceberg::catalog::ident;
-use crate::iceberg::{Catalog, CatalogConfig};
+use crate::iceberg::Catalog;
 use std::fmt::Write;
 
 pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncError> {
     let Some(ice) = job.sink.iceberg() else {
         return super::rdb::status(job).await;
     };
-    let catalog = Catalog::open(&CatalogConfig {
-        name: ice.catalog_name.clone(),
-        warehouse: ice.warehouse.clone(),
-        uri: ice.catalog.clone(),
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let catalog = Catalog::open(&ice.catalog_config())
+        .await
+        .map_err(|e| e.to_string())?;
     let mut out = String::new();
     match State::load(&job.pipeline.state)? {
         Some(s) => {

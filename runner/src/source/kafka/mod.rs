@@ -396,16 +396,7 @@ impl Reader {
             })
             .collect();
         let ready = |d: &Ddl| !d.tables.is_empty() && d.tables.iter().all(|t| idle.contains(t));
-        if !deliver_ddl(
-            &self.src,
-            &mut self.history,
-            &mut self.queue,
-            &mut self.tables,
-            &self.tx,
-            ready,
-        )
-        .await?
-        {
+        if let Flow::Stop = self.deliver_ddl_where(ready).await? {
             return Ok(Flow::Stop);
         }
         if self.stop_at_end
@@ -423,6 +414,23 @@ impl Reader {
             return Ok(Flow::Stop);
         }
         Ok(Flow::Go)
+    }
+
+    /// Queued DDL that `ready` accepts, delivered in order.
+    async fn deliver_ddl_where(
+        &mut self,
+        ready: impl Fn(&Ddl) -> bool,
+    ) -> Result<Flow, SourceError> {
+        let go = deliver_ddl(
+            &self.src,
+            &mut self.history,
+            &mut self.queue,
+            &mut self.tables,
+            &self.tx,
+            ready,
+        )
+        .await?;
+        Ok(if go { Flow::Go } else { Flow::Stop })
     }
 
     /// The decoder of a captured table, made from its definition in the history.
@@ -508,16 +516,7 @@ impl Reader {
         let name = format!("{db}.{table}").to_lowercase();
         let before =
             |d: &Ddl| d.position < position && (d.tables.is_empty() || d.tables.contains(&name));
-        if !deliver_ddl(
-            &self.src,
-            &mut self.history,
-            &mut self.queue,
-            &mut self.tables,
-            &self.tx,
-            before,
-        )
-        .await?
-        {
+        if let Flow::Stop = self.deliver_ddl_where(before).await? {
             return Ok(Flow::Stop);
         }
         if !self.src.captures(&db, &table) {

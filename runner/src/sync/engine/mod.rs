@@ -35,7 +35,7 @@ use super::fold::Pending;
 use super::route::rename_batch;
 use crate::iceberg::catalog::{display, ident};
 use crate::iceberg::commit::{Change, SnapshotChange};
-use crate::iceberg::{convert as iconv, files, Catalog, CatalogConfig, Committer, LoadedTable};
+use crate::iceberg::{convert as iconv, files, Catalog, Committer, LoadedTable};
 use crate::source::position::Position;
 use crate::source::snapshot::SnapshotResume;
 use crate::source::Op;
@@ -165,13 +165,9 @@ impl Engine {
             .sink
             .iceberg()
             .ok_or("the Iceberg sink needs an iceberg sink")?;
-        let catalog = Catalog::open(&CatalogConfig {
-            name: ice.catalog_name.clone(),
-            warehouse: ice.warehouse.clone(),
-            uri: ice.catalog.clone(),
-        })
-        .await
-        .map_err(|e| e.to_string())?;
+        let catalog = Catalog::open(&ice.catalog_config())
+            .await
+            .map_err(|e| e.to_string())?;
         let state_dir = job.pipeline.state.clone();
         std::fs::create_dir_all(state_dir.join("pending"))
             .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
