@@ -235,13 +235,7 @@ impl<'a> Committer<'a> {
             let change = match change {
                 Change::Snapshot(sc) if sc.kafka.is_some() => {
                     let k = sc.kafka.as_ref().expect("checked");
-                    let have =
-                        fence_offsets(kafka_offsets(&base.metadata), k).map_err(|reason| {
-                            Error::Stale {
-                                table: display(id),
-                                reason,
-                            }
-                        })?;
+                    let have = fence_offsets(&display(id), kafka_offsets(&base.metadata), k)?;
                     let mut sc = sc.clone();
                     sc.summary.insert(
                         KAFKA_OFFSETS.to_owned(),

@@ -86,8 +86,7 @@ pub async fn execute(
     c: &Committer<'_>,
     plan: &dialects::iceberg::StatementPlan,
     known: &mut BTreeMap<(String, String), (i32, i32)>,
-) -> Result<Vec<Applied>, String> {
-    let e = |e: crate::iceberg::Error| e.to_string();
+) -> crate::iceberg::Result<Vec<Applied>> {
     let split = |s: &str| -> (String, String) {
         let (ns, t) = s.rsplit_once('.').unwrap_or(("default", s));
         (ns.to_owned(), t.to_owned())
@@ -98,12 +97,12 @@ pub async fn execute(
     for a in &plan.actions {
         match a {
             Action::CreateNamespace { namespace } => {
-                if c.catalog.ensure_namespace(namespace).await.map_err(e)? {
+                if c.catalog.ensure_namespace(namespace).await? {
                     applied.push(Applied::CreatedNamespace(namespace.clone()));
                 }
             }
             Action::DropNamespace { namespace } => {
-                c.catalog.drop_namespace(namespace).await.map_err(e)?;
+                c.catalog.drop_namespace(namespace).await?;
                 applied.push(Applied::DroppedNamespace(namespace.clone()));
             }
             Action::CreateTable {
@@ -128,8 +127,7 @@ pub async fn execute(
                 };
                 let t = c
                     .create_table(&ns, &name, &planned, partition.as_deref(), sort_order)
-                    .await
-                    .map_err(e)?;
+                    .await?;
                 known.insert(
                     (ns, name),
                     (t.metadata.current_schema_id(), t.metadata.last_column_id()),
@@ -143,20 +141,16 @@ pub async fn execute(
             }
             Action::DropTable { table } => {
                 let (ns, name) = split(table);
-                let id = ident(&ns, &name).map_err(e)?;
-                c.catalog.drop_table(&id, true).await.map_err(e)?;
+                let id = ident(&ns, &name)?;
+                c.catalog.drop_table(&id, true).await?;
                 known.remove(&(ns, name));
                 applied.push(Applied::DroppedTable(table.clone()));
             }
             Action::RenameTable { from, to } => {
                 let (k1, k2) = (split(from), split(to));
                 c.catalog
-                    .rename_table(
-                        &ident(&k1.0, &k1.1).map_err(e)?,
-                        &ident(&k2.0, &k2.1).map_err(e)?,
-                    )
-                    .await
-                    .map_err(e)?;
+                    .rename_table(&ident(&k1.0, &k1.1)?, &ident(&k2.0, &k2.1)?)
+                    .await?;
                 if let Some(v) = known.remove(&k1) {
                     known.insert(k2, v);
                 }
@@ -167,7 +161,7 @@ pub async fn execute(
             }
             Action::TruncateTable { table } => {
                 let (ns, name) = split(table);
-                let id = ident(&ns, &name).map_err(e)?;
+                let id = ident(&ns, &name)?;
                 let done = c
                     .commit(
                         &id,
@@ -177,8 +171,7 @@ pub async fn execute(
                             ..Default::default()
                         }),
                     )
-                    .await
-                    .map_err(e)?;
+                    .await?;
                 applied.push(Applied::TruncatedTable {
                     table: table.clone(),
                     snapshot: done.snapshot_id.unwrap_or_default(),
@@ -207,9 +200,9 @@ pub async fn execute(
         let Some(Some(planned)) = plan.tables.get(&key) else {
             continue; // dropped or renamed away in the same statement
         };
-        let id = ident(&key.0, &key.1).map_err(e)?;
-        let current = c.catalog.load_required(&id).await.map_err(e)?;
-        let now = convert::ice_table(&key.0, &key.1, &current.metadata).map_err(e)?;
+        let id = ident(&key.0, &key.1)?;
+        let current = c.catalog.load_required(&id).await?;
+        let now = convert::ice_table(&key.0, &key.1, &current.metadata)?;
         let mut mc = MetadataChange::default();
         if now.fields != planned.fields || now.identifier_field_ids != planned.identifier_field_ids
         {
@@ -236,8 +229,7 @@ pub async fn execute(
                 &uuid::Uuid::new_v4().to_string(),
                 &Change::Metadata(mc),
             )
-            .await
-            .map_err(e)?;
+            .await?;
         let m = &done.table.metadata;
         known.insert(key.clone(), (m.current_schema_id(), m.last_column_id()));
         applied.push(Applied::AlteredTable {

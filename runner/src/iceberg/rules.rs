@@ -10,16 +10,21 @@ use std::collections::BTreeMap;
 /// consumer read it from (another consumer that took the partition over moved it);
 /// then the table's offsets move on.
 pub(super) fn fence_offsets(
+    table: &str,
     mut have: BTreeMap<String, i64>,
     k: &KafkaCommit,
-) -> std::result::Result<BTreeMap<String, i64>, String> {
+) -> Result<BTreeMap<String, i64>> {
     for (part, want) in &k.expect {
         if have.get(part) != want.as_ref() {
-            return Err(format!(
+            let reason = format!(
                 "Kafka partition {part} is at offset {} in the table, not {} as this consumer read it: another consumer of the group took it over",
                 have.get(part).map_or("(none)".into(), |o| o.to_string()),
                 want.map_or("(none)".into(), |o| o.to_string())
-            ));
+            );
+            return Err(Error::Stale {
+                table: table.to_owned(),
+                reason,
+            });
         }
     }
     have.extend(k.next.iter().map(|(p, o)| (p.clone(), *o)));
@@ -111,17 +116,21 @@ mod tests {
         // The table is where this consumer read from: offsets move, others stay.
         let have = offsets(&[("t/0", 5), ("v/1", 7)]);
         assert_eq!(
-            fence_offsets(have, &k).unwrap(),
+            fence_offsets("t", have, &k).unwrap(),
             offsets(&[("t/0", 9), ("u/0", 3), ("v/1", 7)])
         );
         // Another consumer moved t/0 on: fenced, named.
-        let e = fence_offsets(offsets(&[("t/0", 6)]), &k).unwrap_err();
+        let e = fence_offsets("t", offsets(&[("t/0", 6)]), &k)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("t/0") && e.contains("at offset 6") && e.contains("not 5"),
             "{e}"
         );
         // A partition this consumer saw as new has an offset now: fenced too.
-        let e = fence_offsets(offsets(&[("t/0", 5), ("u/0", 1)]), &k).unwrap_err();
+        let e = fence_offsets("t", offsets(&[("t/0", 5), ("u/0", 1)]), &k)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("u/0") && e.contains("not (none)"), "{e}");
     }
 }

@@ -85,6 +85,18 @@ impl From<crate::source::DecodeError> for SyncError {
     }
 }
 
+impl From<crate::iceberg::Error> for SyncError {
+    fn from(e: crate::iceberg::Error) -> Self {
+        use crate::iceberg::Error as E;
+        let kind = match &e {
+            // Another writer moved the table this commit was planned against.
+            E::Stale { .. } => ErrorKind::Fenced,
+            _ => ErrorKind::Definite,
+        };
+        SyncError::new(kind, e.to_string())
+    }
+}
+
 impl From<super::rdb::target::TargetError> for SyncError {
     fn from(e: super::rdb::target::TargetError) -> Self {
         let kind = if e.connection {

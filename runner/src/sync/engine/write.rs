@@ -24,12 +24,11 @@ impl Engine {
                         .columns()
                         .iter()
                         .map(|c| arrow_select::take::take(c, &idx, None))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| e.to_string())?;
-                    RecordBatch::try_new(batch.schema(), cols).map_err(|e| e.to_string())
+                        .collect::<Result<Vec<_>, _>>()?;
+                    RecordBatch::try_new(batch.schema(), cols)
                 })
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(SyncError::from)
+                .collect::<Result<Vec<_>, arrow_schema::ArrowError>>()
+                .map_err(|e| SyncError::from(e.to_string()))
         };
         let mut live: Vec<(u32, u32)> = if sink.keyed {
             p.live.values().filter_map(|v| *v).collect()
@@ -68,18 +67,14 @@ impl Engine {
                 let data = if data_batches.is_empty() {
                     Vec::new()
                 } else {
-                    files::write_data(&table, &io, &data_batches)
-                        .await
-                        .map_err(|e| e.to_string())?
+                    files::write_data(&table, &io, &data_batches).await?
                 };
                 let deletes = if del_batches.is_empty() {
                     Vec::new()
                 } else {
-                    files::write_equality_deletes(&table, &io, &key_ids, &del_batches)
-                        .await
-                        .map_err(|e| e.to_string())?
+                    files::write_equality_deletes(&table, &io, &key_ids, &del_batches).await?
                 };
-                Ok::<_, String>((data, deletes))
+                Ok::<_, SyncError>((data, deletes))
             }));
         }
         let (mut data, mut deletes) = (Vec::new(), Vec::new());
