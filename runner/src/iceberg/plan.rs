@@ -196,6 +196,20 @@ pub async fn execute(
             }
         }
     }
+    commit_metadata(c, plan, known, schema_changed, removed_props, &mut applied).await?;
+    Ok(applied)
+}
+
+/// The tables whose schema or properties the statement changed: one metadata commit
+/// each, against the schema the plan was made on.
+async fn commit_metadata(
+    c: &Committer<'_>,
+    plan: &dialects::iceberg::StatementPlan,
+    known: &mut BTreeMap<(String, String), (i32, i32)>,
+    schema_changed: BTreeSet<(String, String)>,
+    mut removed_props: BTreeMap<(String, String), Vec<String>>,
+    applied: &mut Vec<Applied>,
+) -> crate::iceberg::Result<()> {
     for key in schema_changed {
         let Some(Some(planned)) = plan.tables.get(&key) else {
             continue; // dropped or renamed away in the same statement
@@ -239,5 +253,5 @@ pub async fn execute(
             last_field_id: m.last_column_id(),
         });
     }
-    Ok(applied)
+    Ok(())
 }
