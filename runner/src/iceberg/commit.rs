@@ -413,29 +413,7 @@ impl<'a> Committer<'a> {
             }
             None => Vec::new(),
         };
-        if !sc.referenced_data_files.is_empty() {
-            let mut live = HashSet::new();
-            for mf in existing
-                .iter()
-                .filter(|mf| mf.content == ManifestContentType::Data)
-            {
-                for e in mf.load_manifest(file_io).await?.entries() {
-                    if e.is_alive() {
-                        live.insert(e.data_file().file_path().to_owned());
-                    }
-                }
-            }
-            if let Some(gone) = sc
-                .referenced_data_files
-                .iter()
-                .find(|p| !live.contains(p.as_str()))
-            {
-                return Err(Error::BaseMoved {
-                    table,
-                    reason: format!("data file {gone}, which position deletes point at, is no longer in the table"),
-                });
-            }
-        }
+        self.check_referenced(&existing, sc, &table).await?;
         let seq = m.last_sequence_number() + 1;
         let snapshot_id = new_snapshot_id(m);
         let schema = m.current_schema().clone();
@@ -483,39 +461,10 @@ impl<'a> Committer<'a> {
             manifests.push(w.write_manifest_file().await?);
         }
         if sc.truncate {
-            for mf in &existing {
-                let manifest = mf.load_manifest(file_io).await?;
-                let spec = m
-                    .partition_spec_by_id(mf.partition_spec_id)
-                    .map(|s| s.as_ref().clone())
-                    .unwrap_or_else(|| spec.clone());
-                let builder = ManifestWriterBuilder::new(
-                    file_io.new_output(out_path())?,
-                    Some(snapshot_id),
-                    schema.clone(),
-                    spec.clone(),
-                );
-                let mut w = match mf.content {
-                    ManifestContentType::Data => builder.build_v2_data(),
-                    ManifestContentType::Deletes => builder.build_v2_deletes(),
-                };
-                let mut any = false;
-                for e in manifest.entries() {
-                    if !e.is_alive() {
-                        continue;
-                    }
-                    any = true;
-                    collector.remove_file(e.data_file(), schema.clone(), Arc::new(spec.clone()));
-                    w.add_delete_file(
-                        e.data_file().clone(),
-                        e.sequence_number().unwrap_or(0),
-                        e.file_sequence_number,
-                    )?;
-                }
-                if any {
-                    manifests.push(w.write_manifest_file().await?);
-                }
-            }
+            let removed = self
+                .removal_manifests(m, &existing, snapshot_id, &mut collector, &mut out_path)
+                .await?;
+            manifests.extend(removed);
         } else {
             manifests.extend(existing);
         }
@@ -559,6 +508,93 @@ impl<'a> Committer<'a> {
             .with_schema_id(m.current_schema_id())
             .build();
         Ok((snapshot, parent))
+    }
+
+    /// Position deletes point at data files: each must still be live in the table.
+    async fn check_referenced(
+        &self,
+        existing: &[ManifestFile],
+        sc: &SnapshotChange,
+        table: &str,
+    ) -> Result<()> {
+        let file_io = &self.catalog.file_io;
+        if sc.referenced_data_files.is_empty() {
+            return Ok(());
+        }
+        let mut live = HashSet::new();
+        for mf in existing
+            .iter()
+            .filter(|mf| mf.content == ManifestContentType::Data)
+        {
+            for e in mf.load_manifest(file_io).await?.entries() {
+                if e.is_alive() {
+                    live.insert(e.data_file().file_path().to_owned());
+                }
+            }
+        }
+        if let Some(gone) = sc
+            .referenced_data_files
+            .iter()
+            .find(|p| !live.contains(p.as_str()))
+        {
+            return Err(Error::BaseMoved {
+                table: table.to_owned(),
+                reason: format!(
+                    "data file {gone}, which position deletes point at, is no longer in the table"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// A truncate: every live file of the current manifests marked deleted, in new
+    /// manifests of `snapshot_id`.
+    async fn removal_manifests(
+        &self,
+        m: &TableMetadata,
+        existing: &[ManifestFile],
+        snapshot_id: i64,
+        collector: &mut SnapshotSummaryCollector,
+        out_path: &mut impl FnMut() -> String,
+    ) -> Result<Vec<ManifestFile>> {
+        let file_io = &self.catalog.file_io;
+        let schema = m.current_schema().clone();
+        let default_spec = m.default_partition_spec().as_ref().clone();
+        let mut manifests = Vec::new();
+        for mf in existing {
+            let manifest = mf.load_manifest(file_io).await?;
+            let spec = m
+                .partition_spec_by_id(mf.partition_spec_id)
+                .map(|s| s.as_ref().clone())
+                .unwrap_or_else(|| default_spec.clone());
+            let builder = ManifestWriterBuilder::new(
+                file_io.new_output(out_path())?,
+                Some(snapshot_id),
+                schema.clone(),
+                spec.clone(),
+            );
+            let mut w = match mf.content {
+                ManifestContentType::Data => builder.build_v2_data(),
+                ManifestContentType::Deletes => builder.build_v2_deletes(),
+            };
+            let mut any = false;
+            for e in manifest.entries() {
+                if !e.is_alive() {
+                    continue;
+                }
+                any = true;
+                collector.remove_file(e.data_file(), schema.clone(), Arc::new(spec.clone()));
+                w.add_delete_file(
+                    e.data_file().clone(),
+                    e.sequence_number().unwrap_or(0),
+                    e.file_sequence_number,
+                )?;
+            }
+            if any {
+                manifests.push(w.write_manifest_file().await?);
+            }
+        }
+        Ok(manifests)
     }
 }
 
