@@ -232,6 +232,76 @@ pub fn decode_binlog_value(
             Ok(())
         }
         t::NEWDECIMAL => decode_decimal(cur, bc.meta[0], bc.meta[1], b),
+        t::YEAR
+        | t::DATE
+        | t::NEWDATE
+        | t::TIME2
+        | t::TIME
+        | t::DATETIME2
+        | t::DATETIME
+        | t::TIMESTAMP2
+        | t::TIMESTAMP => decode_temporal(cur, bc, b, ctx),
+        t::VARCHAR | t::VAR_STRING => {
+            let max = u16::from_le_bytes(bc.meta) as usize;
+            let len = if max < 256 { cur.le(1)? } else { cur.le(2)? } as usize;
+            let bytes = cur.take(len)?;
+            text_or_binary(b, bytes, col)
+        }
+        t::STRING | t::ENUM | t::SET => {
+            let (real, len) = string_meta(bc);
+            match real {
+                t::ENUM => {
+                    let idx = cur.le(len)?;
+                    let Kind::Enum(values) = &col.kind else {
+                        return Err("ENUM value in a non-enum column".into());
+                    };
+                    append_text(b, enum_value(values, idx).as_bytes(), Charset::Utf8)
+                }
+                t::SET => {
+                    let mask = cur.le(len)?;
+                    let Kind::Set(values) = &col.kind else {
+                        return Err("SET value in a non-set column".into());
+                    };
+                    append_text(b, set_value(values, mask).as_bytes(), Charset::Utf8)
+                }
+                _ => {
+                    let n = if len < 256 { cur.le(1)? } else { cur.le(2)? } as usize;
+                    let bytes = cur.take(n)?;
+                    text_or_binary(b, bytes, col)
+                }
+            }
+        }
+        t::BLOB | t::TINY_BLOB | t::MEDIUM_BLOB | t::LONG_BLOB | t::GEOMETRY | t::JSON => {
+            if bc.ty == t::JSON {
+                return Err("MySQL 8 binary JSON is not supported".into());
+            }
+            let n = cur.le(bc.meta[0] as usize)? as usize;
+            let bytes = cur.take(n)?;
+            text_or_binary(b, bytes, col)
+        }
+        t::BIT => {
+            let bits = bc.meta[0] as usize + bc.meta[1] as usize * 8;
+            let v = cur.be(bits.div_ceil(8))?;
+            match b {
+                ColBuilder::U64(ub) => ub.append_value(v),
+                _ => return Err("BIT into a non-bit column".into()),
+            }
+            Ok(())
+        }
+        other => Err(format!("binlog column type {other} is not supported").into()),
+    }
+}
+
+/// MySQL's binary date and time types (YEAR, DATE, TIME, DATETIME, TIMESTAMP and
+/// their fractional-second forms) into the column's builder; zero dates by the
+/// job's `zero-dates` policy.
+fn decode_temporal(
+    cur: &mut Cur<'_>,
+    bc: BinCol,
+    b: &mut ColBuilder,
+    ctx: &Ctx<'_>,
+) -> Result<(), DecodeError> {
+    match bc.ty {
         t::YEAR => {
             let v = cur.le(1)?;
             append_year(b, v)
@@ -349,54 +419,7 @@ pub fn decode_binlog_value(
             }
             append_ts(b, secs * 1_000_000)
         }
-        t::VARCHAR | t::VAR_STRING => {
-            let max = u16::from_le_bytes(bc.meta) as usize;
-            let len = if max < 256 { cur.le(1)? } else { cur.le(2)? } as usize;
-            let bytes = cur.take(len)?;
-            text_or_binary(b, bytes, col)
-        }
-        t::STRING | t::ENUM | t::SET => {
-            let (real, len) = string_meta(bc);
-            match real {
-                t::ENUM => {
-                    let idx = cur.le(len)?;
-                    let Kind::Enum(values) = &col.kind else {
-                        return Err("ENUM value in a non-enum column".into());
-                    };
-                    append_text(b, enum_value(values, idx).as_bytes(), Charset::Utf8)
-                }
-                t::SET => {
-                    let mask = cur.le(len)?;
-                    let Kind::Set(values) = &col.kind else {
-                        return Err("SET value in a non-set column".into());
-                    };
-                    append_text(b, set_value(values, mask).as_bytes(), Charset::Utf8)
-                }
-                _ => {
-                    let n = if len < 256 { cur.le(1)? } else { cur.le(2)? } as usize;
-                    let bytes = cur.take(n)?;
-                    text_or_binary(b, bytes, col)
-                }
-            }
-        }
-        t::BLOB | t::TINY_BLOB | t::MEDIUM_BLOB | t::LONG_BLOB | t::GEOMETRY | t::JSON => {
-            if bc.ty == t::JSON {
-                return Err("MySQL 8 binary JSON is not supported".into());
-            }
-            let n = cur.le(bc.meta[0] as usize)? as usize;
-            let bytes = cur.take(n)?;
-            text_or_binary(b, bytes, col)
-        }
-        t::BIT => {
-            let bits = bc.meta[0] as usize + bc.meta[1] as usize * 8;
-            let v = cur.be(bits.div_ceil(8))?;
-            match b {
-                ColBuilder::U64(ub) => ub.append_value(v),
-                _ => return Err("BIT into a non-bit column".into()),
-            }
-            Ok(())
-        }
-        other => Err(format!("binlog column type {other} is not supported").into()),
+        other => Err(format!("{other:?} is not a date or time type").into()),
     }
 }
 
