@@ -45,8 +45,6 @@ pub struct SinkStatus {
     pub commits: u64,
     pub ddls: u64,
     pub checkpoint: u64,
-    /// Where the source resumes after the last checkpoint.
-    pub position: Option<Position>,
     /// Kafka: partitions the sink has seen.
     pub partitions: usize,
 }
@@ -120,7 +118,11 @@ pub trait Sink {
     /// When the last checkpoint was taken.
     fn last_checkpoint(&self) -> Instant;
 
+    /// Counters, read on every turn of the loop (cheap).
     fn status(&self) -> SinkStatus;
+
+    /// Where the source resumes after the last checkpoint.
+    fn position(&self) -> Option<Position>;
 }
 
 /// Where the reading stands, between events.
@@ -216,7 +218,7 @@ impl<S: Sink> Pipeline<S> {
         loop {
             let (tx, mut rx) = mpsc::channel(32);
             let from = Resume {
-                position: self.sink.status().position,
+                position: self.sink.position(),
                 snapshot: cur.snapshot.clone(),
             };
             self.sink.source_restarted();
@@ -241,8 +243,7 @@ impl<S: Sink> Pipeline<S> {
                     tracing::warn!(
                         "source connection lost ({e}); retrying from {} (attempt {retries})",
                         self.sink
-                            .status()
-                            .position
+                            .position()
                             .map(|p| p.to_string())
                             .unwrap_or_else(|| "the start".into())
                     );
@@ -273,7 +274,7 @@ impl<S: Sink> Pipeline<S> {
             return Ok(());
         }
         let pending = self.sink.has_pending();
-        let committed = self.sink.status().position;
+        let committed = self.sink.position();
         if let Some(at) = drain_point(pending, cur, committed.as_ref()) {
             self.checkpoint(at, None).await?;
         }
@@ -350,7 +351,7 @@ impl<S: Sink> Pipeline<S> {
             Some(b) => self.checkpoint(Some(b), None).await,
             // Nothing read since the last checkpoint: its position stands.
             None if !self.sink.has_pending() => {
-                let p = self.sink.status().position;
+                let p = self.sink.position();
                 self.checkpoint(p, None).await
             }
             None => Ok(()),
@@ -544,7 +545,8 @@ impl<S: Sink> Pipeline<S> {
         let Some(rate) = self.clock.due(self.progress_seconds, st.rows) else {
             return;
         };
-        let lag = match &st.position {
+        let position = self.sink.position();
+        let lag = match &position {
             Some(p) => self.source.lag_bytes(p).await.unwrap_or(-1),
             None => -1,
         };
@@ -557,7 +559,7 @@ impl<S: Sink> Pipeline<S> {
         } else {
             format!(
                 "position {}",
-                st.position
+                position
                     .as_ref()
                     .map(|p| p.to_string())
                     .unwrap_or_else(|| "-".into())

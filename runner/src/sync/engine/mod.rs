@@ -358,8 +358,11 @@ impl super::pipeline::Sink for Engine {
             commits: self.commits,
             ddls: self.ddl_stalls.len() as u64,
             checkpoint: self.state.checkpoint,
-            position: self.state.position.clone(),
             partitions: self.floors.len(),
         }
+    }
+
+    fn position(&self) -> Option<Position> {
+        self.state.position.clone()
     }
 }

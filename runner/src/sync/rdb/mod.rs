@@ -353,9 +353,12 @@ impl crate::sync::pipeline::Sink for RdbEngine {
             commits: self.commits,
             ddls: self.ddls,
             checkpoint: self.checkpoint,
-            position: self.position.clone(),
             partitions: self.floors.len(),
         }
+    }
+
+    fn position(&self) -> Option<Position> {
+        self.position.clone()
     }
 }
 
