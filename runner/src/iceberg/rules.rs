@@ -102,6 +102,91 @@ pub(super) fn already_applied(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iceberg::spec::{
+        NestedField, PrimitiveType, Schema, Snapshot, SortOrder, Summary, Type,
+        UnboundPartitionSpec, MAIN_BRANCH,
+    };
+    use std::collections::HashMap;
+
+    /// Table metadata with a chain of snapshots of the given operations (ids 1, 2, ...),
+    /// each tagged with a commit id `c<id>`.
+    fn table(ops: &[Operation]) -> LoadedTable {
+        let schema = Schema::builder()
+            .with_fields(vec![NestedField::required(
+                1,
+                "id",
+                Type::Primitive(PrimitiveType::Long),
+            )
+            .into()])
+            .build()
+            .unwrap();
+        let mut b = iceberg::spec::TableMetadataBuilder::new(
+            schema,
+            UnboundPartitionSpec::builder().build(),
+            SortOrder::unsorted_order(),
+            "file:///tmp/t".into(),
+            iceberg::spec::FormatVersion::V2,
+            HashMap::new(),
+        )
+        .unwrap();
+        for (i, op) in ops.iter().enumerate() {
+            let id = i as i64 + 1;
+            let snap = Snapshot::builder()
+                .with_snapshot_id(id)
+                .with_parent_snapshot_id((id > 1).then_some(id - 1))
+                .with_sequence_number(id)
+                .with_timestamp_ms(1_700_000_000_000 + id)
+                .with_manifest_list(format!("file:///tmp/t/metadata/snap-{id}.avro"))
+                .with_summary(Summary {
+                    operation: op.clone(),
+                    additional_properties: HashMap::from([(
+                        COMMIT_ID.to_owned(),
+                        format!("c{id}"),
+                    )]),
+                })
+                .with_schema_id(0)
+                .build();
+            b = b.set_branch_snapshot(snap, MAIN_BRANCH).unwrap();
+        }
+        LoadedTable {
+            ident: iceberg::TableIdent::from_strs(["ns", "t"]).unwrap(),
+            metadata_location: "file:///tmp/t/metadata/00003-x.metadata.json".into(),
+            metadata: b.build().unwrap().metadata,
+        }
+    }
+
+    #[test]
+    fn a_row_delta_rebases_over_appends_only() {
+        use Operation::{Append, Overwrite};
+        let t = table(&[Append, Append, Append]);
+        // Computed against snapshot 1; 2 and 3 only appended: rebase is safe.
+        assert!(check_base(&t.metadata, "ns.t", Some(1), Some(3)).is_ok());
+        assert!(check_base(&t.metadata, "ns.t", Some(3), Some(3)).is_ok());
+        // A delete or overwrite after the base: refused, naming the snapshot.
+        let t = table(&[Append, Overwrite, Append]);
+        let e = check_base(&t.metadata, "ns.t", Some(1), Some(3)).unwrap_err();
+        assert!(matches!(e, Error::BaseMoved { .. }), "{e}");
+        assert!(e.to_string().contains("snapshot 2 (overwrite)"), "{e}");
+        // The base is not an ancestor at all (another branch of history).
+        let t = table(&[Append, Append]);
+        let e = check_base(&t.metadata, "ns.t", Some(9), Some(2)).unwrap_err();
+        assert!(e.to_string().contains("no longer an ancestor"), "{e}");
+    }
+
+    #[test]
+    fn a_commit_whose_reply_was_lost_is_found_not_repeated() {
+        let t = table(&[Operation::Append, Operation::Append]);
+        // Its snapshot carries its commit id: landed, with that snapshot.
+        assert_eq!(already_applied(&t, "c2", &[]), Some(Some(2)));
+        // Its metadata file is the current one (a schema change has no snapshot).
+        let written = vec![t.metadata_location.clone()];
+        assert_eq!(already_applied(&t, "other", &written), Some(None));
+        // Neither: it did not land, the retry commits it.
+        assert_eq!(
+            already_applied(&t, "c9", &["file:///elsewhere".into()]),
+            None
+        );
+    }
 
     fn offsets(v: &[(&str, i64)]) -> BTreeMap<String, i64> {
         v.iter().map(|(p, o)| (p.to_string(), *o)).collect()
