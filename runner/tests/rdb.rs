@@ -1110,3 +1110,96 @@ async fn a_relational_job_survives_a_source_restart_exactly_once() {
         assert_eq!(my, on_pg, "shop.{t} after a source restart");
     }
 }
+
+/// Legal session settings of a target must not turn values into SQL: PostgreSQL with
+/// `standard_conforming_strings = off` (a backslash escapes the closing quote) and
+/// MariaDB with `sql_mode = NO_BACKSLASH_ESCAPES` (a doubled backslash stays doubled).
+/// Hostile values reach both targets unchanged, by snapshot and by binlog, and the
+/// injected statement does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_values_stay_values_under_the_targets_string_modes() {
+    let (src, pgs, dst) = tokio::join!(MariaDb::start(), PgServer::start(), MariaDb::start());
+    let pg = pgs.create_db("hostile").await;
+    pg.batch_execute(
+        "CREATE TABLE public.victim (x int); ALTER DATABASE hostile SET standard_conforming_strings = off",
+    )
+    .await
+    .unwrap();
+    dst.conn(None)
+        .await
+        .query_drop("SET GLOBAL sql_mode = 'NO_BACKSLASH_ESCAPES'")
+        .await
+        .unwrap();
+    let mut c = src.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.h (id INT PRIMARY KEY, s TEXT)")
+        .await
+        .unwrap();
+    let hostile = [
+        "\\'); DROP TABLE public.victim; --",
+        "a\\b",
+        "\\\\",
+        "it's",
+        "\\n\\t\\0",
+        "ends with \\",
+    ];
+    for (i, v) in hostile.iter().enumerate() {
+        c.exec_drop("INSERT INTO shop.h VALUES (?, ?)", (i as i32, *v))
+            .await
+            .unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let job_pg = policy_job(
+        &tmp.path().join("pg"),
+        src.port,
+        762,
+        pgs.port,
+        "hostile",
+        "fail",
+    );
+    let dir_my = tmp.path().join("my");
+    std::fs::create_dir_all(&dir_my).unwrap();
+    let job_my = dir_my.join("job.yaml");
+    std::fs::write(
+        &job_my,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 763\n  tables: ['shop\\..*']\nsink:\n  type: mysql\n  url: mysql://root@127.0.0.1:{}\npipeline:\n  name: p\n  state: {}\n",
+            src.port,
+            dst.port,
+            dir_my.join("state").display()
+        ),
+    )
+    .unwrap();
+    for j in [&job_pg, &job_my] {
+        catch_up(j);
+    }
+    // The same values through the binlog, as updates and inserts.
+    for (i, v) in hostile.iter().enumerate() {
+        c.exec_drop("INSERT INTO shop.h VALUES (?, ?)", (100 + i as i32, *v))
+            .await
+            .unwrap();
+        c.exec_drop(
+            "UPDATE shop.h SET s = CONCAT(s, ?) WHERE id = ?",
+            (*v, i as i32),
+        )
+        .await
+        .unwrap();
+    }
+    for j in [&job_pg, &job_my] {
+        catch_up(j);
+    }
+    let victim = pg
+        .query("SELECT count(*) FROM public.victim", &[])
+        .await
+        .map(|r| r.len());
+    assert_eq!(victim.ok(), Some(1), "public.victim must survive");
+    let want = my_rows(&mut c, "SELECT id, s FROM shop.h ORDER BY id").await;
+    assert_eq!(want.len(), 2 * hostile.len());
+    let on_pg = pg_rows(&pg, "SELECT id::text, s FROM shop.h ORDER BY id").await;
+    assert_eq!(
+        on_pg, want,
+        "PostgreSQL (standard_conforming_strings = off)"
+    );
+    let mut d = dst.conn(None).await;
+    let on_my = my_rows(&mut d, "SELECT id, s FROM shop.h ORDER BY id").await;
+    assert_eq!(on_my, want, "MariaDB (NO_BACKSLASH_ESCAPES)");
+}

@@ -94,10 +94,16 @@ impl Target {
             let mut c = sqlx::PgConnection::connect(url)
                 .await
                 .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
-            sqlx::raw_sql("SET TIME ZONE 'UTC'; SET client_min_messages = warning")
-                .execute(&mut c)
-                .await
-                .map_err(|e| format!("target {shown}: {e}"))?;
+            // Settings the sink's SQL depends on, whatever the database or role set:
+            // UTC timestamps, and string literals where a backslash is a character
+            // (with `standard_conforming_strings = off` it escapes the closing quote).
+            sqlx::raw_sql(
+                "SET TIME ZONE 'UTC'; SET client_min_messages = warning; \
+                 SET standard_conforming_strings = on; SET client_encoding = 'UTF8'",
+            )
+            .execute(&mut c)
+            .await
+            .map_err(|e| format!("target {shown}: {e}"))?;
             Ok(Target::Pg(c))
         } else {
             let url = url.replacen("mariadb://", "mysql://", 1);
@@ -106,8 +112,13 @@ impl Target {
             let mut c = mysql_async::Conn::new(opts)
                 .await
                 .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
-            // TIMESTAMP values are written and read as UTC.
-            c.query_drop("SET SESSION time_zone = '+00:00'")
+            // TIMESTAMP values are written and read as UTC; text is utf8mb4; string
+            // literals escape with backslashes (NO_BACKSLASH_ESCAPES would keep the
+            // doubled backslashes the sink writes), whatever the server's sql_mode.
+            c.query_drop(
+                "SET SESSION time_zone = '+00:00'; SET NAMES utf8mb4; \
+                 SET SESSION sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))",
+            )
                 .await
                 .map_err(|e| format!("target {shown}: {e}"))?;
             Ok(Target::My(c))
