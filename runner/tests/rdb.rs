@@ -1203,3 +1203,47 @@ async fn hostile_values_stay_values_under_the_targets_string_modes() {
     let on_my = my_rows(&mut d, "SELECT id, s FROM shop.h ORDER BY id").await;
     assert_eq!(on_my, want, "MariaDB (NO_BACKSLASH_ESCAPES)");
 }
+
+/// Row values never reach the logs: a checkpoint statement that PostgreSQL runs
+/// slowly (a trigger sleeps) was logged whole by the driver, every value in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_values_never_reach_the_logs() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let pg = pgs.create_db("quiet").await;
+    // The target table exists already, with a trigger that makes inserts slow.
+    pg.batch_execute(
+        "CREATE SCHEMA shop; CREATE TABLE shop.s (id integer PRIMARY KEY, secret text);
+         CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.2); RETURN NULL; END $$;
+         CREATE TRIGGER slow AFTER INSERT ON shop.s FOR EACH STATEMENT EXECUTE FUNCTION slow();",
+    )
+    .await
+    .unwrap();
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.s (id INT PRIMARY KEY, secret TEXT);
+         INSERT INTO shop.s VALUES (1, 'SENTINEL-card-4111111111111111');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = policy_job(
+        &tmp.path().join("pg"),
+        src.port,
+        764,
+        pgs.port,
+        "quiet",
+        "fail",
+    );
+    catch_up(&job);
+    c.query_drop("INSERT INTO shop.s VALUES (2, 'SENTINEL-ssn-078-05-1120')")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let rows = pg_rows(&pg, "SELECT secret FROM shop.s ORDER BY id").await;
+    assert_eq!(rows.len(), 2, "both rows arrived");
+    let log = std::fs::read_to_string(job.with_file_name("sync.log")).unwrap();
+    assert!(
+        !log.contains("SENTINEL"),
+        "a row value reached the log:\n{log}"
+    );
+}

@@ -5,7 +5,8 @@
 use crate::sync::error::SyncError;
 use dialects::Dialect;
 use mysql_async::prelude::Queryable;
-use sqlx::{Connection, Row};
+use sqlx::Row;
+use std::time::Duration;
 
 pub enum Target {
     Pg(sqlx::PgConnection),
@@ -91,7 +92,15 @@ impl Target {
     pub async fn connect(url: &str) -> Result<Target, SyncError> {
         let shown = crate::iceberg::catalog::redact(url);
         if url.starts_with("postgres") {
-            let mut c = sqlx::PgConnection::connect(url)
+            use sqlx::ConnectOptions;
+            // The driver's statement log would carry row values (a checkpoint's
+            // statement holds every changed row): off, slow statements included.
+            let opts = <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(url)
+                .map_err(|e| format!("target url {shown}: {e}"))?
+                .log_statements(tracing::log::LevelFilter::Off)
+                .log_slow_statements(tracing::log::LevelFilter::Off, Duration::from_secs(1));
+            let mut c = opts
+                .connect()
                 .await
                 .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
             // Settings the sink's SQL depends on, whatever the database or role set:
