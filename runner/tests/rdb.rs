@@ -1247,3 +1247,43 @@ async fn row_values_never_reach_the_logs() {
         "a row value reached the log:\n{log}"
     );
 }
+
+/// Refused credentials and an unknown host are mistakes, not outages: the job stops at
+/// once with the reason (they were retried for about two minutes as if the server
+/// were down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_credentials_and_unknown_hosts_stop_at_once() {
+    let src = MariaDb::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, (host, password, want)) in [
+        ("127.0.0.1", "wrong", "source.username / password"),
+        ("no-such-host.invalid", "", "does not resolve"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let job = tmp.path().join(format!("job{i}.yaml"));
+        std::fs::write(
+            &job,
+            format!(
+                "source:\n  type: mariadb\n  hostname: {host}\n  port: {}\n  username: root\n  password: '{password}'\n  server-id: 765\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n",
+                src.port,
+                tmp.path().join("wh").display(),
+                tmp.path().join(format!("state-{i}")).display()
+            ),
+        )
+        .unwrap();
+        let (ok, _, err) = lakeshift(&[
+            "sync",
+            "--config",
+            &job.display().to_string(),
+            "--until-end",
+        ]);
+        assert!(!ok, "{err}");
+        assert!(
+            err.contains("refused the connection") && err.contains(want),
+            "{err}"
+        );
+        assert!(!err.contains("retrying"), "not retried: {err}");
+    }
+}

@@ -486,7 +486,8 @@ pub fn local_path(location: &str) -> Option<PathBuf> {
 pub fn redact(uri: &str) -> String {
     // scheme://user:password@host/... -> scheme://user:***@host/...
     if let Some((scheme, rest)) = uri.split_once("://") {
-        if let Some((cred, host)) = rest.split_once('@') {
+        // The last `@` ends the credentials (a password may hold `@` itself).
+        if let Some((cred, host)) = rest.rsplit_once('@') {
             if let Some((user, _)) = cred.split_once(':') {
                 return format!("{scheme}://{user}:***@{host}");
             }

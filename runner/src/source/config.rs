@@ -220,6 +220,11 @@ impl Source {
         self.tables.iter().any(|r| r.is_match(&name))
     }
 
+    /// `host:port` of a binlog source, as messages name it.
+    pub fn at(&self) -> String {
+        format!("{}:{}", self.binlog().hostname, self.binlog().port)
+    }
+
     pub fn opts(&self) -> mysql_async::Opts {
         mysql_async::OptsBuilder::default()
             .ip_or_hostname(self.binlog().hostname.clone())

@@ -249,6 +249,10 @@ pub enum SourceError {
     Purged { position: String, detail: String },
     #[error("preflight: {0}")]
     Preflight(String),
+    /// The server refused the job's credentials or privileges, or the host is
+    /// unknown: retrying cannot help.
+    #[error("the source refused the connection: {0}")]
+    Refused(String),
 }
 
 impl SourceError {
@@ -273,6 +277,17 @@ impl SourceError {
                 .any(|k| m.contains(k))
             }
             _ => false,
+        }
+    }
+
+    /// A failed connection: refused credentials or privileges (MySQL 1044, 1045,
+    /// 1698) are definite; anything else may be an outage and is retried.
+    pub fn connect(at: &str, e: mysql_async::Error) -> Self {
+        match &e {
+            mysql_async::Error::Server(s) if [1044, 1045, 1698].contains(&s.code) => {
+                SourceError::Refused(format!("{at}: {e} (source.username / password)"))
+            }
+            _ => SourceError::Connect(format!("{at}: {e}")),
         }
     }
 

@@ -14,13 +14,16 @@ pub struct ServerInfo {
 }
 
 pub async fn check(src: &Source) -> Result<ServerInfo, SourceError> {
-    let mut conn = mysql_async::Conn::new(src.opts()).await.map_err(|e| {
-        SourceError::Connect(format!(
-            "{}:{}: {e}",
-            src.binlog().hostname,
-            src.binlog().port
-        ))
-    })?;
+    let at = src.at();
+    // A name that does not resolve is a mistake in the job file, not an outage.
+    if tokio::net::lookup_host(&at).await.is_err() {
+        return Err(SourceError::Refused(format!(
+            "{at}: the host name does not resolve (source.hostname)"
+        )));
+    }
+    let mut conn = mysql_async::Conn::new(src.opts())
+        .await
+        .map_err(|e| SourceError::connect(&at, e))?;
     let var = |name: &str| format!("SELECT @@global.{name}");
     let version: String = conn
         .query_first("SELECT VERSION()")

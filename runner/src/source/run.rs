@@ -228,7 +228,7 @@ async fn start_at(
 ) -> Result<(SchemaHistory, ReadFrom), SourceError> {
     let mut conn = mysql_async::Conn::new(src.opts())
         .await
-        .map_err(|e| SourceError::Connect(e.to_string()))?;
+        .map_err(|e| SourceError::connect(&src.at(), e))?;
     let here = snapshot::current_position(&mut conn).await?;
     let defs = snapshot::read_definitions(&mut conn).await?;
     let _ = conn.disconnect().await;

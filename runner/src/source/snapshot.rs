@@ -160,7 +160,7 @@ pub async fn snapshot(
 ) -> Result<Option<(Position, SchemaHistory)>, SourceError> {
     let mut conn = mysql_async::Conn::new(src.opts())
         .await
-        .map_err(|e| SourceError::Connect(e.to_string()))?;
+        .map_err(|e| SourceError::connect(&src.at(), e))?;
     for q in [
         "SET SESSION time_zone = '+00:00'",
         "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",

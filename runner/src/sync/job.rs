@@ -386,9 +386,21 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     if pipeline.name.trim().is_empty() {
         return Err(field("pipeline.name", "is empty").into());
     }
-    if pipeline.checkpoint_interval_seconds.is_nan() || pipeline.checkpoint_interval_seconds <= 0.0
+    if !pipeline.checkpoint_interval_seconds.is_finite()
+        || pipeline.checkpoint_interval_seconds <= 0.0
     {
-        return Err(field("pipeline.checkpoint-interval-seconds", "must be positive").into());
+        return Err(field(
+            "pipeline.checkpoint-interval-seconds",
+            "must be a positive number of seconds",
+        )
+        .into());
+    }
+    if !pipeline.progress_seconds.is_finite() || pipeline.progress_seconds < 0.0 {
+        return Err(field(
+            "pipeline.progress-seconds",
+            "must be a number of seconds (0: no progress lines)",
+        )
+        .into());
     }
     for (i, t) in pipeline.changelog_tables.iter().enumerate() {
         regex::Regex::new(t).map_err(|e| {
@@ -478,7 +490,12 @@ fn expand_env(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, 
     while let Some(i) = rest.find("${") {
         out.push_str(&rest[..i]);
         let Some(j) = rest[i..].find('}') else {
-            return Err(format!("unclosed `${{` in `{s}`").into());
+            // The setting itself is not echoed: it may hold a password.
+            return Err(format!(
+                "unclosed `${{` at character {}",
+                s.len() - rest.len() + i + 1
+            )
+            .into());
         };
         let var = &rest[i + 2..i + j];
         out.push_str(&env(var).ok_or_else(|| format!("environment variable {var} is not set"))?);
@@ -575,5 +592,50 @@ mod tests {
         assert_eq!(j.sink.kind(), "postgres");
         assert_eq!(j.sink.rdb().map(|s| s.batch_rows), Some(10));
         assert!(j.sink.iceberg().is_none());
+    }
+
+    #[test]
+    fn numbers_out_of_range_and_secrets_in_errors() {
+        // regression: `.inf` panicked (exit 101) instead of a usage error.
+        for v in [".inf", ".nan", "-1", "0"] {
+            let e = parse(
+                &job(
+                    "  type: iceberg\n  warehouse: /tmp/w\n",
+                    &format!("  checkpoint-interval-seconds: {v}\n"),
+                ),
+                |_| None,
+            )
+            .unwrap_err()
+            .0;
+            assert!(
+                e.contains("pipeline.checkpoint-interval-seconds"),
+                "{v}: {e}"
+            );
+        }
+        let e = parse(
+            &job(
+                "  type: iceberg\n  warehouse: /tmp/w\n",
+                "  progress-seconds: .inf\n",
+            ),
+            |_| None,
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("pipeline.progress-seconds"), "{e}");
+        // regression: an unclosed `${` echoed the whole URL, password included.
+        let e = parse(
+            &job(
+                "  type: postgres\n  url: postgres://u:hunter2@h/db${PW\n",
+                "",
+            ),
+            |_| None,
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("sink.url") && e.contains("unclosed"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        // regression: a password holding `@` was only half redacted.
+        let shown = crate::iceberg::catalog::redact("postgres://u:p@ss@word@h:5432/db");
+        assert_eq!(shown, "postgres://u:***@h:5432/db");
     }
 }

@@ -55,6 +55,21 @@ impl Default for ProgressClock {
 
 pub use crate::calendar::now_ms;
 
+/// A Prometheus label value: backslash, double quote and line feed escaped, so a job
+/// name cannot end the label or add lines to the output.
+fn label_value(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 impl Metrics {
     pub fn new() -> Arc<Metrics> {
         let m = Metrics::default();
@@ -69,7 +84,7 @@ impl Metrics {
             0 => -1.0,
             t => (now_ms() - t) as f64 / 1000.0,
         };
-        let l = format!("{{job=\"{job}\"}}");
+        let l = format!("{{job=\"{}\"}}", label_value(job));
         format!(
             "# HELP lakeshift_rows_total Row changes applied.\n# TYPE lakeshift_rows_total counter\nlakeshift_rows_total{l} {}\n\
              # HELP lakeshift_commits_total Iceberg commits.\n# TYPE lakeshift_commits_total counter\nlakeshift_commits_total{l} {}\n\
@@ -110,4 +125,23 @@ pub async fn serve(port: u16, job: String, m: Arc<Metrics>) -> std::io::Result<(
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_name_cannot_add_lines_to_the_metrics() {
+        let m = Metrics::new();
+        let out = m.render("evil\"} 1\nlakeshift_rows_total{job=\"x\\");
+        // Every line is a comment or one of the known series, and each series once.
+        let series: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(series.len(), 8, "{out}");
+        assert!(series.iter().all(|l| l.starts_with("lakeshift_")), "{out}");
+        assert!(
+            out.contains(r#"job="evil\"} 1\nlakeshift_rows_total{job=\"x\\""#),
+            "{out}"
+        );
+    }
 }

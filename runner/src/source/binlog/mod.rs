@@ -131,7 +131,7 @@ impl BinlogReader {
     pub async fn run(&mut self, from: ReadFrom, stop_at_end: bool) -> Result<(), SourceError> {
         let mut conn = mysql_async::Conn::new(self.src.opts())
             .await
-            .map_err(|e| SourceError::Connect(e.to_string()))?;
+            .map_err(|e| SourceError::connect(&self.src.at(), e))?;
         conn.query_drop(format!(
             "SET @master_heartbeat_period = {}",
             u64::from(self.src.binlog().heartbeat_seconds) * 1_000_000_000
