@@ -1287,3 +1287,55 @@ async fn refused_credentials_and_unknown_hosts_stop_at_once() {
         assert!(!err.contains("retrying"), "not retried: {err}");
     }
 }
+
+/// A change of a captured table logged as a statement (a session switched to
+/// `binlog_format = STATEMENT`) has no row images: the job stops there with the
+/// position, the statement and the fix (it was dropped without a word). Statement-
+/// logged changes of tables the job does not capture pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_logged_changes_of_captured_tables_stop_the_job() {
+    let src = MariaDb::start().await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(20));
+         CREATE DATABASE other; CREATE TABLE other.x (id INT PRIMARY KEY);
+         INSERT INTO shop.t VALUES (1, 'row');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 766\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n",
+            src.port,
+            tmp.path().join("wh").display(),
+            tmp.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let args = [
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ];
+    let (ok, _, err) = lakeshift(&args);
+    assert!(ok, "{err}");
+    c.query_drop(
+        "SET SESSION binlog_format = 'STATEMENT';
+         INSERT INTO other.x VALUES (1);
+         INSERT INTO shop.t VALUES (2, 'by statement');",
+    )
+    .await
+    .unwrap();
+    let (ok, _, err) = lakeshift(&args);
+    assert!(!ok, "the job must stop: {err}");
+    assert!(
+        err.contains("captured table shop.t was logged as a statement")
+            && err.contains("binlog_format=ROW")
+            && err.contains("INSERT INTO shop.t VALUES (2, 'by statement')"),
+        "{err}"
+    );
+}

@@ -249,6 +249,14 @@ pub enum SourceError {
     Purged { position: String, detail: String },
     #[error("preflight: {0}")]
     Preflight(String),
+    /// A change of a captured table logged as a statement (binlog_format STATEMENT or
+    /// MIXED): it carries no row images, so it cannot be mirrored.
+    #[error("at {position}: a change of the captured table {table} was logged as a statement, not as rows (binlog_format STATEMENT or MIXED, for the server or the session that made it); set binlog_format=ROW, then re-snapshot the table (drop its target table and restart the job)\n  statement: {statement}")]
+    StatementLogged {
+        position: String,
+        table: String,
+        statement: String,
+    },
     /// The server refused the job's credentials or privileges, or the host is
     /// unknown: retrying cannot help.
     #[error("the source refused the connection: {0}")]

@@ -4,6 +4,29 @@
 use super::*;
 
 impl BinlogReader {
+    /// A data change logged as a statement (INSERT, UPDATE, DELETE, REPLACE, LOAD
+    /// DATA) that names a captured table: that table (`db.table`).
+    pub(super) fn statement_logged_change(&self, db: &str, sql: &str) -> Option<String> {
+        let first = first_word(sql)?;
+        if !["INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD"].contains(&first.as_str()) {
+            return None;
+        }
+        let words: std::collections::HashSet<String> = sql
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        self.history
+            .tables()
+            .filter_map(|t| Some((t.name.schema.clone()?, t.name.name.clone())))
+            .filter(|(d, n)| self.src.captures(d, n))
+            .find(|(d, n)| {
+                words.contains(&n.to_lowercase())
+                    && (d.eq_ignore_ascii_case(db) || words.contains(&d.to_lowercase()))
+            })
+            .map(|(d, n)| format!("{d}.{n}"))
+    }
+
     pub(super) async fn ddl(
         &mut self,
         db: &str,
@@ -262,4 +285,20 @@ pub(super) fn sql_mode_ansi_quotes(q: &mysql_async::binlog::events::QueryEvent<'
         return false;
     };
     matches!(v.get_value(), Ok(StatusVarVal::SqlMode(m)) if m.get().contains(SqlMode::MODE_ANSI_QUOTES))
+}
+
+/// The first keyword of a statement, after comments, upper-cased.
+fn first_word(sql: &str) -> Option<String> {
+    let mut s = sql.trim_start();
+    loop {
+        if let Some(rest) = s.strip_prefix("/*") {
+            s = rest.split_once("*/")?.1.trim_start();
+        } else if s.starts_with("--") || s.starts_with('#') {
+            s = s.split_once('\n')?.1.trim_start();
+        } else {
+            break;
+        }
+    }
+    let w: String = s.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    (!w.is_empty()).then(|| w.to_ascii_uppercase())
 }

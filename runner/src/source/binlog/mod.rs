@@ -292,6 +292,18 @@ impl BinlogReader {
                         self.begin(start);
                     }
                     let db = q.schema().into_owned();
+                    // Row changes logged as a statement cannot be mirrored: never dropped.
+                    if let Some(table) = self.statement_logged_change(&db, trimmed) {
+                        let at = self.position_at(start, 0, &self.txn_gtid_before.clone());
+                        return Err(SourceError::StatementLogged {
+                            position: at.to_string(),
+                            table,
+                            statement: match trimmed.char_indices().nth(300) {
+                                Some((i, _)) => format!("{}...", &trimmed[..i]),
+                                None => trimmed.to_owned(),
+                            },
+                        });
+                    }
                     let ansi = sql_mode_ansi_quotes(&q);
                     if !self.ddl(&db, ansi, trimmed).await? {
                         return Ok(false);
