@@ -1339,3 +1339,48 @@ async fn statement_logged_changes_of_captured_tables_stop_the_job() {
         "{err}"
     );
 }
+
+/// A row event larger than the server's `max_allowed_packet` (five 10 MB columns,
+/// each set by a small statement) is read: the replication stream allows packets up
+/// to the protocol's maximum (it failed on every restart with "Packet is larger than
+/// max_allowed_packet").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_event_larger_than_max_allowed_packet_is_read() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "SET GLOBAL max_allowed_packet = 16777216;
+         CREATE DATABASE shop;
+         CREATE TABLE shop.big (id INT PRIMARY KEY, b1 LONGBLOB, b2 LONGBLOB, b3 LONGBLOB, b4 LONGBLOB, b5 LONGBLOB);
+         INSERT INTO shop.big (id) VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("big").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let job = policy_job(
+        &tmp.path().join("pg"),
+        src.port,
+        767,
+        pgs.port,
+        "big",
+        "fail",
+    );
+    catch_up(&job);
+    // The last update's row event holds both images of a 50 MB row.
+    let mut c = src.conn(None).await;
+    for i in 1..=5 {
+        c.query_drop(format!(
+            "UPDATE shop.big SET b{i} = REPEAT('{i}', 10485760) WHERE id = 1"
+        ))
+        .await
+        .unwrap();
+    }
+    catch_up(&job);
+    let got = pg_rows(
+        &pg,
+        "SELECT (length(b1) + length(b2) + length(b3) + length(b4) + length(b5))::text FROM shop.big",
+    )
+    .await;
+    assert_eq!(got[0][0].as_deref(), Some("52428800"));
+}

@@ -232,6 +232,9 @@ impl Source {
             .user(Some(self.binlog().username.clone()))
             .pass(self.password.clone())
             .prefer_socket(false)
+            // A row event can exceed the server's max_allowed_packet (a row of several
+            // large columns): read packets up to the protocol's maximum, 1 GiB.
+            .max_allowed_packet(Some(1 << 30))
             .into()
     }
 }
