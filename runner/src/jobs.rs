@@ -36,6 +36,14 @@ pub(super) fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
     let Some(rt) = runtime() else {
         return ExitCode::from(1);
     };
+    // One process per job: held until this function returns.
+    let _lock = match runner::sync::owner::lock(&job.pipeline.state, &job.pipeline.name) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
     if job.sink.iceberg().is_some() {
         rt.block_on(async move {
             match runner::sync::engine::Engine::open(job.clone()).await {

@@ -1384,3 +1384,55 @@ async fn a_row_event_larger_than_max_allowed_packet_is_read() {
     .await;
     assert_eq!(got[0][0].as_deref(), Some("52428800"));
 }
+
+/// Two processes of one job: the second is refused before it writes anything (two
+/// Iceberg processes used to snapshot and commit side by side, duplicating keys).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_of_a_job_is_refused() {
+    let src = MariaDb::start().await;
+    src.conn(None)
+        .await
+        .query_drop(
+            "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY); INSERT INTO shop.t VALUES (1);",
+        )
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 768\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n  checkpoint-interval-seconds: 0.2\n",
+            src.port,
+            tmp.path().join("wh").display(),
+            tmp.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let mut first = spawn(&job, false, None);
+    let state = tmp.path().join("state").join("checkpoint.json");
+    lakeshift_tests::wait_until("the first process committed its snapshot", || {
+        let state = state.clone();
+        async move { std::fs::metadata(&state).is_ok() }
+    })
+    .await;
+    let (ok, _, err) = lakeshift(&[
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("job `p` is already running") && err.contains(&first.id().to_string()),
+        "{err}"
+    );
+    assert!(
+        first.try_wait().unwrap().is_none(),
+        "the first process runs on"
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // Once it is gone, the job runs again.
+    catch_up(&job);
+}

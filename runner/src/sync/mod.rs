@@ -10,6 +10,7 @@ pub mod fold;
 pub mod held;
 pub mod job;
 pub mod metrics;
+pub mod owner;
 pub mod pipeline;
 pub mod rdb;
 pub mod route;
