@@ -1436,3 +1436,46 @@ async fn a_second_process_of_a_job_is_refused() {
     // Once it is gone, the job runs again.
     catch_up(&job);
 }
+
+/// A lost state folder: the Iceberg job refuses to start over on top of the tables
+/// that hold its commits (it re-snapshotted silently and doubled keyless tables).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_state_folder_is_refused_not_resnapshotted() {
+    let src = MariaDb::start().await;
+    src.conn(None)
+        .await
+        .query_drop(
+            "CREATE DATABASE shop; CREATE TABLE shop.nk (a INT); INSERT INTO shop.nk VALUES (1), (1);",
+        )
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job.yaml");
+    let state = tmp.path().join("state");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 769\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n",
+            src.port,
+            tmp.path().join("wh").display(),
+            state.display()
+        ),
+    )
+    .unwrap();
+    catch_up(&job);
+    std::fs::remove_dir_all(&state).unwrap();
+    let (ok, _, err) = lakeshift(&[
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("holds no state") && err.contains("shop.nk has commits of job `p`"),
+        "{err}"
+    );
+    let (ok, out, err) = lakeshift(&["status", "--config", &job.display().to_string()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("shop.nk"), "{out}");
+}

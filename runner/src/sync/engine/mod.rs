@@ -145,6 +145,8 @@ pub struct Engine {
     /// Positions of parked DDL that a retry refused again during a release.
     reparked: BTreeSet<String>,
     dead_letter: PathBuf,
+    /// No state was stored when the job opened (a first run, or a lost folder).
+    fresh: bool,
 }
 
 /// `ns.table` of the DDL log into the engine's table key.
@@ -171,7 +173,9 @@ impl Engine {
         let state_dir = job.pipeline.state.clone();
         std::fs::create_dir_all(state_dir.join("pending"))
             .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
-        let state = State::load(&state_dir)?.unwrap_or(State {
+        let stored = State::load(&state_dir)?;
+        let fresh = stored.is_none();
+        let state = stored.unwrap_or(State {
             job: job.pipeline.name.clone(),
             ..Default::default()
         });
@@ -218,12 +222,18 @@ impl Engine {
             held_offsets,
             reparked: BTreeSet::new(),
             dead_letter,
+            fresh,
         })
     }
 }
 
 impl super::pipeline::Sink for Engine {
     async fn prepare(&mut self) -> Result<crate::source::Resume, SyncError> {
+        // (Kafka jobs keep their offsets in the tables: processes of one group start
+        // with state folders of their own.)
+        if self.fresh && self.job.source.kafka().is_none() {
+            self.refuse_lost_state().await?;
+        }
         let recovered = self.recover().await?;
         if recovered > 0 {
             tracing::info!(

@@ -5,6 +5,28 @@ use super::*;
 use crate::sync::error::SyncError;
 
 impl Engine {
+    /// A job without stored state whose tables hold its commits lost its state
+    /// folder: starting over would snapshot on top of them (keyless tables doubled).
+    pub(super) async fn refuse_lost_state(&self) -> Result<(), SyncError> {
+        for ns in self.catalog.list_namespaces().await? {
+            for name in self.catalog.list_tables(&ns).await? {
+                let id = ident(&ns, &name)?;
+                let Some(t) = self.catalog.load(&id).await? else {
+                    continue;
+                };
+                if let (Some(ck), _) = self.committed(&t) {
+                    return Err(format!(
+                        "the state folder {} holds no state, but table {ns}.{name} has commits of job `{}` up to checkpoint {ck}: the folder was lost or replaced. Restore it; or, to start over, drop the job's tables (or use a new pipeline.name) and run again",
+                        self.state_dir.display(),
+                        self.job.pipeline.name
+                    )
+                    .into());
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn summary(
         &self,
         checkpoint: u64,
