@@ -1479,3 +1479,50 @@ async fn a_lost_state_folder_is_refused_not_resnapshotted() {
     assert!(ok, "{err}");
     assert!(out.contains("shop.nk"), "{out}");
 }
+
+/// A table whose name holds a dot (legal in MySQL when quoted) is one Iceberg table
+/// in its database's namespace, through snapshot, rows and DDL (its name was split at
+/// the dot into a wrong namespace, and the job failed on every run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_name_with_a_dot_stays_one_table() {
+    let src = MariaDb::start().await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.`my.table` (id INT PRIMARY KEY, v INT);
+         INSERT INTO shop.`my.table` VALUES (1, 1), (2, 2);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 770\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n",
+            src.port,
+            tmp.path().join("wh").display(),
+            tmp.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    catch_up(&job);
+    c.query_drop(
+        "INSERT INTO shop.`my.table` VALUES (3, 3); ALTER TABLE shop.`my.table` ADD COLUMN w INT;
+         INSERT INTO shop.`my.table` VALUES (4, 4, 4); UPDATE shop.`my.table` SET v = 10 WHERE id = 1;",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let (ok, out, err) = lakeshift(&["status", "--config", &job.display().to_string()]);
+    assert!(ok, "{err}");
+    // One table, in namespace shop, at the second checkpoint, its schema changed once.
+    let tables: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with("shop."))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(tables.len(), 1, "{out}");
+    assert_eq!(tables[0][..2], ["shop.my.table", "2"], "{out}");
+    assert_eq!(tables[0][3], "1", "schema id after the ALTER: {out}");
+    assert!(out.contains("DDL log: 1 executed"), "{out}");
+}

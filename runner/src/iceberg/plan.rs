@@ -88,7 +88,8 @@ pub async fn execute(
     known: &mut BTreeMap<(String, String), (i32, i32)>,
 ) -> crate::iceberg::Result<Vec<Applied>> {
     let split = |s: &str| -> (String, String) {
-        let (ns, t) = s.rsplit_once('.').unwrap_or(("default", s));
+        // Namespaces are database names; a table name may hold dots.
+        let (ns, t) = s.split_once('.').unwrap_or(("default", s));
         (ns.to_owned(), t.to_owned())
     };
     let mut applied: Vec<Applied> = Vec::new();

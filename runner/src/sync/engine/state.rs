@@ -111,7 +111,7 @@ impl Engine {
         let n = self.state.checkpoint;
         let mut done = 0;
         for (name, (avro, wm)) in self.state.pending.clone() {
-            let (ns, t) = name.rsplit_once('.').ok_or("bad table name in state")?;
+            let (ns, t) = name.split_once('.').ok_or("bad table name in state")?;
             let id = ident(ns, t).map_err(|e| e.to_string())?;
             let Some(table) = self
                 .catalog
