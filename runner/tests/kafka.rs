@@ -868,3 +868,32 @@ async fn a_parked_table_holds_its_kafka_messages_until_resolved() {
     );
     drop(broker);
 }
+
+/// A DDL on a captured table that the schema history cannot parse stops a Kafka job
+/// under `ddl-error-policy: fail` (it was skipped silently as "outside the captured
+/// tables": a statement that did not parse names no table).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unparsed_ddl_on_a_captured_table_stops_a_kafka_job() {
+    let (broker, pgs) = tokio::join!(Broker::start(), PgServer::start());
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap).await;
+    pgs.create_db("unparsed").await;
+    let mut feed = Feed::new();
+    schema_ddl(&mut feed);
+    feed.workload(2, 0);
+    feed.ddl("items", "ALTER TABLE items FROBNICATE COLUMN name", 900_000);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/unparsed\n",
+        pgs.port
+    );
+    let job = write_job(&tmp.path().join("u"), &bootstrap, "unparsed", &sink);
+    let st = spawn(&job, true).wait().unwrap();
+    let log = log_of(&job);
+    assert!(!st.success(), "the job must stop: {log}");
+    assert!(
+        log.contains("FROBNICATE") && log.contains("cannot be applied"),
+        "{log}"
+    );
+}

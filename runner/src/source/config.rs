@@ -203,6 +203,16 @@ impl Source {
         }
     }
 
+    /// Whether a DDL naming `tables` (in default database `db`) concerns the capture.
+    /// A statement whose tables are not known (it did not parse) does: it may change
+    /// a captured table, so it is never passed over.
+    pub fn concerns(&self, tables: &[ddl_core::TableName], db: &str) -> bool {
+        tables.is_empty()
+            || tables
+                .iter()
+                .any(|t| self.captures(t.schema.as_deref().unwrap_or(db), &t.name))
+    }
+
     /// Whether `db.table` is captured. The helper tables of online schema change tools
     /// (gh-ost's `_t_gho`, `_t_ghc`, `_t_del`; pt-osc's `_t_new`, `_t_old`) of a
     /// captured `t` are not: their rows are copies.

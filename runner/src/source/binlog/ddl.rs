@@ -65,7 +65,7 @@ impl BinlogReader {
         let db_opt = (!db.is_empty()).then_some(db);
         let out = match self.history.apply(&pos, db_opt, ansi, sql) {
             Ok(out) => out,
-            Err(e) if !self.concerns_capture(&e.tables, db) => {
+            Err(e) if !self.src.concerns(&e.tables, db) => {
                 tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
                 return Ok(true);
             }
@@ -222,16 +222,6 @@ impl BinlogReader {
             self.history.save_shadow()?;
         }
         Ok(out)
-    }
-
-    /// Whether a DDL the history could not apply names a captured table (one that
-    /// named no table, because it did not parse, counts as captured).
-    pub(super) fn concerns_capture(&self, tables: &[ddl_core::TableName], db: &str) -> bool {
-        tables.is_empty()
-            || tables.iter().any(|t| {
-                self.src
-                    .captures(t.schema.as_deref().unwrap_or(db), &t.name)
-            })
     }
 }
 

@@ -116,11 +116,7 @@ pub(super) async fn deliver_ddl(
         let db_opt = (!d.db.is_empty()).then_some(d.db.as_str());
         let out = match history.apply(&d.position, db_opt, false, &d.sql) {
             Ok(o) => o,
-            Err(e)
-                if e.tables
-                    .iter()
-                    .all(|t| !src.captures(t.schema.as_deref().unwrap_or(&d.db), &t.name)) =>
-            {
+            Err(e) if !src.concerns(&e.tables, &d.db) => {
                 tracing::info!(
                     "kafka: DDL at {} outside the captured tables skipped: {}",
                     d.position,
