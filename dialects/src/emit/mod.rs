@@ -1118,16 +1118,7 @@ impl Emitter {
     /// foreign key with a referential action (CASCADE, SET NULL, SET DEFAULT).
     fn mysql_check_barred(t: &Table, col: &str) -> Option<&'static str> {
         // An identity is AUTO_INCREMENT on MySQL once it leads a key.
-        let leads = t
-            .primary_key
-            .as_ref()
-            .is_some_and(|p| p.columns.first().map(String::as_str) == Some(col))
-            || t.indexes.iter().any(|i| {
-                i.parts
-                    .first()
-                    .is_some_and(|p| !p.expression && p.column == col)
-            });
-        if leads && t.column(col).is_some_and(|c| c.identity.is_some()) {
+        if leads_key_of(t, col) && t.column(col).is_some_and(|c| c.identity.is_some()) {
             return Some("an AUTO_INCREMENT column");
         }
         let acted = t.foreign_keys.iter().any(|fk| {
@@ -1207,16 +1198,7 @@ impl Emitter {
 
     /// Whether `col` leads a key (primary or index) of `table` in `cat`.
     fn leads_key(&self, cat: &Catalog, table: &TableName, col: &str) -> bool {
-        cat.table(table).is_some_and(|t| {
-            t.primary_key
-                .as_ref()
-                .is_some_and(|p| p.columns.first().map(String::as_str) == Some(col))
-                || t.indexes.iter().any(|i| {
-                    i.parts
-                        .first()
-                        .is_some_and(|p| !p.expression && p.column == col)
-                })
-        })
+        cat.table(table).is_some_and(|t| leads_key_of(t, col))
     }
 
     /// A key was added that `col` leads: an identity column that had to wait for one
@@ -1956,6 +1938,18 @@ impl Emitter {
             }
         }
     }
+}
+
+/// Whether `col` leads a key (primary or index) of `t`.
+fn leads_key_of(t: &Table, col: &str) -> bool {
+    t.primary_key
+        .as_ref()
+        .is_some_and(|p| p.columns.first().map(String::as_str) == Some(col))
+        || t.indexes.iter().any(|i| {
+            i.parts
+                .first()
+                .is_some_and(|p| !p.expression && p.column == col)
+        })
 }
 
 fn is_column_fact(c: &SchemaChange) -> bool {
