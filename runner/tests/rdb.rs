@@ -70,6 +70,37 @@ fn write_job(dir: &Path, src_port: u16, server_id: u32, sink: &str, extra: &str)
     p
 }
 
+/// A job file `dir/job.yaml` (state in `dir/state`): a MariaDB source at host:port
+/// (`source` adds keys, as `  key: value\n` lines), `sink`, pipeline `p` plus `extra`.
+fn job_in(
+    dir: &Path,
+    (host, port): (&str, u16),
+    server_id: u32,
+    source: &str,
+    sink: &str,
+    extra: &str,
+) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("job.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "source:\n  type: mariadb\n  hostname: {host}\n  port: {port}\n  username: root\n  server-id: {server_id}\n  tables: ['shop\\..*']\n{source}sink:\n{sink}pipeline:\n  name: p\n  state: {}\n{extra}",
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// An Iceberg sink with its warehouse in `dir/wh`.
+fn iceberg_sink(dir: &Path) -> String {
+    format!(
+        "  type: iceberg\n  warehouse: {}\n",
+        dir.join("wh").display()
+    )
+}
+
 fn spawn(job: &Path, until_end: bool, failpoint: Option<&str>) -> Child {
     let mut c = Command::new(env!("CARGO_BIN_EXE_lakeshift"));
     c.args(["sync", "--config", &job.display().to_string()]);
@@ -806,20 +837,17 @@ impl TwoTargets {
             db,
             "fail",
         );
-        let dir_my = tmp.path().join("my");
-        std::fs::create_dir_all(&dir_my).unwrap();
-        let job_my = dir_my.join("job.yaml");
-        std::fs::write(
-            &job_my,
-            format!(
-                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {}\n  tables: ['shop\\..*']\nsink:\n  type: mysql\n  url: mysql://root@127.0.0.1:{}\npipeline:\n  name: p\n  state: {}\n  checkpoint-interval-seconds: 0.2\n",
-                src.port,
-                server_id + 1,
-                dst.port,
-                dir_my.join("state").display()
+        let job_my = job_in(
+            &tmp.path().join("my"),
+            ("127.0.0.1", src.port),
+            server_id + 1,
+            "",
+            &format!(
+                "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+                dst.port
             ),
-        )
-        .unwrap();
+            "  checkpoint-interval-seconds: 0.2\n",
+        );
         let t = TwoTargets {
             src,
             _servers: (pgs, tmp),
@@ -1156,19 +1184,17 @@ async fn hostile_values_stay_values_under_the_targets_string_modes() {
         "hostile",
         "fail",
     );
-    let dir_my = tmp.path().join("my");
-    std::fs::create_dir_all(&dir_my).unwrap();
-    let job_my = dir_my.join("job.yaml");
-    std::fs::write(
-        &job_my,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 763\n  tables: ['shop\\..*']\nsink:\n  type: mysql\n  url: mysql://root@127.0.0.1:{}\npipeline:\n  name: p\n  state: {}\n",
-            src.port,
-            dst.port,
-            dir_my.join("state").display()
+    let job_my = job_in(
+        &tmp.path().join("my"),
+        ("127.0.0.1", src.port),
+        763,
+        "",
+        &format!(
+            "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+            dst.port
         ),
-    )
-    .unwrap();
+        "",
+    );
     for j in [&job_pg, &job_my] {
         catch_up(j);
     }
@@ -1262,17 +1288,15 @@ async fn refused_credentials_and_unknown_hosts_stop_at_once() {
     .into_iter()
     .enumerate()
     {
-        let job = tmp.path().join(format!("job{i}.yaml"));
-        std::fs::write(
-            &job,
-            format!(
-                "source:\n  type: mariadb\n  hostname: {host}\n  port: {}\n  username: root\n  password: '{password}'\n  server-id: 765\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n",
-                src.port,
-                tmp.path().join("wh").display(),
-                tmp.path().join(format!("state-{i}")).display()
-            ),
-        )
-        .unwrap();
+        let dir = tmp.path().join(format!("job{i}"));
+        let job = job_in(
+            &dir,
+            (host, src.port),
+            765,
+            &format!("  password: '{password}'\n"),
+            &iceberg_sink(&dir),
+            "",
+        );
         let (ok, _, err) = lakeshift(&[
             "sync",
             "--config",
@@ -1304,17 +1328,14 @@ async fn statement_logged_changes_of_captured_tables_stop_the_job() {
     .await
     .unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let job = tmp.path().join("job.yaml");
-    std::fs::write(
-        &job,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 766\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n",
-            src.port,
-            tmp.path().join("wh").display(),
-            tmp.path().join("state").display()
-        ),
-    )
-    .unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        766,
+        "",
+        &iceberg_sink(tmp.path()),
+        "",
+    );
     let args = [
         "sync",
         "--config",
@@ -1398,17 +1419,14 @@ async fn a_second_process_of_a_job_is_refused() {
         .await
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let job = tmp.path().join("job.yaml");
-    std::fs::write(
-        &job,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 768\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n  checkpoint-interval-seconds: 0.2\n",
-            src.port,
-            tmp.path().join("wh").display(),
-            tmp.path().join("state").display()
-        ),
-    )
-    .unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        768,
+        "",
+        &iceberg_sink(tmp.path()),
+        "  checkpoint-interval-seconds: 0.2\n",
+    );
     let mut first = spawn(&job, false, None);
     let state = tmp.path().join("state").join("checkpoint.json");
     lakeshift_tests::wait_until("the first process committed its snapshot", || {
@@ -1450,18 +1468,15 @@ async fn a_lost_state_folder_is_refused_not_resnapshotted() {
         .await
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let job = tmp.path().join("job.yaml");
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        769,
+        "",
+        &iceberg_sink(tmp.path()),
+        "",
+    );
     let state = tmp.path().join("state");
-    std::fs::write(
-        &job,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 769\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n",
-            src.port,
-            tmp.path().join("wh").display(),
-            state.display()
-        ),
-    )
-    .unwrap();
     catch_up(&job);
     std::fs::remove_dir_all(&state).unwrap();
     let (ok, _, err) = lakeshift(&[
@@ -1494,17 +1509,14 @@ async fn a_table_name_with_a_dot_stays_one_table() {
     .await
     .unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let job = tmp.path().join("job.yaml");
-    std::fs::write(
-        &job,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 770\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: p\n  state: {}\n",
-            src.port,
-            tmp.path().join("wh").display(),
-            tmp.path().join("state").display()
-        ),
-    )
-    .unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        770,
+        "",
+        &iceberg_sink(tmp.path()),
+        "",
+    );
     catch_up(&job);
     c.query_drop(
         "INSERT INTO shop.`my.table` VALUES (3, 3); ALTER TABLE shop.`my.table` ADD COLUMN w INT;
