@@ -116,8 +116,6 @@ pub struct RdbEngine {
     fk_queue: Vec<(TableName, ddl_core::ForeignKey)>,
     /// Bytes of rendered pending changes (checked against `memory-budget-mib`).
     pending_bytes: usize,
-    /// The source position just after the last row in `pending` (binlog sources).
-    read_to: Option<Position>,
     /// ON DELETE actions of foreign keys, by parent table (routed). A delete of such a
     /// parent starts a checkpoint, so the action runs in source order with the other
     /// changes: the target's own key runs it (PostgreSQL with `foreign-keys: keep`),
@@ -198,7 +196,6 @@ impl RdbEngine {
             acks: Vec::new(),
             fk_queue: Vec::new(),
             pending_bytes: 0,
-            read_to: None,
             fk_actions: BTreeMap::new(),
             job,
         };
@@ -224,10 +221,7 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         b: crate::source::RowBatch,
         snapshotting: bool,
     ) -> Result<(), SyncError> {
-        // A resume inside a transaction skips what was delivered of it.
-        if b.num_rows() == 0 {
-            return Ok(());
-        }
+        // (The pipeline never passes an empty batch.)
         if b.op == Op::Delete
             && !self.pending.is_empty()
             && !snapshotting
@@ -239,9 +233,7 @@ impl crate::sync::pipeline::Sink for RdbEngine {
             self.checkpoint(Some(before), None).await?;
         }
         self.fold_rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
-            .await?;
-        self.read_to = Some(b.position_after(b.num_rows() - 1));
-        Ok(())
+            .await
     }
 
     async fn message(&mut self, m: crate::source::Message) -> Result<(), SyncError> {

@@ -184,7 +184,6 @@ impl RdbEngine {
         let n = self.checkpoint + 1;
         let pending = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
-        self.read_to = None;
         let mut held = Vec::new();
         let released = self.releases(n, &mut held).await?;
         // ON DELETE actions the target does not run itself: before any delete.
