@@ -261,31 +261,29 @@ pub enum SourceError {
     /// unknown: retrying cannot help.
     #[error("the source refused the connection: {0}")]
     Refused(String),
+    /// The connection broke (server restarted or killed the session, network):
+    /// reading again from the last checkpoint can fix it.
+    #[error("the connection to the source was lost: {0}")]
+    Lost(String),
+}
+
+/// Whether a client error means the connection itself broke (I/O, closed, the server
+/// shutting down or killing the session), as opposed to a refused statement.
+fn connection_lost(e: &mysql_async::Error) -> bool {
+    match e {
+        mysql_async::Error::Io(_) => true,
+        mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed) => true,
+        // ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED (MariaDB), ER_QUERY_INTERRUPTED.
+        mysql_async::Error::Server(s) => [1053, 1927, 1317].contains(&s.code),
+        _ => false,
+    }
 }
 
 impl SourceError {
     /// Whether a reconnect can fix it (the connection was lost, not refused for a
     /// reason that stays).
     pub fn transient(&self) -> bool {
-        match self {
-            SourceError::Connect(_) => true,
-            SourceError::Protocol(m) | SourceError::Sql(m) => {
-                let m = m.to_ascii_lowercase();
-                [
-                    "connection",
-                    "broken pipe",
-                    "reset",
-                    "eof",
-                    "io error",
-                    "shutdown",
-                    "unexpected end",
-                    "server has gone away",
-                ]
-                .iter()
-                .any(|k| m.contains(k))
-            }
-            _ => false,
-        }
+        matches!(self, SourceError::Connect(_) | SourceError::Lost(_))
     }
 
     /// A failed connection: refused credentials or privileges (MySQL 1044, 1045,
@@ -299,18 +297,24 @@ impl SourceError {
         }
     }
 
+    /// A failed query: a broken connection is `Lost`, anything else `Sql`.
     pub fn sql(e: mysql_async::Error) -> Self {
-        SourceError::Sql(e.to_string())
+        if connection_lost(&e) {
+            SourceError::Lost(e.to_string())
+        } else {
+            SourceError::Sql(e.to_string())
+        }
     }
 
-    /// A binlog dump error: a purged resume point becomes `Purged`.
-    pub fn classify(msg: String, from: &binlog::ReadFrom) -> Self {
-        let purged = msg.contains("1236")
-            || msg.contains("Could not find first log file")
-            || msg.contains("could not find")
-            || msg.contains("purged")
-            || msg.contains("binlog truncated");
-        if purged {
+    /// A binlog dump error: the server's "cannot read the binlog from there" (1236,
+    /// a purged or truncated resume point) becomes `Purged`, a broken connection
+    /// `Lost`.
+    pub fn classify(e: mysql_async::Error, from: &binlog::ReadFrom) -> Self {
+        if connection_lost(&e) {
+            return SourceError::Lost(e.to_string());
+        }
+        let msg = e.to_string();
+        if matches!(&e, mysql_async::Error::Server(s) if s.code == 1236) {
             let position = match from {
                 binlog::ReadFrom::Position(p) => p.to_string(),
                 binlog::ReadFrom::Gtid(g) => format!("GTID {g}"),
@@ -361,5 +365,40 @@ pub fn unparsed(
         tables: e.tables.iter().map(|t| t.to_string()).collect(),
         notes: vec![format!("{UNPARSED}{}", e.message)],
         after: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(code: u16) -> mysql_async::Error {
+        mysql_async::Error::Server(mysql_async::ServerError {
+            code,
+            message: "connection reset, eof, purged".into(),
+            state: "HY000".into(),
+        })
+    }
+
+    #[test]
+    fn error_kinds_come_from_the_client_error_not_its_words() {
+        let closed = mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed);
+        assert!(matches!(SourceError::sql(closed), SourceError::Lost(_)));
+        assert!(SourceError::sql(server(1927)).transient());
+        // A refused statement stays definite, whatever its message says.
+        assert!(!SourceError::sql(server(1146)).transient());
+        let from = binlog::ReadFrom::Position(Position::new("bin.000001", 4));
+        assert!(matches!(
+            SourceError::classify(server(1236), &from),
+            SourceError::Purged { .. }
+        ));
+        assert!(matches!(
+            SourceError::classify(server(1105), &from),
+            SourceError::Protocol(_)
+        ));
+        assert!(matches!(
+            SourceError::connect("h:1", server(1045)),
+            SourceError::Refused(_)
+        ));
     }
 }

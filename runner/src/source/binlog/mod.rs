@@ -170,7 +170,7 @@ impl BinlogReader {
         let mut stream = conn
             .get_binlog_stream(req)
             .await
-            .map_err(|e| SourceError::classify(e.to_string(), &from))?;
+            .map_err(|e| SourceError::classify(e, &from))?;
         loop {
             // When the server goes quiet, what is buffered is delivered at once (up to
             // the last transaction boundary) instead of waiting for the next event.
@@ -187,7 +187,7 @@ impl BinlogReader {
                 Ok(None) => break,
                 Ok(Some(ev)) => ev,
             };
-            let ev = ev.map_err(|e| SourceError::classify(e.to_string(), &from))?;
+            let ev = ev.map_err(|e| SourceError::classify(e, &from))?;
             if !self.event(&ev).await? {
                 return Ok(());
             }
