@@ -341,11 +341,19 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
         .sink
         .clone()
         .ok_or_else(|| field("sink", "is missing (type: iceberg, warehouse: DIR)"))?;
-    let kind = sink_value
-        .get("type")
-        .and_then(|t| t.as_str())
-        .unwrap_or_default()
-        .to_owned();
+    if !sink_value.is_mapping() {
+        return Err(field("sink", "must be a mapping (type: iceberg, warehouse: DIR)").into());
+    }
+    let kind = match sink_value.get("type") {
+        None => return Err(field("sink.type", "is missing (iceberg, postgres, mysql)").into()),
+        Some(t) => match t.as_str() {
+            Some(k) => k.to_owned(),
+            None => serde_yaml_ng::to_string(t)
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+        },
+    };
     if !["iceberg", "postgres", "postgresql", "mysql", "mariadb"].contains(&kind.as_str()) {
         return Err(field(
             "sink.type",
@@ -571,6 +579,15 @@ mod tests {
         assert!(e.contains("sink.warehouse: is missing"), "{e}");
         let e = parse(&job("  type: oracle\n", ""), |_| None).unwrap_err().0;
         assert!(e.contains("`oracle` is not supported"), "{e}");
+        // regression: these read as an empty type.
+        let e = parse(&job("  type: 5\n", ""), |_| None).unwrap_err().0;
+        assert!(e.contains("sink.type: `5` is not supported"), "{e}");
+        let e = parse(&job("  warehouse: /w\n", ""), |_| None)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("sink.type: is missing"), "{e}");
+        let e = parse(&job("  - 1\n", ""), |_| None).unwrap_err().0;
+        assert!(e.contains("sink: must be a mapping"), "{e}");
         // Each sink's own settings are accepted.
         parse(
             &job(
