@@ -229,7 +229,7 @@ impl<S: Sink> Pipeline<S> {
             let src_res = task.await.map_err(|e| e.to_string())?;
             res?;
             // Everything read is committed before a stop, an end or a reconnect.
-            self.drain(&mut cur).await?;
+            self.drain(&cur).await?;
             if self.stopping() {
                 return Ok(());
             }
@@ -259,7 +259,7 @@ impl<S: Sink> Pipeline<S> {
 
     /// Commit what was read: up to the last row read if its transaction is not
     /// complete (a resume skips what was delivered of it), else to the boundary.
-    async fn drain(&mut self, cur: &mut Cursor) -> Result<()> {
+    async fn drain(&mut self, cur: &Cursor) -> Result<()> {
         if self.source.by_offsets() {
             if self.sink.has_pending() {
                 self.checkpoint(None, None).await?;
