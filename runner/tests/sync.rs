@@ -1293,3 +1293,167 @@ async fn a_parked_iceberg_table_holds_its_changes_until_resolved() {
     catch_up(&job);
     assert_mirrored(&mut c, &warehouse(dir.path()).await, &["a", "b"]).await;
 }
+
+/// `purged-resume: resnapshot` converges on both sinks: rows deleted while the jobs
+/// were down leave the targets, keyless tables are replaced, not appended to (they
+/// kept the deleted rows, 91 vs 81, and doubled keyless tables, 170 vs 80); the
+/// binlog then continues exactly after the new snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resnapshot_after_a_purged_resume_point_converges_on_both_sinks() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), lakeshift_tests::PgServer::start());
+    let pg = pgs.create_db("lake").await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.k (id INT PRIMARY KEY, v INT);
+         CREATE TABLE shop.nk (a INT, b VARCHAR(10));",
+    )
+    .await
+    .unwrap();
+    for i in 0..90 {
+        c.exec_drop("INSERT INTO shop.k VALUES (?, ?)", (i, i))
+            .await
+            .unwrap();
+        c.exec_drop("INSERT INTO shop.nk VALUES (?, 'x')", (i % 20,))
+            .await
+            .unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let job_for = |name: &str, sink: String| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {}\n  tables: ['shop\\..*']\n  snapshot-chunk-rows: 25\n  purged-resume: resnapshot\nsink:\n{sink}pipeline:\n  name: again\n  state: {}\n  checkpoint-interval-seconds: 0.1\n",
+                src.port,
+                if name == "ice" { 601 } else { 602 },
+                dir.join("state").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let ice = job_for(
+        "ice",
+        format!(
+            "  type: iceberg\n  warehouse: {}\n",
+            tmp.path().join("ice").join("warehouse").display()
+        ),
+    );
+    let rdb = job_for(
+        "pg",
+        format!(
+            "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+            pgs.port
+        ),
+    );
+    catch_up(&ice);
+    catch_up(&rdb);
+    // While the jobs are down: deletes, updates and keyless changes; then the binlog
+    // holding the jobs' resume points is purged.
+    c.query_drop(
+        "DELETE FROM shop.k WHERE id < 10; UPDATE shop.k SET v = v + 1000 WHERE id >= 80;
+         INSERT INTO shop.k VALUES (500, 5);
+         DELETE FROM shop.nk WHERE a = 3 LIMIT 2; INSERT INTO shop.nk VALUES (99, 'new');
+         FLUSH BINARY LOGS",
+    )
+    .await
+    .unwrap();
+    let (file, _): (String, u64) = c
+        .query_first("SHOW MASTER STATUS")
+        .await
+        .unwrap()
+        .map(|r: mysql_async::Row| (r.get(0).unwrap(), r.get(1).unwrap()))
+        .unwrap();
+    // The server keeps a file until its binlog checkpoint passed it: purge until the
+    // first file is gone.
+    let src_opts = src.opts(None);
+    lakeshift_tests::wait_until("the old binlog files are purged", || {
+        let (opts, file) = (src_opts.clone(), file.clone());
+        async move {
+            let mut c = mysql_async::Conn::new(opts).await.unwrap();
+            c.query_drop(format!("PURGE BINARY LOGS TO '{file}'"))
+                .await
+                .unwrap();
+            let logs: Vec<(String, u64)> = c.query("SHOW BINARY LOGS").await.unwrap();
+            logs.iter().all(|(f, _)| *f >= file)
+        }
+    })
+    .await;
+    let cat = warehouse(&tmp.path().join("ice")).await;
+    for round in 0..2 {
+        catch_up(&ice);
+        catch_up(&rdb);
+        for t in ["k", "nk"] {
+            let want = source_rows(&mut c, t).await;
+            assert_eq!(
+                iceberg_rows(&cat, t).await.unwrap(),
+                want,
+                "round {round}: Iceberg shop.{t}"
+            );
+            let on_pg =
+                lakeshift_tests::pg_text_rows(&pg, &format!("SELECT * FROM shop.{t}")).await;
+            assert_eq!(on_pg, want, "round {round}: PostgreSQL shop.{t}");
+        }
+        if round == 0 {
+            // After the re-snapshot the binlog follows it.
+            c.query_drop("INSERT INTO shop.k VALUES (600, 6); INSERT INTO shop.nk VALUES (3, 'x')")
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// A snapshot stopped inside or after a keyless table resumes without doubling it:
+/// keyless tables have no chunk cursor, so a resume counted them as not done and
+/// appended their rows again. Now a finished table is done, and a table read again
+/// from its start replaces what the target held of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_stopped_in_or_after_a_keyless_table_does_not_double_it() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.a_nokey (k INT, v VARCHAR(10));
+         CREATE TABLE shop.b_items (id BIGINT PRIMARY KEY, v INT);",
+    )
+    .await
+    .unwrap();
+    let values: Vec<String> = (0..3000).map(|k| format!("({}, 'x')", k % 7)).collect();
+    c.query_drop(format!(
+        "INSERT INTO shop.a_nokey VALUES {}",
+        values.join(",")
+    ))
+    .await
+    .unwrap();
+    let values: Vec<String> = (0..3000).map(|k| format!("({k}, {k})")).collect();
+    c.query_drop(format!(
+        "INSERT INTO shop.b_items VALUES {}",
+        values.join(",")
+    ))
+    .await
+    .unwrap();
+    // A checkpoint after every 500-row chunk: a_nokey is chunks 1-6, b_items 7-12.
+    for (nth, inside) in [(3, "a_nokey"), (8, "b_items")] {
+        let dir = tempfile::tempdir().unwrap();
+        let job = job(dir.path(), db.port);
+        let text = std::fs::read_to_string(&job).unwrap().replace(
+            "checkpoint-interval-seconds: 0.1",
+            "checkpoint-interval-seconds: 0.000001",
+        );
+        std::fs::write(&job, text).unwrap();
+        stop_at(&job, &format!("mid-snapshot:{nth}"));
+        let state = std::fs::read_to_string(dir.path().join("state/checkpoint.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&state).unwrap();
+        let cursor = &v["snapshot"]["cursor"];
+        // a_nokey has no cursor; b_items has one.
+        let at = cursor["table"].as_str().unwrap_or("a_nokey");
+        assert!(
+            v["snapshot"].is_object() && at == inside,
+            "stopped inside {inside}: {state}"
+        );
+        catch_up(&job);
+        let cat = warehouse(dir.path()).await;
+        assert_mirrored(&mut c, &cat, &["a_nokey", "b_items"]).await;
+    }
+}

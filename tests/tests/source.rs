@@ -706,6 +706,7 @@ async fn an_interrupted_snapshot_resumes_and_new_tables_are_snapshotted_alone() 
         position: at.unwrap(),
         done: vec![],
         cursor: Some(cursor),
+        started: vec![("shop".into(), "big".into())],
     });
     let rest = collect(src("'shop\\.big', 'shop\\.small'"), opts)
         .await

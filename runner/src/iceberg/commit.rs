@@ -35,7 +35,8 @@ const MAX_ATTEMPTS: u32 = 20;
 pub struct SnapshotChange {
     pub data_files: Vec<DataFile>,
     pub delete_files: Vec<DataFile>,
-    /// Remove every live data and delete file (TRUNCATE TABLE).
+    /// Remove every live data and delete file (TRUNCATE TABLE); with data files, the
+    /// table's rows are replaced by them in one snapshot.
     pub truncate: bool,
     /// Properties for the snapshot summary (checkpoint id, source position, job).
     pub summary: BTreeMap<String, String>,
@@ -488,8 +489,10 @@ impl<'a> Committer<'a> {
             props.insert(k.clone(), v.clone());
         }
         props.insert(COMMIT_ID.to_owned(), commit_id.to_owned());
-        let operation = if sc.truncate {
+        let operation = if sc.truncate && sc.data_files.is_empty() {
             Operation::Delete
+        } else if sc.truncate {
+            Operation::Overwrite
         } else if sc.delete_files.is_empty() {
             Operation::Append
         } else {
@@ -651,7 +654,8 @@ fn add_totals(m: &TableMetadata, props: &mut HashMap<String, String>, truncate: 
     ];
     for (total, added, removed) in pairs {
         let v = if truncate {
-            0
+            // Everything before is gone: only what this snapshot adds.
+            get(props, added)
         } else {
             (prev(total) + get(props, added) - get(props, removed)).max(0)
         };

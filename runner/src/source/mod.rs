@@ -115,6 +115,10 @@ pub enum SourceEvent {
         cursor: Option<snapshot::Cursor>,
         /// The binlog point the snapshot continues from (what a resume passes back).
         position: Position,
+        /// The first chunk of a table read from its start by a snapshot of every
+        /// captured table (the first, a re-snapshot, or a resumed one): whatever the
+        /// target holds of the table is replaced by what follows.
+        fresh: bool,
     },
     /// Kafka: one message, whole: its rows (none for a tombstone, a skipped message
     /// or one whose change came as a `Schema` event just before), and where it ends.

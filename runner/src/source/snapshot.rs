@@ -67,6 +67,9 @@ pub struct SnapshotResume {
     pub position: Position,
     pub done: Vec<(String, String)>,
     pub cursor: Option<Cursor>,
+    /// Tables whose reading began, in order (the last is the one in progress).
+    #[serde(default)]
+    pub started: Vec<(String, String)>,
 }
 
 /// Which tables a snapshot reads.
@@ -244,7 +247,11 @@ pub async fn snapshot(
         let table =
             Arc::new(SourceTable::from_ir(db, ir, over).map_err(|e| SourceError::Schema(e.0))?);
         n_tables += 1;
-        match read_table(&mut conn, src, &table, *estimate, tx, after, &report_at).await? {
+        // A table read from its start by a snapshot of every table replaces the
+        // target's copy (newly captured tables alone may share a target: no).
+        let fresh = after.is_none() && !matches!(scope, Scope::Only(..));
+        let at = (&report_at, fresh);
+        match read_table(&mut conn, src, &table, *estimate, tx, after, at).await? {
             Some(n) => total += n,
             None => return Ok(None),
         }
@@ -273,8 +280,9 @@ pub async fn read_table(
     estimate: u64,
     tx: &mpsc::Sender<SourceEvent>,
     after: Option<Vec<Value>>,
-    at: &Position,
+    (at, fresh): (&Position, bool),
 ) -> Result<Option<u64>, SourceError> {
+    let mut fresh = fresh;
     let cols = table
         .columns
         .iter()
@@ -348,6 +356,7 @@ pub async fn read_table(
                         estimate,
                         cursor: None,
                         position: at.clone(),
+                        fresh: std::mem::take(&mut fresh),
                     })
                     .await
                     .is_err()
@@ -373,6 +382,7 @@ pub async fn read_table(
                     estimate,
                     cursor,
                     position: at.clone(),
+                    fresh: std::mem::take(&mut fresh),
                 })
                 .await
                 .is_err()

@@ -25,6 +25,9 @@ pub(crate) struct Pending {
     pub bytes: usize,
     /// Kafka: `topic/partition` -> next offset after this table's pending messages.
     pub offsets: BTreeMap<String, i64>,
+    /// A snapshot reads the table again: its commit removes every row committed
+    /// before (the rows pending here replace them).
+    pub replace: bool,
 }
 
 impl Pending {
@@ -37,10 +40,11 @@ impl Pending {
             watermark: None,
             bytes: 0,
             offsets: BTreeMap::new(),
+            replace: false,
         }
     }
     pub fn is_empty(&self) -> bool {
-        self.live.is_empty() && self.deletes.is_empty() && self.appended.is_empty()
+        self.live.is_empty() && self.deletes.is_empty() && self.appended.is_empty() && !self.replace
     }
 
     /// Fold a batch of changes into the pending changes. `before`/`after` are the

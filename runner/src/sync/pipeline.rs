@@ -70,6 +70,16 @@ pub trait Sink {
     /// A Kafka message: applied unless the sink holds its offset already.
     async fn message(&mut self, m: Message) -> Result<()>;
 
+    /// A snapshot reads `table` again from its start: what the target holds of it is
+    /// replaced (the next commit of the table removes every row committed before,
+    /// atomically with the rows that follow), unless a table in `earlier` (read
+    /// before in this snapshot) routes into the same target table.
+    async fn replace(
+        &mut self,
+        table: &Arc<SourceTable>,
+        earlier: &[(String, String)],
+        at: &Position,
+    ) -> Result<()>;
     /// Snapshot rows of one chunk (inserts) read at `at`.
     async fn snapshot_rows(
         &mut self,
@@ -367,9 +377,22 @@ impl<S: Sink> Pipeline<S> {
                 position,
                 done,
                 estimate,
+                fresh,
             } => {
                 self.snapshot_progress =
                     Some((format!("{}.{}", table.db, table.name), done, estimate));
+                if fresh {
+                    // Tables begun before in this snapshot (this one too, when a
+                    // resume reads it again from its start: not counted).
+                    let earlier: Vec<(String, String)> = cur
+                        .snapshot
+                        .iter()
+                        .flat_map(|s| &s.started)
+                        .filter(|(d, t)| *d != table.db || *t != table.name)
+                        .cloned()
+                        .collect();
+                    self.sink.replace(&table, &earlier, &position).await?;
+                }
                 self.sink.snapshot_rows(&table, rows, &position).await?;
                 self.snapshot_cursor(&table, cursor, position, cur).await?;
             }
@@ -465,12 +488,24 @@ impl<S: Sink> Pipeline<S> {
             position,
             done: Vec::new(),
             cursor: None,
+            started: Vec::new(),
         });
+        // A chunk of another table: the one before it is done (keyless tables too,
+        // which have no cursor: a resume must not read them again).
+        let this = (table.db.clone(), table.name.clone());
+        if let Some(prev) = sr.started.last().filter(|p| **p != this).cloned() {
+            if !sr.done.contains(&prev) {
+                sr.done.push(prev);
+            }
+        }
         if let Some(c) = &sr.cursor {
             let k = (c.db.clone(), c.table.clone());
-            if k != (table.db.clone(), table.name.clone()) && !sr.done.contains(&k) {
+            if k != this && !sr.done.contains(&k) {
                 sr.done.push(k);
             }
+        }
+        if !sr.started.contains(&this) {
+            sr.started.push(this);
         }
         sr.cursor = cursor;
         if self.due() || self.sink.over_budget() {

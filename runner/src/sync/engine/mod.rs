@@ -69,6 +69,10 @@ pub struct State {
     /// Kafka: ns.table -> the offsets its checkpoint commit moves.
     #[serde(default)]
     pub kafka: BTreeMap<String, crate::iceberg::commit::KafkaCommit>,
+    /// ns.table whose checkpoint commit replaces every row committed before (a
+    /// snapshot read the table again).
+    #[serde(default)]
+    pub replace: std::collections::BTreeSet<String>,
 }
 
 impl State {
@@ -256,12 +260,49 @@ impl super::pipeline::Sink for Engine {
         b: crate::source::RowBatch,
         _snapshotting: bool,
     ) -> Result<(), SyncError> {
-        self.apply_rows(b).await
+        self.apply_rows(b, rows::Dedup::ByPosition).await
     }
 
     async fn message(&mut self, m: crate::source::Message) -> Result<(), SyncError> {
         let part = m.part();
         self.apply_message(m.rows, part, m.next, m.position).await
+    }
+
+    async fn replace(
+        &mut self,
+        table: &Arc<crate::source::decode::SourceTable>,
+        earlier: &[(String, String)],
+        at: &Position,
+    ) -> Result<(), SyncError> {
+        let target = |db: &str, t: &str| {
+            let r = self.job.router.route(db, t);
+            (ns_of(&r.db), r.table)
+        };
+        let key = target(&table.db, &table.name);
+        // Another source table fed this target earlier in the snapshot (a route of
+        // several tables into one): its rows stay. A changelog table keeps its
+        // history: the snapshot's rows are appended as `snapshot` changes.
+        if earlier.iter().any(|(d, t)| target(d, t) == key) || self.job.changelog(&key.0, &key.1) {
+            return Ok(());
+        }
+        let exists = self.sinks.contains_key(&key)
+            || self
+                .catalog
+                .load(&ident(&key.0, &key.1)?)
+                .await
+                .map_err(|e| format!("loading table {}.{}: {e}", key.0, key.1))?
+                .is_some();
+        if exists {
+            tracing::info!(
+                "{}.{}: read again from its start; its next commit replaces the rows {}.{} held",
+                table.db,
+                table.name,
+                key.0,
+                key.1
+            );
+            self.sink(table, at).await?.pending.replace = true;
+        }
+        Ok(())
     }
 
     async fn snapshot_rows(
@@ -291,7 +332,8 @@ impl super::pipeline::Sink for Engine {
             converted = snapshot_changelog_columns(converted, position)?;
         }
         let keep = vec![true; converted.num_rows()];
-        let upsert = s.had_rows;
+        // Rows replacing the table need not delete older versions of their keys.
+        let upsert = s.had_rows && !s.pending.replace;
         s.pending.fold(
             &s.key,
             s.keyed,

@@ -94,7 +94,8 @@ impl Engine {
             } => {
                 for b in batches {
                     let o = over(&b);
-                    self.apply_rows(b.batch(o.as_deref())?).await?;
+                    self.apply_rows(b.batch(o.as_deref())?, rows::Dedup::ByPosition)
+                        .await?;
                 }
                 Ok(())
             }

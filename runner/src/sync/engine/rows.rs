@@ -5,8 +5,16 @@ use super::*;
 use crate::sync::error::SyncError;
 
 impl Engine {
-    /// Fold one batch of row changes into its table's pending changes.
-    pub(super) async fn apply_rows(&mut self, b: crate::source::RowBatch) -> Result<(), SyncError> {
+    /// Fold one batch of row changes into its table's pending changes. `dedup` says
+    /// how rows already committed are recognised: binlog rows by the table's position
+    /// watermark; Kafka messages by their offsets (checked before), never by position:
+    /// several changes share one source position (a key change is delete, tombstone
+    /// and create at one position) and partitions interleave positions.
+    pub(super) async fn apply_rows(
+        &mut self,
+        b: crate::source::RowBatch,
+        dedup: Dedup,
+    ) -> Result<(), SyncError> {
         let table = b.table.clone();
         let name = format!("{}.{}", table.db, table.name);
         let first = b.position_after(0);
@@ -23,9 +31,10 @@ impl Engine {
         let s = self.sink(&table, &first).await?;
         let keep: Vec<bool> = (0..b.num_rows())
             .map(|i| {
-                s.watermark
-                    .as_ref()
-                    .is_none_or(|w| b.position_after(i) > *w)
+                dedup == Dedup::ByOffset
+                    || s.watermark
+                        .as_ref()
+                        .is_none_or(|w| b.position_after(i) > *w)
             })
             .collect();
         if !keep.iter().any(|k| *k) {
@@ -111,7 +120,7 @@ impl Engine {
         let seen = pending.or(floor);
         if seen.is_none_or(|f| next > f) {
             for b in rows {
-                self.apply_rows(b).await?;
+                self.apply_rows(b, Dedup::ByOffset).await?;
             }
             if let Some(s) = self.sinks.get_mut(&key) {
                 s.pending.offsets.insert(part, next);
@@ -119,6 +128,15 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// How a batch's rows already committed are recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dedup {
+    /// Rows at or below the table's position watermark were committed.
+    ByPosition,
+    /// The caller checked the message's offset; every row applies.
+    ByOffset,
 }
 
 /// Fill the changelog columns of converted rows: the change kind, each row's source

@@ -81,6 +81,7 @@ impl Engine {
                 &Change::Snapshot(SnapshotChange {
                     data_files: data,
                     delete_files: deletes,
+                    truncate: self.state.replace.contains(name),
                     summary: self.summary(n, wm),
                     kafka,
                     ..Default::default()

@@ -107,6 +107,7 @@ impl Engine {
                 &Change::Snapshot(SnapshotChange {
                     data_files: data,
                     delete_files: deletes,
+                    truncate: sink.pending.replace,
                     summary,
                     kafka,
                     ..Default::default()
@@ -154,6 +155,7 @@ impl Engine {
         };
         let mut pending = BTreeMap::new();
         let mut kafka = BTreeMap::new();
+        let mut replace = std::collections::BTreeSet::new();
         let mut staged = Vec::new();
         let keys: Vec<(String, String)> = self.sinks.keys().cloned().collect();
         for key in keys {
@@ -173,6 +175,9 @@ impl Engine {
             if let Some(k) = self.kafka_commit(sink) {
                 kafka.insert(name.clone(), k);
             }
+            if sink.pending.replace {
+                replace.insert(name.clone());
+            }
             staged.push((key, data, deletes));
         }
         // Changes of parked tables, durably before the state that moves past them.
@@ -189,6 +194,7 @@ impl Engine {
             snapshot,
             pending,
             kafka,
+            replace,
         };
         state.store(&self.state_dir)?;
         self.state = state;

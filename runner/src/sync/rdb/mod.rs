@@ -68,6 +68,9 @@ struct Pend {
     keyed: HashMap<String, KeyChange>,
     /// Keyless tables: inserts (row tuples) and deletes (statements), in order.
     keyless: Vec<(bool, String)>,
+    /// A snapshot reads the table again: every row the target holds goes first, in
+    /// the checkpoint's transaction.
+    replace: bool,
 }
 
 /// A key's changes in a checkpoint, folded.
@@ -257,6 +260,25 @@ impl crate::sync::pipeline::Sink for RdbEngine {
                 .await?;
         }
         self.offsets.insert(key, m.next);
+        Ok(())
+    }
+
+    async fn replace(
+        &mut self,
+        table: &Arc<crate::source::decode::SourceTable>,
+        earlier: &[(String, String)],
+        _at: &Position,
+    ) -> Result<(), SyncError> {
+        let (k, _) = self.table_for(table).await?;
+        // Another source table fed this target earlier in the snapshot (a route of
+        // several tables into one): its rows stay.
+        let fed = earlier.iter().any(|(d, t)| {
+            let r = self.job.router.route(d, t);
+            (r.db, r.table) == k
+        });
+        if !fed {
+            self.pending.entry(k).or_default().replace = true;
+        }
         Ok(())
     }
 

@@ -129,6 +129,10 @@ impl RdbEngine {
         let cols: Vec<&ColSpec> = tt.cols.iter().collect();
         let key: Vec<&ColSpec> = tt.key.iter().map(|i| &tt.cols[*i]).collect();
         let (mut dels, mut out, mut ups) = (Vec::new(), Vec::new(), Vec::new());
+        if p.replace {
+            // Before anything else of the table (its keyless changes included).
+            dels.push(format!("DELETE FROM {}", tt.sql_name));
+        }
         if !p.keyed.is_empty() {
             let mut entries: Vec<(&String, &KeyChange)> = p.keyed.iter().collect();
             entries.sort_by_key(|(_, c)| c.seq);
