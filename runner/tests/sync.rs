@@ -47,6 +47,40 @@ fn job(dir: &Path, port: u16) -> std::path::PathBuf {
     p
 }
 
+/// A job file `dir/job.yaml` (state in `dir/state`) reading `shop.*` from the MariaDB
+/// at `port`, named as `dir`: `source` and `pipeline` add keys (as `  key: value\n`
+/// lines); the sink
+/// is the PostgreSQL database `lake` at `pg`, else an Iceberg warehouse in
+/// `dir/warehouse`.
+fn job_with(
+    dir: &Path,
+    port: u16,
+    server_id: u32,
+    source: &str,
+    pg: Option<u16>,
+    pipeline: &str,
+) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let sink = match pg {
+        Some(p) => format!("  type: postgres\n  url: postgres://postgres@127.0.0.1:{p}/lake\n"),
+        None => format!(
+            "  type: iceberg\n  warehouse: {}\n",
+            dir.join("warehouse").display()
+        ),
+    };
+    let p = dir.join("job.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {port}\n  username: root\n  server-id: {server_id}\n  tables: ['shop\\..*']\n{source}sink:\n{sink}pipeline:\n  name: {}\n  state: {}\n  checkpoint-interval-seconds: 0.1\n{pipeline}",
+            dir.file_name().unwrap().to_string_lossy(),
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
 /// The job's Iceberg catalog (the local warehouse under `dir`).
 async fn warehouse(dir: &Path) -> Catalog {
     Catalog::open(&CatalogConfig::local(dir.join("warehouse")))
@@ -1318,35 +1352,21 @@ async fn a_resnapshot_after_a_purged_resume_point_converges_on_both_sinks() {
             .unwrap();
     }
     let tmp = tempfile::tempdir().unwrap();
-    let job_for = |name: &str, sink: String| {
-        let dir = tmp.path().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("job.yaml");
-        std::fs::write(
-            &p,
-            format!(
-                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {}\n  tables: ['shop\\..*']\n  snapshot-chunk-rows: 25\n  purged-resume: resnapshot\nsink:\n{sink}pipeline:\n  name: again\n  state: {}\n  checkpoint-interval-seconds: 0.1\n",
-                src.port,
-                if name == "ice" { 601 } else { 602 },
-                dir.join("state").display()
-            ),
-        )
-        .unwrap();
-        p
-    };
-    let ice = job_for(
-        "ice",
-        format!(
-            "  type: iceberg\n  warehouse: {}\n",
-            tmp.path().join("ice").join("warehouse").display()
-        ),
+    let ice = job_with(
+        &tmp.path().join("ice"),
+        src.port,
+        601,
+        "  snapshot-chunk-rows: 25\n  purged-resume: resnapshot\n",
+        None,
+        "",
     );
-    let rdb = job_for(
-        "pg",
-        format!(
-            "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
-            pgs.port
-        ),
+    let rdb = job_with(
+        &tmp.path().join("pg"),
+        src.port,
+        602,
+        "  snapshot-chunk-rows: 25\n  purged-resume: resnapshot\n",
+        Some(pgs.port),
+        "",
     );
     catch_up(&ice);
     catch_up(&rdb);
@@ -1455,5 +1475,133 @@ async fn a_snapshot_stopped_in_or_after_a_keyless_table_does_not_double_it() {
         catch_up(&job);
         let cat = warehouse(dir.path()).await;
         assert_mirrored(&mut c, &cat, &["a_nokey", "b_items"]).await;
+    }
+}
+
+/// Values a target cannot hold follow `pipeline.row-error-policy`: a TINYINT(1) value
+/// of -128 (Iceberg stored it as `true` without a word; PostgreSQL's boolean refused
+/// it and blocked the job), a NUL in text (PostgreSQL refused it, `08P01`). Under
+/// `fail` the job stops naming table and column, no value in the log; under `skip`
+/// the rows go whole to the dead-letter file, and the rest lands, through snapshot
+/// and binlog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_a_target_cannot_hold_follow_the_row_error_policy() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), lakeshift_tests::PgServer::start());
+    pgs.create_db("lake").await;
+    let pg = pgs.client("lake").await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.v (id INT PRIMARY KEY, flag TINYINT(1), s TEXT);
+         INSERT INTO shop.v VALUES (1, 1, 'ok'), (2, -128, 'flag'), (3, 0, CONCAT('nul', CHAR(0), 'here')), (4, 0, 'fine');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, id, pg_port) in [("ice", 611, None), ("pg", 612, Some(pgs.port))] {
+        let dir = tmp.path().join(format!("{name}-fail"));
+        let job = job_with(&dir, src.port, id, "", pg_port, "");
+        let out = spawn(&job, true, None).wait_with_output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: the job must stop: {log}");
+        assert!(
+            log.contains("table shop.v column flag")
+                && log.contains("not a boolean")
+                && log.contains("row-error-policy: skip"),
+            "{name}: {log}"
+        );
+        assert!(!log.contains("-128"), "{name}: no values in the log: {log}");
+    }
+    let mut jobs = Vec::new();
+    for (name, id, pg_port) in [("ice", 613, None), ("pg", 614, Some(pgs.port))] {
+        let dir = tmp.path().join(format!("{name}-skip"));
+        let job = job_with(
+            &dir,
+            src.port,
+            id,
+            "",
+            pg_port,
+            "  row-error-policy: skip\n",
+        );
+        catch_up(&job);
+        jobs.push((name, dir, job));
+    }
+    c.query_drop(
+        "INSERT INTO shop.v VALUES (5, 2, 'two'), (6, 1, 'six'); UPDATE shop.v SET flag = -1 WHERE id = 1;
+         UPDATE shop.v SET s = CONCAT('x', CHAR(0)) WHERE id = 4",
+    )
+    .await
+    .unwrap();
+    for (_, _, job) in &jobs {
+        catch_up(job);
+    }
+    let cat = warehouse(&tmp.path().join("ice-skip")).await;
+    let row = |id: &str, flag: &str, s: &str| {
+        vec![
+            Some(id.to_owned()),
+            Some(flag.to_owned()),
+            Some(s.to_owned()),
+        ]
+    };
+    // Iceberg holds NULs; it skipped ids 2 and 5 and the update of 1.
+    assert_eq!(
+        iceberg_rows(&cat, "v").await.unwrap(),
+        vec![
+            row("1", "true", "ok"),
+            row("3", "false", "nul\0here"),
+            row("4", "false", "x\0"),
+            row("6", "true", "six")
+        ]
+    );
+    // PostgreSQL skipped the NULs too (3, and the update of 4).
+    assert_eq!(
+        lakeshift_tests::pg_text_rows(&pg, "SELECT id::text, flag::text, s FROM shop.v").await,
+        vec![
+            row("1", "true", "ok"),
+            row("4", "false", "fine"),
+            row("6", "true", "six")
+        ]
+    );
+    for (name, dir, _) in &jobs {
+        let dl = std::fs::read_to_string(dir.join("state/dead-letter.jsonl")).unwrap();
+        let records: Vec<serde_json::Value> = dl
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let ids: Vec<(String, String)> = records
+            .iter()
+            .map(|r| {
+                let img = if r["after"].is_object() {
+                    &r["after"]
+                } else {
+                    &r["before"]
+                };
+                (
+                    r["op"].as_str().unwrap().to_owned(),
+                    img["id"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let want: Vec<(&str, &str)> = if *name == "ice" {
+            vec![("snapshot", "2"), ("insert", "5"), ("update", "1")]
+        } else {
+            vec![
+                ("snapshot", "2"),
+                ("snapshot", "3"),
+                ("insert", "5"),
+                ("update", "1"),
+                ("update", "4"),
+            ]
+        };
+        let want: Vec<(String, String)> = want
+            .into_iter()
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .collect();
+        assert_eq!(ids, want, "{name}: {dl}");
+        assert!(
+            records
+                .iter()
+                .all(|r| r["kind"] == "row" && r["problems"].is_array()),
+            "{dl}"
+        );
     }
 }

@@ -64,6 +64,31 @@ impl RowBatch {
         self.positions.len()
     }
 
+    /// The rows where `keep` is true (both images and their positions).
+    pub fn filter(
+        &self,
+        keep: &arrow_array::BooleanArray,
+    ) -> Result<RowBatch, arrow_schema::ArrowError> {
+        let f = |b: &Option<RecordBatch>| {
+            b.as_ref()
+                .map(|b| arrow_select::filter::filter_record_batch(b, keep))
+                .transpose()
+        };
+        Ok(RowBatch {
+            table: self.table.clone(),
+            op: self.op,
+            before: f(&self.before)?,
+            after: f(&self.after)?,
+            positions: self
+                .positions
+                .iter()
+                .zip(keep.values().iter())
+                .filter_map(|(p, k)| k.then_some(*p))
+                .collect(),
+            txns: self.txns.clone(),
+        })
+    }
+
     /// The position just after row `i` (where a resume continues).
     pub fn position_after(&self, i: usize) -> Position {
         let rp = self.positions[i];

@@ -45,7 +45,12 @@ pub fn to_iceberg(
         let out: ArrayRef = match (a.data_type(), f.data_type()) {
             (x, y) if x == y => a.clone(),
             (DataType::Int8, DataType::Boolean) => {
+                // TINYINT(1): 0 and 1 only (the row check sends other values to the
+                // row-error policy first); anything else here is an error, never `true`.
                 let v = a.as_any().downcast_ref::<Int8Array>().expect("int8");
+                if v.iter().flatten().any(|x| x != 0 && x != 1) {
+                    return Err(err("TINYINT(1) value is not a boolean (0 or 1)".into()).into());
+                }
                 Arc::new(
                     v.iter()
                         .map(|x| x.map(|x| x != 0))
@@ -95,7 +100,7 @@ pub fn to_iceberg(
     Ok(RecordBatch::try_new(target.clone(), cols).map_err(|e| format!("table {table}: {e}"))?)
 }
 
-fn is_bit(batch: &RecordBatch, i: usize) -> bool {
+pub fn is_bit(batch: &RecordBatch, i: usize) -> bool {
     batch
         .schema()
         .field(i)

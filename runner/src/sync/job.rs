@@ -186,9 +186,13 @@ pub struct PipelineConfig {
     /// A DDL that cannot be translated or that the target refuses: fail, skip or park.
     #[serde(default)]
     pub ddl_error_policy: DdlErrorPolicy,
-    /// Where parked DDL is written (default: `<state>/dead-letter.jsonl`).
+    /// Where parked DDL and skipped rows are written (default:
+    /// `<state>/dead-letter.jsonl`).
     #[serde(default)]
     pub dead_letter: Option<PathBuf>,
+    /// A row holding a value the target cannot take: fail or skip (dead-letter).
+    #[serde(default)]
+    pub row_error_policy: super::rowcheck::RowErrorPolicy,
 }
 
 fn default_shards() -> u32 {

@@ -14,4 +14,5 @@ pub mod owner;
 pub mod pipeline;
 pub mod rdb;
 pub mod route;
+pub mod rowcheck;
 pub mod status;

@@ -28,6 +28,10 @@ impl Engine {
             self.hold(key, item);
             return Ok(());
         }
+        let arrow = self.sink(&table, &first).await?.arrow.clone();
+        let Some(b) = self.check_rows(b, &routed, &arrow)? else {
+            return Ok(()); // every row went to the dead-letter file
+        };
         let s = self.sink(&table, &first).await?;
         let keep: Vec<bool> = (0..b.num_rows())
             .map(|i| {
@@ -127,6 +131,49 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+impl Engine {
+    /// Rows holding values the Iceberg table cannot take go to the row-error policy:
+    /// an error, or out of the batch into the dead-letter file (None: no row left).
+    fn check_rows(
+        &self,
+        b: crate::source::RowBatch,
+        routed: &crate::sync::route::Routed,
+        arrow: &arrow_schema::SchemaRef,
+    ) -> Result<Option<crate::source::RowBatch>, SyncError> {
+        use crate::sync::rowcheck;
+        let images: Vec<(&str, RecordBatch)> = [("before", &b.before), ("after", &b.after)]
+            .into_iter()
+            .filter_map(|(l, x)| x.as_ref().map(|x| rename_batch(x, routed).map(|r| (l, r))))
+            .collect::<Result<_, _>>()?;
+        let mut bad = Vec::new();
+        for (_, img) in &images {
+            bad.extend(rowcheck::iceberg(img, arrow));
+        }
+        if bad.is_empty() {
+            return Ok(Some(b));
+        }
+        let name = format!("{}.{}", b.table.db, b.table.name);
+        let position = |i: usize| b.position_after(i);
+        let op = format!("{:?}", b.op).to_lowercase();
+        let origin = rowcheck::RowOrigin {
+            table: &name,
+            op: &op,
+            position: &position,
+        };
+        let refs: Vec<(&str, &RecordBatch)> = images.iter().map(|(l, r)| (*l, r)).collect();
+        rowcheck::settle(
+            self.job.pipeline.row_error_policy,
+            &self.dead_letter,
+            &origin,
+            &refs,
+            &bad,
+        )?;
+        let keep = rowcheck::keep_mask(b.num_rows(), &bad);
+        let kept = b.filter(&keep).map_err(|e| e.to_string())?;
+        Ok((kept.num_rows() > 0).then_some(kept))
     }
 }
 

@@ -225,6 +225,9 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         snapshotting: bool,
     ) -> Result<(), SyncError> {
         // (The pipeline never passes an empty batch.)
+        let Some(b) = self.checked(b).await? else {
+            return Ok(());
+        };
         if b.op == Op::Delete
             && !self.pending.is_empty()
             && !snapshotting
@@ -256,6 +259,9 @@ impl crate::sync::pipeline::Sink for RdbEngine {
             self.checkpoint(None, None).await?;
         }
         for b in m.rows {
+            let Some(b) = self.checked(b).await? else {
+                continue;
+            };
             self.fold_rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
                 .await?;
         }
@@ -286,8 +292,9 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         &mut self,
         table: &Arc<crate::source::decode::SourceTable>,
         rows: RecordBatch,
-        _at: &Position,
+        at: &Position,
     ) -> Result<(), SyncError> {
+        let rows = self.checked_snapshot(table, rows, at).await?;
         if rows.num_rows() > 0 {
             Ok(self.fold_rows(table, Op::Insert, None, Some(&rows)).await?)
         } else {

@@ -23,6 +23,8 @@ pub struct ColSpec {
     pub ident: String,
     /// BIT(n) width (PostgreSQL writes bit strings of that width).
     pub bits: Option<u32>,
+    /// A boolean column (MySQL TINYINT(1)).
+    pub boolean: bool,
 }
 
 /// Write row `row` of `col` as a literal.
@@ -295,6 +297,7 @@ mod tests {
             &ColSpec {
                 ident: "c".into(),
                 bits,
+                boolean: false,
             },
         )
         .unwrap();

@@ -54,6 +54,7 @@ impl RdbEngine {
                         ddl_core::DataType::Bit { length, .. } => Some(length.unwrap_or(1)),
                         _ => None,
                     },
+                    boolean: c.data_type == ddl_core::DataType::Boolean,
                 })
                 .collect();
             let names: Vec<String> = t.columns.iter().map(|c| c.name.to_lowercase()).collect();

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::sync::error::SyncError;
+use crate::sync::rowcheck;
 
 impl RdbEngine {
     /// Pending changes past `memory-budget-mib`: commit them now (inside a source
@@ -317,5 +318,111 @@ pub(super) fn clip(s: &str) -> String {
         format!("{}... ({} bytes)", &s[..end], s.len())
     } else {
         s.to_owned()
+    }
+}
+
+impl RdbEngine {
+    /// Values of a source batch the target cannot hold (PostgreSQL: a NUL in text, a
+    /// TINYINT(1) value other than 0 or 1 in a boolean column; MySQL targets hold
+    /// every MySQL value).
+    async fn bad_values(
+        &mut self,
+        t: &crate::source::decode::SourceTable,
+        images: &[(&str, &RecordBatch)],
+    ) -> Result<Vec<rowcheck::BadValue>, SyncError> {
+        if self.dialect != Dialect::Postgres {
+            return Ok(Vec::new());
+        }
+        let (k, routed) = self.table_for(t).await?;
+        let tt = self.ttable(&k)?;
+        let mut bad = Vec::new();
+        for (_, img) in images {
+            let img = rename_batch(img, &routed)?;
+            let limits: Vec<Option<rowcheck::Limit>> = img
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| {
+                    let col = tt
+                        .names
+                        .iter()
+                        .position(|n| n.eq_ignore_ascii_case(f.name()));
+                    match (col, f.data_type()) {
+                        (Some(i), _) if tt.cols[i].boolean => Some(rowcheck::Limit::Boolean),
+                        (_, arrow_schema::DataType::Utf8 | arrow_schema::DataType::LargeUtf8) => {
+                            Some(rowcheck::Limit::NoNul)
+                        }
+                        _ => None,
+                    }
+                })
+                .collect();
+            bad.extend(rowcheck::relational(&img, &limits));
+        }
+        Ok(bad)
+    }
+
+    /// A batch of row changes without the rows the target cannot hold (the
+    /// row-error policy: an error, or the rows to the dead-letter file). None: no row
+    /// left.
+    pub(super) async fn checked(
+        &mut self,
+        b: crate::source::RowBatch,
+    ) -> Result<Option<crate::source::RowBatch>, SyncError> {
+        let images: Vec<(&str, &RecordBatch)> = [("before", &b.before), ("after", &b.after)]
+            .into_iter()
+            .filter_map(|(l, x)| x.as_ref().map(|x| (l, x)))
+            .collect();
+        let bad = self.bad_values(&b.table, &images).await?;
+        if bad.is_empty() {
+            return Ok(Some(b));
+        }
+        let name = format!("{}.{}", b.table.db, b.table.name);
+        let op = format!("{:?}", b.op).to_lowercase();
+        let position = |i: usize| b.position_after(i);
+        let origin = rowcheck::RowOrigin {
+            table: &name,
+            op: &op,
+            position: &position,
+        };
+        rowcheck::settle(
+            self.job.pipeline.row_error_policy,
+            &self.dead_letter,
+            &origin,
+            &images,
+            &bad,
+        )?;
+        let kept = b
+            .filter(&rowcheck::keep_mask(b.num_rows(), &bad))
+            .map_err(|e| e.to_string())?;
+        Ok((kept.num_rows() > 0).then_some(kept))
+    }
+
+    /// Snapshot rows without those the target cannot hold (as `checked`).
+    pub(super) async fn checked_snapshot(
+        &mut self,
+        t: &crate::source::decode::SourceTable,
+        rows: RecordBatch,
+        at: &Position,
+    ) -> Result<RecordBatch, SyncError> {
+        let bad = self.bad_values(t, &[("after", &rows)]).await?;
+        if bad.is_empty() {
+            return Ok(rows);
+        }
+        let name = format!("{}.{}", t.db, t.name);
+        let position = |_| at.clone();
+        let origin = rowcheck::RowOrigin {
+            table: &name,
+            op: "snapshot",
+            position: &position,
+        };
+        rowcheck::settle(
+            self.job.pipeline.row_error_policy,
+            &self.dead_letter,
+            &origin,
+            &[("after", &rows)],
+            &bad,
+        )?;
+        let keep = rowcheck::keep_mask(rows.num_rows(), &bad);
+        Ok(arrow_select::filter::filter_record_batch(&rows, &keep).map_err(|e| e.to_string())?)
     }
 }

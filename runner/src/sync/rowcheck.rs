@@ -1,0 +1,317 @@
+//! Values a target cannot hold, found before a row is written, and what happens to
+//! the rows that hold them (`pipeline.row-error-policy`): the job stops naming table,
+//! column, source position and reason (`fail`, the default), or the rows go to the
+//! dead-letter file, whole, and the job goes on without them (`skip`). Nothing is
+//! changed to fit: a TINYINT(1) value of -128 is not `true`, a NUL byte is not dropped.
+//!
+//! Error messages and logs name columns and reasons, never values (row data stays
+//! out of logs); the dead-letter record holds the row.
+
+use crate::source::position::Position;
+use crate::sync::error::SyncError;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{DurationMicrosecondType, Int8Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow_cast::cast::{cast_with_options, CastOptions};
+use arrow_schema::{DataType, SchemaRef};
+use serde::Deserialize;
+use std::path::Path;
+
+/// What happens to a row holding a value the target cannot take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RowErrorPolicy {
+    /// Stop the job with table, column, position and reason.
+    #[default]
+    Fail,
+    /// Write the row to the dead-letter file and go on without it.
+    Skip,
+}
+
+/// A value of row `row`, column `column`, that the target cannot hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadValue {
+    pub row: usize,
+    pub column: String,
+    pub reason: String,
+}
+
+/// Values a TINYINT(1) column mapped to a boolean cannot hold: anything but 0 and 1.
+fn not_boolean(a: &ArrayRef, column: &str, out: &mut Vec<BadValue>) {
+    if let Some(v) = a.as_primitive_opt::<Int8Type>() {
+        for (row, x) in v.iter().enumerate() {
+            if let Some(x) = x.filter(|x| *x != 0 && *x != 1) {
+                out.push(BadValue {
+                    row,
+                    column: column.to_owned(),
+                    reason: format!(
+                        "TINYINT(1) value {} is not a boolean (0 or 1)",
+                        if x < 0 { "below 0" } else { "above 1" }
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// Rows of `batch` (the source's Arrow types, columns named as the target's) whose
+/// values the Iceberg schema `target` cannot hold.
+pub fn iceberg(batch: &RecordBatch, target: &SchemaRef) -> Vec<BadValue> {
+    let mut out = Vec::new();
+    let src = batch.schema();
+    for f in target.fields() {
+        let Some(i) = src
+            .fields()
+            .iter()
+            .position(|s| s.name().eq_ignore_ascii_case(f.name()))
+        else {
+            continue;
+        };
+        let a = batch.column(i);
+        match (a.data_type(), f.data_type()) {
+            (x, y) if x == y => {}
+            (DataType::Int8, DataType::Boolean) => not_boolean(a, f.name(), &mut out),
+            (DataType::Duration(_), DataType::Time64(_)) => {
+                let v = a.as_primitive::<DurationMicrosecondType>();
+                for (row, x) in v.iter().enumerate() {
+                    if x.is_some_and(|us| !(0..86_400_000_000).contains(&us)) {
+                        out.push(BadValue {
+                            row,
+                            column: f.name().clone(),
+                            reason: "TIME value outside Iceberg's time of day (00:00-24:00)".into(),
+                        });
+                    }
+                }
+            }
+            (DataType::UInt64, DataType::Int64) if super::convert::is_bit(batch, i) => {}
+            (DataType::UInt64, DataType::Int64) => {
+                let v = a.as_primitive::<UInt64Type>();
+                for (row, x) in v.iter().enumerate() {
+                    if x.is_some_and(|x| x > i64::MAX as u64) {
+                        out.push(BadValue {
+                            row,
+                            column: f.name().clone(),
+                            reason: "BIGINT UNSIGNED value above Iceberg long's maximum".into(),
+                        });
+                    }
+                }
+            }
+            (_, to) => {
+                // Any other conversion: a value the cast cannot make is one that
+                // does not fit.
+                let opts = CastOptions {
+                    safe: true,
+                    ..Default::default()
+                };
+                if let Ok(c) = cast_with_options(a, to, &opts) {
+                    for row in 0..a.len() {
+                        if a.is_valid(row) && c.is_null(row) {
+                            out.push(BadValue {
+                                row,
+                                column: f.name().clone(),
+                                reason: format!(
+                                    "{} value does not fit Iceberg {to}",
+                                    a.data_type()
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A target column of a relational sink, as far as its values' limits go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// PostgreSQL `boolean` (from MySQL TINYINT(1)): 0 or 1.
+    Boolean,
+    /// PostgreSQL text types: no NUL character.
+    NoNul,
+}
+
+/// Rows whose values break a relational target's limits. `limits[i]`: the limit of
+/// batch column `i`, if any.
+pub fn relational(batch: &RecordBatch, limits: &[Option<Limit>]) -> Vec<BadValue> {
+    let mut out = Vec::new();
+    let schema = batch.schema();
+    for (i, limit) in limits.iter().enumerate() {
+        let name = schema.field(i).name();
+        let a = batch.column(i);
+        match limit {
+            Some(Limit::Boolean) => not_boolean(a, name, &mut out),
+            Some(Limit::NoNul) => {
+                let mut check = |row: usize, s: &str| {
+                    if s.contains('\0') {
+                        out.push(BadValue {
+                            row,
+                            column: name.clone(),
+                            reason:
+                                "text holds a NUL character, which PostgreSQL text cannot store"
+                                    .into(),
+                        });
+                    }
+                };
+                match a.data_type() {
+                    DataType::Utf8 => {
+                        for (row, s) in a.as_string::<i32>().iter().enumerate() {
+                            if let Some(s) = s {
+                                check(row, s);
+                            }
+                        }
+                    }
+                    DataType::LargeUtf8 => {
+                        for (row, s) in a.as_string::<i64>().iter().enumerate() {
+                            if let Some(s) = s {
+                                check(row, s);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// The rows to keep: every row but the bad ones.
+pub fn keep_mask(n: usize, bad: &[BadValue]) -> BooleanArray {
+    let mut keep = vec![true; n];
+    for b in bad {
+        keep[b.row] = false;
+    }
+    BooleanArray::from(keep)
+}
+
+/// Where a bad row came from, for messages and dead-letter records.
+pub struct RowOrigin<'a> {
+    pub table: &'a str,
+    pub op: &'a str,
+    /// The source position of each row (`None`: the snapshot's for every row).
+    pub position: &'a dyn Fn(usize) -> Position,
+}
+
+/// Apply the policy to the bad values of one batch of rows (`images`: the batch's
+/// row images, before and/or after, row-aligned). `Fail`: the error. `Skip`: one
+/// dead-letter record per bad row (each value as text, the row's columns by name);
+/// the caller drops the rows.
+pub fn settle(
+    policy: RowErrorPolicy,
+    dead_letter: &Path,
+    origin: &RowOrigin<'_>,
+    images: &[(&str, &RecordBatch)],
+    bad: &[BadValue],
+) -> Result<(), SyncError> {
+    let Some(first) = bad.first() else {
+        return Ok(());
+    };
+    if policy == RowErrorPolicy::Fail {
+        return Err(format!(
+            "table {} column {}: {} ({} at {}; {} such value(s) in this batch); the target cannot hold it. Set `pipeline.row-error-policy: skip` to write such rows to the dead-letter file ({}) and go on without them, or change the target column's type (for TINYINT(1) into Iceberg: `sink.tinyint1: int`)",
+            origin.table,
+            first.column,
+            first.reason,
+            origin.op,
+            (origin.position)(first.row),
+            bad.len(),
+            dead_letter.display()
+        )
+        .into());
+    }
+    if let Some(d) = dead_letter.parent() {
+        std::fs::create_dir_all(d).map_err(|x| format!("{}: {x}", d.display()))?;
+    }
+    let mut rows: Vec<usize> = bad.iter().map(|b| b.row).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    for row in rows {
+        let reasons: Vec<serde_json::Value> = bad
+            .iter()
+            .filter(|b| b.row == row)
+            .map(|b| serde_json::json!({"column": b.column, "reason": b.reason}))
+            .collect();
+        let mut record = serde_json::json!({
+            "kind": "row",
+            "table": origin.table,
+            "op": origin.op,
+            "position": (origin.position)(row).to_string(),
+            "problems": reasons,
+        });
+        for (label, b) in images {
+            record[*label] = row_json(b, row)?;
+        }
+        crate::durable::append_line(dead_letter, &record.to_string())
+            .map_err(|x| format!("{}: {x}", dead_letter.display()))?;
+    }
+    tracing::warn!(
+        "table {}: {} row(s) with values the target cannot hold written to {} (row-error-policy: skip)",
+        origin.table,
+        bad.iter().map(|b| b.row).collect::<std::collections::BTreeSet<_>>().len(),
+        dead_letter.display()
+    );
+    Ok(())
+}
+
+/// One row as a JSON object: each value as text (binary as hex), NULL as null.
+fn row_json(b: &RecordBatch, row: usize) -> Result<serde_json::Value, SyncError> {
+    use arrow_cast::display::{ArrayFormatter, FormatOptions};
+    let mut m = serde_json::Map::new();
+    for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+        let v = if c.is_null(row) {
+            serde_json::Value::Null
+        } else {
+            let fmt = ArrayFormatter::try_new(c.as_ref(), &FormatOptions::default())
+                .map_err(|e| e.to_string())?;
+            serde_json::Value::String(fmt.value(row).to_string())
+        };
+        m.insert(f.name().clone(), v);
+    }
+    Ok(serde_json::Value::Object(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int8Array, StringArray};
+    use arrow_schema::{Field, Schema};
+    use std::sync::Arc;
+
+    #[test]
+    fn booleans_and_nuls_are_found_by_row_and_column() {
+        let b = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("flag", DataType::Int8, true),
+                Field::new("s", DataType::Utf8, true),
+            ])),
+            vec![
+                Arc::new(Int8Array::from(vec![Some(1), Some(-128), None, Some(0)])),
+                Arc::new(StringArray::from(vec![
+                    Some("a"),
+                    Some("b"),
+                    Some("c\0d"),
+                    None,
+                ])),
+            ],
+        )
+        .unwrap();
+        let bad = relational(&b, &[Some(Limit::Boolean), Some(Limit::NoNul)]);
+        let at: Vec<(usize, &str)> = bad.iter().map(|x| (x.row, x.column.as_str())).collect();
+        assert_eq!(at, [(1, "flag"), (2, "s")]);
+        let target = Arc::new(Schema::new(vec![
+            Field::new("flag", DataType::Boolean, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let bad = iceberg(&b, &target);
+        assert_eq!(bad.len(), 1);
+        assert_eq!((bad[0].row, bad[0].column.as_str()), (1, "flag"));
+        assert!(!bad[0].reason.contains("128"), "no values in messages");
+        assert_eq!(
+            keep_mask(4, &bad).iter().collect::<Vec<_>>(),
+            [Some(true), Some(false), Some(true), Some(true)]
+        );
+    }
+}
