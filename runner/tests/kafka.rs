@@ -317,6 +317,24 @@ async fn produce(bootstrap: &str, msgs: Vec<(String, Value)>) {
     }
 }
 
+/// Messages as raw bytes (what a broken producer writes).
+async fn produce_raw(bootstrap: &str, topic: &str, payloads: &[&[u8]]) {
+    let p: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("message.timeout.ms", "30000")
+        .create()
+        .unwrap();
+    for payload in payloads {
+        p.send(
+            FutureRecord::<(), [u8]>::to(topic).payload(payload),
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .unwrap();
+    }
+}
+
 fn write_job(dir: &Path, bootstrap: &str, group: &str, sink: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let p = dir.join("job.yaml");
@@ -976,4 +994,83 @@ async fn a_key_change_split_by_a_commit_lands_in_iceberg() {
             "Iceberg shop.{t} differs from the topics"
         );
     }
+}
+
+/// A message that cannot be decoded (not JSON; a table the schema-change topic never
+/// created) stopped every run at the same offset with no way past it. Now it follows
+/// `row-error-policy`: `fail` stops with the message's topic, partition and offset and
+/// the fix; `skip` writes it to the dead-letter file and the messages after it land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_cannot_be_decoded_follows_the_row_error_policy() {
+    let (broker, pgs) = tokio::join!(Broker::start(), PgServer::start());
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap).await;
+    let mut feed = Feed::new();
+    schema_ddl(&mut feed);
+    feed.workload(3, 0);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    let ghost = json!({"before": null, "after": {"id": 1}, "source": source(Some("ghost"), 99),
+                       "op": "c", "ts_ms": 1_700_000_000_000u64, "transaction": null})
+    .to_string();
+    produce_raw(
+        &bootstrap,
+        &format!("{PREFIX}.shop.tags"),
+        &[b"{not json", ghost.as_bytes()],
+    )
+    .await;
+    feed.workload(3, 10);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    pgs.create_db("failing").await;
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/failing\n",
+        pgs.port
+    );
+    let job = write_job(&tmp.path().join("f"), &bootstrap, "bad-fail", &sink);
+    for _ in 0..2 {
+        let st = spawn(&job, true).wait().unwrap();
+        let log = log_of(&job);
+        assert!(!st.success(), "{log}");
+        assert!(
+            log.contains("dbz.shop.tags/0@")
+                && log.contains("not JSON")
+                && log.contains("row-error-policy: skip"),
+            "{log}"
+        );
+    }
+    let pg = pgs.create_db("skipping").await;
+    pg.batch_execute("SET TIME ZONE 'UTC'").await.unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/skipping\n",
+        pgs.port
+    );
+    let dir = tmp.path().join("s");
+    let job = write_job(&dir, &bootstrap, "bad-skip", &sink);
+    let text = std::fs::read_to_string(&job).unwrap() + "  row-error-policy: skip\n";
+    std::fs::write(&job, text).unwrap();
+    let st = spawn(&job, true).wait().unwrap();
+    assert!(st.success(), "{}", log_of(&job));
+    assert!(pg_matches(&pg, &feed).await, "{}", log_of(&job));
+    let dl = std::fs::read_to_string(dir.join("state/dead-letter.jsonl")).unwrap();
+    let records: Vec<Value> = dl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{dl}");
+    assert_eq!(records[0]["payload"], "{not json");
+    assert!(
+        records[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("shop.ghost"),
+        "{dl}"
+    );
+    for r in &records {
+        assert_eq!(r["kind"], "message");
+        assert_eq!(r["topic"], "dbz.shop.tags");
+    }
+    assert_eq!(
+        records[1]["offset"].as_i64().unwrap(),
+        records[0]["offset"].as_i64().unwrap() + 1
+    );
 }

@@ -166,6 +166,10 @@ pub struct Source {
     /// (a `Schema` event without changes, noted `skipped:`) instead of stopping the
     /// source (the sync job's `ddl-error-policy: skip`).
     pub skip_unparsed_ddl: bool,
+    /// Kafka: a message that cannot be decoded (not JSON, no source position, a table
+    /// without a definition, a value of the wrong kind) is appended here and skipped
+    /// (the sync job's `row-error-policy: skip`); None: it stops the source.
+    pub bad_messages_to: Option<std::path::PathBuf>,
 }
 
 /// What a source reads, with its own settings.
@@ -407,6 +411,7 @@ fn validate(
         tables,
         start,
         skip_unparsed_ddl: false,
+        bad_messages_to: None,
     })
 }
 

@@ -75,5 +75,6 @@ pub fn validate(k: KafkaConfig) -> Result<super::config::Source, JobFileError> {
         tables,
         start: super::config::Start::Initial,
         skip_unparsed_ddl: false,
+        bad_messages_to: None,
     })
 }

@@ -195,6 +195,15 @@ pub struct PipelineConfig {
     pub row_error_policy: super::rowcheck::RowErrorPolicy,
 }
 
+impl PipelineConfig {
+    /// Where parked DDL and skipped rows and messages go.
+    pub fn dead_letter_file(&self) -> PathBuf {
+        self.dead_letter
+            .clone()
+            .unwrap_or_else(|| self.state.join("dead-letter.jsonl"))
+    }
+}
+
 fn default_shards() -> u32 {
     1
 }
@@ -425,6 +434,9 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     let router = super::route::Router::parse(job.route.as_ref()).map_err(|e| e.message)?;
     let mut source = source;
     source.skip_unparsed_ddl = pipeline.ddl_error_policy == DdlErrorPolicy::Skip;
+    if pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Skip {
+        source.bad_messages_to = Some(pipeline.dead_letter_file());
+    }
     Ok(SyncJob {
         source,
         sink,

@@ -209,7 +209,10 @@ pub async fn run(
         };
         let flow = match msg {
             None => r.idle().await?,
-            Some(m) => r.message(&m).await?,
+            Some(m) => match r.message(&m).await {
+                Err(SourceError::Decode(reason)) => r.bad_message(&m, reason).await?,
+                other => other?,
+            },
         };
         if let Flow::Stop = flow {
             return Ok(());
@@ -431,6 +434,39 @@ impl Reader {
         )
         .await?;
         Ok(if go { Flow::Go } else { Flow::Stop })
+    }
+
+    /// A message that cannot be decoded: with `row-error-policy: skip`, appended to
+    /// the dead-letter file (topic, partition, offset, reason, the payload as text)
+    /// and passed over, its offset delivered; otherwise the error, with the fix.
+    async fn bad_message(&mut self, m: &OwnedMessage, reason: String) -> Result<Flow, SourceError> {
+        let Some(path) = self.src.bad_messages_to.clone() else {
+            return Err(SourceError::Decode(format!(
+                "{reason}. Every run stops at this message: set `pipeline.row-error-policy: skip` to write it to the dead-letter file and go on"
+            )));
+        };
+        let (topic, partition, offset) = (m.topic().to_owned(), m.partition(), m.offset());
+        let record = serde_json::json!({
+            "kind": "message",
+            "topic": topic,
+            "partition": partition,
+            "offset": offset,
+            "reason": reason,
+            "key": m.key().map(|k| String::from_utf8_lossy(k).into_owned()),
+            "payload": m.payload().map(|p| String::from_utf8_lossy(p).into_owned()),
+        });
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d)
+                .map_err(|e| SourceError::Decode(format!("{}: {e}", d.display())))?;
+        }
+        crate::durable::append_line(&path, &record.to_string())
+            .map_err(|e| SourceError::Decode(format!("{}: {e}", path.display())))?;
+        tracing::warn!(
+            "{topic}/{partition}@{offset}: a message that cannot be decoded was written to {} (row-error-policy: skip)",
+            path.display()
+        );
+        let end = (topic, partition, offset + 1);
+        Ok(deliver(&self.tx, None, Vec::new(), end, Position::new("kafka", 0)).await)
     }
 
     /// The decoder of a captured table, made from its definition in the history.

@@ -202,11 +202,7 @@ impl Engine {
                 }
             }
         }
-        let dead_letter = job
-            .pipeline
-            .dead_letter
-            .clone()
-            .unwrap_or_else(|| state_dir.join("dead-letter.jsonl"));
+        let dead_letter = job.pipeline.dead_letter_file();
         Ok(Engine {
             job,
             catalog,

@@ -168,11 +168,7 @@ impl RdbEngine {
         std::fs::create_dir_all(&state_dir)
             .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
         let log = DdlLog::load(&state_dir)?;
-        let dead_letter = job
-            .pipeline
-            .dead_letter
-            .clone()
-            .unwrap_or_else(|| state_dir.join("dead-letter.jsonl"));
+        let dead_letter = job.pipeline.dead_letter_file();
         let parked = log.parked_tables();
         let mut e = RdbEngine {
             cfg,
