@@ -1605,3 +1605,126 @@ async fn values_a_target_cannot_hold_follow_the_row_error_policy() {
         );
     }
 }
+
+/// Two processes of one Iceberg job on different hosts (two state folders sharing one
+/// catalog and warehouse) must not both write: both snapshotted and committed, and a
+/// keyed table ended with duplicate keys. Now the job's lease row in the catalog
+/// refuses the second while the first runs; once the first stops renewing it (paused
+/// past its lease) and its state folder moved, the second takes over, and the first,
+/// resumed, is fenced off before it writes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_runs_on_one_host_at_a_time_and_a_paused_owner_is_fenced() {
+    let src = MariaDb::start().await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.k (id INT PRIMARY KEY, v INT);
+         CREATE TABLE shop.nk (a INT); INSERT INTO shop.k VALUES (1, 1), (2, 2);
+         INSERT INTO shop.nk VALUES (1), (1);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let warehouse_dir = tmp.path().join("warehouse");
+    let host = |name: &str, server_id: u32| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {server_id}\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: shared\n  state: {}\n  checkpoint-interval-seconds: 0.1\n  owner-lease-seconds: 1.5\n",
+                src.port,
+                warehouse_dir.display(),
+                dir.join("state").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let (job_a, job_b) = (host("host-a", 621), host("host-b", 622));
+    let log_a = tmp.path().join("a.log");
+    let mut a = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", &job_a.display().to_string()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_a).unwrap())
+        .spawn()
+        .unwrap();
+    let cat = Catalog::open(&CatalogConfig::local(&warehouse_dir))
+        .await
+        .unwrap();
+    lakeshift_tests::wait_until("host A mirrored the tables", || async {
+        iceberg_rows(&cat, "nk").await.is_some_and(|r| r.len() == 2)
+    })
+    .await;
+    // B while A runs: refused, naming A.
+    let out = spawn(&job_b, true, None).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("is running as process {}", a.id())) && err.contains("host-a"),
+        "{err}"
+    );
+    // A paused past its lease (a stalled host); its state folder handed over to B (a
+    // job moved to another host): B takes over and mirrors new rows.
+    let pid = a.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let state_b = tmp.path().join("host-b/state");
+    std::fs::remove_dir_all(&state_b).unwrap();
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(tmp.path().join("host-a/state"))
+        .arg(&state_b)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    c.query_drop("INSERT INTO shop.k VALUES (3, 3); INSERT INTO shop.nk VALUES (2)")
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let log_b = loop {
+        let out = spawn(&job_b, true, None).wait_with_output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.success() {
+            break log;
+        }
+        assert!(log.contains("lease ends in"), "{log}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "B never took over: {log}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert!(log_b.contains("taking over from process"), "{log_b}");
+    // A resumed: fenced before it writes, it stops.
+    assert!(Command::new("kill")
+        .args(["-CONT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let st = loop {
+        if let Some(st) = a.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = a.kill();
+            panic!(
+                "A was not fenced: {}",
+                std::fs::read_to_string(&log_a).unwrap()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let log = std::fs::read_to_string(&log_a).unwrap();
+    assert!(!st.success(), "{log}");
+    assert!(log.contains("was taken over by process"), "{log}");
+    c.query_drop("INSERT INTO shop.k VALUES (4, 4); INSERT INTO shop.nk VALUES (3)")
+        .await
+        .unwrap();
+    catch_up(&job_b);
+    assert_mirrored(&mut c, &cat, &["k", "nk"]).await;
+}

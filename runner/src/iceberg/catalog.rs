@@ -61,10 +61,13 @@ impl LoadedTable {
 }
 
 pub struct Catalog {
-    pool: AnyPool,
-    name: String,
+    pub(super) pool: AnyPool,
+    pub(super) name: String,
     warehouse: String,
-    postgres: bool,
+    pub(super) postgres: bool,
+    /// The job run that owns the writes (`claim`): every metadata write checks, in
+    /// the same statement, that the run still holds the job's lease row.
+    pub(super) owner: Option<(String, String)>,
     pub file_io: FileIO,
     /// Fault injection: the next N swaps apply but report their reply as lost.
     lose_replies: Arc<AtomicU32>,
@@ -177,6 +180,7 @@ impl Catalog {
             postgres,
             file_io: FileIO::new_with_fs(),
             lose_replies: Arc::new(AtomicU32::new(0)),
+            owner: None,
         })
     }
 
@@ -196,7 +200,7 @@ impl Catalog {
     }
 
     /// `?` placeholders, rewritten to `$n` for PostgreSQL.
-    fn q(&self, sql: &str) -> String {
+    pub(super) fn q(&self, sql: &str) -> String {
         if !self.postgres {
             return sql.to_owned();
         }
@@ -351,17 +355,30 @@ impl Catalog {
 
     /// Register a new table whose first metadata file is already written.
     pub async fn insert_table(&self, id: &TableIdent, metadata_location: &str) -> Result<()> {
-        let r = sqlx::query(&self.q(
-            "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) VALUES (?, ?, ?, ?, 'TABLE')",
-        ))
-        .bind(&self.name)
-        .bind(id.namespace().join("."))
-        .bind(id.name())
-        .bind(metadata_location)
-        .execute(&self.pool)
-        .await;
+        // `WHERE 1 = 1` so that the owner's condition can follow.
+        let sql = format!(
+            "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) SELECT ?, ?, ?, ?, 'TABLE' WHERE 1 = 1{}",
+            self.owned_sql()
+        );
+        let r = self
+            .bind_owner(
+                sqlx::query(&self.q(&sql))
+                    .bind(&self.name)
+                    .bind(id.namespace().join("."))
+                    .bind(id.name())
+                    .bind(metadata_location),
+            )
+            .execute(&self.pool)
+            .await;
         match r {
-            Ok(_) => Ok(()),
+            Ok(r) if r.rows_affected() == 1 => Ok(()),
+            Ok(_) => {
+                self.check_owner().await?;
+                Err(Error::Invalid(format!(
+                    "table {}: not created",
+                    display(id)
+                )))
+            }
             Err(_) if self.metadata_location(id).await?.is_some() => {
                 Err(Error::TableExists(display(id)))
             }
@@ -433,21 +450,29 @@ impl Catalog {
                 display(id)
             )));
         }
-        let r = sqlx::query(&self.q(
+        let sql = format!(
             "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?
               WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
                 AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)
-                AND metadata_location = ?",
-        ))
-        .bind(new)
-        .bind(expected)
-        .bind(&self.name)
-        .bind(id.namespace().join("."))
-        .bind(id.name())
-        .bind(expected)
-        .execute(&self.pool)
-        .await?;
+                AND metadata_location = ?{}",
+            self.owned_sql()
+        );
+        let r = self
+            .bind_owner(
+                sqlx::query(&self.q(&sql))
+                    .bind(new)
+                    .bind(expected)
+                    .bind(&self.name)
+                    .bind(id.namespace().join("."))
+                    .bind(id.name())
+                    .bind(expected),
+            )
+            .execute(&self.pool)
+            .await?;
         let swapped = r.rows_affected() == 1;
+        if !swapped {
+            self.check_owner().await?;
+        }
         if swapped {
             // The swap is done; its reply to the caller is not (recovery tests).
             crate::failpoint::hit("after-swap");

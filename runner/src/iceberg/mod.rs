@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod commit;
 pub mod convert;
 pub mod files;
+pub mod lease;
 pub mod plan;
 mod rules;
 
@@ -42,6 +43,9 @@ pub enum Error {
     /// The catalog's reply to a compare-and-swap was lost (injected in tests).
     #[error("table {0}: the reply to the metadata swap was lost")]
     ReplyLost(String),
+    /// Another run of the job holds it (its lease row in the catalog).
+    #[error("{0}")]
+    Fenced(String),
     #[error("{0}")]
     Invalid(String),
 }

@@ -190,6 +190,10 @@ pub struct PipelineConfig {
     /// `<state>/dead-letter.jsonl`).
     #[serde(default)]
     pub dead_letter: Option<PathBuf>,
+    /// Iceberg: the lease on the job in the catalog (one writer across hosts); a run
+    /// that stops renewing it for this long may be taken over.
+    #[serde(default = "default_lease")]
+    pub owner_lease_seconds: f64,
     /// A row holding a value the target cannot take: fail or skip (dead-letter).
     #[serde(default)]
     pub row_error_policy: super::rowcheck::RowErrorPolicy,
@@ -215,6 +219,10 @@ fn default_progress() -> f64 {
 fn default_interval() -> f64 {
     10.0
 }
+fn default_lease() -> f64 {
+    30.0
+}
+
 fn default_budget() -> u64 {
     256
 }
@@ -302,6 +310,7 @@ const ICEBERG_PIPELINE_KEYS: &[&str] = &[
     "changelog-tables",
     "writer-shards",
     "parallelism",
+    "owner-lease-seconds",
 ];
 
 /// The keys of a YAML mapping.
@@ -406,6 +415,13 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     .map_err(|e| format!("job file: pipeline: {e}"))?;
     if pipeline.name.trim().is_empty() {
         return Err(field("pipeline.name", "is empty").into());
+    }
+    if !pipeline.owner_lease_seconds.is_finite() || pipeline.owner_lease_seconds <= 0.0 {
+        return Err(field(
+            "pipeline.owner-lease-seconds",
+            "must be a positive number of seconds",
+        )
+        .into());
     }
     if !pipeline.checkpoint_interval_seconds.is_finite()
         || pipeline.checkpoint_interval_seconds <= 0.0

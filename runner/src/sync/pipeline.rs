@@ -127,6 +127,15 @@ pub trait Sink {
 
     /// When the last checkpoint was taken.
     fn last_checkpoint(&self) -> Instant;
+    /// Called often while the job runs: a sink that holds a lease on the job renews
+    /// it when due (an error: another process owns the job now).
+    async fn keep_alive(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// The job stops cleanly: a lease on it is given up.
+    async fn stopped(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// Counters, read on every turn of the loop (cheap).
     fn status(&self) -> SinkStatus;
@@ -215,6 +224,12 @@ impl<S: Sink> Pipeline<S> {
     /// connection to the source (server restarted, network) is retried with back-off
     /// from the last checkpoint, with what was read so far committed first.
     pub async fn run(&mut self, until_end: bool) -> Result<()> {
+        self.run_to_end(until_end).await?;
+        // A clean stop: whatever the sink holds on the job is given up.
+        self.sink.stopped().await
+    }
+
+    async fn run_to_end(&mut self, until_end: bool) -> Result<()> {
         let resume = self.sink.prepare().await?;
         let mut cur = Cursor {
             snapshot: resume.snapshot.clone(),
@@ -323,6 +338,7 @@ impl<S: Sink> Pipeline<S> {
                 return Ok(());
             }
             self.progress().await;
+            self.sink.keep_alive().await?;
             let wait = self.interval.min(Duration::from_millis(250));
             let e = match tokio::time::timeout(wait, rx.recv()).await {
                 Ok(Some(e)) => e,

@@ -49,7 +49,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub const JOB: &str = "lakeshift.job";
 pub const CHECKPOINT: &str = "lakeshift.checkpoint-id";
@@ -151,6 +151,9 @@ pub struct Engine {
     dead_letter: PathBuf,
     /// No state was stored when the job opened (a first run, or a lost folder).
     fresh: bool,
+    /// The lease on the job in the catalog: its length, and when it was renewed.
+    lease: Duration,
+    renewed: Instant,
 }
 
 /// `ns.table` of the DDL log into the engine's table key.
@@ -203,6 +206,7 @@ impl Engine {
             }
         }
         let dead_letter = job.pipeline.dead_letter_file();
+        let job_lease = job.pipeline.owner_lease_seconds;
         Ok(Engine {
             job,
             catalog,
@@ -223,6 +227,8 @@ impl Engine {
             reparked: BTreeSet::new(),
             dead_letter,
             fresh,
+            lease: Duration::from_secs_f64(job_lease),
+            renewed: Instant::now(),
         })
     }
 }
@@ -230,7 +236,18 @@ impl Engine {
 impl super::pipeline::Sink for Engine {
     async fn prepare(&mut self) -> Result<crate::source::Resume, SyncError> {
         // (Kafka jobs keep their offsets in the tables: processes of one group start
-        // with state folders of their own.)
+        // with state folders of their own, share tables, and are fenced by offsets.)
+        if self.job.source.kafka().is_none() {
+            let me = crate::iceberg::lease::Owner::this_process(
+                &self.job.pipeline.name,
+                &self.state_dir,
+            );
+            self.catalog
+                .claim(&me, self.lease)
+                .await
+                .map_err(|e| SyncError::fenced(e.to_string()))?;
+            self.renewed = Instant::now();
+        }
         if self.fresh && self.job.source.kafka().is_none() {
             self.refuse_lost_state().await?;
         }
@@ -389,6 +406,21 @@ impl super::pipeline::Sink for Engine {
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
         Engine::checkpoint(self, at, snapshot).await
+    }
+
+    async fn keep_alive(&mut self) -> Result<(), SyncError> {
+        if self.renewed.elapsed() >= self.lease / 3 {
+            self.catalog
+                .renew(self.lease)
+                .await
+                .map_err(|e| SyncError::fenced(e.to_string()))?;
+            self.renewed = Instant::now();
+        }
+        Ok(())
+    }
+
+    async fn stopped(&mut self) -> Result<(), SyncError> {
+        Ok(self.catalog.release().await.map_err(|e| e.to_string())?)
     }
 
     fn has_pending(&self) -> bool {

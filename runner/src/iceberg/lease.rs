@@ -1,0 +1,233 @@
+//! One writer per job across hosts: a lease row per job in the catalog database
+//! (`lakeshift_job_owner`), claimed at start and renewed while the job runs, and a
+//! fencing check in every metadata write of the catalog.
+//!
+//! A run claims the job's row when it is free, when its lease has run out, or when
+//! the row is this very state folder's on this host (the local lock on the folder
+//! proves that run is gone). Otherwise the new run is refused, naming the holder.
+//! A run that lost its row (it was paused past its lease and another took over) is
+//! fenced: its metadata swap carries `EXISTS (row with my run id)` in the same SQL
+//! statement, so it cannot land, and the job stops.
+
+use super::catalog::Catalog;
+use super::{Error, Result};
+use sqlx::any::AnyArguments;
+use sqlx::query::Query;
+use sqlx::{Any, Row};
+use std::time::Duration;
+
+/// Who runs a job: a run id (new for every process), where it runs, and its state
+/// folder.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub job: String,
+    pub run: String,
+    pub host: String,
+    pub pid: u32,
+    pub state: String,
+}
+
+impl Owner {
+    /// This process, for `job` with its state folder.
+    pub fn this_process(job: &str, state: &std::path::Path) -> Owner {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .ok()
+            .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "unknown-host".into());
+        let state = std::fs::canonicalize(state).unwrap_or_else(|_| state.to_path_buf());
+        Owner {
+            job: job.to_owned(),
+            run: uuid::Uuid::new_v4().to_string(),
+            host,
+            pid: std::process::id(),
+            state: state.display().to_string(),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    crate::calendar::now_ms()
+}
+
+impl Catalog {
+    /// `AND EXISTS (...)`: the owner's fencing condition for a metadata write (empty
+    /// when no run claimed the job: `apply`, `status`, tests).
+    pub(super) fn owned_sql(&self) -> &'static str {
+        if self.owner.is_some() {
+            " AND EXISTS (SELECT 1 FROM lakeshift_job_owner o WHERE o.catalog_name = ? AND o.job = ? AND o.run_id = ?)"
+        } else {
+            ""
+        }
+    }
+
+    pub(super) fn bind_owner<'q>(
+        &'q self,
+        q: Query<'q, Any, AnyArguments<'q>>,
+    ) -> Query<'q, Any, AnyArguments<'q>> {
+        match &self.owner {
+            Some((job, run)) => q.bind(&self.name).bind(job).bind(run),
+            None => q,
+        }
+    }
+
+    /// After a write that changed nothing: fenced, if this run no longer holds the job.
+    pub(super) async fn check_owner(&self) -> Result<()> {
+        let Some((job, run)) = &self.owner else {
+            return Ok(());
+        };
+        let row = sqlx::query(&self.q(
+            "SELECT run_id, host, pid, state FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
+        ))
+        .bind(&self.name)
+        .bind(job)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(r) if r.try_get::<String, _>(0)? == *run => Ok(()),
+            Some(r) => Err(Error::Fenced(format!(
+                "job `{job}` was taken over by process {} on {} (state {}) after this run's lease ran out; this run stops without writing",
+                r.try_get::<i64, _>(2)?,
+                r.try_get::<String, _>(1)?,
+                r.try_get::<String, _>(3)?
+            ))),
+            None => Err(Error::Fenced(format!(
+                "job `{job}` has no owner row any more; this run stops without writing"
+            ))),
+        }
+    }
+
+    async fn ensure_owner_table(&self) -> Result<()> {
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS lakeshift_job_owner (
+                catalog_name VARCHAR(255) NOT NULL,
+                job VARCHAR(255) NOT NULL,
+                run_id VARCHAR(64) NOT NULL,
+                host VARCHAR(255) NOT NULL,
+                pid BIGINT NOT NULL,
+                state VARCHAR(1000) NOT NULL,
+                lease_until_ms BIGINT NOT NULL,
+                PRIMARY KEY (catalog_name, job))",
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Claim the job for `o` for `lease`: free, expired, or this state folder's row
+    /// (its run is gone: this process holds the folder's lock). Refused otherwise,
+    /// naming the holder. From then on every metadata write is fenced by it.
+    pub async fn claim(&mut self, o: &Owner, lease: Duration) -> Result<()> {
+        self.ensure_owner_table().await?;
+        let until = now_ms() + lease.as_millis() as i64;
+        let inserted = sqlx::query(&self.q(
+            "INSERT INTO lakeshift_job_owner (catalog_name, job, run_id, host, pid, state, lease_until_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (catalog_name, job) DO NOTHING",
+        ))
+        .bind(&self.name)
+        .bind(&o.job)
+        .bind(&o.run)
+        .bind(&o.host)
+        .bind(i64::from(o.pid))
+        .bind(&o.state)
+        .bind(until)
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        if !inserted {
+            let r = sqlx::query(&self.q(
+                "SELECT run_id, host, pid, state, lease_until_ms FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
+            ))
+            .bind(&self.name)
+            .bind(&o.job)
+            .fetch_one(&self.pool)
+            .await?;
+            let (run, host, pid, state, lease_until): (String, String, i64, String, i64) = (
+                r.try_get(0)?,
+                r.try_get(1)?,
+                r.try_get(2)?,
+                r.try_get(3)?,
+                r.try_get(4)?,
+            );
+            let mine = host == o.host && state == o.state;
+            let left = lease_until - now_ms();
+            if !mine && left > 0 {
+                return Err(Error::Fenced(format!(
+                    "job `{}` is running as process {pid} on {host} (state folder {state}); its lease ends in {:.1} s. Stop it first, or wait until its lease runs out if it is gone",
+                    o.job,
+                    left as f64 / 1000.0
+                )));
+            }
+            if !mine {
+                tracing::warn!(
+                    "job `{}`: taking over from process {pid} on {host} (state folder {state}), whose lease ran out {:.1} s ago",
+                    o.job,
+                    -left as f64 / 1000.0
+                );
+            }
+            let taken = sqlx::query(&self.q(
+                "UPDATE lakeshift_job_owner SET run_id = ?, host = ?, pid = ?, state = ?, lease_until_ms = ?
+                  WHERE catalog_name = ? AND job = ? AND run_id = ?",
+            ))
+            .bind(&o.run)
+            .bind(&o.host)
+            .bind(i64::from(o.pid))
+            .bind(&o.state)
+            .bind(until)
+            .bind(&self.name)
+            .bind(&o.job)
+            .bind(&run)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+            if taken != 1 {
+                return Err(Error::Fenced(format!(
+                    "job `{}`: another process claimed it at the same moment; this run stops",
+                    o.job
+                )));
+            }
+        }
+        self.owner = Some((o.job.clone(), o.run.clone()));
+        Ok(())
+    }
+
+    /// Renew the lease. Err(Fenced): another run holds the job now.
+    pub async fn renew(&self, lease: Duration) -> Result<()> {
+        let Some((job, run)) = &self.owner else {
+            return Ok(());
+        };
+        let n = sqlx::query(&self.q(
+            "UPDATE lakeshift_job_owner SET lease_until_ms = ? WHERE catalog_name = ? AND job = ? AND run_id = ?",
+        ))
+        .bind(now_ms() + lease.as_millis() as i64)
+        .bind(&self.name)
+        .bind(job)
+        .bind(run)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        if n == 1 {
+            Ok(())
+        } else {
+            self.check_owner().await
+        }
+    }
+
+    /// Give the job up (a clean stop): the next run on any host may claim it at once.
+    pub async fn release(&self) -> Result<()> {
+        let Some((job, run)) = &self.owner else {
+            return Ok(());
+        };
+        sqlx::query(&self.q(
+            "UPDATE lakeshift_job_owner SET lease_until_ms = 0 WHERE catalog_name = ? AND job = ? AND run_id = ?",
+        ))
+        .bind(&self.name)
+        .bind(job)
+        .bind(run)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
