@@ -194,6 +194,10 @@ pub struct PipelineConfig {
     /// that stops renewing it for this long may be taken over.
     #[serde(default = "default_lease")]
     pub owner_lease_seconds: f64,
+    /// Iceberg: a column added with a default to a table holding rows: `rewrite` the
+    /// rows with it (exact, the default), `null` (older rows read NULL), `fail`.
+    #[serde(default)]
+    pub added_column_default: super::engine::defaults::AddedDefault,
     /// A row holding a value the target cannot take: fail or skip (dead-letter).
     #[serde(default)]
     pub row_error_policy: super::rowcheck::RowErrorPolicy,
@@ -311,6 +315,7 @@ const ICEBERG_PIPELINE_KEYS: &[&str] = &[
     "writer-shards",
     "parallelism",
     "owner-lease-seconds",
+    "added-column-default",
 ];
 
 /// The keys of a YAML mapping.

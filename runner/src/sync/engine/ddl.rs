@@ -94,11 +94,44 @@ impl Engine {
                 return self.ddl_refused(position, sql, &touched, reason, item);
             }
         };
+        // Added columns with a default, on tables holding rows: their older rows.
+        let policy = self.job.pipeline.added_column_default;
+        let fills = match self.fills_for(changes) {
+            Ok(f) if f.is_empty() || policy == defaults::AddedDefault::Null => Vec::new(),
+            Ok(f) if policy == defaults::AddedDefault::Fail => {
+                let cols: Vec<String> = f
+                    .iter()
+                    .flat_map(|x| {
+                        x.columns
+                            .iter()
+                            .map(move |(c, _)| format!("{}.{}.{c}", x.table.0, x.table.1))
+                    })
+                    .collect();
+                let reason = format!(
+                    "column(s) {} added with a default to a table holding rows: Iceberg v2 cannot give the older rows the default (added-column-default: fail; `rewrite` writes them with it, `null` accepts NULL)",
+                    cols.join(", ")
+                );
+                return self.ddl_refused(position, sql, &touched, reason, item);
+            }
+            Ok(f) => f,
+            Err(reason) if policy != defaults::AddedDefault::Null => {
+                return self.ddl_refused(position, sql, &touched, reason, item);
+            }
+            Err(_) => Vec::new(),
+        };
         for d in diags.0 {
-            tracing::info!("{}: DDL at {position}: {}", d.severity, d.message);
+            let filled = !fills.is_empty() && d.message.contains("read NULL for the new column");
+            if !filled {
+                tracing::info!("{}: DDL at {position}: {}", d.severity, d.message);
+            }
         }
         mark_schema_position(&mut plan, position);
+        self.mark_fills(&fills)?;
         self.execute_plan(position, &plan, &touched).await?;
+        failpoint("before-fill");
+        for f in &fills {
+            self.fill(f).await?;
+        }
         self.ddl_logged(
             position,
             sql,

@@ -18,6 +18,7 @@
 //! is recognised.
 
 mod ddl;
+pub mod defaults;
 mod parked;
 mod rows;
 mod state;
@@ -252,6 +253,8 @@ impl super::pipeline::Sink for Engine {
             self.refuse_lost_state().await?;
         }
         let recovered = self.recover().await?;
+        // Added columns' defaults a restart left unfilled: before any row.
+        self.finish_fills().await?;
         if recovered > 0 {
             tracing::info!(
                 "recovered {recovered} table commit(s) of checkpoint {}",

@@ -1,0 +1,281 @@
+//! `ADD COLUMN ... DEFAULT v` on a table that holds rows: at the source every existing
+//! row reads `v`; an Iceberg v2 table (what the sink writes) has no `initial-default`,
+//! so its older rows would read NULL. `pipeline.added-column-default` decides:
+//! `rewrite` (the default, exact) rewrites the table's rows with the value in one
+//! overwrite snapshot right after the schema change, before any later row lands;
+//! `null` keeps NULL with a warning; `fail` refuses the DDL (the DDL error policy
+//! then applies).
+//!
+//! Crash safety: a marker `state/fill/<ns.table>.json` is written before the schema
+//! change and removed after the rewrite's commit. A run that finds a marker whose
+//! column the table has rewrites before it reads anything (no row committed after
+//! the DDL exists yet, so every NULL there is an older row's); a marker whose column
+//! the table lacks is dropped (the DDL comes again from the source).
+
+use super::*;
+use crate::sync::error::SyncError;
+use arrow_array::{Array, ArrayRef, StringArray};
+use ddl_core::{DefaultValue, Literal, SchemaChange};
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+
+/// What `added-column-default` says to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AddedDefault {
+    /// Rewrite the table's rows with the default (exact).
+    #[default]
+    Rewrite,
+    /// Older rows read NULL (a warning says so).
+    Null,
+    /// Refuse the DDL (the DDL error policy applies).
+    Fail,
+}
+
+/// Columns a table's rows get filled with: (column name, the default as text).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Fill {
+    pub table: (String, String),
+    pub columns: Vec<(String, String)>,
+}
+
+/// A default as text Arrow can cast to the column's type; None: not a constant.
+fn default_text(d: &DefaultValue) -> Option<Option<String>> {
+    match d {
+        DefaultValue::Literal { value } => Some(match value {
+            Literal::Null => None,
+            Literal::Boolean(b) => Some(b.to_string()),
+            Literal::Number(n) | Literal::String(n) => Some(n.clone()),
+        }),
+        _ => None,
+    }
+}
+
+impl Engine {
+    fn fill_path(&self, t: &(String, String)) -> PathBuf {
+        self.state_dir
+            .join("fill")
+            .join(format!("{}.{}.json", t.0, t.1))
+    }
+
+    /// The fills a DDL needs (added columns with a non-NULL default, on tables that
+    /// hold rows), or the reason it cannot be done exactly.
+    pub(super) fn fills_for(&self, changes: &[SchemaChange]) -> Result<Vec<Fill>, String> {
+        let mut out: Vec<Fill> = Vec::new();
+        for c in changes {
+            let SchemaChange::AddColumn { table, column, .. } = c else {
+                continue;
+            };
+            let Some(d) = &column.default else {
+                continue;
+            };
+            let k = (
+                ns_of(table.schema.as_deref().unwrap_or_default()),
+                table.name.clone(),
+            );
+            let has_rows = self
+                .sinks
+                .get(&k)
+                .is_some_and(|s| s.table.metadata.current_snapshot().is_some());
+            if !has_rows || self.job.changelog(&k.0, &k.1) {
+                continue;
+            }
+            let text = match default_text(d) {
+                Some(None) => continue, // DEFAULT NULL: NULL is right
+                Some(Some(t)) => t,
+                None => {
+                    return Err(format!(
+                        "column {} of {}.{} is added with a default that is not a constant ({d:?}); the rows already in the table would need the value the source gave them, which lakeshift cannot know (added-column-default: null accepts NULL for them)",
+                        column.name, k.0, k.1
+                    ))
+                }
+            };
+            match out.iter_mut().find(|f| f.table == k) {
+                Some(f) => f.columns.push((column.name.clone(), text)),
+                None => out.push(Fill {
+                    table: k,
+                    columns: vec![(column.name.clone(), text)],
+                }),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Durably note the fills before the schema change.
+    pub(super) fn mark_fills(&self, fills: &[Fill]) -> Result<(), SyncError> {
+        for f in fills {
+            let p = self.fill_path(&f.table);
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            }
+            let bytes = serde_json::to_vec(f).map_err(|e| e.to_string())?;
+            crate::durable::replace(&p, &bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Fills noted by an earlier run: done now (before any row is read), or dropped
+    /// when the table does not have the column (the DDL did not land).
+    pub(super) async fn finish_fills(&mut self) -> Result<(), SyncError> {
+        let dir = self.state_dir.join("fill");
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return Ok(());
+        };
+        for e in rd.flatten() {
+            let bytes =
+                std::fs::read(e.path()).map_err(|x| format!("{}: {x}", e.path().display()))?;
+            let f: Fill = serde_json::from_slice(&bytes)
+                .map_err(|x| format!("{}: {x}", e.path().display()))?;
+            if !self.sinks.contains_key(&f.table) {
+                self.load_sink(&f.table).await?;
+            }
+            let landed = self.sinks.get(&f.table).is_some_and(|s| {
+                f.columns.iter().all(|(c, _)| {
+                    s.arrow
+                        .fields()
+                        .iter()
+                        .any(|x| x.name().eq_ignore_ascii_case(c))
+                })
+            });
+            if landed {
+                tracing::info!(
+                    "{}.{}: finishing the fill of added column(s) with their defaults, begun before a restart",
+                    f.table.0,
+                    f.table.1
+                );
+                self.fill(&f).await?;
+            } else {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrite a table's rows with the added columns' defaults where they are NULL
+    /// (every row there is older than the column), in one overwrite snapshot.
+    pub(super) async fn fill(&mut self, f: &Fill) -> Result<(), SyncError> {
+        let t0 = Instant::now();
+        let k = &f.table;
+        let id = ident(&k.0, &k.1)?;
+        let table = self
+            .catalog
+            .load(&id)
+            .await
+            .map_err(|e| format!("loading table {}: {e}", display(&id)))?
+            .ok_or_else(|| format!("table {} is gone", display(&id)))?;
+        let arrow = files::arrow_schema(&table).map_err(|e| e.to_string())?;
+        // Each filled column's default, cast once to its Arrow type.
+        let mut defaults: Vec<(usize, ArrayRef)> = Vec::new();
+        for (c, text) in &f.columns {
+            let i = arrow
+                .fields()
+                .iter()
+                .position(|x| x.name().eq_ignore_ascii_case(c))
+                .ok_or_else(|| format!("{}: no column {c} after the DDL", display(&id)))?;
+            let v = arrow_cast::cast::cast_with_options(
+                &(Arc::new(StringArray::from(vec![text.as_str()])) as ArrayRef),
+                arrow.field(i).data_type(),
+                &arrow_cast::cast::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| {
+                format!(
+                    "{}: the default of column {c} does not convert to its Iceberg type: {e}",
+                    display(&id)
+                )
+            })?;
+            defaults.push((i, v));
+        }
+        let scan = table
+            .table(&self.catalog.file_io)
+            .map_err(|e| e.to_string())?
+            .scan()
+            .with_concurrency_limit(1)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut stream = scan.to_arrow().await.map_err(|e| e.to_string())?;
+        let (mut data, mut chunk, mut bytes, mut rows) = (Vec::new(), Vec::new(), 0usize, 0u64);
+        let budget = (self.job.pipeline.memory_budget_mib as usize * 1024 * 1024 / 4).max(1 << 20);
+        while let Some(b) = stream.try_next().await.map_err(|e| e.to_string())? {
+            let b = filled(&b, &arrow, &defaults)?;
+            rows += b.num_rows() as u64;
+            bytes += b.get_array_memory_size();
+            chunk.push(b);
+            if bytes >= budget {
+                data.extend(
+                    files::write_data(&table, &self.catalog.file_io, &std::mem::take(&mut chunk))
+                        .await
+                        .map_err(|e| e.to_string())?,
+                );
+                bytes = 0;
+            }
+        }
+        if !chunk.is_empty() {
+            data.extend(
+                files::write_data(&table, &self.catalog.file_io, &chunk)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        let wm = self.sinks.get(k).and_then(|s| s.watermark.clone());
+        let summary = self.summary(self.state.checkpoint, &wm);
+        Committer::new(&self.catalog)
+            .commit(
+                &id,
+                &uuid::Uuid::new_v4().to_string(),
+                &Change::Snapshot(SnapshotChange {
+                    data_files: data,
+                    truncate: true,
+                    summary,
+                    ..Default::default()
+                }),
+            )
+            .await
+            .map_err(|e| format!("filling the added column(s) of {}: {e}", display(&id)))?;
+        failpoint("after-fill-commit");
+        let _ = std::fs::remove_file(self.fill_path(k));
+        // The sink reads the table as it is now.
+        self.sinks.remove(k);
+        self.load_sink(k).await?;
+        let names: Vec<&str> = f.columns.iter().map(|(c, _)| c.as_str()).collect();
+        tracing::info!(
+            "{}: {rows} row(s) rewritten with the default of added column(s) {} in {:.0} ms (added-column-default: rewrite)",
+            display(&id),
+            names.join(", "),
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+        Ok(())
+    }
+}
+
+/// A scanned batch in the table's Arrow schema (columns the reader left out are
+/// NULL), with the defaults where the filled columns are NULL.
+fn filled(
+    b: &RecordBatch,
+    arrow: &arrow_schema::SchemaRef,
+    defaults: &[(usize, ArrayRef)],
+) -> Result<RecordBatch, SyncError> {
+    let n = b.num_rows();
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(arrow.fields().len());
+    for f in arrow.fields() {
+        let c = match b.schema().index_of(f.name()) {
+            Ok(i) => b.column(i).clone(),
+            Err(_) => arrow_array::new_null_array(f.data_type(), n),
+        };
+        cols.push(c);
+    }
+    for (i, v) in defaults {
+        let c = &cols[*i];
+        if c.null_count() == 0 {
+            continue;
+        }
+        let idx = arrow_array::UInt32Array::from(vec![0u32; n]);
+        let dflt = arrow_select::take::take(v.as_ref(), &idx, None).map_err(|e| e.to_string())?;
+        let present =
+            arrow_array::BooleanArray::from((0..n).map(|r| c.is_valid(r)).collect::<Vec<_>>());
+        cols[*i] = arrow_select::zip::zip(&present, c, &dflt).map_err(|e| e.to_string())?;
+    }
+    Ok(RecordBatch::try_new(arrow.clone(), cols).map_err(|e| e.to_string())?)
+}
