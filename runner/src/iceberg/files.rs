@@ -25,6 +25,12 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use std::sync::Arc;
 
+/// Encoded bytes per Parquet row group, unless the table says otherwise.
+pub const ROW_GROUP_BYTES: usize = 16 * 1024 * 1024;
+
+/// Rows copied out of the pending batches at a time when writing them.
+const SLICE_ROWS: usize = 64 * 1024;
+
 /// Reserved field ids of position-delete files (Iceberg spec).
 pub const DELETE_FILE_PATH_ID: i32 = 2147483546;
 pub const DELETE_POS_ID: i32 = 2147483545;
@@ -43,8 +49,19 @@ pub fn writer_properties(t: &LoadedTable) -> WriterProperties {
         "uncompressed" | "none" => Compression::UNCOMPRESSED,
         _ => Compression::ZSTD(ZstdLevel::default()),
     };
+    // The writer holds a row group's pages in memory until it is complete: row
+    // groups of at most `write.parquet.row-group-size-bytes` (default 16 MiB here)
+    // bound its memory, whatever the row count.
+    let group_bytes = t
+        .metadata
+        .properties()
+        .get("write.parquet.row-group-size-bytes")
+        .and_then(|v| v.parse().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(ROW_GROUP_BYTES);
     WriterProperties::builder()
         .set_compression(compression)
+        .set_max_row_group_bytes(Some(group_bytes))
         .build()
 }
 
@@ -135,6 +152,105 @@ pub async fn write_data(
         out.extend(w.close().await?);
     }
     Ok(out)
+}
+
+/// Write the rows `picked` ((batch, row) of `batches`, in the table's current schema)
+/// through writers `build` makes per partition, copying SLICE_ROWS rows at a time
+/// (the rows are never all copied at once).
+async fn write_picked<W, F, Fut>(
+    t: &LoadedTable,
+    batches: &[RecordBatch],
+    picked: &[(u32, u32)],
+    build: F,
+) -> Result<Vec<DataFile>>
+where
+    W: IcebergWriter,
+    F: Fn(Option<iceberg::spec::PartitionKey>) -> Fut,
+    Fut: std::future::Future<Output = Result<W>>,
+{
+    let mut writers: Vec<(String, W)> = Vec::new();
+    for slice in picked.chunks(SLICE_ROWS) {
+        let mut by_batch: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for (b, r) in slice {
+            by_batch.entry(*b).or_default().push(*r);
+        }
+        let mut taken = Vec::with_capacity(by_batch.len());
+        for (b, idx) in by_batch {
+            let batch = &batches[b as usize];
+            let idx = arrow_array::UInt32Array::from(idx);
+            let cols = batch
+                .columns()
+                .iter()
+                .map(|c| arrow_select::take::take(c, &idx, None))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| Error::Invalid(e.to_string()))?;
+            taken.push(
+                RecordBatch::try_new(batch.schema(), cols)
+                    .map_err(|e| Error::Invalid(e.to_string()))?,
+            );
+        }
+        for (key, group) in partitioned(t, &taken)? {
+            let id = format!("{:?}", key.as_ref().map(|k| k.data()));
+            // (Its own statement: no borrow of the writers lives across the await.)
+            let found = writers.iter().position(|(k, _)| *k == id);
+            let i = match found {
+                Some(i) => i,
+                None => {
+                    writers.push((id, build(key).await?));
+                    writers.len() - 1
+                }
+            };
+            for b in group {
+                writers[i].1.write(b).await?;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (_, mut w) in writers {
+        out.extend(w.close().await?);
+    }
+    Ok(out)
+}
+
+/// Data files of the rows `picked` from `batches` (see `write_picked`).
+pub async fn write_data_picked(
+    t: &LoadedTable,
+    file_io: &FileIO,
+    batches: &[RecordBatch],
+    picked: &[(u32, u32)],
+) -> Result<Vec<DataFile>> {
+    let schema = t.metadata.current_schema().clone();
+    write_picked(t, batches, picked, |key| {
+        let b = rolling(t, file_io, schema.clone(), "data");
+        async move { Ok(DataFileWriterBuilder::new(b?).build(key).await?) }
+    })
+    .await
+}
+
+/// Equality-delete files of the rows `picked` from `batches` (see `write_picked`).
+pub async fn write_equality_deletes_picked(
+    t: &LoadedTable,
+    file_io: &FileIO,
+    key_ids: &[i32],
+    batches: &[RecordBatch],
+    picked: &[(u32, u32)],
+) -> Result<Vec<DataFile>> {
+    let schema = t.metadata.current_schema().clone();
+    write_picked(t, batches, picked, |key| {
+        let made = (|| {
+            let config = EqualityDeleteWriterConfig::new(key_ids.to_vec(), schema.clone())?;
+            let projected = config.projected_arrow_schema_ref().clone();
+            let delete_schema = Arc::new(iceberg::arrow::arrow_schema_to_schema(&projected)?);
+            Ok::<_, Error>((rolling(t, file_io, delete_schema, "eq-delete")?, config))
+        })();
+        async move {
+            let (rolling, config) = made?;
+            Ok(EqualityDeleteFileWriterBuilder::new(rolling, config)
+                .build(key)
+                .await?)
+        }
+    })
+    .await
 }
 
 /// Write equality deletes: `batches` hold whole rows (in the current schema) whose

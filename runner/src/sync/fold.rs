@@ -10,6 +10,11 @@ use crate::source::Op;
 use arrow_array::RecordBatch;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+/// Bytes a key's entry in the folding maps costs besides its key bytes (the key's
+/// allocation and header, the value, the hash table's slot and spare capacity),
+/// counted in `bytes` so the memory budget sees the maps, not only the rows.
+pub const ENTRY_BYTES: usize = 80;
+
 /// Changes of one table in the current checkpoint, folded by key.
 pub(crate) struct Pending {
     /// Converted rows (Iceberg schema) in arrival order.
@@ -83,8 +88,11 @@ impl Pending {
                 let batch = &p.batches[b as usize];
                 key_bytes(batch, key, row as usize, &mut kb);
                 if keyed {
-                    p.live.insert(kb.clone(), None);
+                    if p.live.insert(kb.clone(), None).is_none() {
+                        p.bytes += ENTRY_BYTES + kb.len();
+                    }
                     p.deletes.push((b, row));
+                    p.bytes += 8;
                 } else if let Some(rows) = p.appended.get_mut(&kb) {
                     // A row written in this checkpoint: drop it before it is written.
                     rows.pop_front();
@@ -93,6 +101,7 @@ impl Pending {
                     }
                 } else {
                     p.deletes.push((b, row));
+                    p.bytes += 8;
                 }
             }
             if let Some(a) = ai {
@@ -104,13 +113,19 @@ impl Pending {
                     // table that held no rows need no delete.
                     if op != Op::Insert || upsert {
                         p.deletes.push((a, row));
+                        p.bytes += 8;
                     }
-                    p.live.insert(kb.clone(), Some((a, row)));
+                    if p.live.insert(kb.clone(), Some((a, row))).is_none() {
+                        p.bytes += ENTRY_BYTES + kb.len();
+                    }
                 } else {
-                    p.appended
-                        .entry(kb.clone())
-                        .or_default()
-                        .push_back((a, row));
+                    let rows = p.appended.entry(kb.clone()).or_default();
+                    p.bytes += if rows.is_empty() {
+                        ENTRY_BYTES + kb.len() + 32
+                    } else {
+                        8
+                    };
+                    rows.push_back((a, row));
                 }
             }
         }

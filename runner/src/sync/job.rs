@@ -204,6 +204,27 @@ pub struct PipelineConfig {
 }
 
 impl PipelineConfig {
+    /// The memory budget in bytes. It is shared out: a quarter for source batches in
+    /// flight to the sink (`in_flight`), half for the sink's pending changes
+    /// (`pending_budget`), the rest for writing them out (Parquet row groups, rendered
+    /// statements) and the maps' slack.
+    pub fn budget_bytes(&self) -> usize {
+        self.memory_budget_mib as usize * 1024 * 1024
+    }
+
+    /// Pending changes past this are committed early.
+    pub fn pending_budget(&self) -> usize {
+        self.budget_bytes() / 2
+    }
+
+    /// Source batch size and how many batches may wait for the sink: their bytes
+    /// stay within a quarter of the budget.
+    pub fn in_flight(&self, batch_bytes: usize) -> (usize, usize) {
+        let share = self.budget_bytes() / 4;
+        let batch = batch_bytes.min(share / 4).max(64 * 1024);
+        (batch, (share / batch).clamp(2, 32))
+    }
+
     /// Where parked DDL and skipped rows and messages go.
     pub fn dead_letter_file(&self) -> PathBuf {
         self.dead_letter
@@ -455,6 +476,9 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     let router = super::route::Router::parse(job.route.as_ref()).map_err(|e| e.message)?;
     let mut source = source;
     source.skip_unparsed_ddl = pipeline.ddl_error_policy == DdlErrorPolicy::Skip;
+    if let crate::source::config::SourceKind::Binlog(b) = &mut source.kind {
+        b.batch_bytes = pipeline.in_flight(b.batch_bytes).0;
+    }
     if pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Skip {
         source.bad_messages_to = Some(pipeline.dead_letter_file());
     }

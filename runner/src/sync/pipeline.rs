@@ -178,6 +178,8 @@ fn drain_point(
 pub struct Pipeline<S: Sink> {
     pub sink: S,
     source: Box<dyn Source>,
+    /// Source events that may wait for the sink (their share of the memory budget).
+    queue: usize,
     interval: Duration,
     barrier_limit: Duration,
     progress_seconds: f64,
@@ -197,9 +199,14 @@ impl<S: Sink> Pipeline<S> {
             job.pipeline.state.join("source"),
         );
         let interval = Duration::from_secs_f64(job.pipeline.checkpoint_interval_seconds);
+        let batch = match &job.source.kind {
+            crate::source::config::SourceKind::Binlog(b) => b.batch_bytes,
+            crate::source::config::SourceKind::Kafka(_) => 64 * 1024,
+        };
         Pipeline {
             sink,
             source,
+            queue: job.pipeline.in_flight(batch).1,
             interval,
             barrier_limit: (interval * job.pipeline.barrier_timeout_intervals.max(1))
                 .max(Duration::from_secs(5)),
@@ -241,7 +248,8 @@ impl<S: Sink> Pipeline<S> {
         }
         let mut retries = 0u32;
         loop {
-            let (tx, mut rx) = mpsc::channel(32);
+            // Source batches waiting for the sink: within their share of the budget.
+            let (tx, mut rx) = mpsc::channel(self.queue);
             let from = Resume {
                 position: self.sink.position(),
                 snapshot: cur.snapshot.clone(),

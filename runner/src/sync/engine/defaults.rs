@@ -197,7 +197,7 @@ impl Engine {
             .map_err(|e| e.to_string())?;
         let mut stream = scan.to_arrow().await.map_err(|e| e.to_string())?;
         let (mut data, mut chunk, mut bytes, mut rows) = (Vec::new(), Vec::new(), 0usize, 0u64);
-        let budget = (self.job.pipeline.memory_budget_mib as usize * 1024 * 1024 / 4).max(1 << 20);
+        let budget = (self.job.pipeline.pending_budget() / 2).max(1 << 20);
         while let Some(b) = stream.try_next().await.map_err(|e| e.to_string())? {
             let b = filled(&b, &arrow, &defaults)?;
             rows += b.num_rows() as u64;

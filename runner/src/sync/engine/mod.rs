@@ -42,7 +42,7 @@ use crate::source::snapshot::SnapshotResume;
 use crate::source::Op;
 use crate::sync::held::{HeldBatch, HeldItem, HeldStore, KafkaAt};
 use crate::sync::job::SyncJob;
-use arrow_array::{RecordBatch, UInt32Array};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use dialects::iceberg::IcebergPlanner;
 use serde::{Deserialize, Serialize};

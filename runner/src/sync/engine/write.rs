@@ -10,26 +10,6 @@ impl Engine {
         sink: &Sink,
     ) -> Result<(Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>), SyncError> {
         let p = &sink.pending;
-        let take = |rows: &[(u32, u32)]| -> Result<Vec<RecordBatch>, SyncError> {
-            let mut by_batch: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-            for (b, r) in rows {
-                by_batch.entry(*b).or_default().push(*r);
-            }
-            by_batch
-                .into_iter()
-                .map(|(b, idx)| {
-                    let batch = &p.batches[b as usize];
-                    let idx = UInt32Array::from(idx);
-                    let cols = batch
-                        .columns()
-                        .iter()
-                        .map(|c| arrow_select::take::take(c, &idx, None))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    RecordBatch::try_new(batch.schema(), cols)
-                })
-                .collect::<Result<Vec<_>, arrow_schema::ArrowError>>()
-                .map_err(|e| SyncError::from(e.to_string()))
-        };
         let mut live: Vec<(u32, u32)> = if sink.keyed {
             p.live.values().filter_map(|v| *v).collect()
         } else {
@@ -56,24 +36,18 @@ impl Engine {
             }
             out
         };
+        // Each task copies its rows out of the pending batches a slice at a time.
         let mut tasks = Vec::new();
         for (live, del) in shard_of(&live).into_iter().zip(shard_of(&del)) {
-            let data_batches = take(&live)?;
-            let del_batches = take(&del)?;
+            let batches = p.batches.clone();
             let table = sink.table.clone();
             let io = self.catalog.file_io.clone();
             let key_ids = sink.key_ids.clone();
             tasks.push(tokio::spawn(async move {
-                let data = if data_batches.is_empty() {
-                    Vec::new()
-                } else {
-                    files::write_data(&table, &io, &data_batches).await?
-                };
-                let deletes = if del_batches.is_empty() {
-                    Vec::new()
-                } else {
-                    files::write_equality_deletes(&table, &io, &key_ids, &del_batches).await?
-                };
+                let data = files::write_data_picked(&table, &io, &batches, &live).await?;
+                let deletes =
+                    files::write_equality_deletes_picked(&table, &io, &key_ids, &batches, &del)
+                        .await?;
                 Ok::<_, SyncError>((data, deletes))
             }));
         }
@@ -240,7 +214,7 @@ impl Engine {
 
     /// The table with the most pending bytes, when all of them pass the budget.
     pub(super) fn largest_over_budget(&self) -> Option<(String, String)> {
-        let budget = self.job.pipeline.memory_budget_mib as usize * 1024 * 1024;
+        let budget = self.job.pipeline.pending_budget();
         let total: usize = self.sinks.values().map(|s| s.pending.bytes).sum();
         if total < budget {
             return None;

@@ -5,11 +5,14 @@ use super::*;
 use crate::sync::error::SyncError;
 use crate::sync::rowcheck;
 
+/// What one pending change costs besides its texts (see `fold_rows`).
+const ENTRY_BYTES: usize = 112;
+
 impl RdbEngine {
     /// Pending changes past `memory-budget-mib`: commit them now (inside a source
     /// transaction if need be; the position records how far into it).
     pub(super) fn over_budget(&self) -> bool {
-        self.pending_bytes >= self.job.pipeline.memory_budget_mib as usize * 1024 * 1024
+        self.pending_bytes >= self.job.pipeline.pending_budget()
     }
 
     /// Whether a delete in this table runs a foreign key's ON DELETE action.
@@ -93,8 +96,11 @@ impl RdbEngine {
         let p = self.pending.entry(k).or_default();
         for (is_keyed, kt, row, deleted) in out {
             self.seq += 1;
-            self.pending_bytes +=
-                kt.as_ref().map_or(0, String::len) + row.as_ref().map_or(0, String::len) + 16;
+            // The texts, once more when a checkpoint renders them into statements,
+            // and the entry's own cost (headers, allocations, the map's slot).
+            self.pending_bytes += 2
+                * (kt.as_ref().map_or(0, String::len) + row.as_ref().map_or(0, String::len))
+                + ENTRY_BYTES;
             if is_keyed {
                 let kt = kt.expect("key");
                 let e = p.keyed.entry(kt).or_default();
