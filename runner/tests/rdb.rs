@@ -1538,3 +1538,53 @@ async fn a_table_name_with_a_dot_stays_one_table() {
     assert_eq!(tables[0][3], "1", "schema id after the ALTER: {out}");
     assert!(out.contains("DDL log: 1 executed"), "{out}");
 }
+
+/// A database whose name holds a dot cannot be told from a dotted table name in the
+/// job's state (recovery split `my.db.t` as `my` + `db.t`): it is refused at first
+/// sight with its name and the route that fixes it; with that route it mirrors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_name_with_a_dot_is_refused_with_the_route_that_fixes_it() {
+    let src = MariaDb::start().await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE `my.db`; CREATE TABLE `my.db`.t (id INT PRIMARY KEY, v INT);
+         INSERT INTO `my.db`.t VALUES (1, 1), (2, 2);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        771,
+        "",
+        &iceberg_sink(tmp.path()),
+        "",
+    );
+    let text = std::fs::read_to_string(&job)
+        .unwrap()
+        .replace("tables: ['shop\\..*']", "tables: ['my\\.db\\..*']");
+    std::fs::write(&job, &text).unwrap();
+    let (ok, _, err) = lakeshift(&[
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("my.db.t: its namespace `my.db` holds a dot")
+            && err.contains("sink-table: my_db.${1}"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(tmp.path().join("state")).unwrap();
+    std::fs::write(
+        &job,
+        format!("{text}route:\n  - source-table: 'my\\.db\\.(.*)'\n    sink-table: my_db.${{1}}\n"),
+    )
+    .unwrap();
+    catch_up(&job);
+    let (ok, out, err) = lakeshift(&["status", "--config", &job.display().to_string()]);
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("my_db.t ")), "{out}");
+}

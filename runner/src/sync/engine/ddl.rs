@@ -31,6 +31,9 @@ impl Engine {
             .map(|t| self.job.router.table(t))
             .collect::<Vec<_>>();
         let touched = touched_tables(changes);
+        for (ns, t) in touched.iter().filter(|(ns, _)| ns.contains('.')) {
+            super::tables::check_namespace(ns, ns, t)?;
+        }
         // A DDL on a parked table waits behind the parked one (its other tables too).
         if touched.iter().any(|k| self.parked.contains(k)) {
             for k in &touched {

@@ -14,6 +14,7 @@ impl Engine {
         let routed = self.job.router.route(&t.db, &t.name);
         let key = (ns_of(&routed.db), routed.table.clone());
         if !self.sinks.contains_key(&key) {
+            check_namespace(&key.0, &t.db, &t.name)?;
             let id = ident(&key.0, &key.1).map_err(|e| e.to_string())?;
             let table = match self
                 .catalog
@@ -205,4 +206,20 @@ impl Engine {
             pending: Pending::new(),
         })
     }
+}
+
+/// A namespace lakeshift can keep apart from table names: no dot. (Iceberg reads a
+/// dot as a nested namespace, and the job's state names tables `ns.table`, so a
+/// database `a.b` with table `c` and a database `a` with table `b.c` would meet.)
+pub(super) fn check_namespace(ns: &str, db: &str, table: &str) -> Result<(), SyncError> {
+    if ns.contains('.') || ns.is_empty() {
+        return Err(format!(
+            "{db}.{table}: its namespace `{ns}` {}; route it to a name without dots, e.g.\n  route:\n    - source-table: '{}\\.(.*)'\n      sink-table: {}.${{1}}",
+            if ns.is_empty() { "is empty" } else { "holds a dot, which Iceberg reads as nested namespaces and lakeshift's state cannot tell from a dot in a table name" },
+            regex::escape(db),
+            if ns.is_empty() { "default".to_owned() } else { ns.replace('.', "_") }
+        )
+        .into());
+    }
+    Ok(())
 }
