@@ -1790,3 +1790,140 @@ async fn a_column_added_with_a_default_reads_it_in_older_rows() {
     assert!(!out.status.success(), "{log}");
     assert!(log.contains("added-column-default: fail"), "{log}");
 }
+
+/// Hostile identifiers and values into all three sinks at once, under the targets'
+/// hostile string modes (PostgreSQL `standard_conforming_strings = off`, MariaDB
+/// `NO_BACKSLASH_ESCAPES`): a table and columns named with quotes, backticks,
+/// spaces and non-ASCII letters; values with quotes, backslashes, emoji, every byte
+/// of a BLOB and a 20 MB text, through the snapshot and the binlog. Each target
+/// equals the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_identifiers_and_values_reach_every_sink_intact() {
+    let (src, pgs, dst) = tokio::join!(
+        MariaDb::start_with(&["--max-allowed-packet=64M"]),
+        lakeshift_tests::PgServer::start(),
+        MariaDb::start_with(&["--max-allowed-packet=64M"])
+    );
+    let pg = pgs.create_db("lake").await;
+    pg.batch_execute("ALTER DATABASE lake SET standard_conforming_strings = off")
+        .await
+        .unwrap();
+    dst.conn(None)
+        .await
+        .query_drop("SET GLOBAL sql_mode = 'NO_BACKSLASH_ESCAPES'")
+        .await
+        .unwrap();
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.`we\"ird ``t` (id INT PRIMARY KEY, `sp ace` VARCHAR(60),
+           `qu'ote` TEXT, `ünï` VARCHAR(20), big LONGTEXT, b BLOB) DEFAULT CHARSET=utf8mb4",
+    )
+    .await
+    .unwrap();
+    let values = [
+        "\\'); drop table x; --",
+        "a\\b\\\\c",
+        "it's \"quoted\" `ticked`",
+        "emoji 😀 and ünïcödé",
+        "tab\there\nnewline",
+        "ends with \\",
+    ];
+    let blob: Vec<u8> = (0..=255u8).collect();
+    let insert = |base: i32| {
+        let mut rows = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            rows.push((base + i as i32, v.to_string()));
+        }
+        rows
+    };
+    for (id, v) in insert(0) {
+        c.exec_drop(
+            "INSERT INTO shop.`we\"ird ``t` VALUES (?, ?, ?, ?, ?, ?)",
+            (id, &v, &v, "ü", &v, &blob),
+        )
+        .await
+        .unwrap();
+    }
+    let big = "x\\'y".repeat(5 * 1024 * 1024);
+    c.exec_drop(
+        "INSERT INTO shop.`we\"ird ``t` VALUES (100, 'big', NULL, NULL, ?, NULL)",
+        (&big,),
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let ice = job_with(&tmp.path().join("ice"), src.port, 641, "", None, "");
+    let to_pg = job_with(
+        &tmp.path().join("pg"),
+        src.port,
+        642,
+        "",
+        Some(pgs.port),
+        "",
+    );
+    let to_my = job_with(&tmp.path().join("my"), src.port, 643, "", None, "");
+    let text = std::fs::read_to_string(&to_my).unwrap();
+    let i = text.find("sink:\n").unwrap();
+    let j = text.find("pipeline:\n").unwrap();
+    std::fs::write(
+        &to_my,
+        format!(
+            "{}sink:\n  type: mysql\n  url: mysql://root@127.0.0.1:{}\n{}",
+            &text[..i],
+            dst.port,
+            &text[j..]
+        ),
+    )
+    .unwrap();
+    let jobs = [&ice, &to_pg, &to_my];
+    for j in jobs {
+        catch_up(j);
+    }
+    // The same values through the binlog: inserts and updates.
+    for (id, v) in insert(200) {
+        c.exec_drop(
+            "INSERT INTO shop.`we\"ird ``t` VALUES (?, ?, ?, ?, ?, ?)",
+            (id, &v, &v, "ï", &v, &blob),
+        )
+        .await
+        .unwrap();
+    }
+    c.query_drop(
+        "UPDATE shop.`we\"ird ``t` SET `qu'ote` = CONCAT(`qu'ote`, '\\\\''') WHERE id < 3",
+    )
+    .await
+    .unwrap();
+    for j in jobs {
+        catch_up(j);
+    }
+    let q = "SELECT id, `sp ace`, `qu'ote`, `ünï`, big, HEX(b) FROM shop.`we\"ird ``t`";
+    let want = lakeshift_tests::mysql_text_rows(&mut c, q).await;
+    assert_eq!(want.len(), 2 * values.len() + 1);
+    let mut d = dst.conn(None).await;
+    assert_eq!(
+        lakeshift_tests::mysql_text_rows(&mut d, q).await,
+        want,
+        "MariaDB (NO_BACKSLASH_ESCAPES)"
+    );
+    let on_pg = lakeshift_tests::pg_text_rows(
+        &pg,
+        "SELECT id::text, \"sp ace\", \"qu'ote\", \"ünï\", big, upper(encode(b, 'hex')) FROM shop.\"we\"\"ird `t\"",
+    )
+    .await;
+    assert_eq!(
+        on_pg, want,
+        "PostgreSQL (standard_conforming_strings = off)"
+    );
+    let cat = warehouse(&tmp.path().join("ice")).await;
+    let mut on_ice: Vec<Vec<Option<String>>> = iceberg_rows(&cat, "we\"ird `t")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|mut r| {
+            r[5] = r[5].take().map(|h| h.to_uppercase());
+            r
+        })
+        .collect();
+    on_ice.sort();
+    assert_eq!(on_ice, want, "Iceberg");
+}
