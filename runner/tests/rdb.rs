@@ -1588,3 +1588,82 @@ async fn a_database_name_with_a_dot_is_refused_with_the_route_that_fixes_it() {
     assert!(ok, "{err}");
     assert!(out.lines().any(|l| l.starts_with("my_db.t ")), "{out}");
 }
+
+/// Statements fit the MySQL target's `max_allowed_packet`: 1,000 rows of 20 KB made
+/// one 20 MB INSERT, over a default 16 MiB packet, and the job failed on every run.
+/// Now statements are cut below the limit; a single row that alone would not fit
+/// follows the row-error policy (fail naming the limit, or skip to the dead-letter
+/// file) instead of stopping the job for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_fit_the_mysql_targets_packet_and_an_oversized_row_follows_the_policy() {
+    let (src, dst) = tokio::join!(
+        MariaDb::start_with(&["--max-allowed-packet=64M"]),
+        MariaDb::start()
+    );
+    let mut c = src.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.w (id INT PRIMARY KEY, t LONGTEXT)")
+        .await
+        .unwrap();
+    let wide = "x".repeat(20 * 1024);
+    for part in 0..3 {
+        let rows: Vec<String> = (part * 500..(part + 1) * 500)
+            .map(|i| format!("({i}, '{wide}')"))
+            .collect();
+        c.query_drop(format!("INSERT INTO shop.w VALUES {}", rows.join(",")))
+            .await
+            .unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+        dst.port
+    );
+    let job = job_in(
+        &tmp.path().join("a"),
+        ("127.0.0.1", src.port),
+        772,
+        "",
+        &sink,
+        "",
+    );
+    catch_up(&job);
+    let q = "SELECT COUNT(*), SUM(LENGTH(t)) FROM shop.w";
+    let mut d = dst.conn(None).await;
+    assert_eq!(my_rows(&mut d, q).await, my_rows(&mut c, q).await);
+    // One row of 20 MB: more than the target takes in any statement.
+    c.exec_drop(
+        "INSERT INTO shop.w VALUES (5000, ?)",
+        ("y".repeat(20 << 20),),
+    )
+    .await
+    .unwrap();
+    c.query_drop("INSERT INTO shop.w VALUES (5001, 'after')")
+        .await
+        .unwrap();
+    let st = spawn(&job, true, None).wait().unwrap();
+    let log = log_tail(&job);
+    assert!(!st.success(), "{log}");
+    assert!(
+        log.contains("(the whole row)")
+            && log.contains("max_allowed_packet")
+            && log.contains("row-error-policy: skip"),
+        "{log}"
+    );
+    let skip = job_in(
+        &tmp.path().join("a"),
+        ("127.0.0.1", src.port),
+        772,
+        "",
+        &sink,
+        "  row-error-policy: skip\n",
+    );
+    catch_up(&skip);
+    let ids = my_rows(&mut d, "SELECT id FROM shop.w WHERE id >= 5000").await;
+    assert_eq!(ids, vec![vec![Some("5001".to_owned())]]);
+    let dl = std::fs::read_to_string(tmp.path().join("a/state/dead-letter.jsonl")).unwrap();
+    assert!(
+        dl.contains("\"id\":\"5000\"") && dl.contains("max_allowed_packet"),
+        "{}",
+        &dl[..dl.len().min(300)]
+    );
+}

@@ -119,6 +119,10 @@ pub struct RdbEngine {
     fk_queue: Vec<(TableName, ddl_core::ForeignKey)>,
     /// Bytes of rendered pending changes (checked against `memory-budget-mib`).
     pending_bytes: usize,
+    /// The largest statement the target takes (MySQL `max_allowed_packet`): statements
+    /// are cut below it, and a row that alone would pass it follows the row-error
+    /// policy.
+    max_statement: usize,
     /// ON DELETE actions of foreign keys, by parent table (routed). A delete of such a
     /// parent starts a checkpoint, so the action runs in source order with the other
     /// changes: the target's own key runs it (PostgreSQL with `foreign-keys: keep`),
@@ -158,6 +162,7 @@ impl RdbEngine {
         let url = cfg.url.clone();
         let mut target = Target::connect(&url).await?;
         let dialect = target.dialect();
+        let max_statement = target.max_statement_bytes().await?;
         if cfg.foreign_keys == ForeignKeys::Keep && dialect == Dialect::MySql {
             target
                 .exec("SET SESSION foreign_key_checks = 0")
@@ -195,6 +200,7 @@ impl RdbEngine {
             acks: Vec::new(),
             fk_queue: Vec::new(),
             pending_bytes: 0,
+            max_statement,
             fk_actions: BTreeMap::new(),
             job,
         };

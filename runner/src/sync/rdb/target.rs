@@ -134,6 +134,23 @@ impl Target {
         }
     }
 
+    /// The largest statement the target takes: MySQL's `max_allowed_packet` (less
+    /// a margin for the protocol), PostgreSQL's message limit (1 GiB) halved.
+    pub async fn max_statement_bytes(&mut self) -> Result<usize, SyncError> {
+        match self {
+            Target::Pg(_) => Ok(512 << 20),
+            Target::My(c) => {
+                let v: Option<u64> = c
+                    .query_first("SELECT @@max_allowed_packet")
+                    .await
+                    .map_err(|e| format!("target: {e}"))?;
+                Ok((v.unwrap_or(16 << 20) as usize)
+                    .saturating_sub(4096)
+                    .max(64 << 10))
+            }
+        }
+    }
+
     pub fn dialect(&self) -> Dialect {
         match self {
             Target::Pg(_) => Dialect::Postgres,

@@ -131,6 +131,7 @@ impl RdbEngine {
     ) -> Result<[Vec<String>; 3], SyncError> {
         let rewrite = rewrite && !self.fk_actions.contains_key(k);
         let batch = self.cfg.batch_rows.max(1);
+        let max = self.max_statement;
         let d = self.dialect;
         let tt = self.ttable(k)?;
         let cols: Vec<&ColSpec> = tt.cols.iter().collect();
@@ -152,14 +153,14 @@ impl RdbEngine {
                 .filter(|(_, c)| rewrite || c.row.is_none() || c.deleted)
                 .map(|(k, _)| k.as_str())
                 .collect();
-            for c in keys.chunks(batch) {
+            for c in cut(&keys, batch, max) {
                 dels.push(render::delete(&tt.sql_name, &key, c));
             }
             let rows: Vec<&str> = entries
                 .into_iter()
                 .filter_map(|(_, c)| c.row.as_deref())
                 .collect();
-            for c in rows.chunks(batch) {
+            for c in cut(&rows, batch, max) {
                 ups.push(render::insert(d, &tt.sql_name, &cols, &key, c));
             }
         }
@@ -167,20 +168,16 @@ impl RdbEngine {
         for (insert, s) in &p.keyless {
             if *insert {
                 run.push(s);
-                if run.len() >= batch {
-                    out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
-                    run.clear();
-                }
             } else {
-                if !run.is_empty() {
-                    out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
-                    run.clear();
+                for c in cut(&run, batch, max) {
+                    out.push(render::insert(d, &tt.sql_name, &cols, &[], c));
                 }
+                run.clear();
                 out.push(s.clone());
             }
         }
-        if !run.is_empty() {
-            out.push(render::insert(d, &tt.sql_name, &cols, &[], &run));
+        for c in cut(&run, batch, max) {
+            out.push(render::insert(d, &tt.sql_name, &cols, &[], c));
         }
         Ok([dels, out, ups])
     }
@@ -315,6 +312,29 @@ impl RdbEngine {
     }
 }
 
+/// Consecutive runs of `items` of at most `rows` items and about `bytes` bytes of
+/// text (the statement around them comes on top: kept well below the target's
+/// limit, which `bytes` already is). An item alone over `bytes` is a run of one
+/// (the row check sends such rows to the row-error policy before they get here).
+fn cut<'a, 'b>(items: &'b [&'a str], rows: usize, bytes: usize) -> Vec<&'b [&'a str]> {
+    let budget = bytes / 2;
+    let mut out = Vec::new();
+    let (mut start, mut size) = (0, 0);
+    for (i, s) in items.iter().enumerate() {
+        let n = s.len() + 2;
+        if i > start && (i - start >= rows || size + n > budget) {
+            out.push(&items[start..i]);
+            start = i;
+            size = 0;
+        }
+        size += n;
+    }
+    if start < items.len() {
+        out.push(&items[start..]);
+    }
+    out
+}
+
 pub(super) fn clip(s: &str) -> String {
     if s.len() > 300 {
         let mut end = 300;
@@ -337,7 +357,26 @@ impl RdbEngine {
         images: &[(&str, &RecordBatch)],
     ) -> Result<Vec<rowcheck::BadValue>, SyncError> {
         if self.dialect != Dialect::Postgres {
-            return Ok(Vec::new());
+            // MySQL holds every MySQL value, but a statement must fit the target's
+            // max_allowed_packet: a row that alone would not cannot be sent.
+            let limit = self.max_statement / 4 * 3;
+            let mut bad = Vec::new();
+            for (_, img) in images {
+                for (row, size) in rowcheck::literal_sizes(img).into_iter().enumerate() {
+                    if size > limit {
+                        bad.push(rowcheck::BadValue {
+                            row,
+                            column: "(the whole row)".into(),
+                            reason: format!(
+                                "the row's statement would be about {} MiB, more than the target takes (max_allowed_packet {} MiB); raise max_allowed_packet on the target",
+                                size >> 20,
+                                (self.max_statement + 4096) >> 20
+                            ),
+                        });
+                    }
+                }
+            }
+            return Ok(bad);
         }
         let (k, routed) = self.table_for(t).await?;
         let tt = self.ttable(&k)?;
