@@ -210,7 +210,7 @@ pub fn literal_sizes(batch: &RecordBatch) -> Vec<usize> {
 }
 
 /// The rows to keep: every row but the bad ones.
-pub fn keep_mask(n: usize, bad: &[BadValue]) -> BooleanArray {
+fn keep_mask(n: usize, bad: &[BadValue]) -> BooleanArray {
     let mut keep = vec![true; n];
     for b in bad {
         keep[b.row] = false;
@@ -219,7 +219,7 @@ pub fn keep_mask(n: usize, bad: &[BadValue]) -> BooleanArray {
 }
 
 /// Where a bad row came from, for messages and dead-letter records.
-pub struct RowOrigin<'a> {
+struct RowOrigin<'a> {
     pub table: &'a str,
     pub op: &'a str,
     /// The source position of each row (`None`: the snapshot's for every row).
@@ -230,7 +230,7 @@ pub struct RowOrigin<'a> {
 /// row images, before and/or after, row-aligned). `Fail`: the error. `Skip`: one
 /// dead-letter record per bad row (each value as text, the row's columns by name);
 /// the caller drops the rows.
-pub fn settle(
+fn settle(
     policy: RowErrorPolicy,
     dead_letter: &Path,
     origin: &RowOrigin<'_>,
@@ -285,6 +285,55 @@ pub fn settle(
         dead_letter.display()
     );
     Ok(())
+}
+
+/// Snapshot rows of `table` read at `at` without the rows holding bad values, once
+/// the policy had them (an error, or dead-letter records).
+pub fn settle_snapshot(
+    policy: RowErrorPolicy,
+    dead_letter: &Path,
+    table: &str,
+    at: &Position,
+    rows: RecordBatch,
+    bad: &[BadValue],
+) -> Result<RecordBatch, SyncError> {
+    if bad.is_empty() {
+        return Ok(rows);
+    }
+    let position = |_| at.clone();
+    let origin = RowOrigin {
+        table,
+        op: "snapshot",
+        position: &position,
+    };
+    settle(policy, dead_letter, &origin, &[("after", &rows)], bad)?;
+    let keep = keep_mask(rows.num_rows(), bad);
+    Ok(arrow_select::filter::filter_record_batch(&rows, &keep).map_err(|e| e.to_string())?)
+}
+
+/// A batch of row changes without the rows holding bad values, once the policy had
+/// them (`images`: the row images the values were found in, as records show them).
+/// None: no row left.
+pub fn settle_changes(
+    policy: RowErrorPolicy,
+    dead_letter: &Path,
+    b: &crate::source::RowBatch,
+    images: &[(&str, &RecordBatch)],
+    bad: &[BadValue],
+) -> Result<Option<crate::source::RowBatch>, SyncError> {
+    let name = format!("{}.{}", b.table.db, b.table.name);
+    let op = format!("{:?}", b.op).to_lowercase();
+    let position = |i: usize| b.position_after(i);
+    let origin = RowOrigin {
+        table: &name,
+        op: &op,
+        position: &position,
+    };
+    settle(policy, dead_letter, &origin, images, bad)?;
+    let kept = b
+        .filter(&keep_mask(b.num_rows(), bad))
+        .map_err(|e| e.to_string())?;
+    Ok((kept.num_rows() > 0).then_some(kept))
 }
 
 /// One row as a JSON object: each value as text (binary as hex), NULL as null.

@@ -344,25 +344,14 @@ impl super::pipeline::Sink for Engine {
         let rows = rename_batch(&rows, &routed)?;
         let arrow = self.sink(table, position).await?.arrow.clone();
         let bad = super::rowcheck::iceberg(&rows, &arrow);
-        let rows = if bad.is_empty() {
-            rows
-        } else {
-            let at = |_| position.clone();
-            let origin = super::rowcheck::RowOrigin {
-                table: &name,
-                op: "snapshot",
-                position: &at,
-            };
-            super::rowcheck::settle(
-                self.job.pipeline.row_error_policy,
-                &self.dead_letter,
-                &origin,
-                &[("after", &rows)],
-                &bad,
-            )?;
-            let keep = super::rowcheck::keep_mask(rows.num_rows(), &bad);
-            arrow_select::filter::filter_record_batch(&rows, &keep).map_err(|e| e.to_string())?
-        };
+        let rows = super::rowcheck::settle_snapshot(
+            self.job.pipeline.row_error_policy,
+            &self.dead_letter,
+            &name,
+            position,
+            rows,
+            &bad,
+        )?;
         if rows.num_rows() == 0 {
             return Ok(());
         }

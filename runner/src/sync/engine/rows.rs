@@ -155,25 +155,9 @@ impl Engine {
         if bad.is_empty() {
             return Ok(Some(b));
         }
-        let name = format!("{}.{}", b.table.db, b.table.name);
-        let position = |i: usize| b.position_after(i);
-        let op = format!("{:?}", b.op).to_lowercase();
-        let origin = rowcheck::RowOrigin {
-            table: &name,
-            op: &op,
-            position: &position,
-        };
         let refs: Vec<(&str, &RecordBatch)> = images.iter().map(|(l, r)| (*l, r)).collect();
-        rowcheck::settle(
-            self.job.pipeline.row_error_policy,
-            &self.dead_letter,
-            &origin,
-            &refs,
-            &bad,
-        )?;
-        let keep = rowcheck::keep_mask(b.num_rows(), &bad);
-        let kept = b.filter(&keep).map_err(|e| e.to_string())?;
-        Ok((kept.num_rows() > 0).then_some(kept))
+        let policy = self.job.pipeline.row_error_policy;
+        rowcheck::settle_changes(policy, &self.dead_letter, &b, &refs, &bad)
     }
 }
 

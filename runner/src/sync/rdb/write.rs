@@ -421,25 +421,8 @@ impl RdbEngine {
         if bad.is_empty() {
             return Ok(Some(b));
         }
-        let name = format!("{}.{}", b.table.db, b.table.name);
-        let op = format!("{:?}", b.op).to_lowercase();
-        let position = |i: usize| b.position_after(i);
-        let origin = rowcheck::RowOrigin {
-            table: &name,
-            op: &op,
-            position: &position,
-        };
-        rowcheck::settle(
-            self.job.pipeline.row_error_policy,
-            &self.dead_letter,
-            &origin,
-            &images,
-            &bad,
-        )?;
-        let kept = b
-            .filter(&rowcheck::keep_mask(b.num_rows(), &bad))
-            .map_err(|e| e.to_string())?;
-        Ok((kept.num_rows() > 0).then_some(kept))
+        let policy = self.job.pipeline.row_error_policy;
+        rowcheck::settle_changes(policy, &self.dead_letter, &b, &images, &bad)
     }
 
     /// Snapshot rows without those the target cannot hold (as `checked`).
@@ -450,24 +433,8 @@ impl RdbEngine {
         at: &Position,
     ) -> Result<RecordBatch, SyncError> {
         let bad = self.bad_values(t, &[("after", &rows)]).await?;
-        if bad.is_empty() {
-            return Ok(rows);
-        }
         let name = format!("{}.{}", t.db, t.name);
-        let position = |_| at.clone();
-        let origin = rowcheck::RowOrigin {
-            table: &name,
-            op: "snapshot",
-            position: &position,
-        };
-        rowcheck::settle(
-            self.job.pipeline.row_error_policy,
-            &self.dead_letter,
-            &origin,
-            &[("after", &rows)],
-            &bad,
-        )?;
-        let keep = rowcheck::keep_mask(rows.num_rows(), &bad);
-        Ok(arrow_select::filter::filter_record_batch(&rows, &keep).map_err(|e| e.to_string())?)
+        let policy = self.job.pipeline.row_error_policy;
+        rowcheck::settle_snapshot(policy, &self.dead_letter, &name, at, rows, &bad)
     }
 }
