@@ -8,7 +8,7 @@
 //! (`Translator::translate_reader`), as `lakeshift translate FILE` does; output goes
 //! to a sink.
 //!
-//!     cargo bench -p dialects --bench growth
+//!     cargo bench -p dialects --bench growth   (LAKESHIFT_GROWTH_ONLY=text: some cases)
 
 use dialects::translate::{Target, Translator};
 use dialects::Dialect;
@@ -21,6 +21,7 @@ const CASES: &[(&str, [usize; 2])] = &[
     ("ALTER ... MODIFY of one table", [10_000, 20_000]),
     ("ALTER ... ADD COLUMN to one table", [10_000, 20_000]),
     ("dump MiB (tables with keys)", [25, 50]),
+    ("tables planned into Iceberg", [2_500, 5_000]),
 ];
 
 fn generate(case: &str, n: usize, w: &mut impl Write) -> std::io::Result<()> {
@@ -81,6 +82,15 @@ fn generate(case: &str, n: usize, w: &mut impl Write) -> std::io::Result<()> {
             }
             Ok(())
         }
+        "tables planned into Iceberg" => {
+            for t in 0..n {
+                writeln!(
+                    w,
+                    "CREATE TABLE t{t} (id bigint PRIMARY KEY, name varchar(64) NOT NULL, price decimal(10,2), at datetime);"
+                )?;
+            }
+            Ok(())
+        }
         _ => unreachable!("unknown case {case}"),
     }
 }
@@ -107,7 +117,12 @@ fn child(case: &str, n: usize) {
     }
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let f = std::fs::File::open(&path).expect("open");
-    let mut tr = Translator::new(Dialect::MySql, Target::Sql(Dialect::Postgres));
+    let target = if case.contains("Iceberg") {
+        Target::Iceberg
+    } else {
+        Target::Sql(Dialect::Postgres)
+    };
+    let mut tr = Translator::new(Dialect::MySql, target);
     let mut out = std::io::sink();
     let (mut statements, mut errors) = (0usize, 0usize);
     let start = Instant::now();
@@ -137,7 +152,9 @@ fn main() {
         "{:<36} {:>10} {:>10} {:>9} {:>11} {:>7} {:>7}",
         "case", "size", "input MiB", "seconds", "peak MiB", "time x", "mem x"
     );
-    for (case, sizes) in CASES {
+    // LAKESHIFT_GROWTH_ONLY=text: only the cases whose name holds it.
+    let only = std::env::var("LAKESHIFT_GROWTH_ONLY").unwrap_or_default();
+    for (case, sizes) in CASES.iter().filter(|(c, _)| c.contains(only.as_str())) {
         let mut prev: Option<(f64, f64)> = None;
         for n in sizes {
             let out = std::process::Command::new(&exe)

@@ -33,7 +33,7 @@ use ddl_core::{
     SchemaChangeBehavior, TableName, TimeZone,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// An Iceberg primitive type (lakeshift never creates nested types).
@@ -559,22 +559,68 @@ impl IcebergPlanner {
         after: &Catalog,
         diags: &mut Diagnostics,
     ) -> Result<StatementPlan, PlanError> {
-        let mut work = self.clone();
+        // What the statement may change is saved first, and put back if it fails: its
+        // tables (a rename's target too, every table of a dropped namespace) and the
+        // namespace set. Copying the whole planner instead made planning a table cost
+        // as much as the tables before it.
+        let mut keys: BTreeSet<(String, String)> = BTreeSet::new();
+        for c in changes {
+            if let Some(n) = c.table() {
+                keys.insert(self.key(n));
+            }
+            match c {
+                SchemaChange::RenameTable { to, .. } => {
+                    keys.insert(self.key(to));
+                }
+                SchemaChange::DropNamespace { name, .. } => {
+                    keys.extend(self.tables.keys().filter(|k| k.0 == *name).cloned());
+                }
+                _ => {}
+            }
+        }
+        let saved: Vec<((String, String), Option<IceTable>)> = keys
+            .into_iter()
+            .map(|k| {
+                let t = self.tables.get(&k).cloned();
+                (k, t)
+            })
+            .collect();
+        let namespaces = self.namespaces.clone();
         let mut plan = StatementPlan::default();
+        let res = self.plan_in_place(changes, after, diags, &mut plan);
+        if let Err(e) = res {
+            for (k, t) in saved {
+                match t {
+                    Some(t) => self.tables.insert(k, t),
+                    None => self.tables.remove(&k),
+                };
+            }
+            self.namespaces = namespaces;
+            return Err(e);
+        }
+        Ok(plan)
+    }
+
+    fn plan_in_place(
+        &mut self,
+        changes: &[SchemaChange],
+        after: &Catalog,
+        diags: &mut Diagnostics,
+        plan: &mut StatementPlan,
+    ) -> Result<(), PlanError> {
         let mut touched: Vec<(String, String)> = Vec::new();
         for change in changes {
-            work.change(change, after, &mut plan.actions, &mut touched, diags)?;
+            self.change(change, after, &mut plan.actions, &mut touched, diags)?;
         }
         // Identifier fields follow the primary key as the statement left it.
         for key in touched.clone() {
-            work.sync_identifier_fields(&key, after, &mut plan.actions, diags)?;
+            self.sync_identifier_fields(&key, after, &mut plan.actions, diags)?;
         }
         for key in touched {
             plan.tables
-                .insert(key.clone(), work.tables.get(&key).cloned());
+                .insert(key.clone(), self.tables.get(&key).cloned());
         }
-        *self = work;
-        Ok(plan)
+        Ok(())
     }
 
     fn change(
@@ -1754,6 +1800,24 @@ mod tests {
             tr.translate("CREATE TABLE u (id int PRIMARY KEY);\nALTER TABLE u ADD c int NOT NULL;");
         assert!(!r[1].failed());
         assert_eq!(names(&tr, "u")[1], (2, "c".into(), "int".into(), true));
+    }
+
+    /// A statement whose later change fails leaves nothing of its earlier changes
+    /// (the planner saves only what the statement names, then puts it back).
+    #[test]
+    fn a_failed_statement_is_undone_whole() {
+        let seed = "CREATE TABLE t (id int PRIMARY KEY); CREATE TABLE s (id int PRIMARY KEY);";
+        let mut tr = planner(SchemaChangeBehavior::Exception, seed);
+        let r = tr.translate("ALTER TABLE t ADD a int, ADD c int NOT NULL;");
+        assert!(r[0].failed());
+        assert_eq!(names(&tr, "t").len(), 1);
+        let r = tr.translate("RENAME TABLE t TO t2, missing TO x;");
+        assert!(r[0].failed());
+        let keys: Vec<&str> = tr.iceberg.tables.keys().map(|k| k.1.as_str()).collect();
+        assert_eq!(keys, ["s", "t"]);
+        let r = tr.translate("CREATE TABLE n.u (id int); ALTER TABLE n.u ADD v int NOT NULL;");
+        assert!(!r[0].failed() && !r[1].failed());
+        assert!(tr.iceberg.namespaces.contains("n"));
     }
 
     #[test]
