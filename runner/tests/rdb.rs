@@ -1495,6 +1495,72 @@ async fn a_lost_state_folder_is_refused_not_resnapshotted() {
     assert!(out.contains("shop.nk"), "{out}");
 }
 
+/// A state folder older than the tables (restored from a backup) resumed from its
+/// older position and applied committed changes again (keyless rows doubled). The
+/// catalog's lease row records the job's last committed checkpoint: an older folder
+/// is refused, naming both checkpoints; the current folder runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_state_folder_is_refused() {
+    let src = MariaDb::start().await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.nk (a INT); INSERT INTO shop.nk VALUES (1)",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        773,
+        "",
+        &iceberg_sink(tmp.path()),
+        "",
+    );
+    catch_up(&job);
+    let state = tmp.path().join("state");
+    let backup = tmp.path().join("backup");
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(&state)
+        .arg(&backup)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    c.query_drop("INSERT INTO shop.nk VALUES (2), (2)")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let current = tmp.path().join("current");
+    std::fs::rename(&state, &current).unwrap();
+    std::fs::rename(&backup, &state).unwrap();
+    let (ok, _, err) = lakeshift(&[
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("is at checkpoint") && err.contains("the folder is older than the tables"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&state).unwrap();
+    std::fs::rename(&current, &state).unwrap();
+    c.query_drop("INSERT INTO shop.nk VALUES (3)")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let (ok, out, err) = lakeshift(&["status", "--config", &job.display().to_string()]);
+    assert!(ok, "{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("shop.nk "))
+        .flat_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert_eq!(rows, ["4"], "{out}");
+}
+
 /// A table whose name holds a dot (legal in MySQL when quoted) is one Iceberg table
 /// in its database's namespace, through snapshot, rows and DDL (its name was split at
 /// the dot into a wrong namespace, and the job failed on every run).

@@ -108,6 +108,7 @@ impl Catalog {
                 pid BIGINT NOT NULL,
                 state VARCHAR(1000) NOT NULL,
                 lease_until_ms BIGINT NOT NULL,
+                checkpoint BIGINT NOT NULL DEFAULT 0,
                 PRIMARY KEY (catalog_name, job))",
         )
         .execute(&self.pool)
@@ -118,7 +119,8 @@ impl Catalog {
     /// Claim the job for `o` for `lease`: free, expired, or this state folder's row
     /// (its run is gone: this process holds the folder's lock). Refused otherwise,
     /// naming the holder. From then on every metadata write is fenced by it.
-    pub async fn claim(&mut self, o: &Owner, lease: Duration) -> Result<()> {
+    /// Returns the last checkpoint the job recorded as committed (0: none).
+    pub async fn claim(&mut self, o: &Owner, lease: Duration) -> Result<u64> {
         self.ensure_owner_table().await?;
         let until = now_ms() + lease.as_millis() as i64;
         let inserted = sqlx::query(&self.q(
@@ -136,9 +138,10 @@ impl Catalog {
         .await?
         .rows_affected()
             == 1;
+        let mut checkpoint = 0u64;
         if !inserted {
             let r = sqlx::query(&self.q(
-                "SELECT run_id, host, pid, state, lease_until_ms FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
+                "SELECT run_id, host, pid, state, lease_until_ms, checkpoint FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
             ))
             .bind(&self.name)
             .bind(&o.job)
@@ -151,6 +154,7 @@ impl Catalog {
                 r.try_get(3)?,
                 r.try_get(4)?,
             );
+            checkpoint = r.try_get::<i64, _>(5)?.max(0) as u64;
             let mine = host == o.host && state == o.state;
             let left = lease_until - now_ms();
             if !mine && left > 0 {
@@ -190,7 +194,30 @@ impl Catalog {
             }
         }
         self.owner = Some((o.job.clone(), o.run.clone()));
-        Ok(())
+        Ok(checkpoint)
+    }
+
+    /// Record that checkpoint `n` of the job is committed (a state folder older than
+    /// this is refused at the next claim).
+    pub async fn record_checkpoint(&self, n: u64) -> Result<()> {
+        let Some((job, run)) = &self.owner else {
+            return Ok(());
+        };
+        let moved = sqlx::query(&self.q(
+            "UPDATE lakeshift_job_owner SET checkpoint = ? WHERE catalog_name = ? AND job = ? AND run_id = ?",
+        ))
+        .bind(n as i64)
+        .bind(&self.name)
+        .bind(job)
+        .bind(run)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        if moved == 1 {
+            Ok(())
+        } else {
+            self.check_owner().await
+        }
     }
 
     /// Renew the lease. Err(Fenced): another run holds the job now.

@@ -243,11 +243,22 @@ impl super::pipeline::Sink for Engine {
                 &self.job.pipeline.name,
                 &self.state_dir,
             );
-            self.catalog
+            let recorded = self
+                .catalog
                 .claim(&me, self.lease)
                 .await
                 .map_err(|e| SyncError::fenced(e.to_string()))?;
             self.renewed = Instant::now();
+            // (A missing folder is told apart below, by the tables' commits.)
+            if !self.fresh && recorded > self.state.checkpoint {
+                return Err(format!(
+                    "the state folder {} is at checkpoint {}, but job `{}` committed checkpoint {recorded} to the catalog: the folder is older than the tables (restored from a backup, or another copy). Resuming from it would apply committed changes again. Use the folder the job last ran with; or, to start over, drop the job's tables (or use a new pipeline.name)",
+                    self.state_dir.display(),
+                    self.state.checkpoint,
+                    self.job.pipeline.name
+                )
+                .into());
+            }
         }
         if self.fresh && self.job.source.kafka().is_none() {
             self.refuse_lost_state().await?;

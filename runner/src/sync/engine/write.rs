@@ -186,6 +186,11 @@ impl Engine {
                 .map_err(|e| format!("checkpoint {n}: commit of {name}: {e}"))?;
             self.committed_pending(&key, done.table, wm);
         }
+        // The catalog's record of the job moves too (an older state folder is refused).
+        self.catalog
+            .record_checkpoint(n)
+            .await
+            .map_err(|e| SyncError::fenced(e.to_string()))?;
         if !released.is_empty() {
             failpoint("before-release-recorded");
         }
