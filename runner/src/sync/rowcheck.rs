@@ -96,6 +96,7 @@ pub fn iceberg(batch: &RecordBatch, target: &SchemaRef) -> Vec<BadValue> {
                     }
                 }
             }
+            (from, to) if cannot_fail(from, to) => {}
             (_, to) => {
                 // Any other conversion: a value the cast cannot make is one that
                 // does not fit.
@@ -121,6 +122,33 @@ pub fn iceberg(batch: &RecordBatch, target: &SchemaRef) -> Vec<BadValue> {
         }
     }
     out
+}
+
+/// Conversions every value survives (widening numbers, a decimal with more integer
+/// digits and the same scale): no need to try them row by row on the hot path.
+fn cannot_fail(from: &DataType, to: &DataType) -> bool {
+    use DataType as D;
+    let int_bits = |t: &D| match t {
+        D::Int8 => Some((8, true)),
+        D::Int16 => Some((16, true)),
+        D::Int32 => Some((32, true)),
+        D::Int64 => Some((64, true)),
+        D::UInt8 => Some((8, false)),
+        D::UInt16 => Some((16, false)),
+        D::UInt32 => Some((32, false)),
+        D::UInt64 => Some((64, false)),
+        _ => None,
+    };
+    match (from, to) {
+        (D::Float32, D::Float64) => true,
+        (D::Decimal128(p1, s1), D::Decimal128(p2, s2)) => s1 == s2 && p1 <= p2,
+        _ => match (int_bits(from), int_bits(to)) {
+            // Signed into wider signed; unsigned into wider of either kind.
+            (Some((a, true)), Some((b, true))) => a <= b,
+            (Some((a, false)), Some((b, sb))) => a < b || (a == b && !sb),
+            _ => false,
+        },
+    }
 }
 
 /// A target column of a relational sink, as far as its values' limits go.
@@ -359,6 +387,19 @@ mod tests {
     use arrow_array::{Int8Array, StringArray};
     use arrow_schema::{Field, Schema};
     use std::sync::Arc;
+
+    #[test]
+    fn only_lossy_conversions_are_tried_row_by_row() {
+        assert!(cannot_fail(&DataType::Int8, &DataType::Int32));
+        assert!(cannot_fail(&DataType::UInt32, &DataType::Int64));
+        assert!(!cannot_fail(&DataType::UInt64, &DataType::Int64));
+        assert!(!cannot_fail(&DataType::Int64, &DataType::Int32));
+        assert!(cannot_fail(
+            &DataType::Decimal128(10, 2),
+            &DataType::Decimal128(12, 2)
+        ));
+        assert!(!cannot_fail(&DataType::Utf8, &DataType::Int32));
+    }
 
     #[test]
     fn booleans_and_nuls_are_found_by_row_and_column() {
