@@ -92,7 +92,10 @@ enum Command {
     /// first, then is translated and applied; every DDL is kept in the DDL log
     /// (`lakeshift ddl-log`); one the target cannot take follows
     /// `pipeline.ddl-error-policy` (fail, skip, or park: hold the table's changes until
-    /// `ddl-log --resolve`). A restart (after a crash too) resumes without loss or
+    /// `ddl-log --resolve`). A row with a value the target cannot hold follows
+    /// `pipeline.row-error-policy` (fail, or skip to the dead-letter file). One process
+    /// runs a job: a second one is refused (Iceberg jobs hold a lease in the catalog, so
+    /// on other hosts too). A restart (after a crash too) resumes without loss or
     /// duplicates.
     Sync {
         /// The job file (YAML).
