@@ -1664,6 +1664,12 @@ async fn a_job_runs_on_one_host_at_a_time_and_a_paused_owner_is_fenced() {
         err.contains(&format!("is running as process {}", a.id())) && err.contains("host-a"),
         "{err}"
     );
+    let status = lakeshift(&["status", "--config", &job_b.display().to_string()]);
+    let out = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        out.contains(&format!("owner: process {} on", a.id())) && out.contains("lease ends in"),
+        "{out}"
+    );
     // A paused past its lease (a stalled host); its state folder handed over to B (a
     // job moved to another host): B takes over and mirrors new rows.
     let pid = a.id().to_string();

@@ -220,6 +220,43 @@ impl Catalog {
         }
     }
 
+    /// Who holds `job`, for `lakeshift status`: "process P on H (state folder S), lease
+    /// ends in N s" (or "ran out", "given up"), and the last committed checkpoint.
+    pub async fn holder(&self, job: &str) -> Result<Option<(String, u64)>> {
+        let Ok(row) = sqlx::query(&self.q(
+            "SELECT host, pid, state, lease_until_ms, checkpoint FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
+        ))
+        .bind(&self.name)
+        .bind(job)
+        .fetch_optional(&self.pool)
+        .await
+        else {
+            return Ok(None); // no lease table: no Iceberg job ran with a lease here
+        };
+        let Some(r) = row else {
+            return Ok(None);
+        };
+        let (host, pid, state, until, ck): (String, i64, String, i64, i64) = (
+            r.try_get(0)?,
+            r.try_get(1)?,
+            r.try_get(2)?,
+            r.try_get(3)?,
+            r.try_get(4)?,
+        );
+        let left = until - now_ms();
+        let lease = if until == 0 {
+            "given up (clean stop)".to_owned()
+        } else if left > 0 {
+            format!("lease ends in {:.1} s", left as f64 / 1000.0)
+        } else {
+            format!("lease ran out {:.1} s ago", -left as f64 / 1000.0)
+        };
+        Ok(Some((
+            format!("process {pid} on {host} (state folder {state}), {lease}"),
+            ck.max(0) as u64,
+        )))
+    }
+
     /// Renew the lease. Err(Fenced): another run holds the job now.
     pub async fn renew(&self, lease: Duration) -> Result<()> {
         let Some((job, run)) = &self.owner else {

@@ -37,6 +37,13 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
             let _ = writeln!(out, "job {}: not started", job.pipeline.name);
         }
     }
+    if let Some((who, ck)) = catalog
+        .holder(&job.pipeline.name)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        let _ = writeln!(out, "owner: {who}; last committed checkpoint {ck}");
+    }
     let _ = writeln!(
         out,
         "{:<32} {:>10} {:>10} {:>7}  watermark",
