@@ -108,9 +108,9 @@ enum Command {
         until_end: bool,
     },
     #[cfg(feature = "sync")]
-    /// Show where a job stands: per Iceberg table its committed checkpoint, watermark,
-    /// rows and schema; for a PostgreSQL/MySQL target its state row and Kafka offsets;
-    /// and the DDL log's counts.
+    /// Show where a job stands: an Iceberg job's owner (lease holder) and, per Iceberg
+    /// table, its committed checkpoint, watermark, rows and schema; for a
+    /// PostgreSQL/MySQL target its state row and Kafka offsets; and the DDL log's counts.
     Status {
         /// The job file (YAML).
         #[arg(long, value_name = "FILE")]
