@@ -200,13 +200,19 @@ impl Catalog {
     /// Record that checkpoint `n` of the job is committed (a state folder older than
     /// this is refused at the next claim).
     pub async fn record_checkpoint(&self, n: u64) -> Result<()> {
+        self.set_on_own_row("checkpoint", n as i64).await
+    }
+
+    /// Set a column of this run's row (a fixed column name); fenced if the row is no
+    /// longer this run's.
+    async fn set_on_own_row(&self, column: &'static str, value: i64) -> Result<()> {
         let Some((job, run)) = &self.owner else {
             return Ok(());
         };
-        let moved = sqlx::query(&self.q(
-            "UPDATE lakeshift_job_owner SET checkpoint = ? WHERE catalog_name = ? AND job = ? AND run_id = ?",
-        ))
-        .bind(n as i64)
+        let moved = sqlx::query(&self.q(&format!(
+            "UPDATE lakeshift_job_owner SET {column} = ? WHERE catalog_name = ? AND job = ? AND run_id = ?"
+        )))
+        .bind(value)
         .bind(&self.name)
         .bind(job)
         .bind(run)
@@ -259,24 +265,8 @@ impl Catalog {
 
     /// Renew the lease. Err(Fenced): another run holds the job now.
     pub async fn renew(&self, lease: Duration) -> Result<()> {
-        let Some((job, run)) = &self.owner else {
-            return Ok(());
-        };
-        let n = sqlx::query(&self.q(
-            "UPDATE lakeshift_job_owner SET lease_until_ms = ? WHERE catalog_name = ? AND job = ? AND run_id = ?",
-        ))
-        .bind(now_ms() + lease.as_millis() as i64)
-        .bind(&self.name)
-        .bind(job)
-        .bind(run)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        if n == 1 {
-            Ok(())
-        } else {
-            self.check_owner().await
-        }
+        let until = now_ms() + lease.as_millis() as i64;
+        self.set_on_own_row("lease_until_ms", until).await
     }
 
     /// Give the job up (a clean stop): the next run on any host may claim it at once.
