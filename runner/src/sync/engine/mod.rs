@@ -312,23 +312,19 @@ impl super::pipeline::Sink for Engine {
         if earlier.iter().any(|(d, t)| target(d, t) == key) || self.job.changelog(&key.0, &key.1) {
             return Ok(());
         }
-        let exists = self.sinks.contains_key(&key)
-            || self
-                .catalog
-                .load(&ident(&key.0, &key.1)?)
-                .await
-                .map_err(|e| format!("loading table {}.{}: {e}", key.0, key.1))?
-                .is_some();
-        if exists {
-            tracing::info!(
-                "{}.{}: read again from its start; its next commit replaces the rows {}.{} held",
-                table.db,
-                table.name,
-                key.0,
-                key.1
-            );
-            self.sink(table, at).await?.pending.replace = true;
+        // A table Iceberg does not have yet holds nothing to replace (one load: the
+        // sink is kept for the rows that follow).
+        if !self.sinks.contains_key(&key) && !self.load_sink(&key).await? {
+            return Ok(());
         }
+        tracing::info!(
+            "{}.{}: read again from its start; its next commit replaces the rows {}.{} held",
+            table.db,
+            table.name,
+            key.0,
+            key.1
+        );
+        self.sink(table, at).await?.pending.replace = true;
         Ok(())
     }
 
