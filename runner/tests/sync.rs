@@ -1791,6 +1791,16 @@ async fn a_column_added_with_a_default_reads_it_in_older_rows() {
     stop_at(&job, "before-fill");
     catch_up(&job);
     assert_mirrored(&mut c, &cat, &["t", "nk"]).await;
+    // Killed after the rewrite's commit, before its marker went: the next run fills
+    // again (nothing newer landed in between) and the later explicit NULL stays.
+    c.query_drop(
+        "ALTER TABLE shop.t ADD COLUMN f INT DEFAULT 5; INSERT INTO shop.t VALUES (1002, 1, 2, 'x', NULL)",
+    )
+    .await
+    .unwrap();
+    stop_at(&job, "after-fill-commit");
+    catch_up(&job);
+    assert_mirrored(&mut c, &cat, &["t", "nk"]).await;
     let out = spawn(&refuse, true, None).wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{log}");
