@@ -1943,3 +1943,68 @@ async fn hostile_identifiers_and_values_reach_every_sink_intact() {
     on_ice.sort();
     assert_eq!(on_ice, want, "Iceberg");
 }
+
+/// The lease and its fenced swaps on a shared PostgreSQL catalog (the catalog hosts
+/// share): tables are created and committed through the fenced statements, and a
+/// second process of the job on another state folder is refused while the first runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_holds_on_a_postgresql_catalog() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), lakeshift_tests::PgServer::start());
+    pgs.create_db("cat").await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.k (id INT PRIMARY KEY, v INT);
+         INSERT INTO shop.k VALUES (1, 1), (2, 2);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let catalog = format!("postgresql://postgres@127.0.0.1:{}/cat", pgs.port);
+    let host = |name: &str, server_id: u32| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {server_id}\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\n  catalog: {catalog}\npipeline:\n  name: shared\n  state: {}\n  checkpoint-interval-seconds: 0.1\n",
+                src.port,
+                tmp.path().join("warehouse").display(),
+                dir.join("state").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let (job_a, job_b) = (host("host-a", 651), host("host-b", 652));
+    let mut a = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", &job_a.display().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cat = Catalog::open(&CatalogConfig {
+        name: "lakeshift".into(),
+        warehouse: tmp.path().join("warehouse"),
+        uri: Some(catalog.clone()),
+    })
+    .await
+    .unwrap();
+    c.query_drop("ALTER TABLE shop.k ADD COLUMN w INT; INSERT INTO shop.k VALUES (3, 3, 3)")
+        .await
+        .unwrap();
+    lakeshift_tests::wait_until("host A mirrored the rows and the DDL", || async {
+        iceberg_rows(&cat, "k").await.is_some_and(|r| r.len() == 3)
+    })
+    .await;
+    let out = spawn(&job_b, true, None).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("is running as process {}", a.id())),
+        "{err}"
+    );
+    a.kill().unwrap();
+    a.wait().unwrap();
+    assert_mirrored(&mut c, &cat, &["k"]).await;
+}
