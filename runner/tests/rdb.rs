@@ -1230,6 +1230,118 @@ async fn hostile_values_stay_values_under_the_targets_string_modes() {
     assert_eq!(on_my, want, "MariaDB (NO_BACKSLASH_ESCAPES)");
 }
 
+/// Values reach the targets as data, never as SQL text: on PostgreSQL a statement
+/// trigger records the text of every statement that changes the mirrored tables; on
+/// MariaDB the general log tells text-protocol queries from prepared-statement
+/// executions. Neither may carry a row value as SQL (snapshot, insert, update, delete
+/// by key, delete of a keyless row).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_values_reach_the_targets_as_data_never_as_sql_text() {
+    let (src, pgs, dst) = tokio::join!(MariaDb::start(), PgServer::start(), MariaDb::start());
+    let pg = pgs.create_db("asdata").await;
+    let mut d = dst.conn(None).await;
+    d.query_drop("SET GLOBAL log_output = 'TABLE'; SET GLOBAL general_log = 1")
+        .await
+        .unwrap();
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.k (id INT PRIMARY KEY, s TEXT, b VARBINARY(20)); \
+         CREATE TABLE shop.n (k INT, s TEXT); \
+         INSERT INTO shop.k VALUES (1, 'SENTINEL-snap-1', 'SENTINEL-bin'), (2, 'SENTINEL-snap-2', NULL); \
+         INSERT INTO shop.n VALUES (1, 'SENTINEL-keyless'), (1, 'SENTINEL-keyless'), (2, NULL)",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job_pg = policy_job(
+        &tmp.path().join("pg"),
+        src.port,
+        771,
+        pgs.port,
+        "asdata",
+        "fail",
+    );
+    let job_my = job_in(
+        &tmp.path().join("my"),
+        ("127.0.0.1", src.port),
+        772,
+        "",
+        &format!(
+            "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+            dst.port
+        ),
+        "",
+    );
+    for j in [&job_pg, &job_my] {
+        catch_up(j);
+    }
+    // The mirrored tables exist now: record every statement that changes them.
+    pg.batch_execute(
+        "CREATE TABLE public.seen (q text); \
+         CREATE FUNCTION public.note() RETURNS trigger LANGUAGE plpgsql AS \
+           $$ BEGIN INSERT INTO public.seen VALUES (current_query()); RETURN NULL; END $$; \
+         CREATE TRIGGER note AFTER INSERT OR UPDATE OR DELETE ON shop.k FOR EACH STATEMENT EXECUTE FUNCTION public.note(); \
+         CREATE TRIGGER note AFTER INSERT OR UPDATE OR DELETE ON shop.n FOR EACH STATEMENT EXECUTE FUNCTION public.note();",
+    )
+    .await
+    .unwrap();
+    c.query_drop(
+        "INSERT INTO shop.k VALUES (3, 'SENTINEL-ins', 'SENTINEL-bin2'); \
+         UPDATE shop.k SET s = 'SENTINEL-upd' WHERE id = 1; \
+         DELETE FROM shop.k WHERE id = 2; \
+         DELETE FROM shop.n WHERE k = 2; \
+         DELETE FROM shop.n WHERE k = 1 LIMIT 1; \
+         INSERT INTO shop.n VALUES (3, 'SENTINEL-keyless-ins')",
+    )
+    .await
+    .unwrap();
+    for j in [&job_pg, &job_my] {
+        catch_up(j);
+    }
+    let seen = pg_rows(&pg, "SELECT q FROM public.seen").await;
+    assert!(seen.len() >= 4, "the trigger saw the changes: {seen:?}");
+    let leaked: Vec<_> = seen
+        .iter()
+        .filter(|r| r.iter().flatten().any(|q| q.contains("SENTINEL")))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "row values as SQL text on PostgreSQL: {leaked:?}"
+    );
+    let log = my_rows(
+        &mut d,
+        "SELECT command_type, CAST(argument AS CHAR) FROM mysql.general_log WHERE argument LIKE '%SENTINEL%' AND argument NOT LIKE '%general_log%'",
+    )
+    .await;
+    let as_text: Vec<_> = log
+        .iter()
+        .filter(|r| r[0].as_deref() == Some("Query"))
+        .collect();
+    assert!(
+        as_text.is_empty(),
+        "row values as SQL text on MariaDB: {as_text:?}"
+    );
+    assert!(
+        log.iter().any(|r| r[0].as_deref() == Some("Execute")),
+        "the values reached MariaDB as parameters: {log:?}"
+    );
+    for t in ["k", "n"] {
+        let q = format!("SELECT * FROM shop.{t} ORDER BY 1, 2");
+        let want = my_rows(&mut c, &q).await;
+        assert_eq!(my_rows(&mut d, &q).await, want, "MariaDB shop.{t}");
+    }
+    let want = my_rows(&mut c, "SELECT id, s, HEX(b) FROM shop.k ORDER BY id").await;
+    let on_pg = pg_rows(
+        &pg,
+        "SELECT id::text, s, upper(encode(b, 'hex')) FROM shop.k ORDER BY id",
+    )
+    .await;
+    assert_eq!(on_pg, want, "PostgreSQL shop.k");
+    let want = my_rows(&mut c, "SELECT k, s FROM shop.n ORDER BY k, s").await;
+    let on_pg = pg_rows(&pg, "SELECT k::text, s FROM shop.n ORDER BY k, s").await;
+    assert_eq!(on_pg, want, "PostgreSQL shop.n");
+}
+
 /// Row values never reach the logs: a checkpoint statement that PostgreSQL runs
 /// slowly (a trigger sleeps) was logged whole by the driver, every value in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

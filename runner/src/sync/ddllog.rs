@@ -243,7 +243,10 @@ impl DdlLog {
     }
 
     /// A table's held statements, oldest first.
-    pub fn held(&self, table: &str) -> Result<Vec<(u64, String)>, SyncError> {
+    pub fn held<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &str,
+    ) -> Result<Vec<(u64, T)>, SyncError> {
         let p = self.held_path(table);
         match std::fs::read(&p) {
             Ok(b) => Ok(serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", p.display()))?),
@@ -258,8 +261,13 @@ impl DdlLog {
 
     /// Hold statements of checkpoint `ck` for a table, durably. Statements an earlier
     /// attempt of the same checkpoint held (before a crash) are replaced.
-    pub fn hold(&self, table: &str, ck: u64, stmts: Vec<String>) -> Result<(), SyncError> {
-        let mut all: Vec<(u64, String)> = self.held(table)?;
+    pub fn hold<T: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        table: &str,
+        ck: u64,
+        stmts: Vec<T>,
+    ) -> Result<(), SyncError> {
+        let mut all: Vec<(u64, T)> = self.held(table)?;
         all.retain(|(c, _)| *c < ck);
         all.extend(stmts.into_iter().map(|s| (ck, s)));
         let p = self.held_path(table);
@@ -378,16 +386,17 @@ mod tests {
     fn held_statements_of_a_checkpoint_replace_those_of_a_newer_one() {
         let d = tempfile::tempdir().unwrap();
         let log = DdlLog::load(d.path()).unwrap();
-        log.hold("s.t", 3, vec!["a".into()]).unwrap();
-        log.hold("s.t", 4, vec!["b".into(), "c".into()]).unwrap();
+        log.hold("s.t", 3, vec!["a".to_string()]).unwrap();
+        log.hold("s.t", 4, vec!["b".to_string(), "c".into()])
+            .unwrap();
         // Checkpoint 4 written again after a crash: what it held before is replaced.
-        log.hold("s.t", 4, vec!["d".into()]).unwrap();
+        log.hold("s.t", 4, vec!["d".to_string()]).unwrap();
         assert_eq!(
-            log.held("s.t").unwrap(),
+            log.held::<String>("s.t").unwrap(),
             [(3, "a".to_owned()), (4, "d".to_owned())]
         );
         log.drop_held("s.t").unwrap();
-        assert!(log.held("s.t").unwrap().is_empty());
+        assert!(log.held::<String>("s.t").unwrap().is_empty());
         log.drop_held("s.t").unwrap();
     }
 }

@@ -91,7 +91,12 @@ impl RdbEngine {
             entry.status = Status::Held;
             entry.reason = Some("its table is parked behind an earlier DDL".into());
             let i = self.log.add(entry)?;
-            let stmts = self.log.entries[i].target_sql.clone();
+            let stmts: Vec<step::Step> = self.log.entries[i]
+                .target_sql
+                .iter()
+                .cloned()
+                .map(step::Step::Sql)
+                .collect();
             for t in &touched {
                 self.log.hold(t, self.checkpoint + 1, stmts.clone())?;
             }
@@ -251,8 +256,8 @@ impl RdbEngine {
         let mark = self.ddl_mark(&position.to_string());
         let result = if self.target.transactional_ddl() {
             // DDL, its mark and the state row in one transaction.
-            let mut stmts = stmts.clone();
-            stmts.push(mark);
+            let mut stmts: Vec<step::Step> = stmts.iter().cloned().map(step::Step::Sql).collect();
+            stmts.push(step::Step::Sql(mark.clone()));
             let r = self.commit(&stmts, Some(position.clone()), None).await;
             failpoint("after-ddl");
             r.map_err(|e| e.message)

@@ -24,11 +24,10 @@ mod ddl;
 mod keys;
 pub mod render;
 mod state;
+pub mod step;
 mod tables;
 pub mod target;
 mod write;
-
-use write::clip;
 
 use super::ddllog::{DdlLog, Entry, Status};
 use super::error::{ErrorKind, SyncError};
@@ -41,11 +40,12 @@ use arrow_array::RecordBatch;
 use ddl_core::{Catalog, SchemaChange, Table, TableName};
 use dialects::emit::{EmitCtx, Emitter};
 use dialects::Dialect;
-use render::ColSpec;
+use render::{Cell, ColSpec};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use step::Step;
 use target::Target;
 
 use crate::failpoint::hit as failpoint;
@@ -64,10 +64,10 @@ struct TTable {
 /// One table's changes in the current checkpoint.
 #[derive(Default)]
 struct Pend {
-    /// Keyed tables: key tuple -> its folded change.
-    keyed: HashMap<String, KeyChange>,
-    /// Keyless tables: inserts (row tuples) and deletes (statements), in order.
-    keyless: Vec<(bool, String)>,
+    /// Keyed tables: key values -> its folded change.
+    keyed: HashMap<Box<[Cell]>, KeyChange>,
+    /// Keyless tables: inserts (true) and deletes of rows, in order.
+    keyless: Vec<(bool, Box<[Cell]>)>,
     /// A snapshot reads the table again: every row the target holds goes first, in
     /// the checkpoint's transaction.
     replace: bool,
@@ -78,8 +78,8 @@ struct Pend {
 struct KeyChange {
     /// Order of the last change.
     seq: u64,
-    /// The row tuple at the end, or None (deleted).
-    row: Option<String>,
+    /// The row at the end, or None (deleted).
+    row: Option<Box<[Cell]>>,
     /// The source deleted the row in this checkpoint (perhaps to insert it again).
     deleted: bool,
 }

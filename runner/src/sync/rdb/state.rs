@@ -200,31 +200,40 @@ impl RdbEngine {
         n: u64,
         position: &Option<Position>,
         snapshot: &Option<SnapshotResume>,
-    ) -> String {
-        let pos = position
-            .as_ref()
-            .map(|p| self.lit(&p.to_string()))
-            .unwrap_or_else(|| "NULL".into());
-        let snap = snapshot
-            .as_ref()
-            .map(|s| self.lit(&serde_json::to_string(s).expect("serialise")))
-            .unwrap_or_else(|| "NULL".into());
-        let now = match self.dialect {
-            Dialect::Postgres => "now()",
-            _ => "CURRENT_TIMESTAMP(6)",
+    ) -> Step {
+        // The position and snapshot progress (its cursor holds key values of the
+        // source) are parameters, never SQL text.
+        let text = |v: Option<String>| v.map_or(Cell::Null, |v| Cell::Text(v.into()));
+        let params = vec![
+            text(position.as_ref().map(|p| p.to_string())),
+            text(
+                snapshot
+                    .as_ref()
+                    .map(|s| serde_json::to_string(s).expect("serialise")),
+            ),
+            Cell::Text(self.job.pipeline.name.as_str().into()),
+        ];
+        let (now, marks) = match self.dialect {
+            Dialect::Postgres => ("now()", ["$1", "$2", "$3"]),
+            _ => ("CURRENT_TIMESTAMP(6)", ["?", "?", "?"]),
         };
-        format!(
-            "UPDATE {} SET checkpoint = {n}, position = {pos}, snapshot = {snap}, updated_at = {now} WHERE job = {} AND checkpoint = {}",
-            self.state_table(),
-            self.lit(&self.job.pipeline.name),
-            n - 1
-        )
+        Step::Exec {
+            sql: format!(
+                "UPDATE {} SET checkpoint = {n}, position = {}, snapshot = {}, updated_at = {now} WHERE job = {} AND checkpoint = {}",
+                self.state_table(),
+                marks[0],
+                marks[1],
+                marks[2],
+                n - 1
+            ),
+            params,
+        }
     }
 
     /// Run statements and move the state row in one target transaction.
     pub(super) async fn commit(
         &mut self,
-        stmts: &[String],
+        stmts: &[Step],
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
@@ -240,9 +249,9 @@ impl RdbEngine {
                 if i == 1 {
                     failpoint("inside-target-transaction");
                 }
-                self.target.exec(s).await.map_err(|e| {
+                self.target.run(s).await.map_err(|e| {
                     SyncError::from(e).context(format_args!("checkpoint {n}"))
-                        .with_statement(&clip(s))
+                        .with_statement(&s.shape())
                 })?;
             }
             if self.kafka {
@@ -250,7 +259,7 @@ impl RdbEngine {
             }
             let moved = self
                 .target
-                .exec(&self.state_update(n, &position, &snapshot))
+                .run(&self.state_update(n, &position, &snapshot))
                 .await
                 .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: state table")))?;
             if moved != 1 {

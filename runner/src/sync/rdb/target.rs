@@ -8,6 +8,9 @@ use mysql_async::prelude::Queryable;
 use sqlx::Row;
 use std::time::Duration;
 
+/// Bytes of COPY data sent at a time.
+const COPY_CHUNK: usize = 1 << 20;
+
 pub enum Target {
     Pg(sqlx::PgConnection),
     My(mysql_async::Conn),
@@ -175,6 +178,79 @@ impl Target {
                 c.query_drop(sql).await.map_err(my_err)?;
                 Ok(c.affected_rows())
             }
+        }
+    }
+
+    /// Run one step of a checkpoint; returns rows affected.
+    pub async fn run(&mut self, step: &super::step::Step) -> Result<u64, TargetError> {
+        use super::render::Cell;
+        use super::step::Step;
+        match (self, step) {
+            (t, Step::Sql(sql)) => t.exec(sql).await,
+            (Target::Pg(c), Step::Copy { copy, rows }) => {
+                let mut w = c.copy_in_raw(copy).await.map_err(pg_err)?;
+                let mut buf = Vec::with_capacity(COPY_CHUNK + (64 << 10));
+                let mut sent = Ok(());
+                for (i, r) in rows.iter().enumerate() {
+                    super::step::copy_text(&mut buf, r, i);
+                    if buf.len() >= COPY_CHUNK {
+                        if let Err(e) = w.send(std::mem::take(&mut buf)).await {
+                            sent = Err(e);
+                            break;
+                        }
+                        buf.reserve(COPY_CHUNK + (64 << 10));
+                    }
+                }
+                if sent.is_ok() && !buf.is_empty() {
+                    sent = w.send(buf).await.map(|_| ());
+                }
+                match sent {
+                    Ok(()) => w.finish().await.map_err(pg_err),
+                    Err(e) => {
+                        let _ = w.abort("lakeshift: sending rows failed").await;
+                        Err(pg_err(e))
+                    }
+                }
+            }
+            (Target::Pg(c), Step::Exec { sql, params }) => {
+                let mut q = sqlx::query(sql);
+                for p in params {
+                    q = match p {
+                        Cell::Null | Cell::Default => q.bind(None::<String>),
+                        Cell::Int(v) => q.bind(*v),
+                        Cell::UInt(v) => q.bind(v.to_string()),
+                        Cell::Float(v) => q.bind(*v),
+                        Cell::Text(s) => q.bind(s.to_string()),
+                        Cell::Bytes(b) => q.bind(b.to_vec()),
+                    };
+                }
+                q.execute(c)
+                    .await
+                    .map(|r| r.rows_affected())
+                    .map_err(pg_err)
+            }
+            (Target::My(c), Step::Exec { sql, params }) => {
+                let values: Vec<mysql_async::Value> = params
+                    .iter()
+                    .map(|p| match p {
+                        Cell::Null | Cell::Default => mysql_async::Value::NULL,
+                        Cell::Int(v) => mysql_async::Value::Int(*v),
+                        Cell::UInt(v) => mysql_async::Value::UInt(*v),
+                        Cell::Float(v) => mysql_async::Value::Double(*v),
+                        Cell::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
+                        Cell::Bytes(b) => mysql_async::Value::Bytes(b.to_vec()),
+                    })
+                    .collect();
+                c.exec_drop(sql.as_str(), mysql_async::Params::Positional(values))
+                    .await
+                    .map_err(my_err)?;
+                Ok(c.affected_rows())
+            }
+            (Target::My(_), Step::Copy { copy, .. }) => Err(TargetError {
+                message: format!("a MySQL target takes no COPY ({copy})"),
+                connection: false,
+                code: None,
+            }),
         }
     }
 

@@ -54,39 +54,29 @@ impl RdbEngine {
             .zip(&tt.cols)
             .map(|(n, c)| (find(n), c))
             .collect();
-        let present: Vec<(usize, &ColSpec)> =
-            all.iter().filter_map(|(b, c)| b.map(|b| (b, *c))).collect();
         let key: Vec<(Option<usize>, &ColSpec)> = tt.key.iter().map(|i| all[*i]).collect();
         if key.iter().any(|(b, _)| b.is_none()) {
             return Err(format!("{}: rows lack key columns", show(&k)).into());
         }
         let keyed = !key.is_empty();
-        let sql_name = tt.sql_name.clone();
         let n = any.num_rows();
-        // (keyed, key tuple, row tuple or keyless delete statement, a source delete)
-        let mut out: Vec<(bool, Option<String>, Option<String>, bool)> = Vec::with_capacity(n);
+        // (keyed, key values, row values, a source delete)
+        type Change = (bool, Option<Box<[Cell]>>, Option<Box<[Cell]>>, bool);
+        let mut out: Vec<Change> = Vec::with_capacity(n);
         for r in 0..n {
             if let Some(b) = &before {
                 if keyed {
-                    let mut kt = String::new();
-                    render::tuple(&mut kt, d, b, &key, r)?;
                     // An update's old image only clears its key; a delete is marked.
+                    let kt = render::row(d, b, &key, r)?;
                     out.push((true, Some(kt), None, op == Op::Delete));
                 } else {
-                    out.push((
-                        false,
-                        None,
-                        Some(render::delete_one(d, &sql_name, b, &present, r)?),
-                        true,
-                    ));
+                    out.push((false, None, Some(render::row(d, b, &all, r)?), true));
                 }
             }
             if let Some(a) = &after {
-                let mut row = String::new();
-                render::tuple(&mut row, d, a, &all, r)?;
+                let row = render::row(d, a, &all, r)?;
                 if keyed {
-                    let mut kt = String::new();
-                    render::tuple(&mut kt, d, a, &key, r)?;
+                    let kt = render::row(d, a, &key, r)?;
                     out.push((true, Some(kt), Some(row), false));
                 } else {
                     out.push((false, None, Some(row), false));
@@ -96,10 +86,11 @@ impl RdbEngine {
         let p = self.pending.entry(k).or_default();
         for (is_keyed, kt, row, deleted) in out {
             self.seq += 1;
-            // The texts, once more when a checkpoint renders them into statements,
+            // The values, once more when a checkpoint hands them to the target,
             // and the entry's own cost (headers, allocations, the map's slot).
             self.pending_bytes += 2
-                * (kt.as_ref().map_or(0, String::len) + row.as_ref().map_or(0, String::len))
+                * (kt.as_deref().map_or(0, Cell::row_bytes)
+                    + row.as_deref().map_or(0, Cell::row_bytes))
                 + ENTRY_BYTES;
             if is_keyed {
                 let kt = kt.expect("key");
@@ -108,7 +99,7 @@ impl RdbEngine {
                 e.row = row;
                 e.deleted |= deleted;
             } else if let Some(row) = row {
-                // A keyless insert is a row tuple; a delete a statement.
+                // A keyless insert (true) or delete of a row.
                 p.keyless.push((!deleted, row));
             }
         }
@@ -116,70 +107,76 @@ impl RdbEngine {
         Ok(())
     }
 
-    /// The statements that apply a table's pending changes, in three groups: deletes by
-    /// key, keyless changes (in order), upserts. A checkpoint runs every table's first
-    /// group before any second, and those before any third, so an ON DELETE action
-    /// of the target (a parent deleted and inserted again) cannot remove a row
-    /// written in the same checkpoint. With `rewrite`, every changed key is deleted
-    /// before the live rows are written (unique values swapped between rows of one
-    /// checkpoint then never meet); not for tables whose deletes the target acts on.
+    /// The steps that apply a table's pending changes, in four groups: staging
+    /// (PostgreSQL's temporary tables, loaded), deletes by key, keyless changes (in
+    /// order), upserts. A checkpoint runs every table's first group before any
+    /// second, and so on, so an ON DELETE action of the target (a parent deleted and
+    /// inserted again) cannot remove a row written in the same checkpoint. With
+    /// `rewrite`, every changed key is deleted before the live rows are written
+    /// (unique values swapped between rows of one checkpoint then never meet); not
+    /// for tables whose deletes the target acts on.
     pub(super) fn statements(
         &mut self,
         k: &(String, String),
         p: &Pend,
         rewrite: bool,
-    ) -> Result<[Vec<String>; 3], SyncError> {
+        plan: &mut step::Plan,
+    ) -> Result<[Vec<Step>; 4], SyncError> {
         let rewrite = rewrite && !self.fk_actions.contains_key(k);
-        let batch = self.cfg.batch_rows.max(1);
-        let max = self.max_statement;
-        let d = self.dialect;
         let tt = self.ttable(k)?;
         let cols: Vec<&ColSpec> = tt.cols.iter().collect();
-        let key: Vec<&ColSpec> = tt.key.iter().map(|i| &tt.cols[*i]).collect();
-        let (mut dels, mut out, mut ups) = (Vec::new(), Vec::new(), Vec::new());
+        let t = step::Cols {
+            table: &tt.sql_name,
+            cols: &cols,
+            key: &tt.key,
+        };
+        let (mut stage, mut dels, mut out, mut ups) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         if p.replace {
             // Before anything else of the table (its keyless changes included).
-            dels.push(format!("DELETE FROM {}", tt.sql_name));
+            dels.push(Step::Sql(format!("DELETE FROM {}", tt.sql_name)));
         }
         if !p.keyed.is_empty() {
-            let mut entries: Vec<(&String, &KeyChange)> = p.keyed.iter().collect();
+            let mut entries: Vec<(&Box<[Cell]>, &KeyChange)> = p.keyed.iter().collect();
             entries.sort_by_key(|(_, c)| c.seq);
             // Deletes first: keys gone at the end, and keys the source deleted and
             // inserted again (so a target's ON DELETE actions fire as in the source, and
             // a new row cannot meet the old one's unique values); then the live rows in
             // change order.
-            let keys: Vec<&str> = entries
+            let keys: Vec<Box<[Cell]>> = entries
                 .iter()
                 .filter(|(_, c)| rewrite || c.row.is_none() || c.deleted)
-                .map(|(k, _)| k.as_str())
+                .map(|(k, _)| (*k).clone())
                 .collect();
-            for c in cut(&keys, batch, max) {
-                dels.push(render::delete(&tt.sql_name, &key, c));
-            }
-            let rows: Vec<&str> = entries
+            plan.delete_keys(&t, keys, &mut stage, &mut dels);
+            let rows: Vec<Box<[Cell]>> = entries
                 .into_iter()
-                .filter_map(|(_, c)| c.row.as_deref())
+                .filter_map(|(_, c)| c.row.clone())
                 .collect();
-            for c in cut(&rows, batch, max) {
-                ups.push(render::insert(d, &tt.sql_name, &cols, &key, c));
-            }
+            plan.insert(&t, rows, &mut stage, &mut ups);
         }
-        let mut run: Vec<&str> = Vec::new();
-        for (insert, s) in &p.keyless {
-            if *insert {
-                run.push(s);
-            } else {
-                for c in cut(&run, batch, max) {
-                    out.push(render::insert(d, &tt.sql_name, &cols, &[], c));
+        // Keyless: runs of inserts and runs of deletes, in order.
+        let no_key = step::Cols { key: &[], ..t };
+        let mut run: Vec<Box<[Cell]>> = Vec::new();
+        let mut inserting = true;
+        for (insert, row) in &p.keyless {
+            if *insert != inserting && !run.is_empty() {
+                let rows = std::mem::take(&mut run);
+                if inserting {
+                    plan.insert(&no_key, rows, &mut stage, &mut out);
+                } else {
+                    plan.delete_rows(&no_key, rows, &mut stage, &mut out);
                 }
-                run.clear();
-                out.push(s.clone());
             }
+            inserting = *insert;
+            run.push(row.clone());
         }
-        for c in cut(&run, batch, max) {
-            out.push(render::insert(d, &tt.sql_name, &cols, &[], c));
+        if inserting {
+            plan.insert(&no_key, run, &mut stage, &mut out);
+        } else {
+            plan.delete_rows(&no_key, run, &mut stage, &mut out);
         }
-        Ok([dels, out, ups])
+        Ok([stage, dels, out, ups])
     }
 
     /// A checkpoint at a transaction boundary: every table's pending changes, held
@@ -194,42 +191,50 @@ impl RdbEngine {
         self.pending_bytes = 0;
         let mut held = Vec::new();
         let released = self.releases(n, &mut held).await?;
-        // ON DELETE actions the target does not run itself: before any delete.
-        let mut actions = Vec::new();
-        if !self.deferred_fks() {
-            for (k, p) in &pending {
-                if !self.fk_actions.contains_key(k) || self.parked.contains(&show(k)) {
-                    continue;
-                }
-                let keys: Vec<&str> = p
-                    .keyed
-                    .iter()
-                    .filter(|(_, c)| c.deleted)
-                    .map(|(t, _)| t.as_str())
-                    .collect();
-                if keys.is_empty() {
-                    continue;
-                }
-                let tt = self.ttable(k)?;
-                let key: Vec<&ColSpec> = tt.key.iter().map(|i| &tt.cols[*i]).collect();
-                let rows = render::key_in(&key, &keys);
-                self.fk_action_sql(k, &rows, &mut Vec::new(), &mut actions)?;
-            }
-        }
         let mut rewrite = false;
         loop {
-            let mut groups: [Vec<String>; 3] = Default::default();
-            groups[0].extend(actions.iter().cloned());
+            let mut plan =
+                step::Plan::new(self.dialect, n, self.cfg.batch_rows, self.max_statement);
+            // ON DELETE actions the target does not run itself: before any delete.
+            let mut groups: [Vec<Step>; 5] = Default::default();
+            if !self.deferred_fks() {
+                let [stage, actions, ..] = &mut groups;
+                for (k, p) in &pending {
+                    if !self.fk_actions.contains_key(k) || self.parked.contains(&show(k)) {
+                        continue;
+                    }
+                    let keys: Vec<Box<[Cell]>> = p
+                        .keyed
+                        .iter()
+                        .filter(|(_, c)| c.deleted)
+                        .map(|(t, _)| t.clone())
+                        .collect();
+                    if keys.is_empty() {
+                        continue;
+                    }
+                    let tt = self.ttable(k)?;
+                    let names: Vec<&str> =
+                        tt.key.iter().map(|i| tt.cols[*i].ident.as_str()).collect();
+                    let conds = plan.keys_condition(&tt.sql_name, &names, keys, stage);
+                    for (cond, params) in conds {
+                        let mut sql = Vec::new();
+                        self.fk_action_sql(k, &cond, &mut Vec::new(), &mut sql)?;
+                        actions.extend(sql.into_iter().map(|s| Step::with(s, &params)));
+                    }
+                }
+            }
             for (k, p) in &pending {
-                let s = self.statements(k, p, rewrite)?;
                 let name = show(k);
                 if self.parked.contains(&name) {
+                    let s = self.statements(k, p, rewrite, &mut plan)?;
                     self.log.hold(&name, n, s.concat())?;
                     continue;
                 }
-                for (g, part) in groups.iter_mut().zip(s) {
-                    g.extend(part);
-                }
+                let [stage, dels, out, ups] = self.statements(k, p, rewrite, &mut plan)?;
+                groups[0].extend(stage);
+                groups[2].extend(dels);
+                groups[3].extend(out);
+                groups[4].extend(ups);
             }
             let mut stmts = groups.concat();
             stmts.extend(held.iter().cloned());
@@ -259,7 +264,7 @@ impl RdbEngine {
     pub(super) async fn releases(
         &mut self,
         n: u64,
-        stmts: &mut Vec<String>,
+        stmts: &mut Vec<Step>,
     ) -> Result<Vec<usize>, SyncError> {
         let mut out = Vec::new();
         for (seq, retry) in self.log.resolutions() {
@@ -274,7 +279,13 @@ impl RdbEngine {
             let tables = self.log.entries[i].tables.clone();
             let mut mine = Vec::new();
             if retry {
-                mine.extend(self.log.entries[i].target_sql.clone());
+                mine.extend(
+                    self.log.entries[i]
+                        .target_sql
+                        .iter()
+                        .cloned()
+                        .map(Step::Sql),
+                );
             }
             for t in &tables {
                 mine.extend(self.log.held(t)?.into_iter().map(|(_, s)| s));
@@ -310,29 +321,6 @@ impl RdbEngine {
         self.parked = self.log.parked_tables();
         Ok(())
     }
-}
-
-/// Consecutive runs of `items` of at most `rows` items and about `bytes` bytes of
-/// text (the statement around them comes on top: kept well below the target's
-/// limit, which `bytes` already is). An item alone over `bytes` is a run of one
-/// (the row check sends such rows to the row-error policy before they get here).
-fn cut<'a, 'b>(items: &'b [&'a str], rows: usize, bytes: usize) -> Vec<&'b [&'a str]> {
-    let budget = bytes / 2;
-    let mut out = Vec::new();
-    let (mut start, mut size) = (0, 0);
-    for (i, s) in items.iter().enumerate() {
-        let n = s.len() + 2;
-        if i > start && (i - start >= rows || size + n > budget) {
-            out.push(&items[start..i]);
-            start = i;
-            size = 0;
-        }
-        size += n;
-    }
-    if start < items.len() {
-        out.push(&items[start..]);
-    }
-    out
 }
 
 pub(super) fn clip(s: &str) -> String {

@@ -1,0 +1,499 @@
+//! What a checkpoint sends to a relational target: SQL that holds no value, rows
+//! loaded into staging tables with `COPY` (PostgreSQL), and prepared statements with
+//! their parameters (MySQL's binary protocol). Values never become SQL text, so no
+//! value can be read as SQL whatever the session's quoting rules.
+//!
+//! PostgreSQL: a table's rows go into a temporary table (the target's columns, made
+//! with `CREATE TEMP TABLE ... AS SELECT ... WITH NO DATA`, dropped at commit) by
+//! `COPY FROM STDIN`, then one set-based statement applies them: `DELETE ... USING`,
+//! `INSERT ... SELECT ... ON CONFLICT`, or for keyless tables a delete of as many
+//! equal rows as were deleted. MySQL: multi-row statements with `?` placeholders.
+
+use super::render::{Cell, ColSpec};
+use dialects::Dialect;
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+/// A row's values.
+pub type Row = Box<[Cell]>;
+
+/// The staging tables' column holding each row's order.
+const ORD: &str = "\"lakeshift.ord\"";
+
+/// Most placeholders one MySQL statement takes.
+const MAX_PARAMS: usize = 65_535;
+
+/// One thing a checkpoint runs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Step {
+    /// SQL without values.
+    Sql(String),
+    /// PostgreSQL: `COPY stage (cols, ord) FROM STDIN` of these rows (each row's
+    /// index is its order).
+    Copy {
+        copy: String,
+        rows: Vec<Box<[Cell]>>,
+    },
+    /// A statement with placeholders and its parameters.
+    Exec { sql: String, params: Vec<Cell> },
+}
+
+impl Step {
+    /// The statement for messages: its SQL, never its values.
+    pub fn shape(&self) -> String {
+        match self {
+            Step::Sql(s) => super::write::clip(s),
+            Step::Copy { copy, rows } => format!("{copy} ({} rows)", rows.len()),
+            Step::Exec { sql, params } => {
+                format!("{} ({} parameters)", super::write::clip(sql), params.len())
+            }
+        }
+    }
+
+    /// A statement whose placeholders take `params` (none: plain SQL).
+    pub fn with(sql: String, params: &[Cell]) -> Step {
+        if params.is_empty() {
+            Step::Sql(sql)
+        } else {
+            Step::Exec {
+                sql,
+                params: params.to_vec(),
+            }
+        }
+    }
+}
+
+/// Rows as `COPY` text: tab-separated, `\N` for NULL, backslash escapes for
+/// backslash, tab, newline and carriage return; each row's index last.
+pub fn copy_text(out: &mut Vec<u8>, row: &[Cell], ord: usize) {
+    for c in row {
+        match c {
+            Cell::Null | Cell::Default => out.extend_from_slice(b"\\N"),
+            Cell::Int(v) => {
+                let _ = write!(out, "{v}");
+            }
+            Cell::UInt(v) => {
+                let _ = write!(out, "{v}");
+            }
+            Cell::Float(v) => {
+                let _ = write!(out, "{v:?}");
+            }
+            Cell::Text(s) => escape(out, s.as_bytes()),
+            Cell::Bytes(b) => {
+                out.extend_from_slice(b"\\\\x");
+                for x in b.iter() {
+                    let _ = write!(out, "{x:02x}");
+                }
+            }
+        }
+        out.push(b'\t');
+    }
+    let _ = writeln!(out, "{ord}");
+}
+
+fn escape(out: &mut Vec<u8>, mut s: &[u8]) {
+    while let Some(i) = s
+        .iter()
+        .position(|b| matches!(b, b'\\' | b'\t' | b'\n' | b'\r'))
+    {
+        out.extend_from_slice(&s[..i]);
+        out.extend_from_slice(match s[i] {
+            b'\\' => b"\\\\",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            _ => b"\\r",
+        });
+        s = &s[i + 1..];
+    }
+    out.extend_from_slice(s);
+}
+
+/// The statements of one checkpoint for one dialect; names its staging tables.
+pub struct Plan {
+    pub dialect: Dialect,
+    /// Staging table names: `lakeshift_stage_<checkpoint>_<n>`.
+    checkpoint: u64,
+    staged: usize,
+    /// MySQL: rows per statement and bytes of values per statement.
+    rows: usize,
+    bytes: usize,
+}
+
+/// A table's columns as the plan writes them.
+pub struct Cols<'a> {
+    pub table: &'a str,
+    pub cols: &'a [&'a ColSpec],
+    /// Indexes of the key columns in `cols` (empty: keyless).
+    pub key: &'a [usize],
+}
+
+impl Plan {
+    pub fn new(dialect: Dialect, checkpoint: u64, rows: usize, bytes: usize) -> Plan {
+        Plan {
+            dialect,
+            checkpoint,
+            staged: 0,
+            rows: rows.max(1),
+            bytes,
+        }
+    }
+
+    fn pg(&self) -> bool {
+        self.dialect == Dialect::Postgres
+    }
+
+    /// PostgreSQL: a staging table with `cols` of `table` (and the order column),
+    /// loaded with `rows`, dropped at commit. Returns its name.
+    fn stage(
+        &mut self,
+        table: &str,
+        cols: &[&str],
+        rows: Vec<Box<[Cell]>>,
+        out: &mut Vec<Step>,
+    ) -> String {
+        self.staged += 1;
+        let s = format!("lakeshift_stage_{}_{}", self.checkpoint, self.staged);
+        let list = cols.join(", ");
+        out.push(Step::Sql(format!(
+            "CREATE TEMP TABLE {s} ON COMMIT DROP AS SELECT {list}, 0::bigint AS {ORD} FROM {table} WITH NO DATA"
+        )));
+        out.push(Step::Copy {
+            copy: format!("COPY {s} ({list}, {ORD}) FROM STDIN"),
+            rows,
+        });
+        s
+    }
+
+    /// MySQL: consecutive runs of rows that fit one statement.
+    fn runs<'r>(&self, rows: &'r [Box<[Cell]>]) -> Vec<&'r [Box<[Cell]>]> {
+        let width = rows.first().map_or(1, |r| r.len().max(1));
+        let most = self.rows.min(MAX_PARAMS / width).max(1);
+        let budget = self.bytes / 2;
+        let mut out = Vec::new();
+        let (mut start, mut size) = (0, 0);
+        for (i, r) in rows.iter().enumerate() {
+            let n = r.iter().map(|c| c.heap() + 8).sum::<usize>();
+            if i > start && (i - start >= most || size + n > budget) {
+                out.push(&rows[start..i]);
+                start = i;
+                size = 0;
+            }
+            size += n;
+        }
+        if start < rows.len() {
+            out.push(&rows[start..]);
+        }
+        out
+    }
+
+    /// Delete the rows with these keys (tuples of the key columns).
+    pub fn delete_keys(
+        &mut self,
+        t: &Cols<'_>,
+        keys: Vec<Box<[Cell]>>,
+        stage: &mut Vec<Step>,
+        out: &mut Vec<Step>,
+    ) {
+        if keys.is_empty() {
+            return;
+        }
+        let names: Vec<&str> = t.key.iter().map(|i| t.cols[*i].ident.as_str()).collect();
+        if self.pg() {
+            let s = self.stage(t.table, &names, keys, stage);
+            let on: Vec<String> = names.iter().map(|n| format!("t.{n} = s.{n}")).collect();
+            out.push(Step::Sql(format!(
+                "DELETE FROM {} AS t USING {s} AS s WHERE {}",
+                t.table,
+                on.join(" AND ")
+            )));
+            return;
+        }
+        for run in self.runs(&keys) {
+            let (cond, params) = self.key_in(&names, run);
+            out.push(Step::Exec {
+                sql: format!("DELETE FROM {} WHERE {cond}", t.table),
+                params,
+            });
+        }
+    }
+
+    /// MySQL: `k IN (?, ?)` or `(k1, k2) IN ((?, ?), (?, ?))` over these keys, and
+    /// the keys as parameters.
+    pub fn key_in(&self, names: &[&str], keys: &[Box<[Cell]>]) -> (String, Vec<Cell>) {
+        let one = |k: &[Cell]| {
+            let marks = vec!["?"; k.len()].join(", ");
+            if names.len() == 1 {
+                marks
+            } else {
+                format!("({marks})")
+            }
+        };
+        let list: Vec<String> = keys.iter().map(|k| one(k)).collect();
+        let lhs = if names.len() == 1 {
+            names[0].to_owned()
+        } else {
+            format!("({})", names.join(", "))
+        };
+        let params = keys.iter().flat_map(|k| k.iter().cloned()).collect();
+        (format!("{lhs} IN ({})", list.join(", ")), params)
+    }
+
+    /// The condition `(key columns) IN (the deleted keys)` for statements that act on
+    /// them (foreign-key actions), with its parameters; PostgreSQL stages the keys.
+    /// One condition per run of keys.
+    pub fn keys_condition(
+        &mut self,
+        table: &str,
+        names: &[&str],
+        keys: Vec<Box<[Cell]>>,
+        stage: &mut Vec<Step>,
+    ) -> Vec<(String, Vec<Cell>)> {
+        if self.pg() {
+            let s = self.stage(table, names, keys, stage);
+            let list = names.join(", ");
+            return vec![(format!("({list}) IN (SELECT {list} FROM {s})"), Vec::new())];
+        }
+        self.runs(&keys)
+            .into_iter()
+            .map(|run| self.key_in(names, run))
+            .collect()
+    }
+
+    /// Insert rows (every column of `t`, `Cell::Default` where the source lacks one),
+    /// replacing rows with the same key when `t` has one.
+    pub fn insert(
+        &mut self,
+        t: &Cols<'_>,
+        rows: Vec<Box<[Cell]>>,
+        stage: &mut Vec<Step>,
+        out: &mut Vec<Step>,
+    ) {
+        if rows.is_empty() {
+            return;
+        }
+        if !self.pg() {
+            for run in self.runs(&rows) {
+                let mut sql = format!("INSERT INTO {} ({}) VALUES ", t.table, idents(t.cols));
+                let mut params = Vec::new();
+                for (i, r) in run.iter().enumerate() {
+                    sql.push_str(if i == 0 { "(" } else { ", (" });
+                    for (j, c) in r.iter().enumerate() {
+                        if j > 0 {
+                            sql.push_str(", ");
+                        }
+                        if *c == Cell::Default {
+                            sql.push_str("DEFAULT");
+                        } else {
+                            sql.push('?');
+                            params.push(c.clone());
+                        }
+                    }
+                    sql.push(')');
+                }
+                if !t.key.is_empty() {
+                    sql.push_str(" ON DUPLICATE KEY UPDATE ");
+                    let rest: Vec<String> = (0..t.cols.len())
+                        .filter(|i| !t.key.contains(i))
+                        .map(|i| format!("{0} = VALUES({0})", t.cols[i].ident))
+                        .collect();
+                    if rest.is_empty() {
+                        let k = &t.cols[t.key[0]].ident;
+                        let _ = write!(sql, "{k} = {k}");
+                    } else {
+                        sql.push_str(&rest.join(", "));
+                    }
+                }
+                out.push(Step::Exec { sql, params });
+            }
+            return;
+        }
+        for (present, rows) in by_columns(rows) {
+            let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();
+            let s = self.stage(t.table, &names, rows, stage);
+            let list = names.join(", ");
+            let mut sql = format!(
+                "INSERT INTO {} ({list}) SELECT {list} FROM {s} ORDER BY {ORD}",
+                t.table
+            );
+            if !t.key.is_empty() {
+                let keys: Vec<&str> = t.key.iter().map(|i| t.cols[*i].ident.as_str()).collect();
+                let _ = write!(sql, " ON CONFLICT ({}) DO ", keys.join(", "));
+                let sets: Vec<String> = (0..t.cols.len())
+                    .filter(|i| !t.key.contains(i))
+                    .map(|i| {
+                        let n = &t.cols[i].ident;
+                        if present.contains(&i) {
+                            format!("{n} = EXCLUDED.{n}")
+                        } else {
+                            format!("{n} = DEFAULT")
+                        }
+                    })
+                    .collect();
+                if sets.is_empty() {
+                    sql.push_str("NOTHING");
+                } else {
+                    sql.push_str("UPDATE SET ");
+                    sql.push_str(&sets.join(", "));
+                }
+            }
+            out.push(Step::Sql(sql));
+        }
+    }
+
+    /// Keyless tables: delete one row equal to each of `rows` (in the columns the
+    /// source has; NULL equal to NULL), as many as there are equal rows in `rows`.
+    pub fn delete_rows(
+        &mut self,
+        t: &Cols<'_>,
+        rows: Vec<Box<[Cell]>>,
+        stage: &mut Vec<Step>,
+        out: &mut Vec<Step>,
+    ) {
+        if rows.is_empty() {
+            return;
+        }
+        if !self.pg() {
+            for r in rows {
+                let mut cond = Vec::new();
+                let mut params = Vec::new();
+                for (c, v) in t.cols.iter().zip(r.iter()) {
+                    if *v != Cell::Default {
+                        cond.push(format!("{} <=> ?", c.ident));
+                        params.push(v.clone());
+                    }
+                }
+                out.push(Step::Exec {
+                    sql: format!(
+                        "DELETE FROM {} WHERE {} LIMIT 1",
+                        t.table,
+                        cond.join(" AND ")
+                    ),
+                    params,
+                });
+            }
+            return;
+        }
+        for (present, rows) in by_columns(rows) {
+            let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();
+            let s = self.stage(t.table, &names, rows, stage);
+            let list = names.join(", ");
+            let on: Vec<String> = names
+                .iter()
+                .map(|n| format!("t.{n} IS NOT DISTINCT FROM s.{n}"))
+                .collect();
+            // Each group of equal staged rows: its count, and the target's equal rows
+            // numbered; the first `count` of them go.
+            out.push(Step::Sql(format!(
+                "DELETE FROM {table} WHERE ctid IN (SELECT x.ctid FROM (SELECT t.ctid, s.\"lakeshift.count\", row_number() OVER (PARTITION BY s.{ORD}) AS \"lakeshift.n\" FROM {table} AS t JOIN (SELECT {list}, count(*) AS \"lakeshift.count\", min({ORD}) AS {ORD} FROM {s} GROUP BY {list}) AS s ON {on}) AS x WHERE x.\"lakeshift.n\" <= x.\"lakeshift.count\")",
+                table = t.table,
+                on = on.join(" AND ")
+            )));
+        }
+    }
+}
+
+fn idents(cols: &[&ColSpec]) -> String {
+    cols.iter()
+        .map(|c| c.ident.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rows grouped by the columns they have (`Cell::Default` marks one they lack), each
+/// group's rows cut down to those columns, in order of first appearance.
+fn by_columns(rows: Vec<Row>) -> Vec<(Vec<usize>, Vec<Row>)> {
+    let width = rows.first().map_or(0, |r| r.len());
+    if !rows.iter().any(|r| r.contains(&Cell::Default)) {
+        return vec![((0..width).collect(), rows)];
+    }
+    let mut groups: Vec<(Vec<usize>, Vec<Row>)> = Vec::new();
+    for r in rows {
+        let present: Vec<usize> = (0..r.len()).filter(|i| r[*i] != Cell::Default).collect();
+        let cut: Box<[Cell]> = r
+            .into_vec()
+            .into_iter()
+            .filter(|c| *c != Cell::Default)
+            .collect();
+        match groups.iter_mut().find(|(p, _)| *p == present) {
+            Some((_, g)) => g.push(cut),
+            None => groups.push((present, vec![cut])),
+        }
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> Cell {
+        Cell::Text(s.into())
+    }
+
+    #[test]
+    fn copy_text_escapes_what_copy_reads_specially() {
+        let mut out = Vec::new();
+        copy_text(
+            &mut out,
+            &[text("a\tb\nc\\d\re'"), Cell::Null, Cell::Int(-3)],
+            7,
+        );
+        assert_eq!(out, b"a\\tb\\nc\\\\d\\re'\t\\N\t-3\t7\n");
+    }
+
+    #[test]
+    fn held_steps_read_back_and_plain_strings_are_sql() {
+        let steps = vec![
+            Step::Sql("DELETE FROM t".into()),
+            Step::Copy {
+                copy: "COPY s (a) FROM STDIN".into(),
+                rows: vec![vec![text("x"), Cell::Bytes(vec![0, 255].into())].into()],
+            },
+            Step::Exec {
+                sql: "DELETE FROM t WHERE a <=> ?".into(),
+                params: vec![Cell::Float(1.5), Cell::UInt(u64::MAX)],
+            },
+        ];
+        let json = serde_json::to_string(&steps).unwrap();
+        assert_eq!(serde_json::from_str::<Vec<Step>>(&json).unwrap(), steps);
+        // Statements held by an earlier version were strings.
+        let old: Vec<Step> = serde_json::from_str(r#"["INSERT INTO t VALUES (1)"]"#).unwrap();
+        assert_eq!(old, vec![Step::Sql("INSERT INTO t VALUES (1)".into())]);
+    }
+
+    #[test]
+    fn mysql_statements_stay_under_the_placeholder_limit() {
+        let spec: Vec<ColSpec> = (0..3)
+            .map(|i| ColSpec {
+                ident: format!("c{i}"),
+                bits: None,
+                boolean: false,
+            })
+            .collect();
+        let cols: Vec<&ColSpec> = spec.iter().collect();
+        let t = Cols {
+            table: "d.t",
+            cols: &cols,
+            key: &[0],
+        };
+        let rows: Vec<Box<[Cell]>> = (0..50_000)
+            .map(|i| vec![Cell::Int(i), Cell::Default, text("v")].into())
+            .collect();
+        let mut p = Plan::new(Dialect::MySql, 1, 100_000, 1 << 30);
+        let (mut stage, mut out) = (Vec::new(), Vec::new());
+        p.insert(&t, rows, &mut stage, &mut out);
+        assert!(stage.is_empty());
+        let mut total = 0;
+        for s in &out {
+            let Step::Exec { sql, params } = s else {
+                panic!("not a prepared statement: {s:?}")
+            };
+            assert!(params.len() <= MAX_PARAMS);
+            assert_eq!(sql.matches('?').count(), params.len());
+            assert!(sql.contains("DEFAULT"));
+            total += params.len();
+        }
+        assert_eq!(total, 100_000);
+    }
+}
