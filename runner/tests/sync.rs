@@ -2008,3 +2008,27 @@ async fn the_lease_holds_on_a_postgresql_catalog() {
     a.wait().unwrap();
     assert_mirrored(&mut c, &cat, &["k"]).await;
 }
+
+/// Processes that open one new PostgreSQL catalog at the same moment all open it:
+/// PostgreSQL's `CREATE TABLE IF NOT EXISTS` is not atomic, and all but one of them
+/// failed with a duplicate (a job of a shared catalog stopped at start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_postgresql_catalog_opened_by_many_at_once_opens_for_all() {
+    let pgs = lakeshift_tests::PgServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    for round in 0..4 {
+        let db = format!("cat{round}");
+        pgs.create_db(&db).await;
+        let cfg = CatalogConfig {
+            name: "lakeshift".into(),
+            warehouse: tmp.path().join(&db),
+            uri: Some(format!("postgresql://postgres@127.0.0.1:{}/{db}", pgs.port)),
+        };
+        let opens = (0..8).map(|_| Catalog::open(&cfg));
+        for r in futures::future::join_all(opens).await {
+            if let Err(e) = r {
+                panic!("round {round}: a concurrent open failed: {e}");
+            }
+        }
+    }
+}

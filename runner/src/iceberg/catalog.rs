@@ -91,6 +91,27 @@ pub fn ident(ns: &str, table: &str) -> Result<TableIdent> {
     Ok(TableIdent::new(ns_ident(ns)?, table.to_owned()))
 }
 
+/// `CREATE TABLE IF NOT EXISTS` that holds when another process creates the same
+/// table at the same moment: PostgreSQL's check is not atomic, and the loser fails
+/// with a duplicate (a unique violation on its catalog, or "already exists"); the
+/// table is there then.
+pub(crate) async fn create_table(pool: &sqlx::AnyPool, sql: &str) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        match sqlx::query(sql).execute(pool).await {
+            Ok(_) => return Ok(()),
+            Err(sqlx::Error::Database(d))
+                if tries < 5
+                    && matches!(d.code().as_deref(), Some("23505" | "42P07" | "42710")) =>
+            {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 impl Catalog {
     pub async fn open(cfg: &CatalogConfig) -> Result<Catalog> {
         std::fs::create_dir_all(&cfg.warehouse).map_err(|e| {
@@ -150,7 +171,8 @@ impl Catalog {
                 .await
                 .is_ok();
         if !exists {
-            sqlx::query(
+            create_table(
+                &pool,
                 "CREATE TABLE IF NOT EXISTS iceberg_tables (
                     catalog_name VARCHAR(255) NOT NULL,
                     table_namespace VARCHAR(255) NOT NULL,
@@ -160,9 +182,9 @@ impl Catalog {
                     iceberg_type VARCHAR(5),
                     PRIMARY KEY (catalog_name, table_namespace, table_name))",
             )
-            .execute(&pool)
             .await?;
-            sqlx::query(
+            create_table(
+                &pool,
                 "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
                     catalog_name VARCHAR(255) NOT NULL,
                     namespace VARCHAR(255) NOT NULL,
@@ -170,7 +192,6 @@ impl Catalog {
                     property_value VARCHAR(1000),
                     PRIMARY KEY (catalog_name, namespace, property_key))",
             )
-            .execute(&pool)
             .await?;
         }
         Ok(Catalog {

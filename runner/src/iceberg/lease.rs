@@ -99,7 +99,8 @@ impl Catalog {
     }
 
     async fn ensure_owner_table(&self) -> Result<()> {
-        sqlx::query(
+        super::catalog::create_table(
+            &self.pool,
             "CREATE TABLE IF NOT EXISTS lakeshift_job_owner (
                 catalog_name VARCHAR(255) NOT NULL,
                 job VARCHAR(255) NOT NULL,
@@ -111,9 +112,7 @@ impl Catalog {
                 checkpoint BIGINT NOT NULL DEFAULT 0,
                 PRIMARY KEY (catalog_name, job))",
         )
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        .await
     }
 
     /// Claim the job for `o` for `lease`: free, expired, or this state folder's row
