@@ -2,8 +2,11 @@
 //! MySQL/MariaDB, DDL included, exactly once.
 //!
 //! Rows: per checkpoint, each table's changes are folded by key (the last change of a
-//! key wins), then applied in one target transaction as multi-row upserts
+//! key wins), then applied in one target transaction as upserts
 //! (`INSERT ... ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE`) and deletes by key.
+//! Values travel as data, never as SQL text (`step`): PostgreSQL loads them with
+//! `COPY` into temporary staging tables and applies each table's changes with
+//! set-based statements; MySQL gets prepared statements and their parameters.
 //! The same transaction moves the job's row in the target's state table
 //! (`lakeshift.sync_state`: checkpoint, source position, snapshot progress) from the
 //! previous checkpoint to this one, and fails if the row is not at the previous
