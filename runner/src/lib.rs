@@ -1,6 +1,7 @@
 //! The lakeshift runner: the Iceberg target (catalog, commit layer, writers) and the
 //! commands built on it. The `lakeshift` binary (`main.rs`) only parses arguments.
 
+pub mod malloc;
 #[cfg(feature = "sync")]
 pub mod apply;
 #[cfg(feature = "sync")]

@@ -295,6 +295,7 @@ impl IcebergArgs {
 }
 
 fn main() -> ExitCode {
+    runner::malloc::limit_arenas();
     // Logs on standard error; LAKESHIFT_LOG=debug (or warn, ...) sets the level.
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("LAKESHIFT_LOG")

@@ -5,7 +5,8 @@
 //! pipeline starts (the runtime and libraries loaded).
 //!
 //! `cargo bench -p lakeshift-tests --bench memory` (LAKESHIFT_BENCH_ROWS rows in one
-//! transaction, 2000000 by default; LAKESHIFT_BENCH_BUDGET MiB, 64 by default).
+//! transaction, 2000000 by default; LAKESHIFT_BENCH_BUDGET MiB, 64 by default;
+//! LAKESHIFT_BENCH_WRAP a command each run goes under, e.g. `valgrind --tool=massif`).
 
 use lakeshift_tests::{MariaDb, PgServer};
 use mysql_async::prelude::Queryable;
@@ -67,7 +68,12 @@ async fn run(job: &Path) -> (f64, f64, f64) {
 /// Run `job` in a fresh process (this bench binary again, `--run-job`): its numbers
 /// are its own, not those of an earlier run's allocations.
 fn run_child(job: &Path) -> (f64, f64, f64) {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
+    // LAKESHIFT_BENCH_WRAP: a command the run goes under (a heap profiler, say).
+    let wrap = std::env::var("LAKESHIFT_BENCH_WRAP").unwrap_or_default();
+    let mut argv: Vec<String> = wrap.split_whitespace().map(str::to_owned).collect();
+    argv.push(std::env::current_exe().unwrap().display().to_string());
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
         .args(["--run-job", &job.display().to_string()])
         .output()
         .unwrap();
@@ -85,6 +91,8 @@ fn run_child(job: &Path) -> (f64, f64, f64) {
 }
 
 fn main() {
+    // As `lakeshift` does before anything else.
+    runner::malloc::limit_arenas();
     if std::env::args().any(|a| a == "--list") {
         return;
     }
