@@ -1,7 +1,6 @@
 //! The lakeshift runner: the Iceberg target (catalog, commit layer, writers) and the
 //! commands built on it. The `lakeshift` binary (`main.rs`) only parses arguments.
 
-pub mod malloc;
 #[cfg(feature = "sync")]
 pub mod apply;
 #[cfg(feature = "sync")]
@@ -12,6 +11,7 @@ pub mod durable;
 pub mod failpoint;
 #[cfg(feature = "sync")]
 pub mod iceberg;
+pub mod malloc;
 #[cfg(feature = "sync")]
 pub mod source;
 #[cfg(feature = "sync")]

@@ -43,7 +43,7 @@ use arrow_array::RecordBatch;
 use ddl_core::{Catalog, SchemaChange, Table, TableName};
 use dialects::emit::{EmitCtx, Emitter};
 use dialects::Dialect;
-use render::{Cell, ColSpec};
+use render::{ColSpec, Row};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -68,9 +68,9 @@ struct TTable {
 #[derive(Default)]
 struct Pend {
     /// Keyed tables: key values -> its folded change.
-    keyed: HashMap<Box<[Cell]>, KeyChange>,
+    keyed: HashMap<Row, KeyChange>,
     /// Keyless tables: inserts (true) and deletes of rows, in order.
-    keyless: Vec<(bool, Box<[Cell]>)>,
+    keyless: Vec<(bool, Row)>,
     /// A snapshot reads the table again: every row the target holds goes first, in
     /// the checkpoint's transaction.
     replace: bool,
@@ -82,7 +82,7 @@ struct KeyChange {
     /// Order of the last change.
     seq: u64,
     /// The row at the end, or None (deleted).
-    row: Option<Box<[Cell]>>,
+    row: Option<Row>,
     /// The source deleted the row in this checkpoint (perhaps to insert it again).
     deleted: bool,
 }

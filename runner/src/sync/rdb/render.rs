@@ -13,7 +13,6 @@ use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_schema::{DataType as A, TimeUnit};
 use dialects::Dialect;
 use std::fmt::Write;
-use std::hash::{Hash, Hasher};
 
 /// How one target column's values are written.
 #[derive(Debug, Clone)]
@@ -26,9 +25,9 @@ pub struct ColSpec {
     pub boolean: bool,
 }
 
-/// One value on its way to a target.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub enum Cell {
+/// One value on its way to a target (a view into a `Row`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val<'a> {
     Null,
     /// The column's default (a column the source table lacks, when several source
     /// tables route into one target table).
@@ -36,75 +35,152 @@ pub enum Cell {
     Int(i64),
     UInt(u64),
     Float(f64),
-    Text(Box<str>),
-    Bytes(Box<[u8]>),
+    Text(&'a str),
+    Bytes(&'a [u8]),
 }
 
-impl PartialEq for Cell {
-    fn eq(&self, o: &Cell) -> bool {
-        match (self, o) {
-            (Cell::Null, Cell::Null) | (Cell::Default, Cell::Default) => true,
-            (Cell::Int(a), Cell::Int(b)) => a == b,
-            (Cell::UInt(a), Cell::UInt(b)) => a == b,
-            // By bits: a key folds with itself, NaN included.
-            (Cell::Float(a), Cell::Float(b)) => a.to_bits() == b.to_bits(),
-            (Cell::Text(a), Cell::Text(b)) => a == b,
-            (Cell::Bytes(a), Cell::Bytes(b)) => a == b,
-            _ => false,
+/// A row's values packed into one allocation (a tag byte per value, then its
+/// payload): a pending change costs one allocation, not one per value, and rows
+/// hash and compare as bytes (floats by their bits: a key folds with itself).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Row(Box<[u8]>);
+
+const NULL: u8 = 0;
+const DEFAULT: u8 = 1;
+const INT: u8 = 2;
+const UINT: u8 = 3;
+const FLOAT: u8 = 4;
+const TEXT: u8 = 5;
+const BYTES: u8 = 6;
+
+/// Builds a `Row`.
+#[derive(Default)]
+pub struct RowBuf(Vec<u8>);
+
+impl RowBuf {
+    pub fn push(&mut self, v: Val<'_>) {
+        let b = &mut self.0;
+        match v {
+            Val::Null => b.push(NULL),
+            Val::Default => b.push(DEFAULT),
+            Val::Int(x) => {
+                b.push(INT);
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+            Val::UInt(x) => {
+                b.push(UINT);
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+            Val::Float(x) => {
+                b.push(FLOAT);
+                b.extend_from_slice(&x.to_bits().to_le_bytes());
+            }
+            Val::Text(s) => self.var(TEXT, s.as_bytes()),
+            Val::Bytes(x) => self.var(BYTES, x),
         }
     }
+
+    fn var(&mut self, tag: u8, x: &[u8]) {
+        self.0.push(tag);
+        self.0.extend_from_slice(&(x.len() as u64).to_le_bytes());
+        self.0.extend_from_slice(x);
+    }
+
+    /// Every value of `r`, after those already here.
+    pub fn extend(&mut self, r: &Row) {
+        self.0.extend_from_slice(&r.0);
+    }
+
+    pub fn finish(self) -> Row {
+        Row(self.0.into_boxed_slice())
+    }
 }
 
-impl Eq for Cell {}
-
-impl Hash for Cell {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        std::mem::discriminant(self).hash(h);
-        match self {
-            Cell::Null | Cell::Default => {}
-            Cell::Int(v) => v.hash(h),
-            Cell::UInt(v) => v.hash(h),
-            Cell::Float(v) => v.to_bits().hash(h),
-            Cell::Text(v) => v.hash(h),
-            Cell::Bytes(v) => v.hash(h),
+impl Row {
+    pub fn of<'a>(vals: impl IntoIterator<Item = Val<'a>>) -> Row {
+        let mut b = RowBuf::default();
+        for v in vals {
+            b.push(v);
         }
+        b.finish()
+    }
+
+    pub fn vals(&self) -> Vals<'_> {
+        Vals(&self.0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Bytes the row costs in memory (its allocation and the box).
+    pub fn size(&self) -> usize {
+        self.0.len() + 16
+    }
+
+    /// Whether a value is the column's default (the source lacks the column).
+    pub fn has_default(&self) -> bool {
+        self.vals().any(|v| v == Val::Default)
     }
 }
 
-impl Cell {
-    /// Heap bytes besides the cell itself.
-    pub fn heap(&self) -> usize {
-        match self {
-            Cell::Text(s) => s.len(),
-            Cell::Bytes(b) => b.len(),
-            _ => 0,
-        }
-    }
+/// The values of a `Row`, in order.
+pub struct Vals<'a>(&'a [u8]);
 
-    /// Bytes a row of cells costs in memory.
-    pub fn row_bytes(row: &[Cell]) -> usize {
-        row.iter()
-            .map(|c| std::mem::size_of::<Cell>() + c.heap())
-            .sum()
+impl<'a> Iterator for Vals<'a> {
+    type Item = Val<'a>;
+
+    fn next(&mut self) -> Option<Val<'a>> {
+        let (&tag, rest) = self.0.split_first()?;
+        let word = |r: &[u8]| u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
+        let (v, rest) = match tag {
+            NULL => (Val::Null, rest),
+            DEFAULT => (Val::Default, rest),
+            INT => (Val::Int(word(rest) as i64), &rest[8..]),
+            UINT => (Val::UInt(word(rest)), &rest[8..]),
+            FLOAT => (Val::Float(f64::from_bits(word(rest))), &rest[8..]),
+            _ => {
+                let n = word(rest) as usize;
+                let (x, rest) = rest[8..].split_at(n);
+                if tag == TEXT {
+                    // Built from a &str by `RowBuf::push`.
+                    let s = std::str::from_utf8(x).expect("text values are UTF-8");
+                    (Val::Text(s), rest)
+                } else {
+                    (Val::Bytes(x), rest)
+                }
+            }
+        };
+        self.0 = rest;
+        Some(v)
     }
 }
 
-/// Row `row` of `col` as a value of dialect `d`.
-pub fn cell(d: Dialect, col: &ArrayRef, row: usize, spec: &ColSpec) -> Result<Cell, SyncError> {
+/// Row `row` of `col` as a value of dialect `d`, onto `out`.
+pub fn push(
+    out: &mut RowBuf,
+    text: &mut String,
+    d: Dialect,
+    col: &ArrayRef,
+    row: usize,
+    spec: &ColSpec,
+) -> Result<(), SyncError> {
     if col.is_null(row) {
-        return Ok(Cell::Null);
+        out.push(Val::Null);
+        return Ok(());
     }
     if d == Dialect::Postgres {
-        let mut s = String::new();
-        pg_text(&mut s, col, row, spec)?;
-        return Ok(Cell::Text(s.into()));
+        text.clear();
+        pg_text(text, col, row, spec)?;
+        out.push(Val::Text(text));
+        return Ok(());
     }
     macro_rules! int {
         ($t:ty) => {
-            Cell::Int(col.as_primitive::<$t>().value(row) as i64)
+            Val::Int(col.as_primitive::<$t>().value(row) as i64)
         };
     }
-    Ok(match col.data_type() {
+    let v = match col.data_type() {
         A::Int8 => int!(Int8Type),
         A::Int16 => int!(Int16Type),
         A::Int32 => int!(Int32Type),
@@ -112,25 +188,27 @@ pub fn cell(d: Dialect, col: &ArrayRef, row: usize, spec: &ColSpec) -> Result<Ce
         A::UInt8 => int!(UInt8Type),
         A::UInt16 => int!(UInt16Type),
         A::UInt32 => int!(UInt32Type),
-        A::UInt64 => Cell::UInt(col.as_primitive::<UInt64Type>().value(row)),
+        A::UInt64 => Val::UInt(col.as_primitive::<UInt64Type>().value(row)),
         A::Float32 => my_float(col.as_primitive::<Float32Type>().value(row) as f64)?,
         A::Float64 => my_float(col.as_primitive::<Float64Type>().value(row))?,
-        A::Boolean => Cell::Int(col.as_boolean().value(row) as i64),
-        A::Utf8 => Cell::Text(col.as_string::<i32>().value(row).into()),
-        A::LargeUtf8 => Cell::Text(col.as_string::<i64>().value(row).into()),
-        A::Binary => Cell::Bytes(col.as_binary::<i32>().value(row).into()),
-        A::LargeBinary => Cell::Bytes(col.as_binary::<i64>().value(row).into()),
+        A::Boolean => Val::Int(col.as_boolean().value(row) as i64),
+        A::Utf8 => Val::Text(col.as_string::<i32>().value(row)),
+        A::LargeUtf8 => Val::Text(col.as_string::<i64>().value(row)),
+        A::Binary => Val::Bytes(col.as_binary::<i32>().value(row)),
+        A::LargeBinary => Val::Bytes(col.as_binary::<i64>().value(row)),
         _ => {
-            let mut s = String::new();
-            shared_text(&mut s, col, row, false)?;
-            Cell::Text(s.into())
+            text.clear();
+            shared_text(text, col, row, false)?;
+            Val::Text(text)
         }
-    })
+    };
+    out.push(v);
+    Ok(())
 }
 
-fn my_float(v: f64) -> Result<Cell, SyncError> {
+fn my_float(v: f64) -> Result<Val<'static>, SyncError> {
     if v.is_finite() {
-        Ok(Cell::Float(v))
+        Ok(Val::Float(v))
     } else {
         Err(format!("{v} cannot be stored in MySQL").into())
     }
@@ -251,19 +329,22 @@ fn shared_text(out: &mut String, col: &ArrayRef, row: usize, pg: bool) -> Result
 use crate::calendar::civil_from_days;
 
 /// A row's values over the given batch columns; a target column the batch lacks
-/// (None) is `Default`.
+/// (None) is `Default`. `text` is scratch space.
 pub fn row(
     d: Dialect,
     b: &RecordBatch,
     cols: &[(Option<usize>, &ColSpec)],
     r: usize,
-) -> Result<Box<[Cell]>, SyncError> {
-    cols.iter()
-        .map(|(c, spec)| match c {
-            Some(c) => cell(d, b.column(*c), r, spec),
-            None => Ok(Cell::Default),
-        })
-        .collect()
+    text: &mut String,
+) -> Result<Row, SyncError> {
+    let mut out = RowBuf::default();
+    for (c, spec) in cols {
+        match c {
+            Some(c) => push(&mut out, text, d, b.column(*c), r, spec)?,
+            None => out.push(Val::Default),
+        }
+    }
+    Ok(out.finish())
 }
 
 #[cfg(test)]
@@ -274,49 +355,72 @@ mod tests {
     };
     use std::sync::Arc;
 
-    fn val(d: Dialect, a: ArrayRef, bits: Option<u32>) -> Cell {
+    fn val(d: Dialect, a: ArrayRef, bits: Option<u32>) -> Result<Row, SyncError> {
         let spec = ColSpec {
             ident: "c".into(),
             bits,
             boolean: false,
         };
-        cell(d, &a, 0, &spec).unwrap()
+        let mut b = RowBuf::default();
+        push(&mut b, &mut String::new(), d, &a, 0, &spec)?;
+        Ok(b.finish())
     }
 
-    fn text(s: &str) -> Cell {
-        Cell::Text(s.into())
+    fn one(r: Row) -> String {
+        format!("{:?}", r.vals().collect::<Vec<_>>())
     }
 
     #[test]
     fn values_per_dialect() {
         let ts: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![1_700_000_000_123_456]));
+        let v = |d, a: &ArrayRef, bits| one(val(d, a.clone(), bits).unwrap());
         assert_eq!(
-            val(Dialect::MySql, ts.clone(), None),
-            text("2023-11-14 22:13:20.123456")
+            v(Dialect::MySql, &ts, None),
+            r#"[Text("2023-11-14 22:13:20.123456")]"#
         );
         let tz: ArrayRef =
             Arc::new(TimestampMicrosecondArray::from(vec![-1]).with_timezone("+00:00"));
         assert_eq!(
-            val(Dialect::Postgres, tz, None),
-            text("1969-12-31 23:59:59.999999+00")
+            v(Dialect::Postgres, &tz, None),
+            r#"[Text("1969-12-31 23:59:59.999999+00")]"#
         );
         let i: ArrayRef = Arc::new(Int32Array::from(vec![-7]));
-        assert_eq!(val(Dialect::MySql, i.clone(), None), Cell::Int(-7));
-        assert_eq!(val(Dialect::Postgres, i, None), text("-7"));
+        assert_eq!(v(Dialect::MySql, &i, None), "[Int(-7)]");
+        assert_eq!(v(Dialect::Postgres, &i, None), r#"[Text("-7")]"#);
         // Quotes and backslashes are plain characters: nothing is escaped here.
         let s: ArrayRef = Arc::new(StringArray::from(vec!["it's a \\ test"]));
-        assert_eq!(val(Dialect::MySql, s.clone(), None), text("it's a \\ test"));
-        assert_eq!(val(Dialect::Postgres, s, None), text("it's a \\ test"));
+        assert_eq!(v(Dialect::MySql, &s, None), r#"[Text("it's a \\ test")]"#);
+        assert_eq!(
+            v(Dialect::Postgres, &s, None),
+            r#"[Text("it's a \\ test")]"#
+        );
         let b: ArrayRef = Arc::new(UInt64Array::from(vec![5]));
-        assert_eq!(val(Dialect::Postgres, b.clone(), Some(4)), text("0101"));
-        assert_eq!(val(Dialect::MySql, b, Some(4)), Cell::UInt(5));
+        assert_eq!(v(Dialect::Postgres, &b, Some(4)), r#"[Text("0101")]"#);
+        assert_eq!(v(Dialect::MySql, &b, Some(4)), "[UInt(5)]");
         let f: ArrayRef = Arc::new(Float64Array::from(vec![f64::NAN]));
-        assert_eq!(val(Dialect::Postgres, f.clone(), None), text("NaN"));
-        let spec = ColSpec {
-            ident: "c".into(),
-            bits: None,
-            boolean: false,
-        };
-        assert!(cell(Dialect::MySql, &f, 0, &spec).is_err());
+        assert_eq!(v(Dialect::Postgres, &f, None), r#"[Text("NaN")]"#);
+        assert!(val(Dialect::MySql, f, None).is_err());
+    }
+
+    #[test]
+    fn packed_rows_read_back() {
+        let vals = [
+            Val::Null,
+            Val::Default,
+            Val::Int(i64::MIN),
+            Val::UInt(u64::MAX),
+            Val::Float(-0.5),
+            Val::Text("é\t"),
+            Val::Bytes(&[0, 255]),
+            Val::Text(""),
+        ];
+        let r = Row::of(vals);
+        assert_eq!(r.vals().collect::<Vec<_>>(), vals);
+        assert!(r.has_default());
+        assert_eq!(
+            Row::of([Val::Float(f64::NAN)]),
+            Row::of([Val::Float(f64::NAN)])
+        );
+        assert_ne!(Row::of([Val::Int(1)]), Row::of([Val::UInt(1)]));
     }
 }

@@ -203,16 +203,19 @@ impl RdbEngine {
     ) -> Step {
         // The position and snapshot progress (its cursor holds key values of the
         // source) are parameters, never SQL text.
-        let text = |v: Option<String>| v.map_or(Cell::Null, |v| Cell::Text(v.into()));
-        let params = vec![
-            text(position.as_ref().map(|p| p.to_string())),
-            text(
-                snapshot
-                    .as_ref()
-                    .map(|s| serde_json::to_string(s).expect("serialise")),
-            ),
-            Cell::Text(self.job.pipeline.name.as_str().into()),
-        ];
+        use render::Val;
+        let position = position.as_ref().map(|p| p.to_string());
+        let snapshot = snapshot
+            .as_ref()
+            .map(|s| serde_json::to_string(s).expect("serialise"));
+        fn text(v: &Option<String>) -> Val<'_> {
+            v.as_deref().map_or(Val::Null, Val::Text)
+        }
+        let params = Row::of([
+            text(&position),
+            text(&snapshot),
+            Val::Text(&self.job.pipeline.name),
+        ]);
         let (now, marks) = match self.dialect {
             Dialect::Postgres => ("now()", ["$1", "$2", "$3"]),
             _ => ("CURRENT_TIMESTAMP(6)", ["?", "?", "?"]),

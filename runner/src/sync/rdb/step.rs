@@ -9,13 +9,10 @@
 //! `INSERT ... SELECT ... ON CONFLICT`, or for keyless tables a delete of as many
 //! equal rows as were deleted. MySQL: multi-row statements with `?` placeholders.
 
-use super::render::{Cell, ColSpec};
+use super::render::{ColSpec, Row, RowBuf, Val};
 use dialects::Dialect;
 use std::fmt::Write as _;
 use std::io::Write as _;
-
-/// A row's values.
-pub type Row = Box<[Cell]>;
 
 /// The staging tables' column holding each row's order.
 const ORD: &str = "\"lakeshift.ord\"";
@@ -31,12 +28,9 @@ pub enum Step {
     Sql(String),
     /// PostgreSQL: `COPY stage (cols, ord) FROM STDIN` of these rows (each row's
     /// index is its order).
-    Copy {
-        copy: String,
-        rows: Vec<Box<[Cell]>>,
-    },
-    /// A statement with placeholders and its parameters.
-    Exec { sql: String, params: Vec<Cell> },
+    Copy { copy: String, rows: Vec<Row> },
+    /// A statement with placeholders and its parameters (in order).
+    Exec { sql: String, params: Row },
 }
 
 impl Step {
@@ -46,19 +40,23 @@ impl Step {
             Step::Sql(s) => super::write::clip(s),
             Step::Copy { copy, rows } => format!("{copy} ({} rows)", rows.len()),
             Step::Exec { sql, params } => {
-                format!("{} ({} parameters)", super::write::clip(sql), params.len())
+                format!(
+                    "{} ({} parameters)",
+                    super::write::clip(sql),
+                    params.vals().count()
+                )
             }
         }
     }
 
     /// A statement whose placeholders take `params` (none: plain SQL).
-    pub fn with(sql: String, params: &[Cell]) -> Step {
+    pub fn with(sql: String, params: &Row) -> Step {
         if params.is_empty() {
             Step::Sql(sql)
         } else {
             Step::Exec {
                 sql,
-                params: params.to_vec(),
+                params: params.clone(),
             }
         }
     }
@@ -66,21 +64,21 @@ impl Step {
 
 /// Rows as `COPY` text: tab-separated, `\N` for NULL, backslash escapes for
 /// backslash, tab, newline and carriage return; each row's index last.
-pub fn copy_text(out: &mut Vec<u8>, row: &[Cell], ord: usize) {
-    for c in row {
+pub fn copy_text(out: &mut Vec<u8>, row: &Row, ord: usize) {
+    for c in row.vals() {
         match c {
-            Cell::Null | Cell::Default => out.extend_from_slice(b"\\N"),
-            Cell::Int(v) => {
+            Val::Null | Val::Default => out.extend_from_slice(b"\\N"),
+            Val::Int(v) => {
                 let _ = write!(out, "{v}");
             }
-            Cell::UInt(v) => {
+            Val::UInt(v) => {
                 let _ = write!(out, "{v}");
             }
-            Cell::Float(v) => {
+            Val::Float(v) => {
                 let _ = write!(out, "{v:?}");
             }
-            Cell::Text(s) => escape(out, s.as_bytes()),
-            Cell::Bytes(b) => {
+            Val::Text(s) => escape(out, s.as_bytes()),
+            Val::Bytes(b) => {
                 out.extend_from_slice(b"\\\\x");
                 for x in b.iter() {
                     let _ = write!(out, "{x:02x}");
@@ -145,13 +143,7 @@ impl Plan {
 
     /// PostgreSQL: a staging table with `cols` of `table` (and the order column),
     /// loaded with `rows`, dropped at commit. Returns its name.
-    fn stage(
-        &mut self,
-        table: &str,
-        cols: &[&str],
-        rows: Vec<Box<[Cell]>>,
-        out: &mut Vec<Step>,
-    ) -> String {
+    fn stage(&mut self, table: &str, cols: &[&str], rows: Vec<Row>, out: &mut Vec<Step>) -> String {
         self.staged += 1;
         let s = format!("lakeshift_stage_{}_{}", self.checkpoint, self.staged);
         let list = cols.join(", ");
@@ -166,14 +158,14 @@ impl Plan {
     }
 
     /// MySQL: consecutive runs of rows that fit one statement.
-    fn runs<'r>(&self, rows: &'r [Box<[Cell]>]) -> Vec<&'r [Box<[Cell]>]> {
-        let width = rows.first().map_or(1, |r| r.len().max(1));
+    fn runs<'r>(&self, rows: &'r [Row]) -> Vec<&'r [Row]> {
+        let width = rows.first().map_or(1, |r| r.vals().count().max(1));
         let most = self.rows.min(MAX_PARAMS / width).max(1);
         let budget = self.bytes / 2;
         let mut out = Vec::new();
         let (mut start, mut size) = (0, 0);
         for (i, r) in rows.iter().enumerate() {
-            let n = r.iter().map(|c| c.heap() + 8).sum::<usize>();
+            let n = r.size();
             if i > start && (i - start >= most || size + n > budget) {
                 out.push(&rows[start..i]);
                 start = i;
@@ -191,7 +183,7 @@ impl Plan {
     pub fn delete_keys(
         &mut self,
         t: &Cols<'_>,
-        keys: Vec<Box<[Cell]>>,
+        keys: Vec<Row>,
         stage: &mut Vec<Step>,
         out: &mut Vec<Step>,
     ) {
@@ -220,23 +212,24 @@ impl Plan {
 
     /// MySQL: `k IN (?, ?)` or `(k1, k2) IN ((?, ?), (?, ?))` over these keys, and
     /// the keys as parameters.
-    pub fn key_in(&self, names: &[&str], keys: &[Box<[Cell]>]) -> (String, Vec<Cell>) {
-        let one = |k: &[Cell]| {
-            let marks = vec!["?"; k.len()].join(", ");
-            if names.len() == 1 {
-                marks
-            } else {
-                format!("({marks})")
-            }
+    pub fn key_in(&self, names: &[&str], keys: &[Row]) -> (String, Row) {
+        let marks = vec!["?"; names.len()].join(", ");
+        let one = if names.len() == 1 {
+            marks
+        } else {
+            format!("({marks})")
         };
-        let list: Vec<String> = keys.iter().map(|k| one(k)).collect();
+        let list = vec![one.as_str(); keys.len()];
         let lhs = if names.len() == 1 {
             names[0].to_owned()
         } else {
             format!("({})", names.join(", "))
         };
-        let params = keys.iter().flat_map(|k| k.iter().cloned()).collect();
-        (format!("{lhs} IN ({})", list.join(", ")), params)
+        let mut params = RowBuf::default();
+        for k in keys {
+            params.extend(k);
+        }
+        (format!("{lhs} IN ({})", list.join(", ")), params.finish())
     }
 
     /// The condition `(key columns) IN (the deleted keys)` for statements that act on
@@ -246,13 +239,16 @@ impl Plan {
         &mut self,
         table: &str,
         names: &[&str],
-        keys: Vec<Box<[Cell]>>,
+        keys: Vec<Row>,
         stage: &mut Vec<Step>,
-    ) -> Vec<(String, Vec<Cell>)> {
+    ) -> Vec<(String, Row)> {
         if self.pg() {
             let s = self.stage(table, names, keys, stage);
             let list = names.join(", ");
-            return vec![(format!("({list}) IN (SELECT {list} FROM {s})"), Vec::new())];
+            return vec![(
+                format!("({list}) IN (SELECT {list} FROM {s})"),
+                Row::default(),
+            )];
         }
         self.runs(&keys)
             .into_iter()
@@ -260,12 +256,12 @@ impl Plan {
             .collect()
     }
 
-    /// Insert rows (every column of `t`, `Cell::Default` where the source lacks one),
+    /// Insert rows (every column of `t`, `Val::Default` where the source lacks one),
     /// replacing rows with the same key when `t` has one.
     pub fn insert(
         &mut self,
         t: &Cols<'_>,
-        rows: Vec<Box<[Cell]>>,
+        rows: Vec<Row>,
         stage: &mut Vec<Step>,
         out: &mut Vec<Step>,
     ) {
@@ -275,18 +271,18 @@ impl Plan {
         if !self.pg() {
             for run in self.runs(&rows) {
                 let mut sql = format!("INSERT INTO {} ({}) VALUES ", t.table, idents(t.cols));
-                let mut params = Vec::new();
+                let mut params = RowBuf::default();
                 for (i, r) in run.iter().enumerate() {
                     sql.push_str(if i == 0 { "(" } else { ", (" });
-                    for (j, c) in r.iter().enumerate() {
+                    for (j, c) in r.vals().enumerate() {
                         if j > 0 {
                             sql.push_str(", ");
                         }
-                        if *c == Cell::Default {
+                        if c == Val::Default {
                             sql.push_str("DEFAULT");
                         } else {
                             sql.push('?');
-                            params.push(c.clone());
+                            params.push(c);
                         }
                     }
                     sql.push(')');
@@ -304,7 +300,10 @@ impl Plan {
                         sql.push_str(&rest.join(", "));
                     }
                 }
-                out.push(Step::Exec { sql, params });
+                out.push(Step::Exec {
+                    sql,
+                    params: params.finish(),
+                });
             }
             return;
         }
@@ -346,7 +345,7 @@ impl Plan {
     pub fn delete_rows(
         &mut self,
         t: &Cols<'_>,
-        rows: Vec<Box<[Cell]>>,
+        rows: Vec<Row>,
         stage: &mut Vec<Step>,
         out: &mut Vec<Step>,
     ) {
@@ -356,11 +355,11 @@ impl Plan {
         if !self.pg() {
             for r in rows {
                 let mut cond = Vec::new();
-                let mut params = Vec::new();
-                for (c, v) in t.cols.iter().zip(r.iter()) {
-                    if *v != Cell::Default {
+                let mut params = RowBuf::default();
+                for (c, v) in t.cols.iter().zip(r.vals()) {
+                    if v != Val::Default {
                         cond.push(format!("{} <=> ?", c.ident));
-                        params.push(v.clone());
+                        params.push(v);
                     }
                 }
                 out.push(Step::Exec {
@@ -369,7 +368,7 @@ impl Plan {
                         t.table,
                         cond.join(" AND ")
                     ),
-                    params,
+                    params: params.finish(),
                 });
             }
             return;
@@ -400,21 +399,22 @@ fn idents(cols: &[&ColSpec]) -> String {
         .join(", ")
 }
 
-/// Rows grouped by the columns they have (`Cell::Default` marks one they lack), each
+/// Rows grouped by the columns they have (`Val::Default` marks one they lack), each
 /// group's rows cut down to those columns, in order of first appearance.
 fn by_columns(rows: Vec<Row>) -> Vec<(Vec<usize>, Vec<Row>)> {
-    let width = rows.first().map_or(0, |r| r.len());
-    if !rows.iter().any(|r| r.contains(&Cell::Default)) {
+    let width = rows.first().map_or(0, |r| r.vals().count());
+    if !rows.iter().any(Row::has_default) {
         return vec![((0..width).collect(), rows)];
     }
     let mut groups: Vec<(Vec<usize>, Vec<Row>)> = Vec::new();
     for r in rows {
-        let present: Vec<usize> = (0..r.len()).filter(|i| r[*i] != Cell::Default).collect();
-        let cut: Box<[Cell]> = r
-            .into_vec()
-            .into_iter()
-            .filter(|c| *c != Cell::Default)
+        let present: Vec<usize> = r
+            .vals()
+            .enumerate()
+            .filter(|(_, v)| *v != Val::Default)
+            .map(|(i, _)| i)
             .collect();
+        let cut = Row::of(r.vals().filter(|v| *v != Val::Default));
         match groups.iter_mut().find(|(p, _)| *p == present) {
             Some((_, g)) => g.push(cut),
             None => groups.push((present, vec![cut])),
@@ -427,16 +427,12 @@ fn by_columns(rows: Vec<Row>) -> Vec<(Vec<usize>, Vec<Row>)> {
 mod tests {
     use super::*;
 
-    fn text(s: &str) -> Cell {
-        Cell::Text(s.into())
-    }
-
     #[test]
     fn copy_text_escapes_what_copy_reads_specially() {
         let mut out = Vec::new();
         copy_text(
             &mut out,
-            &[text("a\tb\nc\\d\re'"), Cell::Null, Cell::Int(-3)],
+            &Row::of([Val::Text("a\tb\nc\\d\re'"), Val::Null, Val::Int(-3)]),
             7,
         );
         assert_eq!(out, b"a\\tb\\nc\\\\d\\re'\t\\N\t-3\t7\n");
@@ -448,11 +444,11 @@ mod tests {
             Step::Sql("DELETE FROM t".into()),
             Step::Copy {
                 copy: "COPY s (a) FROM STDIN".into(),
-                rows: vec![vec![text("x"), Cell::Bytes(vec![0, 255].into())].into()],
+                rows: vec![Row::of([Val::Text("x"), Val::Bytes(&[0, 255])])],
             },
             Step::Exec {
                 sql: "DELETE FROM t WHERE a <=> ?".into(),
-                params: vec![Cell::Float(1.5), Cell::UInt(u64::MAX)],
+                params: Row::of([Val::Float(1.5), Val::UInt(u64::MAX)]),
             },
         ];
         let json = serde_json::to_string(&steps).unwrap();
@@ -477,8 +473,8 @@ mod tests {
             cols: &cols,
             key: &[0],
         };
-        let rows: Vec<Box<[Cell]>> = (0..50_000)
-            .map(|i| vec![Cell::Int(i), Cell::Default, text("v")].into())
+        let rows: Vec<Row> = (0..50_000)
+            .map(|i| Row::of([Val::Int(i), Val::Default, Val::Text("v")]))
             .collect();
         let mut p = Plan::new(Dialect::MySql, 1, 100_000, 1 << 30);
         let (mut stage, mut out) = (Vec::new(), Vec::new());
@@ -489,10 +485,11 @@ mod tests {
             let Step::Exec { sql, params } = s else {
                 panic!("not a prepared statement: {s:?}")
             };
-            assert!(params.len() <= MAX_PARAMS);
-            assert_eq!(sql.matches('?').count(), params.len());
+            let n = params.vals().count();
+            assert!(n <= MAX_PARAMS);
+            assert_eq!(sql.matches('?').count(), n);
             assert!(sql.contains("DEFAULT"));
-            total += params.len();
+            total += n;
         }
         assert_eq!(total, 100_000);
     }

@@ -183,7 +183,7 @@ impl Target {
 
     /// Run one step of a checkpoint; returns rows affected.
     pub async fn run(&mut self, step: &super::step::Step) -> Result<u64, TargetError> {
-        use super::render::Cell;
+        use super::render::Val;
         use super::step::Step;
         match (self, step) {
             (t, Step::Sql(sql)) => t.exec(sql).await,
@@ -214,14 +214,14 @@ impl Target {
             }
             (Target::Pg(c), Step::Exec { sql, params }) => {
                 let mut q = sqlx::query(sql);
-                for p in params {
+                for p in params.vals() {
                     q = match p {
-                        Cell::Null | Cell::Default => q.bind(None::<String>),
-                        Cell::Int(v) => q.bind(*v),
-                        Cell::UInt(v) => q.bind(v.to_string()),
-                        Cell::Float(v) => q.bind(*v),
-                        Cell::Text(s) => q.bind(s.to_string()),
-                        Cell::Bytes(b) => q.bind(b.to_vec()),
+                        Val::Null | Val::Default => q.bind(None::<String>),
+                        Val::Int(v) => q.bind(v),
+                        Val::UInt(v) => q.bind(v.to_string()),
+                        Val::Float(v) => q.bind(v),
+                        Val::Text(s) => q.bind(s.to_owned()),
+                        Val::Bytes(b) => q.bind(b.to_vec()),
                     };
                 }
                 q.execute(c)
@@ -231,14 +231,14 @@ impl Target {
             }
             (Target::My(c), Step::Exec { sql, params }) => {
                 let values: Vec<mysql_async::Value> = params
-                    .iter()
+                    .vals()
                     .map(|p| match p {
-                        Cell::Null | Cell::Default => mysql_async::Value::NULL,
-                        Cell::Int(v) => mysql_async::Value::Int(*v),
-                        Cell::UInt(v) => mysql_async::Value::UInt(*v),
-                        Cell::Float(v) => mysql_async::Value::Double(*v),
-                        Cell::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
-                        Cell::Bytes(b) => mysql_async::Value::Bytes(b.to_vec()),
+                        Val::Null | Val::Default => mysql_async::Value::NULL,
+                        Val::Int(v) => mysql_async::Value::Int(v),
+                        Val::UInt(v) => mysql_async::Value::UInt(v),
+                        Val::Float(v) => mysql_async::Value::Double(v),
+                        Val::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
+                        Val::Bytes(b) => mysql_async::Value::Bytes(b.to_vec()),
                     })
                     .collect();
                 c.exec_drop(sql.as_str(), mysql_async::Params::Positional(values))

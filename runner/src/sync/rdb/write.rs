@@ -61,22 +61,28 @@ impl RdbEngine {
         let keyed = !key.is_empty();
         let n = any.num_rows();
         // (keyed, key values, row values, a source delete)
-        type Change = (bool, Option<Box<[Cell]>>, Option<Box<[Cell]>>, bool);
+        type Change = (bool, Option<Row>, Option<Row>, bool);
         let mut out: Vec<Change> = Vec::with_capacity(n);
+        let mut text = String::new();
         for r in 0..n {
             if let Some(b) = &before {
                 if keyed {
                     // An update's old image only clears its key; a delete is marked.
-                    let kt = render::row(d, b, &key, r)?;
+                    let kt = render::row(d, b, &key, r, &mut text)?;
                     out.push((true, Some(kt), None, op == Op::Delete));
                 } else {
-                    out.push((false, None, Some(render::row(d, b, &all, r)?), true));
+                    out.push((
+                        false,
+                        None,
+                        Some(render::row(d, b, &all, r, &mut text)?),
+                        true,
+                    ));
                 }
             }
             if let Some(a) = &after {
-                let row = render::row(d, a, &all, r)?;
+                let row = render::row(d, a, &all, r, &mut text)?;
                 if keyed {
-                    let kt = render::row(d, a, &key, r)?;
+                    let kt = render::row(d, a, &key, r, &mut text)?;
                     out.push((true, Some(kt), Some(row), false));
                 } else {
                     out.push((false, None, Some(row), false));
@@ -89,8 +95,7 @@ impl RdbEngine {
             // The values, once more when a checkpoint hands them to the target,
             // and the entry's own cost (headers, allocations, the map's slot).
             self.pending_bytes += 2
-                * (kt.as_deref().map_or(0, Cell::row_bytes)
-                    + row.as_deref().map_or(0, Cell::row_bytes))
+                * (kt.as_ref().map_or(0, Row::size) + row.as_ref().map_or(0, Row::size))
                 + ENTRY_BYTES;
             if is_keyed {
                 let kt = kt.expect("key");
@@ -137,19 +142,19 @@ impl RdbEngine {
             dels.push(Step::Sql(format!("DELETE FROM {}", tt.sql_name)));
         }
         if !p.keyed.is_empty() {
-            let mut entries: Vec<(&Box<[Cell]>, &KeyChange)> = p.keyed.iter().collect();
+            let mut entries: Vec<(&Row, &KeyChange)> = p.keyed.iter().collect();
             entries.sort_by_key(|(_, c)| c.seq);
             // Deletes first: keys gone at the end, and keys the source deleted and
             // inserted again (so a target's ON DELETE actions fire as in the source, and
             // a new row cannot meet the old one's unique values); then the live rows in
             // change order.
-            let keys: Vec<Box<[Cell]>> = entries
+            let keys: Vec<Row> = entries
                 .iter()
                 .filter(|(_, c)| rewrite || c.row.is_none() || c.deleted)
                 .map(|(k, _)| (*k).clone())
                 .collect();
             plan.delete_keys(&t, keys, &mut stage, &mut dels);
-            let rows: Vec<Box<[Cell]>> = entries
+            let rows: Vec<Row> = entries
                 .into_iter()
                 .filter_map(|(_, c)| c.row.clone())
                 .collect();
@@ -157,7 +162,7 @@ impl RdbEngine {
         }
         // Keyless: runs of inserts and runs of deletes, in order.
         let no_key = step::Cols { key: &[], ..t };
-        let mut run: Vec<Box<[Cell]>> = Vec::new();
+        let mut run: Vec<Row> = Vec::new();
         let mut inserting = true;
         for (insert, row) in &p.keyless {
             if *insert != inserting && !run.is_empty() {
@@ -203,7 +208,7 @@ impl RdbEngine {
                     if !self.fk_actions.contains_key(k) || self.parked.contains(&show(k)) {
                         continue;
                     }
-                    let keys: Vec<Box<[Cell]>> = p
+                    let keys: Vec<Row> = p
                         .keyed
                         .iter()
                         .filter(|(_, c)| c.deleted)
