@@ -5,7 +5,8 @@
 //! pipeline starts (the runtime and libraries loaded).
 //!
 //! `cargo bench -p lakeshift-tests --bench memory` (LAKESHIFT_BENCH_ROWS rows in one
-//! transaction, 2000000 by default; LAKESHIFT_BENCH_BUDGET MiB, 64 by default;
+//! transaction, 2000000 by default; LAKESHIFT_BENCH_TABLES tables of 1000 rows each,
+//! 300 by default, each in a transaction of its own; LAKESHIFT_BENCH_BUDGET MiB, 64 by default;
 //! LAKESHIFT_BENCH_WRAP a command each run goes under, e.g. `valgrind --tool=massif`).
 
 use lakeshift_tests::{MariaDb, PgServer};
@@ -14,13 +15,13 @@ use runner::sync::pipeline::Pipeline;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-fn job(dir: &Path, port: u16, server_id: u32, sink: &str, budget: u64) -> PathBuf {
+fn job(dir: &Path, port: u16, server_id: u32, sink: &str, budget: u64, db: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let p = dir.join("job.yaml");
     std::fs::write(
         &p,
         format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {port}\n  username: root\n  server-id: {server_id}\n  tables: ['bench\\..*']\nsink:\n{sink}pipeline:\n  name: mem\n  state: {}\n  checkpoint-interval-seconds: 5\n  memory-budget-mib: {budget}\n  progress-seconds: 0\n",
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {port}\n  username: root\n  server-id: {server_id}\n  tables: ['{db}\\..*']\nsink:\n{sink}pipeline:\n  name: mem\n  state: {}\n  checkpoint-interval-seconds: 5\n  memory-budget-mib: {budget}\n  progress-seconds: 0\n",
             dir.join("state").display()
         ),
     )
@@ -138,12 +139,34 @@ fn main() {
             "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
             pgs.port
         );
+        let many_tables: usize = std::env::var("LAKESHIFT_BENCH_TABLES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300);
+        c.query_drop("CREATE DATABASE many").await.unwrap();
+        for t in 0..many_tables {
+            c.query_drop(format!(
+                "CREATE TABLE many.t{t} (id BIGINT NOT NULL PRIMARY KEY, a INT, b VARCHAR(40), c DECIMAL(12,2))"
+            ))
+            .await
+            .unwrap();
+        }
+        let pg_many = pg_sink.replace("/lake\n", "/many\n");
+        pgs.create_db("many").await;
         let jobs = [
-            ("Iceberg", job(&tmp.path().join("ice"), db.port, 901, &ice_sink, budget)),
-            ("PostgreSQL", job(&tmp.path().join("pg"), db.port, 902, &pg_sink, budget)),
+            ("Iceberg", job(&tmp.path().join("ice"), db.port, 901, &ice_sink, budget, "bench")),
+            ("PostgreSQL", job(&tmp.path().join("pg"), db.port, 902, &pg_sink, budget, "bench")),
         ];
-        // Both jobs start before the transaction (an empty snapshot).
-        for (_, j) in &jobs {
+        let ice_many = format!(
+            "  type: iceberg\n  warehouse: {}\n",
+            tmp.path().join("ice-many/warehouse").display()
+        );
+        let many = [
+            ("Iceberg", job(&tmp.path().join("ice-many"), db.port, 903, &ice_many, budget, "many")),
+            ("PostgreSQL", job(&tmp.path().join("pg-many"), db.port, 904, &pg_many, budget, "many")),
+        ];
+        // Every job starts before the changes (an empty snapshot).
+        for (_, j) in jobs.iter().chain(&many) {
             run(j).await;
         }
         eprintln!("writing one transaction of {rows} inserts...");
@@ -160,13 +183,29 @@ fn main() {
             id += n;
         }
         c.query_drop("COMMIT").await.unwrap();
+        eprintln!("writing 1000 rows into each of {many_tables} tables...");
+        for t in 0..many_tables {
+            let values: Vec<String> = (0..1000)
+                .map(|i| format!("({i},{i},'row {i} of table {t}',{i}.25)"))
+                .collect();
+            c.query_drop(format!("INSERT INTO many.t{t} VALUES {}", values.join(",")))
+                .await
+                .unwrap();
+        }
         println!();
-        println!("| sink | rows in one transaction | budget MiB | RSS before MiB | peak RSS MiB | peak - before | (peak - before) / budget | seconds |");
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-        for (name, j) in &jobs {
+        println!("| sink | changes | budget MiB | RSS before MiB | peak RSS MiB | peak - before | (peak - before) / budget | seconds |");
+        println!("|---|---|---:|---:|---:|---:|---:|---:|");
+        let cases = jobs
+            .iter()
+            .map(|(n, j)| (*n, format!("{rows} rows in one transaction"), j))
+            .chain(
+                many.iter()
+                    .map(|(n, j)| (*n, format!("{many_tables} tables x 1000 rows"), j)),
+            );
+        for (name, what, j) in cases {
             let (secs, before, peak) = run_child(j);
             println!(
-                "| {name} | {rows} | {budget} | {before:.0} | {peak:.0} | {:.0} | {:.2}x | {secs:.1} |",
+                "| {name} | {what} | {budget} | {before:.0} | {peak:.0} | {:.0} | {:.2}x | {secs:.1} |",
                 peak - before,
                 (peak - before) / budget as f64
             );

@@ -321,6 +321,7 @@ impl<S: Sink> Pipeline<S> {
     ) -> Result<()> {
         let t0 = Instant::now();
         self.sink.checkpoint(at, snapshot).await?;
+        crate::malloc::trim();
         self.metrics
             .commit_micros
             .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -437,6 +438,7 @@ impl<S: Sink> Pipeline<S> {
                 self.sink.rows(b, snapshotting).await?;
                 if self.sink.over_budget() {
                     self.sink.relieve(cur.read_to.clone(), snapshotting).await?;
+                    crate::malloc::trim();
                 }
             }
             SourceEvent::Message(m) => {
