@@ -2032,3 +2032,119 @@ async fn a_new_postgresql_catalog_opened_by_many_at_once_opens_for_all() {
         }
     }
 }
+
+/// `row-error-policy: park`: a change row the target cannot hold goes to the
+/// dead-letter file and parks its table (a DDL log entry names it); the table's later
+/// changes are held while the other tables go on; resolving the entry applies them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_the_target_cannot_hold_parks_its_table_under_park() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), lakeshift_tests::PgServer::start());
+    pgs.create_db("lake").await;
+    let pg = pgs.client("lake").await;
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.v (id INT PRIMARY KEY, flag TINYINT(1), s TEXT);
+         CREATE TABLE shop.w (id INT PRIMARY KEY);
+         INSERT INTO shop.v VALUES (1, 1, 'one'); INSERT INTO shop.w VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut jobs = Vec::new();
+    for (name, id, pg_port) in [("ice", 621, None), ("pg", 622, Some(pgs.port))] {
+        let dir = tmp.path().join(name);
+        let job = job_with(
+            &dir,
+            src.port,
+            id,
+            "",
+            pg_port,
+            "  row-error-policy: park\n",
+        );
+        catch_up(&job);
+        jobs.push((name, dir, job));
+    }
+    c.query_drop(
+        "INSERT INTO shop.v VALUES (2, 7, 'bad flag'); INSERT INTO shop.v VALUES (3, 0, 'after');
+         UPDATE shop.v SET s = 'one again' WHERE id = 1; INSERT INTO shop.w VALUES (2);",
+    )
+    .await
+    .unwrap();
+    for (_, _, job) in &jobs {
+        catch_up(job);
+    }
+    let cat = warehouse(&tmp.path().join("ice")).await;
+    let v_ids = |rows: Vec<Vec<Option<String>>>| -> Vec<(String, String)> {
+        rows.into_iter()
+            .map(|r| (r[0].clone().unwrap(), r[2].clone().unwrap()))
+            .collect()
+    };
+    let pg_v = || async {
+        v_ids(
+            lakeshift_tests::pg_text_rows(&pg, "SELECT id::text, flag::text, s FROM shop.v").await,
+        )
+    };
+    let pg_w = || async { lakeshift_tests::pg_text_rows(&pg, "SELECT id::text FROM shop.w").await };
+    let one = vec![("1".to_owned(), "one".to_owned())];
+    // Parked: v is as before the bad row; w went on.
+    assert_eq!(
+        v_ids(iceberg_rows(&cat, "v").await.unwrap()),
+        one,
+        "Iceberg v"
+    );
+    assert_eq!(pg_v().await, one, "PostgreSQL v");
+    assert_eq!(iceberg_rows(&cat, "w").await.unwrap().len(), 2, "Iceberg w");
+    assert_eq!(pg_w().await.len(), 2, "PostgreSQL w");
+    for (name, dir, job) in &jobs {
+        let log = String::from_utf8_lossy(
+            &lakeshift(&["ddl-log", "--config", &job.display().to_string()]).stdout,
+        )
+        .into_owned();
+        assert!(
+            log.contains("#1 parked") && log.contains("shop.v") && log.contains("not a boolean"),
+            "{name}: {log}"
+        );
+        assert!(
+            !log.contains("bad flag"),
+            "{name}: no values in the DDL log: {log}"
+        );
+        let dl = std::fs::read_to_string(dir.join("state/dead-letter.jsonl")).unwrap();
+        assert_eq!(dl.lines().count(), 1, "{name}: {dl}");
+        assert!(
+            dl.contains("\"kind\":\"row\"") && dl.contains("bad flag"),
+            "{name}: {dl}"
+        );
+        let out = lakeshift(&[
+            "ddl-log",
+            "--config",
+            &job.display().to_string(),
+            "--resolve",
+            "1",
+        ]);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        catch_up(job);
+    }
+    // Released: the held changes landed, the bad row stays out.
+    let want = vec![
+        ("1".to_owned(), "one again".to_owned()),
+        ("3".to_owned(), "after".to_owned()),
+    ];
+    let cat = warehouse(&tmp.path().join("ice")).await;
+    assert_eq!(
+        v_ids(iceberg_rows(&cat, "v").await.unwrap()),
+        want,
+        "Iceberg v"
+    );
+    assert_eq!(pg_v().await, want, "PostgreSQL v");
+    for (name, _, job) in &jobs {
+        let log = String::from_utf8_lossy(
+            &lakeshift(&["ddl-log", "--config", &job.display().to_string()]).stdout,
+        )
+        .into_owned();
+        assert!(log.contains("#1 resolved"), "{name}: {log}");
+    }
+}

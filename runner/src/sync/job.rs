@@ -479,6 +479,17 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     if let crate::source::config::SourceKind::Binlog(b) = &mut source.kind {
         b.batch_bytes = pipeline.in_flight(b.batch_bytes).0;
     }
+    if pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Park
+        && source.kafka().is_some()
+    {
+        // A Kafka table's held rows would need their messages' offsets held with them
+        // row by row; not built.
+        return Err(field(
+            "pipeline.row-error-policy",
+            "`park` is for binlog sources; a Kafka source takes `fail` or `skip`",
+        )
+        .into());
+    }
     if pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Skip {
         source.bad_messages_to = Some(pipeline.dead_letter_file());
     }
@@ -582,6 +593,18 @@ mod tests {
         format!(
             "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: 3306\n  username: root\n  server-id: 9\n  tables: ['a\\..*']\nsink:\n{sink}pipeline:\n  name: j\n  state: /tmp/s\n{pipeline}"
         )
+    }
+
+    #[cfg(feature = "kafka")]
+    #[test]
+    fn park_for_rows_is_refused_for_a_kafka_source() {
+        let yaml = "source:\n  type: kafka\n  brokers: 127.0.0.1:9092\n  group-id: g\n  topic-prefix: p\n  tables: ['a\\..*']\nsink:\n  type: postgres\n  url: postgres://u@h/db\npipeline:\n  name: j\n  state: /tmp/s\n  row-error-policy: park\n";
+        let e = parse(yaml, |_| None).unwrap_err().0;
+        assert!(
+            e.contains("pipeline.row-error-policy") && e.contains("binlog"),
+            "{e}"
+        );
+        assert!(parse(&yaml.replace("park", "skip"), |_| None).is_ok());
     }
 
     #[test]

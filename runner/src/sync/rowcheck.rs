@@ -26,6 +26,36 @@ pub enum RowErrorPolicy {
     Fail,
     /// Write the row to the dead-letter file and go on without it.
     Skip,
+    /// Write the row to the dead-letter file and park its table: the table's later
+    /// changes are held (as behind a parked DDL) until a person resolves the DDL log
+    /// entry that names it (`lakeshift ddl-log --resolve N`); the other tables go on.
+    /// Rows of an initial snapshot are dead-lettered as under `skip`.
+    Park,
+}
+
+/// `park`: the DDL log entry that parks `table` (the sink's name for it) behind a
+/// row of `source` at `position` holding values it cannot take.
+pub fn park_entry(
+    table: &str,
+    source: &str,
+    position: &crate::source::position::Position,
+    bad: &[BadValue],
+    dead_letter: &Path,
+) -> crate::sync::ddllog::Entry {
+    let first = &bad[0];
+    crate::sync::ddllog::Entry::new(
+        position.to_string(),
+        &format!("(row change of {source} the target cannot hold)"),
+        vec![table.to_owned()],
+        crate::sync::ddllog::Status::Parked,
+        Some(format!(
+            "column {}: {} ({} such value(s); the rows are in {})",
+            first.column,
+            first.reason,
+            bad.len(),
+            dead_letter.display()
+        )),
+    )
 }
 
 /// A value of row `row`, column `column`, that the target cannot hold.
@@ -270,7 +300,7 @@ fn settle(
     };
     if policy == RowErrorPolicy::Fail {
         return Err(format!(
-            "table {} column {}: {} ({} at {}; {} such value(s) in this batch); the target cannot hold it. Set `pipeline.row-error-policy: skip` to write such rows to the dead-letter file ({}) and go on without them, or change the target column's type (for TINYINT(1) into Iceberg: `sink.tinyint1: int`)",
+            "table {} column {}: {} ({} at {}; {} such value(s) in this batch); the target cannot hold it. Set `pipeline.row-error-policy: skip` to write such rows to the dead-letter file ({}) and go on without them (`park` also holds the table's later changes until resolved), or change the target column's type (for TINYINT(1) into Iceberg: `sink.tinyint1: int`)",
             origin.table,
             first.column,
             first.reason,

@@ -29,9 +29,18 @@ impl Engine {
             return Ok(());
         }
         let arrow = self.sink(&table, &first).await?.arrow.clone();
-        let Some(b) = self.check_rows(b, &routed, &arrow)? else {
+        let Some(b) = self.check_rows(b, &routed, &arrow, &key)? else {
             return Ok(()); // every row went to the dead-letter file
         };
+        if self.parked.contains(&key) {
+            // Parked by one of its rows just now (row-error-policy: park).
+            let item = HeldItem::Rows {
+                batches: vec![HeldBatch::new(&b)?],
+                kafka: None,
+            };
+            self.hold(key, item);
+            return Ok(());
+        }
         let s = self.sink(&table, &first).await?;
         let keep: Vec<bool> = (0..b.num_rows())
             .map(|i| {
@@ -138,10 +147,11 @@ impl Engine {
     /// Rows holding values the Iceberg table cannot take go to the row-error policy:
     /// an error, or out of the batch into the dead-letter file (None: no row left).
     fn check_rows(
-        &self,
+        &mut self,
         b: crate::source::RowBatch,
         routed: &crate::sync::route::Routed,
         arrow: &arrow_schema::SchemaRef,
+        key: &(String, String),
     ) -> Result<Option<crate::source::RowBatch>, SyncError> {
         use crate::sync::rowcheck;
         let images: Vec<(&str, RecordBatch)> = [("before", &b.before), ("after", &b.after)]
@@ -157,7 +167,23 @@ impl Engine {
         }
         let refs: Vec<(&str, &RecordBatch)> = images.iter().map(|(l, r)| (*l, r)).collect();
         let policy = self.job.pipeline.row_error_policy;
-        rowcheck::settle_changes(policy, &self.dead_letter, &b, &refs, &bad)
+        let kept = rowcheck::settle_changes(policy, &self.dead_letter, &b, &refs, &bad)?;
+        if policy == rowcheck::RowErrorPolicy::Park {
+            let name = format!("{}.{}", key.0, key.1);
+            let source = format!("{}.{}", b.table.db, b.table.name);
+            let at = b.position_after(bad[0].row);
+            let e = rowcheck::park_entry(&name, &source, &at, &bad, &self.dead_letter);
+            let mut log = DdlLog::load(&self.state_dir)?;
+            if log.park_once(e)? && self.parked.insert(key.clone()) {
+                let seq = log.find(&at.to_string()).map(|i| log.entries[i].seq);
+                tracing::warn!(
+                    "{name} parked at {at} (row-error-policy: park): a row holds values the table cannot take (in {}); its changes are held until `lakeshift ddl-log --resolve {}`",
+                    self.dead_letter.display(),
+                    seq.unwrap_or_default()
+                );
+            }
+        }
+        Ok(kept)
     }
 }
 
