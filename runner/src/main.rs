@@ -87,13 +87,15 @@ enum Command {
     /// files, recorded in the state folder, and committed per table with the checkpoint
     /// id and the table's watermark in the snapshot summary. PostgreSQL or MySQL
     /// (`sink.type: postgres | mysql`): changes folded by key become upserts and
-    /// deletes in one target transaction per checkpoint, which also moves the job's row
+    /// deletes (values sent as data: COPY into staging tables, or prepared statements)
+    /// in one target transaction per checkpoint, which also moves the job's row
     /// in the target's `lakeshift.sync_state`. DDL on a table commits its pending rows
     /// first, then is translated and applied; every DDL is kept in the DDL log
     /// (`lakeshift ddl-log`); one the target cannot take follows
     /// `pipeline.ddl-error-policy` (fail, skip, or park: hold the table's changes until
     /// `ddl-log --resolve`). A row with a value the target cannot hold follows
-    /// `pipeline.row-error-policy` (fail, or skip to the dead-letter file). One process
+    /// `pipeline.row-error-policy` (fail, skip to the dead-letter file, or park: that
+    /// too, and hold the table's changes until `ddl-log --resolve`). One process
     /// runs a job: a second one is refused (Iceberg jobs hold a lease in the catalog, so
     /// on other hosts too). A restart (after a crash too) resumes without loss or
     /// duplicates.
