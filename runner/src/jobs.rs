@@ -236,6 +236,7 @@ pub(super) fn tail(
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
         let mut last_progress = std::time::Instant::now();
+        let mut buf = Vec::new();
         while let Some(e) = rx.recv().await {
             if let SourceEvent::SnapshotRows {
                 table,
@@ -252,10 +253,10 @@ pub(super) fn tail(
                     last_progress = std::time::Instant::now();
                 }
             }
-            for l in runner::source::json::lines(&e) {
-                if writeln!(out, "{l}").is_err() {
-                    return ExitCode::from(0);
-                }
+            buf.clear();
+            runner::source::json::write(&e, &mut buf);
+            if out.write_all(&buf).is_err() {
+                return ExitCode::from(0);
             }
             if matches!(
                 e,

@@ -1,6 +1,7 @@
 //! The change source's speed against the server's own tools, on one backlog, in one
-//! run: binlog row changes decoded into Arrow vs `mariadb-binlog -v
-//! --base64-output=DECODE-ROWS` reading the same binlog remotely, and snapshot rows
+//! run: binlog row changes decoded into Arrow, and `lakeshift tail`'s JSON lines of
+//! them (against the former per-row `serde_json::Value` way too), vs `mariadb-binlog
+//! -v --base64-output=DECODE-ROWS` reading the same binlog remotely; snapshot rows
 //! into Arrow vs a raw `SELECT *` stream of the mariadb client.
 //!
 //! `cargo bench -p lakeshift-tests --bench source` (ROWS=1000000 by default; set
@@ -133,6 +134,92 @@ async fn lakeshift_binlog(db: &MariaDb, from: &Position, defs: &Defs) -> (u64, f
     let decoded = task.await.unwrap();
     assert_eq!(decoded, rows);
     (rows, t0.elapsed().as_secs_f64())
+}
+
+/// How `tail` turns events into JSON lines.
+#[derive(Clone, Copy, PartialEq)]
+enum Tail {
+    /// `lakeshift tail`'s writer: straight from the Arrow columns.
+    Direct,
+    /// The former way, kept here as a reference: a `serde_json::Value` per row.
+    ValuePerRow,
+}
+
+/// A row as a `serde_json::Value` (the former `tail`, for comparison).
+fn value_row(b: &arrow_array::RecordBatch, i: usize) -> serde_json::Value {
+    use arrow_array::Array;
+    use arrow_cast::display::{ArrayFormatter, FormatOptions};
+    let mut m = serde_json::Map::new();
+    for (c, f) in b.schema().fields().iter().enumerate() {
+        let a = b.column(c);
+        let v = if a.is_null(i) {
+            serde_json::Value::Null
+        } else {
+            let s = ArrayFormatter::try_new(a.as_ref(), &FormatOptions::default())
+                .map(|fm| fm.value(i).to_string())
+                .unwrap_or_default();
+            if f.data_type().is_numeric() {
+                serde_json::from_str(&s).unwrap_or(serde_json::Value::String(s))
+            } else {
+                serde_json::Value::String(s)
+            }
+        };
+        m.insert(f.name().clone(), v);
+    }
+    serde_json::Value::Object(m)
+}
+
+/// `lakeshift tail` over the backlog, its JSON lines written to /dev/null through a
+/// buffered writer; (rows, lines' bytes, seconds).
+async fn lakeshift_tail(db: &MariaDb, from: &Position, defs: &Defs, how: Tail) -> (u64, u64, f64) {
+    use std::io::Write;
+    let src = Arc::new(job(db));
+    let history = SchemaHistory::create(None, from, defs.clone()).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let t0 = Instant::now();
+    let from = from.clone();
+    let task = tokio::spawn(async move {
+        let mut r = BinlogReader::new(src, history, tx);
+        r.run(ReadFrom::Position(from), true).await.unwrap();
+    });
+    let mut out = std::io::BufWriter::new(std::fs::File::create("/dev/null").unwrap());
+    let (mut rows, mut bytes) = (0u64, 0u64);
+    let mut buf = Vec::new();
+    while let Some(e) = rx.recv().await {
+        buf.clear();
+        match (&e, how) {
+            (SourceEvent::Rows(b), Tail::ValuePerRow) => {
+                for i in 0..b.num_rows() {
+                    let mut v = serde_json::json!({
+                        "type": b.op,
+                        "database": b.table.db,
+                        "table": b.table.name,
+                        "position": b.position_after(i).to_string(),
+                    });
+                    let (data, old) = match b.op {
+                        runner::source::Op::Delete => (b.before.as_ref(), None),
+                        runner::source::Op::Insert => (b.after.as_ref(), None),
+                        runner::source::Op::Update => (b.after.as_ref(), b.before.as_ref()),
+                    };
+                    v["data"] = value_row(data.unwrap(), i);
+                    if let Some(o) = old {
+                        v["old"] = value_row(o, i);
+                    }
+                    buf.extend_from_slice(v.to_string().as_bytes());
+                    buf.push(b'\n');
+                }
+            }
+            _ => runner::source::json::write(&e, &mut buf),
+        }
+        if let SourceEvent::Rows(b) = &e {
+            rows += b.num_rows() as u64;
+        }
+        bytes += buf.len() as u64;
+        out.write_all(&buf).unwrap();
+    }
+    out.flush().unwrap();
+    task.await.unwrap();
+    (rows, bytes, t0.elapsed().as_secs_f64())
 }
 
 fn mariadb_binlog(db: &MariaDb, file: &str) -> f64 {
@@ -315,6 +402,9 @@ fn main() {
         let (rows, secs) = lakeshift_binlog(&db, &start, &defs).await;
         assert_eq!(rows as usize, done, "every row change decoded");
         let mb_secs = mariadb_binlog(&db, &start.file);
+        let (trows, tbytes, tsecs) = lakeshift_tail(&db, &start, &defs, Tail::Direct).await;
+        let (vrows, vbytes, vsecs) = lakeshift_tail(&db, &start, &defs, Tail::ValuePerRow).await;
+        assert_eq!((trows, vrows), (rows, rows), "every row change tailed");
         reset_peak_rss();
         let (sync_rows, sync_secs, stalls) = lakeshift_sync(&db, &start, &defs).await;
         let sync_rss = peak_rss_mib();
@@ -329,6 +419,10 @@ fn main() {
         let mb_rate = rows as f64 / mb_secs;
         println!("| mariadb-binlog -v --base64-output=DECODE-ROWS (baseline) | {rows} | {mb_secs:.2} | {mb_rate:.0} | 1.00x |");
         println!("| lakeshift binlog -> Arrow | {rows} | {secs:.2} | {rate:.0} | {:.2}x |", rate / mb_rate);
+        let t_rate = trows as f64 / tsecs;
+        println!("| lakeshift tail -> JSON lines ({} MB) | {trows} | {tsecs:.2} | {t_rate:.0} | {:.2}x |", tbytes >> 20, t_rate / mb_rate);
+        let v_rate = vrows as f64 / vsecs;
+        println!("| (former tail: a serde_json::Value per row, {} MB) | {vrows} | {vsecs:.2} | {v_rate:.0} | {:.2}x |", vbytes >> 20, v_rate / mb_rate);
         let sync_rate = sync_rows as f64 / sync_secs;
         println!("| lakeshift sync -> Iceberg (catch-up) | {sync_rows} | {sync_secs:.2} | {sync_rate:.0} | {:.2}x |", sync_rate / mb_rate);
         let srate = srows as f64 / ssecs;
