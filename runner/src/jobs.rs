@@ -234,7 +234,7 @@ pub(super) fn tail(
         };
         let task = tokio::spawn(run::run(std::sync::Arc::new(src), opts, tx));
         let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::new(stdout.lock());
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
         let mut last_progress = std::time::Instant::now();
         let mut buf = Vec::new();
         while let Some(e) = rx.recv().await {
