@@ -152,18 +152,6 @@ impl DdlLog {
         Ok(())
     }
 
-    /// Record a parked entry unless one has its position already (a replay); whether
-    /// the entry at that position is parked (one resolved since is not).
-    pub fn park_once(&mut self, e: Entry) -> Result<bool, SyncError> {
-        match self.find(&e.position) {
-            Some(i) => Ok(self.entries[i].status == Status::Parked),
-            None => {
-                self.add(e)?;
-                Ok(true)
-            }
-        }
-    }
-
     pub fn set(
         &mut self,
         i: usize,

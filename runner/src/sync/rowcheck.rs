@@ -33,21 +33,32 @@ pub enum RowErrorPolicy {
     Park,
 }
 
-/// `park`: the DDL log entry that parks `table` (the sink's name for it) behind a
-/// row of `source` at `position` holding values it cannot take.
-pub fn park_entry(
+/// `park`: record the DDL log entry that parks `table` (the sink's name for it)
+/// behind the first bad row of `b`, once per position (a replay finds it), and say
+/// so. Whether the table is parked by it (an entry resolved since is not).
+pub fn park(
+    log: &mut crate::sync::ddllog::DdlLog,
     table: &str,
-    source: &str,
-    position: &crate::source::position::Position,
+    b: &crate::source::RowBatch,
     bad: &[BadValue],
     dead_letter: &Path,
-) -> crate::sync::ddllog::Entry {
-    let first = &bad[0];
-    crate::sync::ddllog::Entry::new(
-        position.to_string(),
-        &format!("(row change of {source} the target cannot hold)"),
+) -> Result<bool, SyncError> {
+    use crate::sync::ddllog::{Entry, Status};
+    let Some(first) = bad.first() else {
+        return Ok(false);
+    };
+    let at = b.position_after(first.row);
+    if let Some(i) = log.find(&at.to_string()) {
+        return Ok(log.entries[i].status == Status::Parked);
+    }
+    let i = log.add(Entry::new(
+        at.to_string(),
+        &format!(
+            "(row change of {}.{} the target cannot hold)",
+            b.table.db, b.table.name
+        ),
         vec![table.to_owned()],
-        crate::sync::ddllog::Status::Parked,
+        Status::Parked,
         Some(format!(
             "column {}: {} ({} such value(s); the rows are in {})",
             first.column,
@@ -55,7 +66,13 @@ pub fn park_entry(
             bad.len(),
             dead_letter.display()
         )),
-    )
+    ))?;
+    tracing::warn!(
+        "{table} parked at {at} (row-error-policy: park): a row holds values the target cannot take (in {}); its changes are held until `lakeshift ddl-log --resolve {}`",
+        dead_letter.display(),
+        log.entries[i].seq
+    );
+    Ok(true)
 }
 
 /// A value of row `row`, column `column`, that the target cannot hold.

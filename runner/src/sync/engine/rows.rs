@@ -20,13 +20,19 @@ impl Engine {
         let first = b.position_after(0);
         let routed = self.job.router.route(&table.db, &table.name);
         let key = (ns_of(&routed.db), routed.table.clone());
+        let held = |e: &mut Self, key, b: &crate::source::RowBatch| -> Result<(), SyncError> {
+            let batches = vec![HeldBatch::new(b)?];
+            e.hold(
+                key,
+                HeldItem::Rows {
+                    batches,
+                    kafka: None,
+                },
+            );
+            Ok(())
+        };
         if self.parked.contains(&key) {
-            let item = HeldItem::Rows {
-                batches: vec![HeldBatch::new(&b)?],
-                kafka: None,
-            };
-            self.hold(key, item);
-            return Ok(());
+            return held(self, key, &b);
         }
         let arrow = self.sink(&table, &first).await?.arrow.clone();
         let Some(b) = self.check_rows(b, &routed, &arrow, &key)? else {
@@ -34,12 +40,7 @@ impl Engine {
         };
         if self.parked.contains(&key) {
             // Parked by one of its rows just now (row-error-policy: park).
-            let item = HeldItem::Rows {
-                batches: vec![HeldBatch::new(&b)?],
-                kafka: None,
-            };
-            self.hold(key, item);
-            return Ok(());
+            return held(self, key, &b);
         }
         let s = self.sink(&table, &first).await?;
         let keep: Vec<bool> = (0..b.num_rows())
@@ -170,17 +171,9 @@ impl Engine {
         let kept = rowcheck::settle_changes(policy, &self.dead_letter, &b, &refs, &bad)?;
         if policy == rowcheck::RowErrorPolicy::Park {
             let name = format!("{}.{}", key.0, key.1);
-            let source = format!("{}.{}", b.table.db, b.table.name);
-            let at = b.position_after(bad[0].row);
-            let e = rowcheck::park_entry(&name, &source, &at, &bad, &self.dead_letter);
             let mut log = DdlLog::load(&self.state_dir)?;
-            if log.park_once(e)? && self.parked.insert(key.clone()) {
-                let seq = log.find(&at.to_string()).map(|i| log.entries[i].seq);
-                tracing::warn!(
-                    "{name} parked at {at} (row-error-policy: park): a row holds values the table cannot take (in {}); its changes are held until `lakeshift ddl-log --resolve {}`",
-                    self.dead_letter.display(),
-                    seq.unwrap_or_default()
-                );
+            if rowcheck::park(&mut log, &name, &b, &bad, &self.dead_letter)? {
+                self.parked.insert(key.clone());
             }
         }
         Ok(kept)

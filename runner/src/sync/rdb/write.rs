@@ -421,19 +421,8 @@ impl RdbEngine {
             // held at each checkpoint until the entry is resolved.
             let (k, _) = self.table_for(&b.table).await?;
             let name = show(&k);
-            let source = format!("{}.{}", b.table.db, b.table.name);
-            let at = b.position_after(bad[0].row);
-            let e = rowcheck::park_entry(&name, &source, &at, &bad, &self.dead_letter);
-            if self.log.park_once(e)? && self.parked.insert(name.clone()) {
-                let seq = self
-                    .log
-                    .find(&at.to_string())
-                    .map(|i| self.log.entries[i].seq);
-                tracing::warn!(
-                    "{name} parked at {at} (row-error-policy: park): a row holds values the target cannot take (in {}); its changes are held until `lakeshift ddl-log --resolve {}`",
-                    self.dead_letter.display(),
-                    seq.unwrap_or_default()
-                );
+            if rowcheck::park(&mut self.log, &name, &b, &bad, &self.dead_letter)? {
+                self.parked.insert(name);
             }
         }
         Ok(kept)
