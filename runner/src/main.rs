@@ -121,9 +121,11 @@ enum Command {
     #[cfg(feature = "sync")]
     /// List the DDL a sync job handled: number, status (pending, executed, failed,
     /// skipped, parked, held, resolved), source position, source and target text, and
-    /// the reason when it did not run. With --resolve N, release a parked DDL after you
-    /// acted on it (applied it by hand, or fixed the target so it can run): its held
-    /// changes are applied at the job's next checkpoint.
+    /// the reason when it did not run; also the tables a row parked
+    /// (`row-error-policy: park`). With --resolve N, release a parked entry after you
+    /// acted on it (applied the DDL by hand, or fixed the target so it can run; for a
+    /// row, took it from the dead-letter file): its held changes are applied at the
+    /// job's next checkpoint.
     DdlLog {
         /// The job file (YAML).
         #[arg(long, value_name = "FILE")]
