@@ -5,7 +5,8 @@
 //! into Arrow vs a raw `SELECT *` stream of the mariadb client.
 //!
 //! `cargo bench -p lakeshift-tests --bench source` (ROWS=1000000 by default; set
-//! LAKESHIFT_BENCH_ROWS for a smaller backlog).
+//! LAKESHIFT_BENCH_ROWS for a smaller backlog; LAKESHIFT_BENCH_MANY=1000,5000,10000
+//! for the many-tables snapshot at several counts, 1000 by default).
 
 use lakeshift_tests::MariaDb;
 use mysql_async::prelude::Queryable;
@@ -299,19 +300,42 @@ async fn lakeshift_sync(
 }
 
 /// A job over 1,000 small tables (snapshot then binlog): time and peak memory.
-async fn many_tables(db: &MariaDb) -> (u64, f64) {
+/// The initial snapshot of the bench tables into a local Iceberg warehouse, as
+/// `lakeshift sync` runs it (snapshot, then the binlog's end: nothing after it).
+async fn snapshot_into_iceberg(db: &MariaDb) -> (u64, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 780\n  tables: ['bench\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: snap\n  state: {}\n  checkpoint-interval-seconds: 5\n  progress-seconds: 0\n",
+        db.port,
+        dir.path().join("wh").display(),
+        dir.path().join("state").display()
+    );
+    let job = runner::sync::job::parse(&yaml, |_| None).unwrap();
+    let t0 = Instant::now();
+    let engine = runner::sync::engine::Engine::open(job.clone())
+        .await
+        .unwrap();
+    let mut p = Pipeline::new(&job, engine);
+    p.run(true).await.unwrap();
+    (p.sink.rows, t0.elapsed().as_secs_f64())
+}
+
+/// `n` tables of 2 rows each (database `many<n>`) snapshotted into Iceberg.
+async fn many_tables(db: &MariaDb, n: usize) -> (u64, f64) {
     let mut c = db.conn(None).await;
-    c.query_drop("CREATE DATABASE many").await.unwrap();
-    for t in 0..1000 {
+    c.query_drop(format!("CREATE DATABASE many{n}"))
+        .await
+        .unwrap();
+    for t in 0..n {
         c.query_drop(format!(
-            "CREATE TABLE many.t{t} (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO many.t{t} VALUES (1, 'a'), (2, 'b')"
+            "CREATE TABLE many{n}.t{t} (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO many{n}.t{t} VALUES (1, 'a'), (2, 'b')"
         ))
         .await
         .unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
     let yaml = format!(
-        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 779\n  tables: ['many\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: many\n  state: {}\n  checkpoint-interval-seconds: 5\n",
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 779\n  tables: ['many{n}\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: many\n  state: {}\n  checkpoint-interval-seconds: 5\n",
         db.port,
         dir.path().join("wh").display(),
         dir.path().join("state").display()
@@ -412,6 +436,10 @@ fn main() {
         let (srows, ssecs) = lakeshift_snapshot(&db).await;
         let (rrows, rsecs) = raw_select(&db);
         assert_eq!(srows, rrows, "snapshot rows");
+        reset_peak_rss();
+        let (irows, isecs) = snapshot_into_iceberg(&db).await;
+        let snap_rss = peak_rss_mib();
+        assert_eq!(irows, rrows, "snapshot rows into Iceberg");
         println!();
         println!("| path | rows | seconds | rows/s | vs baseline |");
         println!("|---|---:|---:|---:|---:|");
@@ -427,15 +455,34 @@ fn main() {
         println!("| lakeshift sync -> Iceberg (catch-up) | {sync_rows} | {sync_secs:.2} | {sync_rate:.0} | {:.2}x |", sync_rate / mb_rate);
         let srate = srows as f64 / ssecs;
         reset_peak_rss();
-        let (many_rows, many_secs) = many_tables(&db).await;
-        let many_rss = peak_rss_mib();
+        // LAKESHIFT_BENCH_MANY: table counts, e.g. 1000,5000,10000.
+        let counts: Vec<usize> = std::env::var("LAKESHIFT_BENCH_MANY")
+            .unwrap_or_else(|_| "1000".into())
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect();
+        let mut many = Vec::new();
+        for n in counts {
+            reset_peak_rss();
+            let (rows, secs) = many_tables(&db, n).await;
+            assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
+            many.push((n, secs, peak_rss_mib()));
+        }
         let rrate = rrows as f64 / rsecs;
         println!("| mariadb --quick SELECT * (baseline) | {rrows} | {rsecs:.2} | {rrate:.0} | 1.00x |");
         println!("| lakeshift snapshot -> Arrow | {srows} | {ssecs:.2} | {srate:.0} | {:.2}x |", srate / rrate);
+        let irate = irows as f64 / isecs;
+        println!("| lakeshift sync snapshot -> Iceberg (peak RSS {snap_rss:.0} MiB) | {irows} | {isecs:.2} | {irate:.0} | {:.2}x |", irate / rrate);
         println!();
         for (pos, tables, ms) in &stalls {
             println!("DDL barrier at {pos}: {tables} table(s) paused {ms:.1} ms (the other tables' changes queue for the same time: one consumer task)");
         }
-        println!("peak RSS (process, reset before each): sync catch-up {sync_rss:.0} MiB; 1,000-table job ({many_rows} rows, {many_secs:.1} s) {many_rss:.0} MiB");
+        println!("peak RSS (process, reset before each): sync catch-up {sync_rss:.0} MiB");
+        println!();
+        println!("| tables (2 rows each) snapshotted into Iceberg | seconds | ms per table | peak RSS MiB |");
+        println!("|---:|---:|---:|---:|");
+        for (n, secs, rss) in &many {
+            println!("| {n} | {secs:.1} | {:.2} | {rss:.0} |", secs * 1000.0 / *n as f64);
+        }
     });
 }
