@@ -299,13 +299,12 @@ async fn lakeshift_sync(
     )
 }
 
-/// A job over 1,000 small tables (snapshot then binlog): time and peak memory.
-/// The initial snapshot of the bench tables into a local Iceberg warehouse, as
-/// `lakeshift sync` runs it (snapshot, then the binlog's end: nothing after it).
-async fn snapshot_into_iceberg(db: &MariaDb) -> (u64, f64) {
+/// A sync job of the tables matching `tables` into a fresh local Iceberg warehouse,
+/// run to the binlog's end (snapshot first): rows written and seconds.
+async fn sync_into_iceberg(db: &MariaDb, tables: &str, server_id: u32) -> (u64, f64) {
     let dir = tempfile::tempdir().unwrap();
     let yaml = format!(
-        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 780\n  tables: ['bench\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: snap\n  state: {}\n  checkpoint-interval-seconds: 5\n  progress-seconds: 0\n",
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {server_id}\n  tables: ['{tables}']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: snap\n  state: {}\n  checkpoint-interval-seconds: 5\n  progress-seconds: 0\n",
         db.port,
         dir.path().join("wh").display(),
         dir.path().join("state").display()
@@ -318,6 +317,12 @@ async fn snapshot_into_iceberg(db: &MariaDb) -> (u64, f64) {
     let mut p = Pipeline::new(&job, engine);
     p.run(true).await.unwrap();
     (p.sink.rows, t0.elapsed().as_secs_f64())
+}
+
+/// The initial snapshot of the bench tables into Iceberg, as `lakeshift sync` runs it
+/// (snapshot, then the binlog's end: nothing after it).
+async fn snapshot_into_iceberg(db: &MariaDb) -> (u64, f64) {
+    sync_into_iceberg(db, "bench\\..*", 780).await
 }
 
 /// `n` tables of 2 rows each (database `many<n>`) snapshotted into Iceberg.
@@ -333,21 +338,7 @@ async fn many_tables(db: &MariaDb, n: usize) -> (u64, f64) {
         .await
         .unwrap();
     }
-    let dir = tempfile::tempdir().unwrap();
-    let yaml = format!(
-        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 779\n  tables: ['many{n}\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: many\n  state: {}\n  checkpoint-interval-seconds: 5\n",
-        db.port,
-        dir.path().join("wh").display(),
-        dir.path().join("state").display()
-    );
-    let job = runner::sync::job::parse(&yaml, |_| None).unwrap();
-    let t0 = Instant::now();
-    let engine = runner::sync::engine::Engine::open(job.clone())
-        .await
-        .unwrap();
-    let mut p = Pipeline::new(&job, engine);
-    p.run(true).await.unwrap();
-    (p.sink.rows, t0.elapsed().as_secs_f64())
+    sync_into_iceberg(db, &format!("many{n}\\..*"), 779).await
 }
 
 async fn lakeshift_snapshot(db: &MariaDb) -> (u64, f64) {
