@@ -14,8 +14,17 @@ use dialects::Dialect;
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-/// The staging tables' column holding each row's order.
-const ORD: &str = "\"lakeshift.ord\"";
+/// A helper column's or alias's name (`"lakeshift.<base>"`), unlike every one of
+/// `cols` (quoted as the target writes them): a table may have a column of that name.
+fn aux(cols: &[&str], base: &str) -> String {
+    let mut n = format!("\"lakeshift.{base}\"");
+    let mut i = 1;
+    while cols.contains(&n.as_str()) {
+        i += 1;
+        n = format!("\"lakeshift.{base}{i}\"");
+    }
+    n
+}
 
 /// Most placeholders one MySQL statement takes.
 const MAX_PARAMS: usize = 65_535;
@@ -142,19 +151,26 @@ impl Plan {
     }
 
     /// PostgreSQL: a staging table with `cols` of `table` (and the order column),
-    /// loaded with `rows`, dropped at commit. Returns its name.
-    fn stage(&mut self, table: &str, cols: &[&str], rows: Vec<Row>, out: &mut Vec<Step>) -> String {
+    /// loaded with `rows`, dropped at commit. Returns its name and the order column's.
+    fn stage(
+        &mut self,
+        table: &str,
+        cols: &[&str],
+        rows: Vec<Row>,
+        out: &mut Vec<Step>,
+    ) -> (String, String) {
         self.staged += 1;
         let s = format!("lakeshift_stage_{}_{}", self.checkpoint, self.staged);
+        let ord = aux(cols, "ord");
         let list = cols.join(", ");
         out.push(Step::Sql(format!(
-            "CREATE TEMP TABLE {s} ON COMMIT DROP AS SELECT {list}, 0::bigint AS {ORD} FROM {table} WITH NO DATA"
+            "CREATE TEMP TABLE {s} ON COMMIT DROP AS SELECT {list}, 0::bigint AS {ord} FROM {table} WITH NO DATA"
         )));
         out.push(Step::Copy {
-            copy: format!("COPY {s} ({list}, {ORD}) FROM STDIN"),
+            copy: format!("COPY {s} ({list}, {ord}) FROM STDIN"),
             rows,
         });
-        s
+        (s, ord)
     }
 
     /// MySQL: consecutive runs of rows that fit one statement.
@@ -192,7 +208,7 @@ impl Plan {
         }
         let names: Vec<&str> = t.key.iter().map(|i| t.cols[*i].ident.as_str()).collect();
         if self.pg() {
-            let s = self.stage(t.table, &names, keys, stage);
+            let (s, _) = self.stage(t.table, &names, keys, stage);
             let on: Vec<String> = names.iter().map(|n| format!("t.{n} = s.{n}")).collect();
             out.push(Step::Sql(format!(
                 "DELETE FROM {} AS t USING {s} AS s WHERE {}",
@@ -243,7 +259,7 @@ impl Plan {
         stage: &mut Vec<Step>,
     ) -> Vec<(String, Row)> {
         if self.pg() {
-            let s = self.stage(table, names, keys, stage);
+            let (s, _) = self.stage(table, names, keys, stage);
             let list = names.join(", ");
             return vec![(
                 format!("({list}) IN (SELECT {list} FROM {s})"),
@@ -309,10 +325,10 @@ impl Plan {
         }
         for (present, rows) in by_columns(rows) {
             let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();
-            let s = self.stage(t.table, &names, rows, stage);
+            let (s, ord) = self.stage(t.table, &names, rows, stage);
             let list = names.join(", ");
             let mut sql = format!(
-                "INSERT INTO {} ({list}) SELECT {list} FROM {s} ORDER BY {ORD}",
+                "INSERT INTO {} ({list}) SELECT {list} FROM {s} ORDER BY {ord}",
                 t.table
             );
             if !t.key.is_empty() {
@@ -375,7 +391,12 @@ impl Plan {
         }
         for (present, rows) in by_columns(rows) {
             let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();
-            let s = self.stage(t.table, &names, rows, stage);
+            let (s, ord) = self.stage(t.table, &names, rows, stage);
+            let mut taken = names.clone();
+            taken.push(&ord);
+            let count = aux(&taken, "count");
+            taken.push(&count);
+            let n = aux(&taken, "n");
             let list = names.join(", ");
             let on: Vec<String> = names
                 .iter()
@@ -384,7 +405,7 @@ impl Plan {
             // Each group of equal staged rows: its count, and the target's equal rows
             // numbered; the first `count` of them go.
             out.push(Step::Sql(format!(
-                "DELETE FROM {table} WHERE ctid IN (SELECT x.ctid FROM (SELECT t.ctid, s.\"lakeshift.count\", row_number() OVER (PARTITION BY s.{ORD}) AS \"lakeshift.n\" FROM {table} AS t JOIN (SELECT {list}, count(*) AS \"lakeshift.count\", min({ORD}) AS {ORD} FROM {s} GROUP BY {list}) AS s ON {on}) AS x WHERE x.\"lakeshift.n\" <= x.\"lakeshift.count\")",
+                "DELETE FROM {table} WHERE ctid IN (SELECT x.ctid FROM (SELECT t.ctid, s.{count}, row_number() OVER (PARTITION BY s.{ord}) AS {n} FROM {table} AS t JOIN (SELECT {list}, count(*) AS {count}, min({ord}) AS {ord} FROM {s} GROUP BY {list}) AS s ON {on}) AS x WHERE x.{n} <= x.{count})",
                 table = t.table,
                 on = on.join(" AND ")
             )));
@@ -456,6 +477,51 @@ mod tests {
         // Statements held by an earlier version were strings.
         let old: Vec<Step> = serde_json::from_str(r#"["INSERT INTO t VALUES (1)"]"#).unwrap();
         assert_eq!(old, vec![Step::Sql("INSERT INTO t VALUES (1)".into())]);
+    }
+
+    #[test]
+    fn helper_names_avoid_the_tables_own_columns() {
+        // regression: a column named "lakeshift.ord" collided with the staging table's
+        // order column (CREATE TABLE AS failed on every checkpoint).
+        assert_eq!(aux(&["a", "b"], "ord"), "\"lakeshift.ord\"");
+        assert_eq!(
+            aux(&["\"lakeshift.ord\"", "\"lakeshift.ord2\""], "ord"),
+            "\"lakeshift.ord3\""
+        );
+        let spec: Vec<ColSpec> = [
+            "\"lakeshift.ord\"",
+            "\"lakeshift.count\"",
+            "\"lakeshift.n\"",
+        ]
+        .iter()
+        .map(|n| ColSpec {
+            ident: (*n).to_owned(),
+            bits: None,
+            boolean: false,
+        })
+        .collect();
+        let cols: Vec<&ColSpec> = spec.iter().collect();
+        let t = Cols {
+            table: "d.t",
+            cols: &cols,
+            key: &[],
+        };
+        let mut p = Plan::new(Dialect::Postgres, 1, 1000, 1 << 20);
+        let (mut stage, mut out) = (Vec::new(), Vec::new());
+        let row = Row::of([Val::Text("1"), Val::Text("2"), Val::Text("3")]);
+        p.delete_rows(&t, vec![row], &mut stage, &mut out);
+        let Step::Sql(create) = &stage[0] else {
+            panic!("{stage:?}")
+        };
+        assert!(create.contains("AS \"lakeshift.ord2\" FROM"), "{create}");
+        let Step::Sql(delete) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert!(
+            delete.contains("count(*) AS \"lakeshift.count2\"")
+                && delete.contains("AS \"lakeshift.n2\""),
+            "{delete}"
+        );
     }
 
     #[test]
