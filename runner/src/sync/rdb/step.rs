@@ -130,9 +130,19 @@ pub struct Plan {
 /// A table's columns as the plan writes them.
 pub struct Cols<'a> {
     pub table: &'a str,
-    pub cols: &'a [&'a ColSpec],
+    pub cols: &'a [ColSpec],
     /// Indexes of the key columns in `cols` (empty: keyless).
     pub key: &'a [usize],
+}
+
+impl<'a> Cols<'a> {
+    /// The key columns' names, quoted for the target.
+    pub fn key_names(&self) -> Vec<&'a str> {
+        self.key
+            .iter()
+            .map(|i| self.cols[*i].ident.as_str())
+            .collect()
+    }
 }
 
 impl Plan {
@@ -206,7 +216,7 @@ impl Plan {
         if keys.is_empty() {
             return;
         }
-        let names: Vec<&str> = t.key.iter().map(|i| t.cols[*i].ident.as_str()).collect();
+        let names = t.key_names();
         if self.pg() {
             let (s, _) = self.stage(t.table, &names, keys, stage);
             let on: Vec<String> = names.iter().map(|n| format!("t.{n} = s.{n}")).collect();
@@ -332,7 +342,7 @@ impl Plan {
                 t.table
             );
             if !t.key.is_empty() {
-                let keys: Vec<&str> = t.key.iter().map(|i| t.cols[*i].ident.as_str()).collect();
+                let keys = t.key_names();
                 let _ = write!(sql, " ON CONFLICT ({}) DO ", keys.join(", "));
                 let sets: Vec<String> = (0..t.cols.len())
                     .filter(|i| !t.key.contains(i))
@@ -413,7 +423,7 @@ impl Plan {
     }
 }
 
-fn idents(cols: &[&ColSpec]) -> String {
+fn idents(cols: &[ColSpec]) -> String {
     cols.iter()
         .map(|c| c.ident.as_str())
         .collect::<Vec<_>>()
@@ -500,10 +510,9 @@ mod tests {
             boolean: false,
         })
         .collect();
-        let cols: Vec<&ColSpec> = spec.iter().collect();
         let t = Cols {
             table: "d.t",
-            cols: &cols,
+            cols: &spec,
             key: &[],
         };
         let mut p = Plan::new(Dialect::Postgres, 1, 1000, 1 << 20);
@@ -533,10 +542,9 @@ mod tests {
                 boolean: false,
             })
             .collect();
-        let cols: Vec<&ColSpec> = spec.iter().collect();
         let t = Cols {
             table: "d.t",
-            cols: &cols,
+            cols: &spec,
             key: &[0],
         };
         let rows: Vec<Row> = (0..50_000)

@@ -129,10 +129,9 @@ impl RdbEngine {
     ) -> Result<[Vec<Step>; 4], SyncError> {
         let rewrite = rewrite && !self.fk_actions.contains_key(k);
         let tt = self.ttable(k)?;
-        let cols: Vec<&ColSpec> = tt.cols.iter().collect();
         let t = step::Cols {
             table: &tt.sql_name,
-            cols: &cols,
+            cols: &tt.cols,
             key: &tt.key,
         };
         let (mut stage, mut dels, mut out, mut ups) =
@@ -218,8 +217,12 @@ impl RdbEngine {
                         continue;
                     }
                     let tt = self.ttable(k)?;
-                    let names: Vec<&str> =
-                        tt.key.iter().map(|i| tt.cols[*i].ident.as_str()).collect();
+                    let names = step::Cols {
+                        table: &tt.sql_name,
+                        cols: &tt.cols,
+                        key: &tt.key,
+                    }
+                    .key_names();
                     let conds = plan.keys_condition(&tt.sql_name, &names, keys, stage);
                     for (cond, params) in conds {
                         let mut sql = Vec::new();
