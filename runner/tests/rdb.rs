@@ -1846,3 +1846,38 @@ async fn statements_fit_the_mysql_targets_packet_and_an_oversized_row_follows_th
         &dl[..dl.len().min(300)]
     );
 }
+
+/// A row that fits the MySQL target's packet as parameters lands: a 10 MB value
+/// with a 16 MiB `max_allowed_packet` was refused as too large (its size was still
+/// estimated as an escaped SQL literal, twice its bytes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_that_fits_the_mysql_targets_packet_as_parameters_lands() {
+    let (src, dst) = tokio::join!(
+        MariaDb::start_with(&["--max-allowed-packet=64M"]),
+        MariaDb::start()
+    );
+    let mut c = src.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.w (id INT PRIMARY KEY, t LONGTEXT)")
+        .await
+        .unwrap();
+    c.exec_drop("INSERT INTO shop.w VALUES (1, ?)", ("z".repeat(10 << 20),))
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+        dst.port
+    );
+    let job = job_in(
+        &tmp.path().join("a"),
+        ("127.0.0.1", src.port),
+        773,
+        "",
+        &sink,
+        "",
+    );
+    catch_up(&job);
+    let q = "SELECT COUNT(*), SUM(LENGTH(t)) FROM shop.w";
+    let mut d = dst.conn(None).await;
+    assert_eq!(my_rows(&mut d, q).await, my_rows(&mut c, q).await);
+}

@@ -253,32 +253,32 @@ pub fn relational(batch: &RecordBatch, limits: &[Option<Limit>]) -> Vec<BadValue
     out
 }
 
-/// Each row's size as SQL literals, at most (text escaped: twice its bytes; binary
-/// as hex; other values a fixed 40 bytes).
-pub fn literal_sizes(batch: &RecordBatch) -> Vec<usize> {
+/// Each row's size as statement parameters, about: text and binary values their
+/// bytes, other values a fixed few, each with its length and type header.
+pub fn param_sizes(batch: &RecordBatch) -> Vec<usize> {
     let mut out = vec![0usize; batch.num_rows()];
     for c in batch.columns() {
         let lens: Box<dyn Fn(usize) -> usize> = match c.data_type() {
             DataType::Utf8 => {
                 let a = c.as_string::<i32>();
-                Box::new(move |r| 2 * a.value(r).len() + 2)
+                Box::new(move |r| a.value(r).len())
             }
             DataType::LargeUtf8 => {
                 let a = c.as_string::<i64>();
-                Box::new(move |r| 2 * a.value(r).len() + 2)
+                Box::new(move |r| a.value(r).len())
             }
             DataType::Binary => {
                 let a = c.as_binary::<i32>();
-                Box::new(move |r| 2 * a.value(r).len() + 3)
+                Box::new(move |r| a.value(r).len())
             }
             DataType::LargeBinary => {
                 let a = c.as_binary::<i64>();
-                Box::new(move |r| 2 * a.value(r).len() + 3)
+                Box::new(move |r| a.value(r).len())
             }
-            _ => Box::new(|_| 40),
+            _ => Box::new(|_| 32),
         };
         for (r, size) in out.iter_mut().enumerate() {
-            *size += if c.is_null(r) { 4 } else { lens(r) };
+            *size += 12 + if c.is_null(r) { 0 } else { lens(r) };
         }
     }
     out

@@ -358,13 +358,13 @@ impl RdbEngine {
             let limit = self.max_statement / 4 * 3;
             let mut bad = Vec::new();
             for (_, img) in images {
-                for (row, size) in rowcheck::literal_sizes(img).into_iter().enumerate() {
+                for (row, size) in rowcheck::param_sizes(img).into_iter().enumerate() {
                     if size > limit {
                         bad.push(rowcheck::BadValue {
                             row,
                             column: "(the whole row)".into(),
                             reason: format!(
-                                "the row's statement would be about {} MiB, more than the target takes (max_allowed_packet {} MiB); raise max_allowed_packet on the target",
+                                "the row's statement would be about {} MiB of values, more than the target takes (max_allowed_packet {} MiB); raise max_allowed_packet on the target",
                                 size >> 20,
                                 (self.max_statement + 4096) >> 20
                             ),
