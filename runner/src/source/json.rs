@@ -121,6 +121,48 @@ fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// The lines of one batch of row changes.
+fn rows(b: &super::RowBatch, out: &mut Vec<u8>) {
+    let opts = FormatOptions::default();
+    let mut scratch = String::new();
+    let mut head = Vec::new();
+    head.extend_from_slice(b"{\"type\":\"");
+    head.extend_from_slice(match b.op {
+        Op::Insert => b"insert",
+        Op::Update => b"update",
+        Op::Delete => b"delete",
+    });
+    head.extend_from_slice(b"\",\"database\":");
+    string(&mut head, &b.table.db);
+    head.extend_from_slice(b",\"table\":");
+    string(&mut head, &b.table.name);
+    head.extend_from_slice(b",\"position\":");
+    let data = match b.op {
+        Op::Delete => b.before.as_ref(),
+        _ => b.after.as_ref(),
+    };
+    let data = data.map(|d| Columns::new(d, &opts));
+    let old = match b.op {
+        Op::Update => b.before.as_ref().map(|d| Columns::new(d, &opts)),
+        _ => None,
+    };
+    for i in 0..b.num_rows() {
+        out.extend_from_slice(&head);
+        scratch.clear();
+        let _ = write!(scratch, "{}", b.position_after(i));
+        string(out, &scratch);
+        if let Some(d) = &data {
+            out.extend_from_slice(b",\"data\":");
+            d.object(out, i, &mut scratch);
+        }
+        if let Some(o) = &old {
+            out.extend_from_slice(b",\"old\":");
+            o.object(out, i, &mut scratch);
+        }
+        out.extend_from_slice(b"}\n");
+    }
+}
+
 /// Write the JSON lines of one event, each ended by a newline. Rows are written
 /// straight from their Arrow columns (no JSON value per row): `type`, `database`,
 /// `table`, `position`, then `data` (and `old` for updates) in column order.
@@ -128,44 +170,7 @@ pub fn write(e: &SourceEvent, out: &mut Vec<u8>) {
     let opts = FormatOptions::default();
     let mut scratch = String::new();
     match e {
-        SourceEvent::Rows(b) => {
-            let mut head = Vec::new();
-            head.extend_from_slice(b"{\"type\":\"");
-            head.extend_from_slice(match b.op {
-                Op::Insert => b"insert",
-                Op::Update => b"update",
-                Op::Delete => b"delete",
-            });
-            head.extend_from_slice(b"\",\"database\":");
-            string(&mut head, &b.table.db);
-            head.extend_from_slice(b",\"table\":");
-            string(&mut head, &b.table.name);
-            head.extend_from_slice(b",\"position\":");
-            let data = match b.op {
-                Op::Delete => b.before.as_ref(),
-                _ => b.after.as_ref(),
-            };
-            let data = data.map(|d| Columns::new(d, &opts));
-            let old = match b.op {
-                Op::Update => b.before.as_ref().map(|d| Columns::new(d, &opts)),
-                _ => None,
-            };
-            for i in 0..b.num_rows() {
-                out.extend_from_slice(&head);
-                scratch.clear();
-                let _ = write!(scratch, "{}", b.position_after(i));
-                string(out, &scratch);
-                if let Some(d) = &data {
-                    out.extend_from_slice(b",\"data\":");
-                    d.object(out, i, &mut scratch);
-                }
-                if let Some(o) = &old {
-                    out.extend_from_slice(b",\"old\":");
-                    o.object(out, i, &mut scratch);
-                }
-                out.extend_from_slice(b"}\n");
-            }
-        }
+        SourceEvent::Rows(b) => rows(b, out),
         SourceEvent::SnapshotRows { table, rows, .. } => {
             let mut head = Vec::new();
             head.extend_from_slice(b"{\"type\":\"snapshot\",\"database\":");
@@ -182,7 +187,7 @@ pub fn write(e: &SourceEvent, out: &mut Vec<u8>) {
         }
         SourceEvent::Message(m) => {
             for b in &m.rows {
-                write(&SourceEvent::Rows(b.clone()), out);
+                rows(b, out);
             }
             let line = json!({
                 "type": "offset",
