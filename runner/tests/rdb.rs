@@ -93,6 +93,24 @@ fn job_in(
     p
 }
 
+/// Two jobs of one MariaDB source (server ids `id` and `id + 1`): into PostgreSQL
+/// database `pg.1` (`ddl-error-policy: fail`, folder `dir/pg`) and into MariaDB at
+/// `my_port` (folder `dir/my`).
+fn both_targets(dir: &Path, src_port: u16, id: u32, pg: (u16, &str), my_port: u16) -> [PathBuf; 2] {
+    let my = format!("  type: mysql\n  url: mysql://root@127.0.0.1:{my_port}\n");
+    [
+        policy_job(&dir.join("pg"), src_port, id, pg.0, pg.1, "fail"),
+        job_in(
+            &dir.join("my"),
+            ("127.0.0.1", src_port),
+            id + 1,
+            "",
+            &my,
+            "",
+        ),
+    ]
+}
+
 /// An Iceberg sink with its warehouse in `dir/wh`.
 fn iceberg_sink(dir: &Path) -> String {
     format!(
@@ -1176,25 +1194,7 @@ async fn hostile_values_stay_values_under_the_targets_string_modes() {
             .unwrap();
     }
     let tmp = tempfile::tempdir().unwrap();
-    let job_pg = policy_job(
-        &tmp.path().join("pg"),
-        src.port,
-        762,
-        pgs.port,
-        "hostile",
-        "fail",
-    );
-    let job_my = job_in(
-        &tmp.path().join("my"),
-        ("127.0.0.1", src.port),
-        763,
-        "",
-        &format!(
-            "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
-            dst.port
-        ),
-        "",
-    );
+    let [job_pg, job_my] = both_targets(tmp.path(), src.port, 762, (pgs.port, "hostile"), dst.port);
     for j in [&job_pg, &job_my] {
         catch_up(j);
     }
@@ -1254,25 +1254,7 @@ async fn row_values_reach_the_targets_as_data_never_as_sql_text() {
     .await
     .unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let job_pg = policy_job(
-        &tmp.path().join("pg"),
-        src.port,
-        771,
-        pgs.port,
-        "asdata",
-        "fail",
-    );
-    let job_my = job_in(
-        &tmp.path().join("my"),
-        ("127.0.0.1", src.port),
-        772,
-        "",
-        &format!(
-            "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
-            dst.port
-        ),
-        "",
-    );
+    let [job_pg, job_my] = both_targets(tmp.path(), src.port, 771, (pgs.port, "asdata"), dst.port);
     for j in [&job_pg, &job_my] {
         catch_up(j);
     }
