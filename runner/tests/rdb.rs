@@ -1752,8 +1752,8 @@ async fn a_database_name_with_a_dot_is_refused_with_the_route_that_fixes_it() {
 
 /// Statements fit the MySQL target's `max_allowed_packet`: 1,000 rows of 20 KB made
 /// one 20 MB INSERT, over a default 16 MiB packet, and the job failed on every run.
-/// Now statements are cut below the limit; a single row that alone would not fit
-/// follows the row-error policy (fail naming the limit, or skip to the dead-letter
+/// Now statements are cut below the limit, a row that fits as parameters lands, and
+/// a single row that alone would not fit follows the row-error policy (fail naming the limit, or skip to the dead-letter
 /// file) instead of stopping the job for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_fit_the_mysql_targets_packet_and_an_oversized_row_follows_the_policy() {
@@ -1791,6 +1791,16 @@ async fn statements_fit_the_mysql_targets_packet_and_an_oversized_row_follows_th
     let q = "SELECT COUNT(*), SUM(LENGTH(t)) FROM shop.w";
     let mut d = dst.conn(None).await;
     assert_eq!(my_rows(&mut d, q).await, my_rows(&mut c, q).await);
+    // One row of 10 MB fits the 16 MiB packet as parameters (it was refused while its
+    // size was estimated as an escaped SQL literal, twice its bytes).
+    c.exec_drop(
+        "INSERT INTO shop.w VALUES (4000, ?)",
+        ("z".repeat(10 << 20),),
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    assert_eq!(my_rows(&mut d, q).await, my_rows(&mut c, q).await);
     // One row of 20 MB: more than the target takes in any statement.
     c.exec_drop(
         "INSERT INTO shop.w VALUES (5000, ?)",
@@ -1827,39 +1837,4 @@ async fn statements_fit_the_mysql_targets_packet_and_an_oversized_row_follows_th
         "{}",
         &dl[..dl.len().min(300)]
     );
-}
-
-/// A row that fits the MySQL target's packet as parameters lands: a 10 MB value
-/// with a 16 MiB `max_allowed_packet` was refused as too large (its size was still
-/// estimated as an escaped SQL literal, twice its bytes).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_row_that_fits_the_mysql_targets_packet_as_parameters_lands() {
-    let (src, dst) = tokio::join!(
-        MariaDb::start_with(&["--max-allowed-packet=64M"]),
-        MariaDb::start()
-    );
-    let mut c = src.conn(None).await;
-    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.w (id INT PRIMARY KEY, t LONGTEXT)")
-        .await
-        .unwrap();
-    c.exec_drop("INSERT INTO shop.w VALUES (1, ?)", ("z".repeat(10 << 20),))
-        .await
-        .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let sink = format!(
-        "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
-        dst.port
-    );
-    let job = job_in(
-        &tmp.path().join("a"),
-        ("127.0.0.1", src.port),
-        773,
-        "",
-        &sink,
-        "",
-    );
-    catch_up(&job);
-    let q = "SELECT COUNT(*), SUM(LENGTH(t)) FROM shop.w";
-    let mut d = dst.conn(None).await;
-    assert_eq!(my_rows(&mut d, q).await, my_rows(&mut c, q).await);
 }
