@@ -270,6 +270,61 @@ print(json.dumps([[cell(v) for v in r] for r in rows]))
     rows
 }
 
+/// Rows of table `ns.table` read by pyiceberg through the warehouse's SQLite catalog
+/// (from the virtualenv `scripts/test.sh` installs), as strings, sorted; or its error.
+fn pyiceberg_rows(warehouse: &Path, table: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+    let py = std::env::var("LAKESHIFT_INTEROP_PYTHON").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../target/interop-venv/bin/python"
+        )
+        .to_owned()
+    });
+    let script = r#"
+import json, os, sys
+from pyiceberg.catalog.sql import SqlCatalog
+wh = sys.argv[1]
+cat = SqlCatalog("lakeshift", uri=f"sqlite:///{os.path.join(wh, 'catalog.db')}", warehouse=f"file://{wh}")
+try:
+    rows = cat.load_table(sys.argv[2]).scan().to_arrow().to_pylist()
+except Exception as e:
+    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+    sys.exit(0)
+print(json.dumps({"rows": [[None if v is None else str(v) for v in r.values()] for r in rows]}))
+"#;
+    let out = Command::new(&py)
+        .args(["-c", script, &warehouse.display().to_string(), table])
+        .output()
+        .unwrap_or_else(|e| panic!("{py}: {e} (run ./scripts/test.sh, which installs pyiceberg)"));
+    assert!(
+        out.status.success(),
+        "pyiceberg: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    if let Some(e) = v.get("error") {
+        return Err(e.to_string());
+    }
+    let mut rows: Vec<Vec<Option<String>>> = serde_json::from_value(v["rows"].clone()).unwrap();
+    rows.sort();
+    Ok(rows)
+}
+
+/// The live delete files of a table: (position deletes, equality deletes).
+async fn delete_files(cat: &Catalog, table: &str) -> (usize, usize) {
+    let t = cat
+        .load(&ident("shop", table).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let files = runner::iceberg::commit::live_files(cat, &t).await.unwrap();
+    let count = |c| files.iter().filter(|f| f.0 == c).count();
+    (
+        count(iceberg::spec::DataContentType::PositionDeletes),
+        count(iceberg::spec::DataContentType::EqualityDeletes),
+    )
+}
+
 const ORACLE_TABLES: [&str; 4] = ["items", "counter", "events", "nokey"];
 
 type Dump = BTreeMap<&'static str, Vec<Vec<Option<String>>>>;
@@ -450,20 +505,26 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
     catch_up(&job);
     let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["items", "counter", "events", "nokey"]).await;
-    // DuckDB's iceberg extension reads the same rows (equality deletes on the key
-    // included). Not checked on the keyless table: DuckDB 1.4.4 was seen dropping rows
-    // that share only the first column with a multi-column (full-row) equality delete,
-    // which the iceberg crate's scan above applies correctly.
-    for t in ["items", "counter", "events"] {
+    // DuckDB's iceberg extension and pyiceberg read the same rows (position deletes:
+    // with equality deletes pyiceberg refused the tables, and DuckDB 1.4.4 dropped
+    // rows of the keyless one that shared only the first column with a deleted row).
+    for t in ["items", "counter", "events", "nokey"] {
         let loc = cat
             .metadata_location(&ident("shop", t).unwrap())
             .await
             .unwrap()
             .unwrap();
+        let src = source_rows(&mut c, t).await;
+        assert_eq!(duckdb_rows(&loc), src, "DuckDB reads shop.{t}");
         assert_eq!(
-            duckdb_rows(&loc),
-            source_rows(&mut c, t).await,
-            "DuckDB reads shop.{t}"
+            pyiceberg_rows(&dir.path().join("warehouse"), &format!("shop.{t}")),
+            Ok(src),
+            "pyiceberg reads shop.{t}"
+        );
+        assert_eq!(
+            delete_files(&cat, t).await.1,
+            0,
+            "shop.{t}: no equality deletes"
         );
     }
     let (checked, files) = check_every_snapshot(&cat, &oracle).await;
@@ -2146,5 +2207,86 @@ async fn a_row_the_target_cannot_hold_parks_its_table_under_park() {
         )
         .into_owned();
         assert!(log.contains("#1 resolved"), "{name}: {log}");
+    }
+}
+
+/// Position deletes (the default): keyless tables with floating-point columns and
+/// identical rows, updated and deleted one row at a time over several runs, mirror
+/// exactly (with equality deletes, deleting (1, 2.5) also deleted (1, 1.5), deleting
+/// one of two identical rows removed both, and an all-float keyless table stopped the
+/// job). The tables hold position deletes and no equality deletes, and the iceberg
+/// crate, pyiceberg and DuckDB read them equal to the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyless_floats_and_duplicates_mirror_exactly_through_position_deletes() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.kf (k INT, f DOUBLE);
+         CREATE TABLE shop.floats (x DOUBLE, y FLOAT);
+         CREATE TABLE shop.dups (k INT, v VARCHAR(5));
+         CREATE TABLE shop.kv (id INT PRIMARY KEY, v VARCHAR(5));
+         INSERT INTO shop.kf VALUES (1, 1.5), (1, 2.5), (2, 2.5), (NULL, 0.25);
+         INSERT INTO shop.floats VALUES (0.5, 0.5), (0.5, 0.5), (1.25, -0.75), (-2.5, 3.5);
+         INSERT INTO shop.dups VALUES (1, 'x'), (1, 'x'), (1, 'x'), (2, NULL), (2, NULL);
+         INSERT INTO shop.kv VALUES (1, 'a'), (2, 'b'), (3, 'c');",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    let tables = ["kf", "floats", "dups", "kv"];
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &tables).await;
+    // Committed rows changed one at a time, each in its own transaction; then more
+    // rows, changed again in a later run.
+    for round in [
+        vec![
+            "DELETE FROM shop.kf WHERE k = 1 AND f = 2.5",
+            "UPDATE shop.kf SET f = 9.5 WHERE k = 2",
+            "DELETE FROM shop.kf WHERE k IS NULL",
+            "DELETE FROM shop.floats WHERE x = 0.5 LIMIT 1",
+            "UPDATE shop.floats SET y = 4.5 WHERE x = 1.25",
+            "DELETE FROM shop.dups WHERE k = 1 LIMIT 1",
+            "UPDATE shop.dups SET v = 'y' WHERE k = 1 LIMIT 1",
+            "DELETE FROM shop.dups WHERE k = 2 LIMIT 1",
+            "UPDATE shop.kv SET v = 'B' WHERE id = 2",
+            "DELETE FROM shop.kv WHERE id = 3",
+            "INSERT INTO shop.dups VALUES (1, 'x'), (3, 'z')",
+            "INSERT INTO shop.floats VALUES (1.25, -0.75)",
+        ],
+        vec![
+            "DELETE FROM shop.dups WHERE k = 1 AND v = 'x' LIMIT 1",
+            "DELETE FROM shop.floats WHERE x = 1.25 AND y = -0.75 LIMIT 1",
+            "UPDATE shop.kf SET f = 1.75 WHERE k = 1",
+            "UPDATE shop.kv SET v = 'A' WHERE id = 1",
+            "INSERT INTO shop.kv VALUES (3, 'C')",
+        ],
+    ] {
+        for sql in round {
+            c.query_drop(sql).await.unwrap();
+        }
+        catch_up(&job);
+        let cat = warehouse(dir.path()).await;
+        assert_mirrored(&mut c, &cat, &tables).await;
+    }
+    let cat = warehouse(dir.path()).await;
+    for t in tables {
+        let (pos, eq) = delete_files(&cat, t).await;
+        assert_eq!(eq, 0, "shop.{t}: no equality deletes");
+        assert!(pos > 0, "shop.{t}: its deletes are position deletes");
+        let src = source_rows(&mut c, t).await;
+        let loc = cat
+            .metadata_location(&ident("shop", t).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(duckdb_rows(&loc), src, "DuckDB reads shop.{t}");
+        assert_eq!(
+            pyiceberg_rows(&dir.path().join("warehouse"), &format!("shop.{t}")),
+            Ok(src),
+            "pyiceberg reads shop.{t}"
+        );
     }
 }

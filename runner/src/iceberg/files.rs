@@ -161,14 +161,17 @@ async fn write_picked<W, F, Fut>(
     t: &LoadedTable,
     batches: &[RecordBatch],
     picked: &[(u32, u32)],
+    ident: Option<&[usize]>,
     build: F,
-) -> Result<Vec<DataFile>>
+) -> Result<Vec<(DataFile, Vec<u128>)>>
 where
     W: IcebergWriter,
     F: Fn(Option<iceberg::spec::PartitionKey>) -> Fut,
     Fut: std::future::Future<Output = Result<W>>,
 {
-    let mut writers: Vec<(String, W)> = Vec::new();
+    // Per partition: its writer, and the identities of the rows written, in order.
+    let mut writers: Vec<(String, W, Vec<u128>)> = Vec::new();
+    let mut buf = Vec::new();
     for slice in picked.chunks(SLICE_ROWS) {
         let mut by_batch: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
         for (b, r) in slice {
@@ -192,35 +195,65 @@ where
         for (key, group) in partitioned(t, &taken)? {
             let id = format!("{:?}", key.as_ref().map(|k| k.data()));
             // (Its own statement: no borrow of the writers lives across the await.)
-            let found = writers.iter().position(|(k, _)| *k == id);
+            let found = writers.iter().position(|(k, _, _)| *k == id);
             let i = match found {
                 Some(i) => i,
                 None => {
-                    writers.push((id, build(key).await?));
+                    writers.push((id, build(key).await?, Vec::new()));
                     writers.len() - 1
                 }
             };
             for b in group {
+                if let Some(cols) = ident {
+                    for r in 0..b.num_rows() {
+                        let h = super::locate::identity(&b, cols, r, &mut buf);
+                        writers[i].2.push(h);
+                    }
+                }
                 writers[i].1.write(b).await?;
             }
         }
     }
+    // A writer's files hold its rows in order (it rolls to a new file between
+    // batches), so each file's identities are the next `record_count` of them.
     let mut out = Vec::new();
-    for (_, mut w) in writers {
-        out.extend(w.close().await?);
+    for (_, mut w, ids) in writers {
+        let mut ids = ids.into_iter();
+        for f in w.close().await? {
+            let n = if ident.is_some() {
+                f.record_count() as usize
+            } else {
+                0
+            };
+            let mine: Vec<u128> = ids.by_ref().take(n).collect();
+            if mine.len() != n {
+                return Err(Error::Invalid(format!(
+                    "{}: the writer reported {n} rows, more than were written",
+                    f.file_path()
+                )));
+            }
+            out.push((f, mine));
+        }
+        if ids.next().is_some() {
+            return Err(Error::Invalid(
+                "the writer's files hold fewer rows than were written".into(),
+            ));
+        }
     }
     Ok(out)
 }
 
-/// Data files of the rows `picked` from `batches` (see `write_picked`).
+/// Data files of the rows `picked` from `batches` (see `write_picked`), each with
+/// the identities (over columns `ident`) of its rows in position order when asked.
 pub async fn write_data_picked(
     t: &LoadedTable,
     file_io: &FileIO,
     batches: &[RecordBatch],
     picked: &[(u32, u32)],
-) -> Result<Vec<DataFile>> {
+    ident: Option<&[usize]>,
+) -> Result<Vec<(DataFile, Vec<u128>)>> {
     let schema = t.metadata.current_schema().clone();
-    write_picked(t, batches, picked, |key| {
+    write_picked(t, batches, picked, ident, |key| {
         let b = rolling(t, file_io, schema.clone(), "data");
         async move { Ok(DataFileWriterBuilder::new(b?).build(key).await?) }
     })
@@ -236,7 +269,7 @@ pub async fn write_equality_deletes_picked(
     picked: &[(u32, u32)],
 ) -> Result<Vec<DataFile>> {
     let schema = t.metadata.current_schema().clone();
-    write_picked(t, batches, picked, |key| {
+    let files = write_picked(t, batches, picked, None, |key| {
         let made = (|| {
             let config = EqualityDeleteWriterConfig::new(key_ids.to_vec(), schema.clone())?;
             let projected = config.projected_arrow_schema_ref().clone();
@@ -250,7 +283,8 @@ pub async fn write_equality_deletes_picked(
                 .await?)
         }
     })
-    .await
+    .await?;
+    Ok(files.into_iter().map(|(f, _)| f).collect())
 }
 
 /// Write equality deletes: `batches` hold whole rows (in the current schema) whose
@@ -281,14 +315,27 @@ pub async fn write_equality_deletes(
     Ok(out)
 }
 
-/// Write position deletes: (data file path, row position) pairs, sorted as the spec
-/// asks (by path, then position).
+/// Write position deletes: (data file path, row position) pairs of data files of the
+/// table's unpartitioned spec, sorted as the spec asks (by path, then position).
 pub async fn write_position_deletes(
     t: &LoadedTable,
     file_io: &FileIO,
-    mut deletes: Vec<(String, i64)>,
+    deletes: Vec<(String, i64)>,
 ) -> Result<Vec<DataFile>> {
     unpartitioned(t)?;
+    let spec = t.metadata.default_partition_spec_id();
+    write_position_deletes_in(t, file_io, spec, iceberg::spec::Struct::empty(), deletes).await
+}
+
+/// Position deletes of data files of one partition (`spec_id`, `partition`): the
+/// delete files belong to that partition too.
+pub async fn write_position_deletes_in(
+    t: &LoadedTable,
+    file_io: &FileIO,
+    spec_id: i32,
+    partition: iceberg::spec::Struct,
+    mut deletes: Vec<(String, i64)>,
+) -> Result<Vec<DataFile>> {
     if deletes.is_empty() {
         return Ok(Vec::new());
     }
@@ -308,20 +355,21 @@ pub async fn write_position_deletes(
             .build()?,
     );
     let arrow = Arc::new(schema_to_arrow_schema(&schema)?);
-    let paths: ArrayRef = Arc::new(StringArray::from_iter_values(
-        deletes.iter().map(|(p, _)| p.as_str()),
-    ));
-    let pos: ArrayRef = Arc::new(Int64Array::from_iter_values(
-        deletes.iter().map(|(_, n)| *n),
-    ));
-    let batch = RecordBatch::try_new(arrow, vec![paths, pos])
-        .map_err(|e| Error::Invalid(format!("position delete batch: {e}")))?;
     let mut w = rolling(t, file_io, schema, "pos-delete")?.build();
-    w.write(&None, &batch).await?;
+    for chunk in deletes.chunks(SLICE_ROWS) {
+        let paths: ArrayRef = Arc::new(StringArray::from_iter_values(
+            chunk.iter().map(|(p, _)| p.as_str()),
+        ));
+        let pos: ArrayRef = Arc::new(Int64Array::from_iter_values(chunk.iter().map(|(_, n)| *n)));
+        let batch = RecordBatch::try_new(arrow.clone(), vec![paths, pos])
+            .map_err(|e| Error::Invalid(format!("position delete batch: {e}")))?;
+        w.write(&None, &batch).await?;
+    }
     let mut out = Vec::new();
     for mut b in w.close().await? {
         b.content(DataContentType::PositionDeletes);
-        b.partition_spec_id(t.metadata.default_partition_spec_id());
+        b.partition_spec_id(spec_id);
+        b.partition(partition.clone());
         out.push(
             b.build()
                 .map_err(|e| Error::Invalid(format!("position delete file: {e}")))?,

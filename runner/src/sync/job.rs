@@ -85,6 +85,34 @@ pub struct IcebergSink {
     /// Parquet compression of new tables (zstd, snappy, gzip, uncompressed).
     #[serde(default = "default_compression")]
     pub compression: String,
+    /// How updates and deletes of committed rows are written (default: `position`
+    /// for binlog sources, `equality` for Kafka sources).
+    #[serde(default)]
+    pub delete_mode: Option<DeleteMode>,
+}
+
+/// How the Iceberg sink removes rows it committed before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeleteMode {
+    /// Position deletes from row locators (an index of where each row is): every
+    /// reader reads them, pyiceberg included, and reads stay fast.
+    Position,
+    /// Equality deletes on the key (the whole row for keyless tables): the smallest
+    /// write cost; readers join them against older data, pyiceberg refuses them, and
+    /// identical rows of keyless tables are removed together.
+    Equality,
+}
+
+impl IcebergSink {
+    /// The delete mode in effect for a job whose source is Kafka or not.
+    pub fn deletes(&self, kafka: bool) -> DeleteMode {
+        self.delete_mode.unwrap_or(if kafka {
+            DeleteMode::Equality
+        } else {
+            DeleteMode::Position
+        })
+    }
 }
 
 impl IcebergSink {
@@ -489,6 +517,17 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             "`park` is for binlog sources; a Kafka source takes `fail` or `skip`",
         )
         .into());
+    }
+    if let Some(ice) = sink.iceberg() {
+        if source.kafka().is_some() && ice.delete_mode == Some(DeleteMode::Position) {
+            // Members of a consumer group write the same tables: one process's row
+            // locators would not see the rows another committed.
+            return Err(field(
+                "sink.delete-mode",
+                "`position` is for binlog sources (one writer per table); a Kafka source, whose consumers share tables, takes `equality`",
+            )
+            .into());
+        }
     }
     if pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Skip {
         source.bad_messages_to = Some(pipeline.dead_letter_file());

@@ -122,6 +122,12 @@ struct Sink {
     had_rows: bool,
     watermark: Option<Position>,
     pending: Pending,
+    /// Updates and deletes of committed rows are position deletes (row locators).
+    positions: bool,
+    /// Where the table's rows are (position mode), for the snapshot and schema it
+    /// names; None until deletes first need it, and again after any change of the
+    /// table it did not see.
+    index: Option<crate::iceberg::locate::RowIndex>,
 }
 
 pub struct Engine {

@@ -69,9 +69,9 @@ impl Engine {
         id: &iceberg::TableIdent,
         n: u64,
         name: &str,
-        data: Vec<iceberg::spec::DataFile>,
-        deletes: Vec<iceberg::spec::DataFile>,
+        (data, deletes): (Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>),
         wm: &Option<Position>,
+        base: Option<Option<i64>>,
     ) -> crate::iceberg::Result<crate::iceberg::commit::Committed> {
         let kafka = self.state.kafka.get(name).cloned();
         Committer::new(&self.catalog)
@@ -84,6 +84,7 @@ impl Engine {
                     truncate: self.state.replace.contains(name),
                     summary: self.summary(n, wm),
                     kafka,
+                    base_snapshot: base,
                     ..Default::default()
                 }),
             )
@@ -130,7 +131,7 @@ impl Engine {
             let (data, deletes): (Vec<_>, Vec<_>) = files
                 .into_iter()
                 .partition(|f| f.content_type() == iceberg::spec::DataContentType::Data);
-            self.commit_checkpoint(&id, n, &name, data, deletes, &wm)
+            self.commit_checkpoint(&id, n, &name, (data, deletes), &wm, None)
                 .await
                 .map_err(|e| format!("recovering checkpoint {n} of {name}: {e}"))?;
             done += 1;

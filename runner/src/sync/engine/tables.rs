@@ -132,6 +132,7 @@ impl Engine {
             .insert((ice.namespace.clone(), ice.name.clone()), ice.clone());
         self.planner.namespaces.insert(ice.namespace.clone());
         let arrow = files::arrow_schema(&table).map_err(|e| e.to_string())?;
+        let positions = self.positions();
         // The key: identifier fields, else the job's key override, else full rows.
         let over = self
             .job
@@ -160,18 +161,20 @@ impl Engine {
             } else if let Some(o) = over {
                 (true, o.into_iter().unzip())
             } else {
-                // Full-row deletes: every column Iceberg allows in an equality delete.
+                // Full-row identity: every column (position deletes); every column
+                // Iceberg allows in an equality delete (equality deletes).
                 (
                     false,
                     ice.fields
                         .iter()
                         .enumerate()
                         .filter(|(_, f)| {
-                            !matches!(
-                                f.ty,
-                                dialects::iceberg::IceType::Float
-                                    | dialects::iceberg::IceType::Double
-                            )
+                            positions
+                                || !matches!(
+                                    f.ty,
+                                    dialects::iceberg::IceType::Float
+                                        | dialects::iceberg::IceType::Double
+                                )
                         })
                         .map(|(i, f)| (i, f.id))
                         .unzip(),
@@ -186,7 +189,13 @@ impl Engine {
             if changelog {
                 "changelog: every change appended with _op, _source_pos, _source_ts".to_owned()
             } else if keyed {
-                format!("upserts on key ({})", names.join(", "))
+                format!(
+                    "upserts on key ({}), {} deletes",
+                    names.join(", "),
+                    if positions { "position" } else { "equality" }
+                )
+            } else if positions {
+                "no key: updates and deletes are position deletes of whole rows (one of identical rows at a time)".to_owned()
             } else {
                 "no key: updates and deletes are full-row equality deletes (identical duplicate rows are removed together)".to_owned()
             }
@@ -204,6 +213,15 @@ impl Engine {
             had_rows,
             watermark,
             pending: Pending::new(),
+            positions: positions && !changelog,
+            index: None,
+        })
+    }
+
+    /// The job writes position deletes (`sink.delete-mode`).
+    pub(super) fn positions(&self) -> bool {
+        self.job.sink.iceberg().is_some_and(|s| {
+            s.deletes(self.job.source.kafka().is_some()) == crate::sync::job::DeleteMode::Position
         })
     }
 }

@@ -1,14 +1,68 @@
 //! Pending changes into files and commits: checkpoints, barrier and budget flushes.
 
 use super::*;
+use crate::iceberg::locate;
 use crate::sync::error::SyncError;
 
+/// Position deletes of one partition: its value, and (data file, position) pairs.
+type PartitionDeletes = (iceberg::spec::Struct, Vec<(String, i64)>);
+
+/// A table's pending changes written as files, ready to commit.
+pub(super) struct Written {
+    pub data: Vec<iceberg::spec::DataFile>,
+    pub deletes: Vec<iceberg::spec::DataFile>,
+    /// Position mode: how the commit changes the row index.
+    pub delta: Option<locate::Delta>,
+    /// The snapshot position deletes were computed against (the commit fails if
+    /// another writer removed or rewrote files since).
+    pub base: Option<Option<i64>>,
+}
+
 impl Engine {
-    /// Write a table's pending changes as files. Returns (data, deletes).
+    /// Position mode: the table's row index, fresh for its current snapshot and
+    /// schema, when the pending changes delete committed rows (built from the table
+    /// when missing or stale); an empty one when the commit replaces every row.
+    async fn prepare_index(&mut self, key: &(String, String)) -> Result<(), SyncError> {
+        let io = self.catalog.file_io.clone();
+        let Some(sink) = self.sinks.get_mut(key) else {
+            return Ok(());
+        };
+        if !sink.positions {
+            return Ok(());
+        }
+        let now = locate::table_at(&sink.table);
+        if sink.index.as_ref().is_some_and(|ix| ix.at != now) {
+            sink.index = None;
+        }
+        if sink.pending.replace {
+            sink.index
+                .get_or_insert_with(|| locate::RowIndex::empty(now));
+            return Ok(());
+        }
+        if sink.index.is_none() && !sink.pending.deletes.is_empty() {
+            let t0 = Instant::now();
+            let ix = locate::build(&io, &sink.table, &sink.key)
+                .await
+                .map_err(|e| format!("locating the rows of {}: {e}", display(&sink.ident)))?;
+            tracing::info!(
+                "{}: located {} rows in {} data files ({:.2} s)",
+                display(&sink.ident),
+                ix.len(),
+                ix.files.len(),
+                t0.elapsed().as_secs_f64()
+            );
+            sink.index = Some(ix);
+        }
+        Ok(())
+    }
+
+    /// Write a table's pending changes as files.
     pub(super) async fn write_pending(
-        &self,
-        sink: &Sink,
-    ) -> Result<(Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>), SyncError> {
+        &mut self,
+        key: &(String, String),
+    ) -> Result<Written, SyncError> {
+        self.prepare_index(key).await?;
+        let sink = &self.sinks[key];
         let p = &sink.pending;
         let mut live: Vec<(u32, u32)> = if sink.keyed {
             p.live.values().filter_map(|v| *v).collect()
@@ -19,6 +73,8 @@ impl Engine {
         let mut del = p.deletes.clone();
         del.sort();
         del.dedup();
+        // Position mode with an index: new rows' identities are kept for it.
+        let track = sink.positions && sink.index.is_some();
         // Writer shards: rows split by key hash, each shard's files written by its
         // own task (`pipeline.writer-shards`, default 1).
         let shards = self.job.pipeline.writer_shards.max(1) as usize;
@@ -36,15 +92,23 @@ impl Engine {
             }
             out
         };
+        // Equality mode: each shard writes its deletes too.
+        let eq_del = if sink.positions {
+            Vec::new()
+        } else {
+            del.clone()
+        };
         // Each task copies its rows out of the pending batches a slice at a time.
         let mut tasks = Vec::new();
-        for (live, del) in shard_of(&live).into_iter().zip(shard_of(&del)) {
+        for (live, del) in shard_of(&live).into_iter().zip(shard_of(&eq_del)) {
             let batches = p.batches.clone();
             let table = sink.table.clone();
             let io = self.catalog.file_io.clone();
             let key_ids = sink.key_ids.clone();
+            let ident = track.then(|| sink.key.clone());
             tasks.push(tokio::spawn(async move {
-                let data = files::write_data_picked(&table, &io, &batches, &live).await?;
+                let data = files::write_data_picked(&table, &io, &batches, &live, ident.as_deref())
+                    .await?;
                 let deletes =
                     files::write_equality_deletes_picked(&table, &io, &key_ids, &batches, &del)
                         .await?;
@@ -57,7 +121,88 @@ impl Engine {
             data.extend(d);
             deletes.extend(x);
         }
-        Ok((data, deletes))
+        let Some(ix) = sink.index.as_ref().filter(|_| track) else {
+            return Ok(Written {
+                data: data.into_iter().map(|(f, _)| f).collect(),
+                deletes,
+                delta: None,
+                base: None,
+            });
+        };
+        // Rows of older commits the changes delete, located: a key once; identical
+        // rows of a keyless table one location each.
+        let mut removed = Vec::new();
+        if !p.replace {
+            let mut claimed: HashMap<u128, usize> = HashMap::new();
+            let mut buf = Vec::new();
+            for &(b, r) in &del {
+                let h = locate::identity(&p.batches[b as usize], &sink.key, r as usize, &mut buf);
+                let n = claimed.entry(h).or_insert(0);
+                if sink.keyed && *n > 0 {
+                    continue;
+                }
+                if let Some(l) = ix.nth(h, *n) {
+                    removed.push((h, l));
+                }
+                *n += 1;
+            }
+            if sink.keyed {
+                // A new row of a key an older row still holds replaces it.
+                for (_, ids) in &data {
+                    for h in ids {
+                        if !claimed.contains_key(h) {
+                            if let Some(l) = ix.nth(*h, 0) {
+                                removed.push((*h, l));
+                                claimed.insert(*h, 1);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Position deletes, one set per partition of the files they point into.
+        let mut groups: BTreeMap<(i32, String), PartitionDeletes> = BTreeMap::new();
+        for (_, l) in &removed {
+            let f = ix.file(*l);
+            groups
+                .entry((f.spec_id, format!("{:?}", f.partition)))
+                .or_insert_with(|| (f.partition.clone(), Vec::new()))
+                .1
+                .push((f.path.clone(), locate::loc_pos(*l)));
+        }
+        for ((spec, _), (part, rows)) in groups {
+            deletes.extend(
+                files::write_position_deletes_in(
+                    &sink.table,
+                    &self.catalog.file_io,
+                    spec,
+                    part,
+                    rows,
+                )
+                .await?,
+            );
+        }
+        let spec = sink.table.metadata.default_partition_spec_id();
+        let base = (!removed.is_empty()).then_some(ix.at.0);
+        let mut out = Vec::with_capacity(data.len());
+        let mut added = Vec::with_capacity(data.len());
+        for (f, ids) in data {
+            added.push((
+                locate::FileSlot {
+                    path: f.file_path().to_owned(),
+                    partition: f.partition().clone(),
+                    spec_id: spec,
+                },
+                ids,
+            ));
+            out.push(f);
+        }
+        Ok(Written {
+            data: out,
+            deletes,
+            delta: Some(locate::Delta { removed, added }),
+            base,
+        })
     }
 
     /// Commit one table's pending changes now (DDL barrier, memory pressure), tagged
@@ -69,7 +214,8 @@ impl Engine {
         if sink.pending.is_empty() {
             return Ok(());
         }
-        let (data, deletes) = self.write_pending(sink).await?;
+        let w = self.write_pending(key).await?;
+        let sink = &self.sinks[key];
         let wm = sink.pending.watermark.clone();
         let summary = self.summary(self.state.checkpoint, &wm);
         let id = sink.ident.clone();
@@ -79,31 +225,48 @@ impl Engine {
                 &id,
                 &uuid::Uuid::new_v4().to_string(),
                 &Change::Snapshot(SnapshotChange {
-                    data_files: data,
-                    delete_files: deletes,
+                    data_files: w.data,
+                    delete_files: w.deletes,
                     truncate: sink.pending.replace,
                     summary,
                     kafka,
+                    base_snapshot: w.base,
                     ..Default::default()
                 }),
             )
             .await
             .map_err(|e| format!("commit of {}: {e}", display(&id)))?;
-        self.committed_pending(key, done.table, wm);
+        self.committed_pending(key, done.table, wm, w.delta);
         Ok(())
     }
 
-    /// A table's pending changes landed: its new state and watermark, nothing pending.
+    /// A table's pending changes landed: its new state and watermark, nothing
+    /// pending; its row index moves to the commit's snapshot (or is dropped, when the
+    /// table changed in a way it did not see).
     pub(super) fn committed_pending(
         &mut self,
         key: &(String, String),
         table: LoadedTable,
         wm: Option<Position>,
+        delta: Option<locate::Delta>,
     ) {
         self.commits += 1;
         let sink = self.sinks.get_mut(key).expect("present");
+        let replace = sink.pending.replace;
         sink.table = table;
         sink.watermark = wm;
+        let now = locate::table_at(&sink.table);
+        let parent = sink
+            .table
+            .metadata
+            .current_snapshot()
+            .and_then(|s| s.parent_snapshot_id());
+        match (sink.index.as_mut(), delta) {
+            (Some(ix), Some(d)) if replace || (ix.at.0 == parent && ix.at.1 == now.1) => {
+                ix.apply(d, replace, now)
+            }
+            _ => sink.index = None,
+        }
         let done = std::mem::replace(&mut sink.pending, Pending::new()).offsets;
         for (part, o) in done {
             if let Some((t, p)) = part.rsplit_once('/') {
@@ -133,17 +296,17 @@ impl Engine {
         let mut staged = Vec::new();
         let keys: Vec<(String, String)> = self.sinks.keys().cloned().collect();
         for key in keys {
-            let sink = &self.sinks[&key];
-            if sink.pending.is_empty() {
+            if self.sinks[&key].pending.is_empty() {
                 continue;
             }
-            let (data, deletes) = self.write_pending(sink).await?;
+            let w = self.write_pending(&key).await?;
+            let sink = &self.sinks[&key];
             let name = format!("{}.{}", key.0, key.1);
             let rel = format!("pending/{n}-{name}.avro");
             write_files(
                 &self.state_dir.join(&rel),
                 &sink.table,
-                data.iter().chain(&deletes),
+                w.data.iter().chain(&w.deletes),
             )?;
             pending.insert(name.clone(), (rel, sink.pending.watermark.clone()));
             if let Some(k) = self.kafka_commit(sink) {
@@ -152,7 +315,7 @@ impl Engine {
             if sink.pending.replace {
                 replace.insert(name.clone());
             }
-            staged.push((key, data, deletes));
+            staged.push((key, w));
         }
         // Changes of parked tables, durably before the state that moves past them.
         for (k, items) in std::mem::take(&mut self.held) {
@@ -172,7 +335,7 @@ impl Engine {
         };
         state.store(&self.state_dir)?;
         self.state = state;
-        for (i, (key, data, deletes)) in staged.into_iter().enumerate() {
+        for (i, (key, w)) in staged.into_iter().enumerate() {
             if i == 1 {
                 failpoint("between-table-commits");
             }
@@ -181,10 +344,10 @@ impl Engine {
             let wm = sink.pending.watermark.clone();
             let id = sink.ident.clone();
             let done = self
-                .commit_checkpoint(&id, n, &name, data, deletes, &wm)
+                .commit_checkpoint(&id, n, &name, (w.data, w.deletes), &wm, w.base)
                 .await
                 .map_err(|e| format!("checkpoint {n}: commit of {name}: {e}"))?;
-            self.committed_pending(&key, done.table, wm);
+            self.committed_pending(&key, done.table, wm, w.delta);
         }
         // The catalog's record of the job moves too (an older state folder is refused).
         self.catalog
@@ -217,9 +380,12 @@ impl Engine {
         Ok(())
     }
 
-    /// The table with the most pending bytes, when all of them pass the budget.
+    /// The table with the most pending bytes, when all of them pass the budget
+    /// (the pending changes' share, less what the row indexes hold, down to a
+    /// quarter of it).
     pub(super) fn largest_over_budget(&self) -> Option<(String, String)> {
-        let budget = self.job.pipeline.pending_budget();
+        let share = self.job.pipeline.pending_budget();
+        let budget = share.saturating_sub(self.index_bytes()).max(share / 4);
         let total: usize = self.sinks.values().map(|s| s.pending.bytes).sum();
         if total < budget {
             return None;
@@ -228,5 +394,14 @@ impl Engine {
             .iter()
             .max_by_key(|(_, s)| s.pending.bytes)
             .map(|(k, _)| k.clone())
+    }
+
+    /// Bytes the tables' row indexes hold.
+    pub(super) fn index_bytes(&self) -> usize {
+        self.sinks
+            .values()
+            .filter_map(|s| s.index.as_ref())
+            .map(|ix| ix.bytes())
+            .sum()
     }
 }
