@@ -258,11 +258,16 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// A catch-up of the backlog into a fresh local Iceberg warehouse with `sink.delete-mode`
+/// `mode` and checkpoints every `every` seconds: rows, seconds, DDL stalls, and the
+/// warehouse (kept until dropped) with its tables' metadata files.
 async fn lakeshift_sync(
     db: &MariaDb,
     from: &Position,
     defs: &Defs,
-) -> (u64, f64, Vec<(String, usize, f64)>) {
+    mode: &str,
+    every: f64,
+) -> (u64, f64, Vec<(String, usize, f64)>, Lake) {
     let dir = tempfile::tempdir().unwrap();
     // A job that resumes at the backlog's start, with the schema history of then.
     let state = dir.path().join("state");
@@ -280,7 +285,7 @@ async fn lakeshift_sync(
     )
     .unwrap();
     let yaml = format!(
-        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 778\n  tables: ['bench\\..*']\n  startup: {{mode: position, position: '{from}'}}\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: bench\n  state: {}\n  checkpoint-interval-seconds: 5\n",
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 778\n  tables: ['bench\\..*']\n  startup: {{mode: position, position: '{from}'}}\nsink:\n  type: iceberg\n  warehouse: {}\n  delete-mode: {mode}\npipeline:\n  name: bench\n  state: {}\n  checkpoint-interval-seconds: {every}\n",
         db.port,
         dir.path().join("wh").display(),
         dir.path().join("state").display()
@@ -292,10 +297,103 @@ async fn lakeshift_sync(
         .unwrap();
     let mut p = Pipeline::new(&job, engine);
     p.run(true).await.unwrap();
+    let secs = t0.elapsed().as_secs_f64();
+    let cat = runner::iceberg::Catalog::open(&runner::iceberg::CatalogConfig::local(
+        dir.path().join("wh"),
+    ))
+    .await
+    .unwrap();
+    let mut metadata = Vec::new();
+    let mut files = (0, 0, 0);
+    for t in 0..TABLES {
+        let id = runner::iceberg::catalog::ident("bench", &format!("t{t}")).unwrap();
+        metadata.push(cat.metadata_location(&id).await.unwrap().unwrap());
+        let table = cat.load(&id).await.unwrap().unwrap();
+        for (kind, _, _) in runner::iceberg::commit::live_files(&cat, &table)
+            .await
+            .unwrap()
+        {
+            match kind {
+                iceberg::spec::DataContentType::Data => files.0 += 1,
+                iceberg::spec::DataContentType::PositionDeletes => files.1 += 1,
+                iceberg::spec::DataContentType::EqualityDeletes => files.2 += 1,
+            }
+        }
+    }
     (
         p.sink.rows,
-        t0.elapsed().as_secs_f64(),
+        secs,
         p.sink.ddl_stalls.clone(),
+        Lake {
+            _dir: dir,
+            metadata,
+            files,
+        },
+    )
+}
+
+/// A warehouse a catch-up wrote.
+struct Lake {
+    _dir: tempfile::TempDir,
+    metadata: Vec<String>,
+    /// Live (data, position-delete, equality-delete) files over the tables.
+    files: (usize, usize, usize),
+}
+
+/// DuckDB's read of the tables (`SELECT count(*), sum(a), sum(id)` over each
+/// `iceberg_scan`, best of 3) and of plain Parquet files holding the same rows (DuckDB's
+/// `COPY ... TO` of the scan): (seconds over Iceberg, seconds over Parquet, result).
+fn duckdb_read(lake: &Lake) -> (f64, f64, String) {
+    let py = std::env::var("LAKESHIFT_INTEROP_PYTHON").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../target/interop-venv/bin/python"
+        )
+        .to_owned()
+    });
+    let script = r#"
+import duckdb, glob, json, os, sys, tempfile, time
+con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+base = glob.glob(os.path.join(os.path.dirname(duckdb.__file__), "..", "duckdb_ext", "extensions", "*", "*"))[0]
+for n in ["parquet", "avro", "iceberg"]:
+    con.execute(f"LOAD '{base}/{n}.duckdb_extension'")
+metas = sys.argv[1:]
+q = "SELECT count(*), sum(a), sum(id) FROM {}"
+def run(srcs):
+    best, out = None, None
+    for _ in range(3):
+        t0 = time.perf_counter()
+        out = [con.execute(q.format(s)).fetchone() for s in srcs]
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    return best, [list(map(str, r)) for r in out]
+ice, ice_rows = run([f"iceberg_scan('{m}')" for m in metas])
+tmp = tempfile.mkdtemp()
+plain = []
+for i, m in enumerate(metas):
+    p = os.path.join(tmp, f"t{i}.parquet")
+    con.execute(f"COPY (SELECT * FROM iceberg_scan('{m}')) TO '{p}' (FORMAT parquet)")
+    plain.append(f"read_parquet('{p}')")
+pq, pq_rows = run(plain)
+assert ice_rows == pq_rows, (ice_rows, pq_rows)
+print(json.dumps({"iceberg": ice, "parquet": pq, "rows": ice_rows}))
+"#;
+    let out = Command::new(&py)
+        .arg("-c")
+        .arg(script)
+        .args(&lake.metadata)
+        .output()
+        .unwrap_or_else(|e| panic!("{py}: {e} (run ./scripts/test.sh, which installs DuckDB)"));
+    assert!(
+        out.status.success(),
+        "duckdb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["iceberg"].as_f64().unwrap(),
+        v["parquet"].as_f64().unwrap(),
+        v["rows"].to_string(),
     )
 }
 
@@ -421,9 +519,27 @@ fn main() {
         let (vrows, vbytes, vsecs) = lakeshift_tail(&db, &start, &defs, Tail::ValuePerRow).await;
         assert_eq!((trows, vrows), (rows, rows), "every row change tailed");
         reset_peak_rss();
-        let (sync_rows, sync_secs, stalls) = lakeshift_sync(&db, &start, &defs).await;
+        let (sync_rows, sync_secs, stalls, lake) =
+            lakeshift_sync(&db, &start, &defs, "position", 5.0).await;
         let sync_rss = peak_rss_mib();
         assert_eq!(sync_rows as usize, done, "every row change synced");
+        // The same catch-up with equality deletes, and both with checkpoints every
+        // 0.2 s (deletes then apply across many files); each lake read by DuckDB.
+        let mut lakes = vec![("position", 5.0, sync_rows, sync_secs, lake)];
+        for (mode, every) in [("equality", 5.0), ("position", 0.2), ("equality", 0.2)] {
+            let (r, s, _, l) = lakeshift_sync(&db, &start, &defs, mode, every).await;
+            assert_eq!(r as usize, done, "every row change synced ({mode})");
+            lakes.push((mode, every, r, s, l));
+        }
+        let mut reads = Vec::new();
+        for (mode, every, _, _, lake) in &lakes {
+            let (ice, plain, result) = duckdb_read(lake);
+            reads.push((*mode, *every, ice, plain, result));
+        }
+        assert!(
+            reads.windows(2).all(|w| w[0].4 == w[1].4),
+            "every lake reads the same rows: {reads:?}"
+        );
         let (srows, ssecs) = lakeshift_snapshot(&db).await;
         let (rrows, rsecs) = raw_select(&db);
         assert_eq!(srows, rrows, "snapshot rows");
@@ -442,8 +558,10 @@ fn main() {
         println!("| lakeshift tail -> JSON lines ({} MB) | {trows} | {tsecs:.2} | {t_rate:.0} | {:.2}x |", tbytes >> 20, t_rate / mb_rate);
         let v_rate = vrows as f64 / vsecs;
         println!("| (former tail: a serde_json::Value per row, {} MB) | {vrows} | {vsecs:.2} | {v_rate:.0} | {:.2}x |", vbytes >> 20, v_rate / mb_rate);
-        let sync_rate = sync_rows as f64 / sync_secs;
-        println!("| lakeshift sync -> Iceberg (catch-up) | {sync_rows} | {sync_secs:.2} | {sync_rate:.0} | {:.2}x |", sync_rate / mb_rate);
+        for (mode, every, r, s, _) in &lakes {
+            let rate = *r as f64 / s;
+            println!("| lakeshift sync -> Iceberg (catch-up, {mode} deletes, checkpoints every {every} s) | {r} | {s:.2} | {rate:.0} | {:.2}x |", rate / mb_rate);
+        }
         let srate = srows as f64 / ssecs;
         reset_peak_rss();
         // LAKESHIFT_BENCH_MANY: table counts, e.g. 1000,5000,10000.
@@ -469,6 +587,13 @@ fn main() {
             println!("DDL barrier at {pos}: {tables} table(s) paused {ms:.1} ms (the other tables' changes queue for the same time: one consumer task)");
         }
         println!("peak RSS (process, reset before each): sync catch-up {sync_rss:.0} MiB");
+        println!();
+        println!("| lake after catch-up | files (data / position deletes / equality deletes) | DuckDB over Iceberg s | over plain Parquet s | ratio |");
+        println!("|---|---|---:|---:|---:|");
+        for ((mode, every, ice, plain, _), (_, _, _, _, lake)) in reads.iter().zip(&lakes) {
+            let (d, p, e) = lake.files;
+            println!("| {mode} deletes, checkpoints every {every} s | {d} / {p} / {e} | {ice:.3} | {plain:.3} | {:.2}x |", ice / plain);
+        }
         println!();
         println!("| tables (2 rows each) snapshotted into Iceberg | seconds | ms per table | peak RSS MiB |");
         println!("|---:|---:|---:|---:|");

@@ -195,6 +195,127 @@ impl RowIndex {
     }
 }
 
+const MAGIC: &[u8; 8] = b"LSRIX01\n";
+
+impl RowIndex {
+    /// The index as bytes: a header (snapshot, schema, data files), then the
+    /// locations. (Partitions are not stored: `load` takes them from the manifests.)
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let header = serde_json::json!({
+            "snapshot": self.at.0,
+            "schema": self.at.1,
+            "files": self.files.iter().map(|f| (&f.path, f.spec_id)).collect::<Vec<_>>(),
+        })
+        .to_string();
+        let mut out = Vec::with_capacity(64 + header.len() + self.rows.len() * 24);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(&(self.rows.len() as u64).to_le_bytes());
+        for (h, l) in &self.rows {
+            out.extend_from_slice(&h.to_le_bytes());
+            out.extend_from_slice(&l.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.more.len() as u64).to_le_bytes());
+        for (h, v) in &self.more {
+            out.extend_from_slice(&h.to_le_bytes());
+            out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+            for l in v {
+                out.extend_from_slice(&l.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// An index stored by `to_bytes`, if it describes the table as it is now (its
+    /// snapshot and schema); None otherwise, or when the bytes are not an index.
+    pub async fn load(bytes: &[u8], file_io: &FileIO, t: &LoadedTable) -> Result<Option<RowIndex>> {
+        struct Cursor<'a>(&'a [u8]);
+        impl Cursor<'_> {
+            fn take(&mut self, n: usize) -> Option<&[u8]> {
+                (self.0.len() >= n).then(|| {
+                    let (a, b) = self.0.split_at(n);
+                    self.0 = b;
+                    a
+                })
+            }
+            fn u64(&mut self) -> Option<u64> {
+                Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+            }
+            fn u128(&mut self) -> Option<u128> {
+                Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
+            }
+        }
+        #[derive(serde::Deserialize)]
+        struct Header {
+            snapshot: Option<i64>,
+            schema: i32,
+            files: Vec<(String, i32)>,
+        }
+        let mut c = Cursor(bytes);
+        if c.take(MAGIC.len()) != Some(MAGIC.as_slice()) {
+            return Ok(None);
+        }
+        let Some(header) = c
+            .u64()
+            .and_then(|n| c.take(n as usize))
+            .and_then(|h| serde_json::from_slice::<Header>(h).ok())
+        else {
+            return Ok(None);
+        };
+        if (header.snapshot, header.schema) != table_at(t) {
+            return Ok(None);
+        }
+        // The files' partitions, from the manifests of that snapshot.
+        let mut parts: HashMap<String, Struct> = HashMap::new();
+        if let Some(s) = t.metadata.current_snapshot() {
+            let list = file_io.new_input(s.manifest_list())?.read().await?;
+            for mf in ManifestList::parse_with_version(&list, t.metadata.format_version())?
+                .entries()
+                .iter()
+                .filter(|m| m.content == ManifestContentType::Data)
+            {
+                for e in mf.load_manifest(file_io).await?.entries() {
+                    if e.is_alive() {
+                        parts.insert(
+                            e.data_file().file_path().to_owned(),
+                            e.data_file().partition().clone(),
+                        );
+                    }
+                }
+            }
+        }
+        let mut ix = RowIndex::empty(table_at(t));
+        for (path, spec_id) in header.files {
+            let partition = parts.remove(&path).unwrap_or_else(Struct::empty);
+            ix.file_id(FileSlot {
+                path,
+                partition,
+                spec_id,
+            });
+        }
+        let read = |c: &mut Cursor<'_>, ix: &mut RowIndex| -> Option<()> {
+            let n = c.u64()?;
+            ix.rows.reserve(n as usize);
+            for _ in 0..n {
+                let h = c.u128()?;
+                ix.rows.insert(h, c.u64()?);
+            }
+            for _ in 0..c.u64()? {
+                let h = c.u128()?;
+                let k = c.u64()? as usize;
+                let mut v = Vec::with_capacity(k.min(c.0.len() / 8));
+                for _ in 0..k {
+                    v.push(c.u64()?);
+                }
+                ix.more.insert(h, v);
+            }
+            c.0.is_empty().then_some(())
+        };
+        Ok(read(&mut c, &mut ix).map(|_| ix))
+    }
+}
+
 /// Where a table is: its current snapshot and schema.
 pub fn table_at(t: &LoadedTable) -> (Option<i64>, i32) {
     (

@@ -425,6 +425,7 @@ impl super::pipeline::Sink for Engine {
     }
 
     async fn stopped(&mut self) -> Result<(), SyncError> {
+        self.store_indexes()?;
         Ok(self.catalog.release().await.map_err(|e| e.to_string())?)
     }
 

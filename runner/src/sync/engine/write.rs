@@ -4,6 +4,11 @@ use super::*;
 use crate::iceberg::locate;
 use crate::sync::error::SyncError;
 
+/// Where a clean stop keeps a table's row index.
+fn index_path(state: &Path, key: &(String, String)) -> PathBuf {
+    state.join("index").join(format!("{}.{}.idx", key.0, key.1))
+}
+
 /// Position deletes of one partition: its value, and (data file, position) pairs.
 type PartitionDeletes = (iceberg::spec::Struct, Vec<(String, i64)>);
 
@@ -41,17 +46,49 @@ impl Engine {
         }
         if sink.index.is_none() && !sink.pending.deletes.is_empty() {
             let t0 = Instant::now();
-            let ix = locate::build(&io, &sink.table, &sink.key)
-                .await
-                .map_err(|e| format!("locating the rows of {}: {e}", display(&sink.ident)))?;
+            let name = display(&sink.ident);
+            let err = |e: crate::iceberg::Error| format!("locating the rows of {name}: {e}");
+            // The index a clean stop stored, if the table is still as it was then.
+            let stored = match std::fs::read(index_path(&self.state_dir, key)) {
+                Ok(b) => locate::RowIndex::load(&b, &io, &sink.table)
+                    .await
+                    .map_err(err)?,
+                Err(_) => None,
+            };
+            let (ix, how) = match stored {
+                Some(ix) => (ix, "read from the state folder"),
+                None => (
+                    locate::build(&io, &sink.table, &sink.key)
+                        .await
+                        .map_err(err)?,
+                    "built from the table",
+                ),
+            };
             tracing::info!(
-                "{}: located {} rows in {} data files ({:.2} s)",
-                display(&sink.ident),
+                "{name}: row index {how}: {} rows in {} data files ({:.2} s)",
                 ix.len(),
                 ix.files.len(),
                 t0.elapsed().as_secs_f64()
             );
             sink.index = Some(ix);
+        }
+        Ok(())
+    }
+
+    /// A clean stop: the tables' current row indexes go to the state folder (a
+    /// restart reads them instead of reading the tables' key columns again).
+    pub(super) fn store_indexes(&self) -> Result<(), SyncError> {
+        for (key, sink) in &self.sinks {
+            let Some(ix) = &sink.index else { continue };
+            if ix.at != locate::table_at(&sink.table) {
+                continue;
+            }
+            let path = index_path(&self.state_dir, key);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
+            crate::durable::replace(&path, &ix.to_bytes())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
         }
         Ok(())
     }
