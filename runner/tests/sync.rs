@@ -2297,8 +2297,21 @@ async fn keyless_floats_and_duplicates_mirror_exactly_through_position_deletes()
         assert_eq!(duckdb_rows(&loc), src, "DuckDB reads shop.{t}");
         assert_eq!(
             pyiceberg_rows(&dir.path().join("warehouse"), &format!("shop.{t}")),
-            Ok(src),
+            Ok(src.clone()),
             "pyiceberg reads shop.{t}"
         );
+        // `status` shows the table's rows, files and delete files.
+        let out = lakeshift(&["status", "--config", &job.display().to_string()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line: Vec<&str> = text
+            .lines()
+            .find(|l| l.starts_with(&format!("shop.{t} ")))
+            .unwrap_or_else(|| panic!("no shop.{t} in {text}"))
+            .split_whitespace()
+            .collect();
+        assert_eq!(line[2], src.len().to_string(), "rows of shop.{t}: {text}");
+        assert_eq!(line[5], pos.to_string(), "delete files of shop.{t}: {text}");
+        assert!(line[4].parse::<u32>().unwrap() >= 2, "data files: {text}");
+        assert!(line[7].parse::<u32>().unwrap() >= 3, "snapshots: {text}");
     }
 }

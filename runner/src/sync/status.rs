@@ -46,8 +46,8 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
     }
     let _ = writeln!(
         out,
-        "{:<32} {:>10} {:>10} {:>7}  watermark",
-        "table", "checkpoint", "rows", "schema"
+        "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9} {:>9}  watermark",
+        "table", "checkpoint", "rows", "schema", "files", "deletes", "MiB", "snapshots"
     );
     for ns in catalog.list_namespaces().await.map_err(|e| e.to_string())? {
         for t in catalog.list_tables(&ns).await.map_err(|e| e.to_string())? {
@@ -69,22 +69,33 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
                 ours.and_then(|s| s.summary().additional_properties.get(k).cloned())
                     .unwrap_or_else(|| "-".into())
             };
-            let rows = m
-                .current_snapshot()
-                .and_then(|s| {
-                    s.summary()
-                        .additional_properties
-                        .get("total-records")
-                        .cloned()
-                })
-                .unwrap_or_else(|| "0".into());
+            // Totals of the current snapshot's summary: rows, data files, delete
+            // files (position and equality), bytes.
+            let total = |k: &str| -> u64 {
+                m.current_snapshot()
+                    .and_then(|s| s.summary().additional_properties.get(k))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            };
+            // Live rows: each position delete removes one row; equality deletes
+            // remove an unknown number (then the count is an upper bound).
+            let live = total("total-records").saturating_sub(total("total-position-deletes"));
+            let rows = if total("total-equality-deletes") > 0 {
+                format!("<={live}")
+            } else {
+                live.to_string()
+            };
             let _ = writeln!(
                 out,
-                "{:<32} {:>10} {:>10} {:>7}  {}",
+                "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9.1} {:>9}  {}",
                 format!("{ns}.{t}"),
                 get(CHECKPOINT),
                 rows,
                 m.current_schema_id(),
+                total("total-data-files"),
+                total("total-delete-files"),
+                total("total-files-size") as f64 / (1024.0 * 1024.0),
+                m.snapshots().count(),
                 get(WATERMARK)
             );
         }
