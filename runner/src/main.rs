@@ -84,7 +84,10 @@ enum Command {
     /// Debezium topics instead, one consumer group, offsets kept in the sink's commit.
     /// Iceberg (`sink.type: iceberg`): every
     /// checkpoint interval, at a transaction boundary, changes are written as Parquet
-    /// files, recorded in the state folder, and committed per table with the checkpoint
+    /// files (updates and deletes of rows committed before as position deletes, from
+    /// an index of where each row is; `sink.delete-mode: equality` writes equality
+    /// deletes instead, the default for Kafka sources), recorded in the state folder,
+    /// and committed per table with the checkpoint
     /// id and the table's watermark in the snapshot summary. PostgreSQL or MySQL
     /// (`sink.type: postgres | mysql`): changes folded by key become upserts and
     /// deletes (values sent as data: COPY into staging tables, or prepared statements)

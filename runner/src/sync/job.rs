@@ -354,6 +354,7 @@ const ICEBERG_SINK_KEYS: &[&str] = &[
     "sort-by-key",
     "target-file-size-mib",
     "compression",
+    "delete-mode",
 ];
 const RDB_SINK_KEYS: &[&str] = &["url", "foreign-keys", "batch-rows"];
 /// Pipeline settings only the Iceberg sink acts on (the pipeline itself acts on the
@@ -644,6 +645,30 @@ mod tests {
             "{e}"
         );
         assert!(parse(&yaml.replace("park", "skip"), |_| None).is_ok());
+    }
+
+    #[cfg(feature = "kafka")]
+    #[test]
+    fn position_deletes_are_the_default_for_binlog_and_refused_for_kafka() {
+        let binlog = job("  type: iceberg\n  warehouse: /tmp/w\n", "");
+        let j = parse(&binlog, |_| None).unwrap();
+        assert_eq!(
+            j.sink.iceberg().unwrap().deletes(false),
+            DeleteMode::Position
+        );
+        let kafka = "source:\n  type: kafka\n  brokers: 127.0.0.1:9092\n  group-id: g\n  topic-prefix: p\n  tables: ['a\\..*']\nsink:\n  type: iceberg\n  warehouse: /tmp/w\npipeline:\n  name: j\n  state: /tmp/s\n";
+        let j = parse(kafka, |_| None).unwrap();
+        assert_eq!(
+            j.sink.iceberg().unwrap().deletes(true),
+            DeleteMode::Equality
+        );
+        let e = parse(
+            &kafka.replace("/tmp/w\n", "/tmp/w\n  delete-mode: position\n"),
+            |_| None,
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("sink.delete-mode") && e.contains("Kafka"), "{e}");
     }
 
     #[test]
