@@ -235,13 +235,7 @@ async fn assert_mirrored(c: &mut mysql_async::Conn, cat: &Catalog, tables: &[&st
 /// Rows of an Iceberg table read by DuckDB's iceberg extension (from the virtualenv
 /// `scripts/test.sh` installs), as strings, sorted.
 fn duckdb_rows(metadata: &str) -> Vec<Vec<Option<String>>> {
-    let py = std::env::var("LAKESHIFT_INTEROP_PYTHON").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../target/interop-venv/bin/python"
-        )
-        .to_owned()
-    });
+    let py = lakeshift_tests::interop_python();
     let script = r#"
 import duckdb, glob, json, os, sys
 con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
@@ -259,7 +253,7 @@ print(json.dumps([[cell(v) for v in r] for r in rows]))
     let out = Command::new(&py)
         .args(["-c", script, metadata])
         .output()
-        .unwrap_or_else(|e| panic!("{py}: {e} (run ./scripts/test.sh, which installs DuckDB)"));
+        .unwrap_or_else(|e| panic!("{}: {e}", py.display()));
     assert!(
         out.status.success(),
         "duckdb: {}",
@@ -273,13 +267,7 @@ print(json.dumps([[cell(v) for v in r] for r in rows]))
 /// Rows of table `ns.table` read by pyiceberg through the warehouse's SQLite catalog
 /// (from the virtualenv `scripts/test.sh` installs), as strings, sorted; or its error.
 fn pyiceberg_rows(warehouse: &Path, table: &str) -> Result<Vec<Vec<Option<String>>>, String> {
-    let py = std::env::var("LAKESHIFT_INTEROP_PYTHON").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../target/interop-venv/bin/python"
-        )
-        .to_owned()
-    });
+    let py = lakeshift_tests::interop_python();
     let script = r#"
 import json, os, sys
 from pyiceberg.catalog.sql import SqlCatalog
@@ -295,7 +283,7 @@ print(json.dumps({"rows": [[None if v is None else str(v) for v in r.values()] f
     let out = Command::new(&py)
         .args(["-c", script, &warehouse.display().to_string(), table])
         .output()
-        .unwrap_or_else(|e| panic!("{py}: {e} (run ./scripts/test.sh, which installs pyiceberg)"));
+        .unwrap_or_else(|e| panic!("{}: {e}", py.display()));
     assert!(
         out.status.success(),
         "pyiceberg: {}",

@@ -346,13 +346,7 @@ struct Lake {
 /// `iceberg_scan`, best of 3) and of plain Parquet files holding the same rows (DuckDB's
 /// `COPY ... TO` of the scan): (seconds over Iceberg, seconds over Parquet, result).
 fn duckdb_read(lake: &Lake) -> (f64, f64, String) {
-    let py = std::env::var("LAKESHIFT_INTEROP_PYTHON").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../target/interop-venv/bin/python"
-        )
-        .to_owned()
-    });
+    let py = lakeshift_tests::interop_python();
     let script = r#"
 import duckdb, glob, json, os, sys, tempfile, time
 con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
@@ -385,7 +379,7 @@ print(json.dumps({"iceberg": ice, "parquet": pq, "rows": ice_rows}))
         .arg(script)
         .args(&lake.metadata)
         .output()
-        .unwrap_or_else(|e| panic!("{py}: {e} (run ./scripts/test.sh, which installs DuckDB)"));
+        .unwrap_or_else(|e| panic!("{}: {e}", py.display()));
     assert!(
         out.status.success(),
         "duckdb: {}",

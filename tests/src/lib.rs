@@ -20,6 +20,21 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The Python with pyiceberg and DuckDB that `scripts/test.sh` installs (or the one
+/// LAKESHIFT_INTEROP_PYTHON names), for reading tables with other engines.
+pub fn interop_python() -> PathBuf {
+    if let Ok(p) = std::env::var("LAKESHIFT_INTEROP_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let p = workspace_root().join("target/interop-venv/bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run ./scripts/test.sh, which installs pyiceberg and DuckDB into it",
+        p.display()
+    );
+    p
+}
+
 pub fn corpus(name: &str) -> String {
     std::fs::read_to_string(workspace_root().join("tests/corpus").join(name))
         .unwrap_or_else(|e| panic!("corpus {name}: {e}"))

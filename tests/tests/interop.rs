@@ -16,16 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 fn python() -> PathBuf {
-    if let Ok(p) = std::env::var("LAKESHIFT_INTEROP_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let p = lakeshift_tests::workspace_root().join("target/interop-venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run ./scripts/test.sh, which installs pyiceberg and DuckDB into it",
-        p.display()
-    );
-    p
+    lakeshift_tests::interop_python()
 }
 
 async fn ddl(cfg: &CatalogConfig, sql: &str) {
