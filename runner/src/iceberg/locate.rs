@@ -82,7 +82,13 @@ pub struct RowIndex {
     rows: Map<Loc>,
     /// Further locations of identical rows (keyless tables).
     more: Map<Vec<Loc>>,
+    /// Heap bytes held, as of the last change (`bytes` is asked for every batch).
+    held: usize,
 }
+
+/// Position deletes of one partition: spec id, partition value, (data file,
+/// position) pairs.
+pub type PartitionDeletes = (i32, Struct, Vec<(String, i64)>);
 
 /// A change of the index a commit makes: located rows it deletes, rows it adds.
 #[derive(Default, Debug)]
@@ -110,12 +116,79 @@ impl RowIndex {
 
     /// Heap bytes the index holds (counted in the job's memory budget).
     pub fn bytes(&self) -> usize {
+        self.held
+    }
+
+    /// Count the heap bytes again (after a change).
+    fn recount(&mut self) {
         // hashbrown: key, value and one control byte per bucket.
-        self.rows.capacity() * (16 + 8 + 1)
+        self.held = self.rows.capacity() * (16 + 8 + 1)
             + self.more.capacity() * (16 + 24 + 1)
             + self.more.values().map(|v| v.capacity() * 8).sum::<usize>()
             + self.files.iter().map(|f| f.path.len() + 96).sum::<usize>()
-            + self.by_path.capacity() * 40
+            + self.by_path.capacity() * 40;
+    }
+
+    /// The committed rows a change deletes, located: `deleted` are the identities of
+    /// its deleted rows (a key once however often it repeats; identical rows of a
+    /// keyless table one location each, in turn), `written` those of the rows it
+    /// writes (keyed: a new row of a key an older row still holds replaces it).
+    pub fn locate_deletes(
+        &self,
+        keyed: bool,
+        deleted: impl IntoIterator<Item = u128>,
+        written: impl IntoIterator<Item = u128>,
+    ) -> Vec<(u128, Loc)> {
+        let mut removed = Vec::new();
+        let mut claimed: HashMap<u128, usize> = HashMap::new();
+        for h in deleted {
+            let n = claimed.entry(h).or_insert(0);
+            if keyed && *n > 0 {
+                continue;
+            }
+            if let Some(l) = self.nth(h, *n) {
+                removed.push((h, l));
+            }
+            *n += 1;
+        }
+        if keyed {
+            for h in written {
+                if let std::collections::hash_map::Entry::Vacant(e) = claimed.entry(h) {
+                    if let Some(l) = self.nth(h, 0) {
+                        removed.push((h, l));
+                        e.insert(1);
+                    }
+                }
+            }
+        }
+        removed
+    }
+
+    /// Located rows as position deletes, grouped by the partition (spec id and
+    /// value) of the data files they point into.
+    pub fn by_partition(&self, removed: &[(u128, Loc)]) -> Vec<PartitionDeletes> {
+        let mut by_file: std::collections::BTreeMap<u32, Vec<i64>> = Default::default();
+        for (_, l) in removed {
+            by_file.entry(loc_file(*l)).or_default().push(loc_pos(*l));
+        }
+        let mut out: Vec<PartitionDeletes> = Vec::new();
+        for (f, positions) in by_file {
+            let slot = &self.files[f as usize];
+            let i = match out
+                .iter()
+                .position(|(s, p, _)| *s == slot.spec_id && *p == slot.partition)
+            {
+                Some(i) => i,
+                None => {
+                    out.push((slot.spec_id, slot.partition.clone(), Vec::new()));
+                    out.len() - 1
+                }
+            };
+            out[i]
+                .2
+                .extend(positions.into_iter().map(|p| (slot.path.clone(), p)));
+        }
+        out
     }
 
     /// The `n`-th location of identity `h` (n > 0: identical rows of keyless tables).
@@ -192,6 +265,7 @@ impl RowIndex {
             }
         }
         self.at = at;
+        self.recount();
     }
 }
 
@@ -312,7 +386,10 @@ impl RowIndex {
             }
             c.0.is_empty().then_some(())
         };
-        Ok(read(&mut c, &mut ix).map(|_| ix))
+        Ok(read(&mut c, &mut ix).map(|_| {
+            ix.recount();
+            ix
+        }))
     }
 }
 
@@ -544,6 +621,7 @@ pub async fn build(file_io: &FileIO, t: &LoadedTable, cols: &[usize]) -> Result<
             }
         }
     }
+    index.recount();
     Ok(index)
 }
 
@@ -597,6 +675,38 @@ mod tests {
         assert_eq!(ix.file(ix.nth(9, 0).unwrap()).path, "b");
         assert_eq!(loc_pos(ix.nth(8, 0).unwrap()), 2);
         assert_eq!(ix.at, (Some(3), 0));
+    }
+
+    #[test]
+    fn deletes_locate_a_key_once_and_identical_rows_one_each() {
+        let mut ix = RowIndex::empty((None, 0));
+        ix.apply(
+            Delta {
+                removed: vec![],
+                added: vec![(slot("a"), vec![1, 2, 2, 2]), (slot("b"), vec![3])],
+            },
+            false,
+            (Some(1), 0),
+        );
+        assert!(ix.bytes() > 0);
+        // Keyed: a key deleted twice is one delete; a new row of a key still held
+        // (3) deletes the old one; unknown keys (9) delete nothing.
+        let keyed = ix.locate_deletes(true, [1, 1, 9], [3, 9]);
+        let mut got: Vec<(u128, i64)> = keyed.iter().map(|(h, l)| (*h, loc_pos(*l))).collect();
+        got.sort();
+        assert_eq!(got, [(1, 0), (3, 0)]);
+        // Keyless: two of three identical rows, two different positions; a third
+        // delete of a row the table does not hold more of finds nothing.
+        let keyless = ix.locate_deletes(false, [2, 2], []);
+        assert_eq!(keyless.len(), 2);
+        assert_ne!(keyless[0].1, keyless[1].1);
+        assert_eq!(ix.locate_deletes(false, [2, 2, 2, 2], []).len(), 3);
+        // Grouped per partition, each file's positions with its path.
+        let groups = ix.by_partition(&keyed);
+        assert_eq!(groups.len(), 1);
+        let mut rows = groups[0].2.clone();
+        rows.sort();
+        assert_eq!(rows, [("a".to_owned(), 0), ("b".to_owned(), 0)]);
     }
 
     #[test]

@@ -9,9 +9,6 @@ fn index_path(state: &Path, key: &(String, String)) -> PathBuf {
     state.join("index").join(format!("{}.{}.idx", key.0, key.1))
 }
 
-/// Position deletes of one partition: its value, and (data file, position) pairs.
-type PartitionDeletes = (iceberg::spec::Struct, Vec<(String, i64)>);
-
 /// A table's pending changes written as files, ready to commit.
 pub(super) struct Written {
     pub data: Vec<iceberg::spec::DataFile>,
@@ -166,48 +163,21 @@ impl Engine {
                 base: None,
             });
         };
-        // Rows of older commits the changes delete, located: a key once; identical
-        // rows of a keyless table one location each.
-        let mut removed = Vec::new();
-        if !p.replace {
-            let mut claimed: HashMap<u128, usize> = HashMap::new();
+        // Rows of older commits the changes delete, located; as position deletes per
+        // partition of the files they point into.
+        let removed = if p.replace {
+            Vec::new()
+        } else {
             let mut buf = Vec::new();
-            for &(b, r) in &del {
-                let h = locate::identity(&p.batches[b as usize], &sink.key, r as usize, &mut buf);
-                let n = claimed.entry(h).or_insert(0);
-                if sink.keyed && *n > 0 {
-                    continue;
-                }
-                if let Some(l) = ix.nth(h, *n) {
-                    removed.push((h, l));
-                }
-                *n += 1;
-            }
-            if sink.keyed {
-                // A new row of a key an older row still holds replaces it.
-                for (_, ids) in &data {
-                    for h in ids {
-                        if !claimed.contains_key(h) {
-                            if let Some(l) = ix.nth(*h, 0) {
-                                removed.push((*h, l));
-                                claimed.insert(*h, 1);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        // Position deletes, one set per partition of the files they point into.
-        let mut groups: BTreeMap<(i32, String), PartitionDeletes> = BTreeMap::new();
-        for (_, l) in &removed {
-            let f = ix.file(*l);
-            groups
-                .entry((f.spec_id, format!("{:?}", f.partition)))
-                .or_insert_with(|| (f.partition.clone(), Vec::new()))
-                .1
-                .push((f.path.clone(), locate::loc_pos(*l)));
-        }
-        for ((spec, _), (part, rows)) in groups {
+            ix.locate_deletes(
+                sink.keyed,
+                del.iter().map(|&(b, r)| {
+                    locate::identity(&p.batches[b as usize], &sink.key, r as usize, &mut buf)
+                }),
+                data.iter().flat_map(|(_, ids)| ids.iter().copied()),
+            )
+        };
+        for (spec, part, rows) in ix.by_partition(&removed) {
             deletes.extend(
                 files::write_position_deletes_in(
                     &sink.table,
