@@ -236,12 +236,8 @@ async fn assert_mirrored(c: &mut mysql_async::Conn, cat: &Catalog, tables: &[&st
 /// `scripts/test.sh` installs), as strings, sorted.
 fn duckdb_rows(metadata: &str) -> Vec<Vec<Option<String>>> {
     let py = lakeshift_tests::interop_python();
-    let script = r#"
-import duckdb, glob, json, os, sys
-con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
-base = glob.glob(os.path.join(os.path.dirname(duckdb.__file__), "..", "duckdb_ext", "extensions", "*", "*"))[0]
-for n in ["parquet", "avro", "iceberg"]:
-    con.execute(f"LOAD '{base}/{n}.duckdb_extension'")
+    let script = lakeshift_tests::DUCKDB_PRELUDE.to_owned()
+        + r#"
 rows = con.execute(f"SELECT * FROM iceberg_scan('{sys.argv[1]}')").fetchall()
 def cell(v):
     if v is None:
@@ -251,7 +247,7 @@ def cell(v):
 print(json.dumps([[cell(v) for v in r] for r in rows]))
 "#;
     let out = Command::new(&py)
-        .args(["-c", script, metadata])
+        .args(["-c", &script, metadata])
         .output()
         .unwrap_or_else(|e| panic!("{}: {e}", py.display()));
     assert!(

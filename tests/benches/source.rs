@@ -347,12 +347,9 @@ struct Lake {
 /// `COPY ... TO` of the scan): (seconds over Iceberg, seconds over Parquet, result).
 fn duckdb_read(lake: &Lake) -> (f64, f64, String) {
     let py = lakeshift_tests::interop_python();
-    let script = r#"
-import duckdb, glob, json, os, sys, tempfile, time
-con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
-base = glob.glob(os.path.join(os.path.dirname(duckdb.__file__), "..", "duckdb_ext", "extensions", "*", "*"))[0]
-for n in ["parquet", "avro", "iceberg"]:
-    con.execute(f"LOAD '{base}/{n}.duckdb_extension'")
+    let script = lakeshift_tests::DUCKDB_PRELUDE.to_owned()
+        + r#"
+import tempfile, time
 metas = sys.argv[1:]
 q = "SELECT count(*), sum(a), sum(id) FROM {}"
 def run(srcs):
@@ -376,7 +373,7 @@ print(json.dumps({"iceberg": ice, "parquet": pq, "rows": ice_rows}))
 "#;
     let out = Command::new(&py)
         .arg("-c")
-        .arg(script)
+        .arg(&script)
         .args(&lake.metadata)
         .output()
         .unwrap_or_else(|e| panic!("{}: {e}", py.display()));

@@ -35,6 +35,17 @@ pub fn interop_python() -> PathBuf {
     p
 }
 
+/// Python that opens DuckDB as `con` with its parquet, avro and iceberg extensions
+/// (from the PyPI packages `scripts/test.sh` installs, loaded offline); scripts that
+/// read lakeshift's tables with DuckDB start with it.
+pub const DUCKDB_PRELUDE: &str = r#"
+import duckdb, glob, json, os, sys
+con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+base = glob.glob(os.path.join(os.path.dirname(duckdb.__file__), "..", "duckdb_ext", "extensions", "*", "*"))[0]
+for n in ["parquet", "avro", "iceberg"]:
+    con.execute(f"LOAD '{base}/{n}.duckdb_extension'")
+"#;
+
 pub fn corpus(name: &str) -> String {
     std::fs::read_to_string(workspace_root().join("tests/corpus").join(name))
         .unwrap_or_else(|e| panic!("corpus {name}: {e}"))
