@@ -182,6 +182,43 @@ pub(super) fn status(config: &std::path::Path) -> ExitCode {
     })
 }
 
+pub(super) fn maintain(config: &std::path::Path, dry_run: bool) -> ExitCode {
+    let job = match read_job(config) {
+        Ok(j) => j,
+        Err(c) => return c,
+    };
+    let Some(ice) = job.sink.iceberg() else {
+        eprintln!("error: {}: maintain is for Iceberg sinks", config.display());
+        return ExitCode::from(2);
+    };
+    let Some(rt) = runtime() else {
+        return ExitCode::from(1);
+    };
+    let opts = ice.maintenance.options(dry_run);
+    let cat = ice.catalog_config();
+    rt.block_on(async move {
+        let catalog = match runner::iceberg::Catalog::open(&cat).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let say = |line: String| println!("{line}");
+        match runner::sync::maintain::run(&job, &catalog, &opts, false, say).await {
+            Ok(0) => {
+                println!("nothing to do");
+                ExitCode::from(0)
+            }
+            Ok(_) => ExitCode::from(0),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        }
+    })
+}
+
 pub(super) fn tail(
     config: &std::path::Path,
     from: Option<&str>,

@@ -113,6 +113,24 @@ enum Command {
         until_end: bool,
     },
     #[cfg(feature = "sync")]
+    /// Maintain the Iceberg tables a sync job wrote: compact a table with delete files
+    /// or many small data files (rewritten from one snapshot into files of the target
+    /// size, committed only if nothing was committed in between), expire snapshots
+    /// beyond `sink.maintenance.retain-snapshots` and older than
+    /// `snapshot-age-hours` (never the current one nor the newest holding the job's
+    /// checkpoint or Kafka offsets) with the files only they held, and remove orphan
+    /// files older than `orphan-age-hours`. Refused while the job runs (set
+    /// `sink.maintenance.interval-seconds` and the job maintains its tables itself).
+    /// Exit status: 0 done, 1 a step failed, 2 usage error.
+    Maintain {
+        /// The job file (YAML).
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+        /// Print what would be done; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    #[cfg(feature = "sync")]
     /// Show where a job stands: an Iceberg job's owner (lease holder) and, per Iceberg
     /// table, its committed checkpoint, watermark, rows and schema; for a
     /// PostgreSQL/MySQL target its state row and Kafka offsets; and the DDL log's counts.
@@ -333,6 +351,8 @@ fn main() -> ExitCode {
         Command::Sync { config, until_end } => jobs::sync(&config, until_end),
         #[cfg(feature = "sync")]
         Command::Status { config } => jobs::status(&config),
+        #[cfg(feature = "sync")]
+        Command::Maintain { config, dry_run } => jobs::maintain(&config, dry_run),
         #[cfg(feature = "sync")]
         Command::DdlLog {
             config,

@@ -2362,3 +2362,181 @@ async fn row_locators_survive_a_widened_key_and_an_added_column() {
         );
     }
 }
+
+/// Live (data files, delete files) of `shop.t`, and its snapshot count.
+async fn layout(cat: &Catalog, t: &str) -> (usize, usize, usize) {
+    let table = cat.load(&ident("shop", t).unwrap()).await.unwrap().unwrap();
+    let files = runner::iceberg::commit::live_files(cat, &table)
+        .await
+        .unwrap();
+    let data = files
+        .iter()
+        .filter(|f| f.0 == iceberg::spec::DataContentType::Data)
+        .count();
+    (data, files.len() - data, table.metadata.snapshots().count())
+}
+
+/// `lakeshift maintain`: refused while the job runs; a dry run changes nothing; a run
+/// compacts tables with delete files into one data file each, expires old snapshots
+/// and removes orphan files; killed before its commit or between expiry and file
+/// removal it leaves the tables exact and the next run finishes the work; the sync
+/// goes on exactly afterwards (its row index rebuilt from the rewritten files).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintain_compacts_expires_and_cleans_while_every_reader_reads_the_source() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(SHOP).await.unwrap();
+    let values: Vec<String> = (0..300)
+        .map(|i| format!("({i}, 'n{i}', {i}.5, NULL)"))
+        .collect();
+    c.query_drop(format!(
+        "INSERT INTO shop.items VALUES {}",
+        values.join(",")
+    ))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(dir.path(), db.port, 502, "", None, "");
+    // Maintenance keeps one snapshot and takes files of any age as orphans.
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        "  type: iceberg\n",
+        "  type: iceberg\n  maintenance:\n    min-small-files: 2\n    retain-snapshots: 1\n    snapshot-age-hours: 0\n    orphan-age-hours: 0\n",
+    );
+    std::fs::write(&job, text).unwrap();
+    let jobs = job.display().to_string();
+    catch_up(&job);
+    for round in 0..3 {
+        c.query_drop(format!(
+            "UPDATE shop.items SET name = 'r{round}' WHERE id % 7 = {round};
+             DELETE FROM shop.items WHERE id % 50 = {round};
+             INSERT INTO shop.nokey VALUES ({round}, 'a'), ({round}, 'a');
+             DELETE FROM shop.nokey WHERE k = {round} LIMIT 1;
+             UPDATE shop.counter SET n = n + 1;"
+        ))
+        .await
+        .unwrap();
+        catch_up(&job);
+    }
+    let tables = ["items", "counter", "nokey"];
+    let cat = warehouse(dir.path()).await;
+    let before = layout(&cat, "items").await;
+    assert!(
+        before.1 > 0 && before.2 > 3,
+        "deletes and snapshots to maintain: {before:?}"
+    );
+    let orphan = dir.path().join("warehouse/shop/items/data/stray.parquet");
+    std::fs::write(&orphan, b"not referenced").unwrap();
+
+    // Refused while the job runs.
+    let mut running = spawn(&job, false, None);
+    lakeshift_tests::wait_until("the job holds its lease", || async {
+        let s = lakeshift(&["status", "--config", &jobs]);
+        String::from_utf8_lossy(&s.stdout).contains("lease ends in")
+    })
+    .await;
+    let out = lakeshift(&["maintain", "--config", &jobs]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is running") && err.contains("interval-seconds"),
+        "{err}"
+    );
+    Command::new("kill")
+        .args(["-TERM", &running.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(running.wait().unwrap().success());
+
+    // A dry run says what it would do and does nothing.
+    let out = lakeshift(&["maintain", "--config", &jobs, "--dry-run"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    for w in [
+        "shop.items: would rewrite",
+        "would expire",
+        "would remove 1 orphan",
+    ] {
+        assert!(said.contains(w), "{w}: {said}");
+    }
+    assert_eq!(layout(&cat, "items").await, before);
+    assert!(orphan.exists());
+
+    // Killed before its commit: nothing changes; the files it wrote are orphans.
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["maintain", "--config", &jobs])
+        .env("LAKESHIFT_FAILPOINT", "maintain-before-commit")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(86));
+    assert_eq!(layout(&cat, "items").await, before);
+    assert_mirrored(&mut c, &cat, &tables).await;
+    // Killed between the expiry's commit and its file removal: the files stay as
+    // orphans, the table is exact.
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["maintain", "--config", &jobs])
+        .env("LAKESHIFT_FAILPOINT", "maintain-after-expiry-commit")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(86),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_mirrored(&mut c, &cat, &tables).await;
+
+    // The run that finishes: every table compacted (no delete files), one snapshot
+    // kept, the orphans gone; every reader reads the source.
+    let out = lakeshift(&["maintain", "--config", &jobs]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("removed") && said.contains("orphan"),
+        "{said}"
+    );
+    assert!(!orphan.exists());
+    for t in tables {
+        let (data, deletes, snapshots) = layout(&cat, t).await;
+        assert_eq!(deletes, 0, "shop.{t}: {said}");
+        assert!(
+            data <= 1 && snapshots == 1,
+            "shop.{t}: {data} files, {snapshots} snapshots: {said}"
+        );
+        let src = source_rows(&mut c, t).await;
+        let loc = cat
+            .metadata_location(&ident("shop", t).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(duckdb_rows(&loc), src, "DuckDB reads shop.{t}");
+        assert_eq!(
+            pyiceberg_rows(&dir.path().join("warehouse"), &format!("shop.{t}")),
+            Ok(src),
+            "pyiceberg reads shop.{t}"
+        );
+    }
+    assert_mirrored(&mut c, &cat, &tables).await;
+    // Every file in the tables' folders is referenced (nothing left behind).
+    let out = lakeshift(&["maintain", "--config", &jobs, "--dry-run"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("orphan"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // The sync goes on: old rows updated and deleted again, exactly.
+    c.query_drop(
+        "UPDATE shop.items SET name = 'after' WHERE id < 20;
+         DELETE FROM shop.items WHERE id BETWEEN 20 AND 30;
+         DELETE FROM shop.nokey WHERE k = 1;",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &tables).await;
+}

@@ -45,6 +45,10 @@ pub struct SnapshotChange {
     pub base_snapshot: Option<Option<i64>>,
     /// Data files the position deletes point at: each must still be live.
     pub referenced_data_files: Vec<String>,
+    /// With `base_snapshot`: the commit applies only directly on that snapshot (a
+    /// rewrite of the table's files read at it; any later commit, even an append,
+    /// would be lost or doubled by it).
+    pub exact_base: bool,
     /// Kafka partition offsets moved by this commit (fenced, merged into the summary).
     pub kafka: Option<KafkaCommit>,
 }
@@ -85,6 +89,8 @@ pub struct MetadataChange {
     pub expect_schema: Option<(i32, i32)>,
     pub set_properties: BTreeMap<String, String>,
     pub remove_properties: Vec<String>,
+    /// Snapshots to remove from the metadata (expiry; never the current one).
+    pub remove_snapshots: Vec<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -361,6 +367,27 @@ impl<'a> Committer<'a> {
                         removals: mc.remove_properties.clone(),
                     });
                 }
+                if !mc.remove_snapshots.is_empty() {
+                    if let Some(cur) = m.current_snapshot_id() {
+                        if mc.remove_snapshots.contains(&cur) {
+                            return Err(Error::Invalid(format!(
+                                "table {}: the current snapshot {cur} cannot be expired",
+                                display(&base.ident)
+                            )));
+                        }
+                        reqs.push(TableRequirement::RefSnapshotIdMatch {
+                            r#ref: "main".into(),
+                            snapshot_id: Some(cur),
+                        });
+                    }
+                    let ids: Vec<i64> = mc
+                        .remove_snapshots
+                        .iter()
+                        .copied()
+                        .filter(|id| m.snapshot_by_id(*id).is_some())
+                        .collect();
+                    updates.push(TableUpdate::RemoveSnapshots { snapshot_ids: ids });
+                }
                 Ok((updates, reqs, None))
             }
             Change::Snapshot(sc) => {
@@ -403,6 +430,12 @@ impl<'a> Committer<'a> {
         let parent = m.current_snapshot().map(|s| s.snapshot_id());
         if let Some(expected) = sc.base_snapshot {
             check_base(m, &table, expected, parent)?;
+            if sc.exact_base && expected != parent {
+                return Err(Error::BaseMoved {
+                    table: table.clone(),
+                    reason: "the table was committed to after the rewrite read it".into(),
+                });
+            }
         }
         let existing: Vec<ManifestFile> = match m.current_snapshot() {
             Some(s) => {

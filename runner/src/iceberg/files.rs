@@ -65,7 +65,7 @@ pub fn writer_properties(t: &LoadedTable) -> WriterProperties {
         .build()
 }
 
-fn target_size(t: &LoadedTable) -> usize {
+pub fn target_size(t: &LoadedTable) -> usize {
     t.metadata
         .properties()
         .get("write.target-file-size-bytes")
@@ -152,6 +152,54 @@ pub async fn write_data(
         out.extend(w.close().await?);
     }
     Ok(out)
+}
+
+/// Data files written from a stream of batches (in the table's current schema), one
+/// rolling writer per partition kept open across batches, so files reach the target
+/// size whatever the batch size.
+pub struct StreamWriter<'a> {
+    t: &'a LoadedTable,
+    file_io: &'a FileIO,
+    writers: Vec<(String, Box<dyn IcebergWriter>)>,
+}
+
+impl<'a> StreamWriter<'a> {
+    pub fn new(t: &'a LoadedTable, file_io: &'a FileIO) -> Self {
+        StreamWriter {
+            t,
+            file_io,
+            writers: Vec::new(),
+        }
+    }
+
+    pub async fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        let schema = self.t.metadata.current_schema().clone();
+        for (key, group) in partitioned(self.t, &[batch])? {
+            let id = format!("{:?}", key.as_ref().map(|k| k.data()));
+            let found = self.writers.iter().position(|(k, _)| *k == id);
+            let i = match found {
+                Some(i) => i,
+                None => {
+                    let b = rolling(self.t, self.file_io, schema.clone(), "data")?;
+                    let w = DataFileWriterBuilder::new(b).build(key).await?;
+                    self.writers.push((id, Box::new(w)));
+                    self.writers.len() - 1
+                }
+            };
+            for b in group {
+                self.writers[i].1.write(b).await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn close(self) -> Result<Vec<DataFile>> {
+        let mut out = Vec::new();
+        for (_, mut w) in self.writers {
+            out.extend(w.close().await?);
+        }
+        Ok(out)
+    }
 }
 
 /// Write the rows `picked` ((batch, row) of `batches`, in the table's current schema)

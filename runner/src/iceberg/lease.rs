@@ -227,7 +227,7 @@ impl Catalog {
 
     /// Who holds `job`, for `lakeshift status`: "process P on H (state folder S), lease
     /// ends in N s" (or "ran out", "given up"), and the last committed checkpoint.
-    pub async fn holder(&self, job: &str) -> Result<Option<(String, u64)>> {
+    pub async fn holder(&self, job: &str) -> Result<Option<(String, u64, bool)>> {
         let Ok(row) = sqlx::query(&self.q(
             "SELECT host, pid, state, lease_until_ms, checkpoint FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
         ))
@@ -259,6 +259,7 @@ impl Catalog {
         Ok(Some((
             format!("process {pid} on {host} (state folder {state}), {lease}"),
             ck.max(0) as u64,
+            left > 0 && until != 0,
         )))
     }
 

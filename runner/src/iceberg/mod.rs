@@ -15,6 +15,7 @@ pub mod convert;
 pub mod files;
 pub mod lease;
 pub mod locate;
+pub mod maintain;
 pub mod plan;
 mod rules;
 

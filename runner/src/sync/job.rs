@@ -89,6 +89,66 @@ pub struct IcebergSink {
     /// for binlog sources, `equality` for Kafka sources).
     #[serde(default)]
     pub delete_mode: Option<DeleteMode>,
+    /// Table maintenance (`lakeshift maintain`, and inside `sync` on a schedule).
+    #[serde(default)]
+    pub maintenance: Maintenance,
+}
+
+/// `sink.maintenance`: when `sync` maintains its tables, and what maintenance keeps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Maintenance {
+    /// `sync` maintains its tables this often, between checkpoints (0: only
+    /// `lakeshift maintain` does).
+    #[serde(default)]
+    pub interval_seconds: f64,
+    /// Compact a table with this many small data files (or any delete file).
+    #[serde(default = "default_min_small_files")]
+    pub min_small_files: usize,
+    /// Snapshots kept whatever their age.
+    #[serde(default = "default_retain_snapshots")]
+    pub retain_snapshots: usize,
+    /// Snapshots younger than this are kept.
+    #[serde(default = "default_day")]
+    pub snapshot_age_hours: f64,
+    /// Unreferenced files younger than this are left alone.
+    #[serde(default = "default_day")]
+    pub orphan_age_hours: f64,
+}
+
+impl Default for Maintenance {
+    fn default() -> Self {
+        Maintenance {
+            interval_seconds: 0.0,
+            min_small_files: default_min_small_files(),
+            retain_snapshots: default_retain_snapshots(),
+            snapshot_age_hours: default_day(),
+            orphan_age_hours: default_day(),
+        }
+    }
+}
+
+fn default_min_small_files() -> usize {
+    8
+}
+fn default_retain_snapshots() -> usize {
+    10
+}
+fn default_day() -> f64 {
+    24.0
+}
+
+impl Maintenance {
+    pub fn options(&self, dry_run: bool) -> crate::iceberg::maintain::Options {
+        let hours = |h: f64| std::time::Duration::from_secs_f64((h * 3600.0).max(0.0));
+        crate::iceberg::maintain::Options {
+            min_small_files: self.min_small_files,
+            retain_snapshots: self.retain_snapshots,
+            snapshot_age: hours(self.snapshot_age_hours),
+            orphan_age: hours(self.orphan_age_hours),
+            dry_run,
+        }
+    }
 }
 
 /// How the Iceberg sink removes rows it committed before.
@@ -355,6 +415,7 @@ const ICEBERG_SINK_KEYS: &[&str] = &[
     "target-file-size-mib",
     "compression",
     "delete-mode",
+    "maintenance",
 ];
 const RDB_SINK_KEYS: &[&str] = &["url", "foreign-keys", "batch-rows"];
 /// Pipeline settings only the Iceberg sink acts on (the pipeline itself acts on the

@@ -9,6 +9,7 @@ pub mod fk;
 pub mod fold;
 pub mod held;
 pub mod job;
+pub mod maintain;
 pub mod metrics;
 pub mod owner;
 pub mod pipeline;

@@ -37,7 +37,7 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
             let _ = writeln!(out, "job {}: not started", job.pipeline.name);
         }
     }
-    if let Some((who, ck)) = catalog
+    if let Some((who, ck, _)) = catalog
         .holder(&job.pipeline.name)
         .await
         .map_err(|e| e.to_string())?

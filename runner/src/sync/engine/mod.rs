@@ -21,7 +21,7 @@ mod ddl;
 pub mod defaults;
 mod parked;
 mod rows;
-mod state;
+pub(crate) mod state;
 mod tables;
 mod write;
 

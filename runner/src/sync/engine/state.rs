@@ -163,7 +163,7 @@ pub(super) fn write_files<'a>(
         .map_err(|e| format!("{}: {e}", path.display()))?)
 }
 
-pub(super) fn read_files(
+pub(crate) fn read_files(
     path: &Path,
     t: &LoadedTable,
 ) -> Result<Vec<iceberg::spec::DataFile>, SyncError> {

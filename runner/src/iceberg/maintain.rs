@@ -1,0 +1,388 @@
+//! Table maintenance, each step its own commit through the commit layer:
+//! - compaction: a table with delete files or many small data files is rewritten
+//!   from a scan at one snapshot (deletes applied) into files of the target size, and
+//!   committed only directly on that snapshot (any commit in between abandons it:
+//!   nothing is lost or doubled; the next run tries again);
+//! - snapshot expiry: snapshots beyond the newest `retain` and older than the age
+//!   limit are removed, never the current one nor the newest that records the job's
+//!   checkpoint or Kafka offsets; files only they referenced are deleted;
+//! - orphan files (in the table's folder, referenced by no snapshot nor metadata
+//!   file, older than a safety window, not listed by a pending checkpoint) are
+//!   deleted.
+
+use super::catalog::{display, local_path, LoadedTable};
+use super::commit::{Change, MetadataChange, SnapshotChange, KAFKA_OFFSETS};
+use super::{files, Catalog, Committer, Error, Result};
+use arrow_array::{ArrayRef, RecordBatch};
+use futures::TryStreamExt;
+use iceberg::spec::{DataContentType, ManifestList, TableMetadata};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// What maintenance does and when.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Rewrite a table with at least this many small data files (below 3/4 of the
+    /// target file size), or with any delete file.
+    pub min_small_files: usize,
+    /// Snapshots kept whatever their age (the newest ones).
+    pub retain_snapshots: usize,
+    /// Snapshots younger than this are kept.
+    pub snapshot_age: Duration,
+    /// Files younger than this are never orphans (a writer may be about to commit them).
+    pub orphan_age: Duration,
+    /// Report what would be done, do nothing.
+    pub dry_run: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            min_small_files: 8,
+            retain_snapshots: 10,
+            snapshot_age: Duration::from_secs(24 * 3600),
+            orphan_age: Duration::from_secs(24 * 3600),
+            dry_run: false,
+        }
+    }
+}
+
+/// Summary keys a rewrite carries over from the snapshots it replaces, so recovery
+/// (checkpoint id, watermark) and Kafka fencing read the same values after it.
+const CARRIED: [&str; 3] = [
+    "lakeshift.job",
+    "lakeshift.checkpoint-id",
+    "lakeshift.watermark",
+];
+pub const MAINTENANCE: &str = "lakeshift.maintenance";
+
+/// Live files of the snapshot's manifests: (content, path, bytes).
+async fn live(catalog: &Catalog, m: &TableMetadata) -> Result<Vec<(DataContentType, String, u64)>> {
+    let Some(s) = m.current_snapshot() else {
+        return Ok(Vec::new());
+    };
+    let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
+    let mut out = Vec::new();
+    for mf in ManifestList::parse_with_version(&bytes, m.format_version())?.entries() {
+        for e in mf.load_manifest(&catalog.file_io).await?.entries() {
+            if e.is_alive() {
+                let f = e.data_file();
+                out.push((
+                    f.content_type(),
+                    f.file_path().to_owned(),
+                    f.file_size_in_bytes(),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The summary properties a rewrite of `m` carries: the job's checkpoint and
+/// watermark of its newest job snapshot, the newest Kafka offsets.
+fn carried(m: &TableMetadata) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut snaps: Vec<_> = m.snapshots().collect();
+    snaps.sort_by_key(|s| std::cmp::Reverse(s.sequence_number()));
+    if let Some(s) = snaps
+        .iter()
+        .find(|s| s.summary().additional_properties.contains_key(CARRIED[0]))
+    {
+        for k in CARRIED {
+            if let Some(v) = s.summary().additional_properties.get(k) {
+                out.insert(k.to_owned(), v.clone());
+            }
+        }
+    }
+    let offsets = super::commit::kafka_offsets(m);
+    if !offsets.is_empty() {
+        out.insert(
+            KAFKA_OFFSETS.to_owned(),
+            serde_json::to_string(&offsets).expect("serialise"),
+        );
+    }
+    out
+}
+
+/// A scan batch in the table's current Arrow schema (columns by name; a column a
+/// file predates reads as NULL; older types cast).
+fn conform(batch: &RecordBatch, target: &arrow_schema::SchemaRef) -> Result<RecordBatch> {
+    let n = batch.num_rows();
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
+    for f in target.fields() {
+        let c = match batch.schema().index_of(f.name()) {
+            Ok(i) => {
+                let c = batch.column(i);
+                if c.data_type() == f.data_type() {
+                    c.clone()
+                } else {
+                    arrow_cast::cast(c, f.data_type())
+                        .map_err(|e| Error::Invalid(format!("column {}: {e}", f.name())))?
+                }
+            }
+            Err(_) => arrow_array::new_null_array(f.data_type(), n),
+        };
+        cols.push(c);
+    }
+    RecordBatch::try_new(target.clone(), cols).map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// Compaction of one table: what it did (or would do), or None when the table needs
+/// none.
+pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<Option<String>> {
+    let m = &t.metadata;
+    let Some(snapshot) = m.current_snapshot_id() else {
+        return Ok(None);
+    };
+    let files = live(catalog, m).await?;
+    let target = files::target_size(t) as u64;
+    let data: Vec<_> = files
+        .iter()
+        .filter(|f| f.0 == DataContentType::Data)
+        .collect();
+    let deletes = files.len() - data.len();
+    let small = data.iter().filter(|f| f.2 < target * 3 / 4).count();
+    if deletes == 0 && (small < o.min_small_files || data.len() < 2) {
+        return Ok(None);
+    }
+    if m.current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .any(|f| f.initial_default.is_some())
+    {
+        return Ok(Some(
+            "not compacted: a column has an initial default (rewriting would need it applied to older files)".into(),
+        ));
+    }
+    let bytes_in: u64 = files.iter().map(|f| f.2).sum();
+    let what = format!(
+        "{} data files ({small} small) and {deletes} delete files, {:.1} MiB",
+        data.len(),
+        bytes_in as f64 / (1024.0 * 1024.0)
+    );
+    if o.dry_run {
+        return Ok(Some(format!("would rewrite {what}")));
+    }
+    let arrow = files::arrow_schema(t)?;
+    let table = t.table(&catalog.file_io)?;
+    // One file at a time (see the sync tests: the crate's scan can stall when several
+    // readers wait for one equality-delete file).
+    let mut stream = table
+        .scan()
+        .snapshot_id(snapshot)
+        .with_concurrency_limit(1)
+        .build()?
+        .to_arrow()
+        .await?;
+    let mut w = files::StreamWriter::new(t, &catalog.file_io);
+    let mut rows = 0u64;
+    while let Some(b) = stream.try_next().await? {
+        rows += b.num_rows() as u64;
+        w.write(conform(&b, &arrow)?).await?;
+    }
+    let written = w.close().await?;
+    let bytes_out: u64 = written.iter().map(|f| f.file_size_in_bytes()).sum();
+    let n_out = written.len();
+    let paths: Vec<String> = written.iter().map(|f| f.file_path().to_owned()).collect();
+    let mut summary = carried(m);
+    summary.insert(MAINTENANCE.to_owned(), "compaction".into());
+    let change = Change::Snapshot(SnapshotChange {
+        data_files: written,
+        truncate: true,
+        summary,
+        base_snapshot: Some(Some(snapshot)),
+        exact_base: true,
+        ..Default::default()
+    });
+    crate::failpoint::hit("maintain-before-commit");
+    match Committer::new(catalog)
+        .commit(&t.ident, &uuid::Uuid::new_v4().to_string(), &change)
+        .await
+    {
+        Ok(_) => {}
+        Err(Error::BaseMoved { .. }) => {
+            for p in &paths {
+                let _ = catalog.file_io.delete(p).await;
+            }
+            return Ok(Some(format!(
+                "compaction abandoned: {} was committed to while it was rewritten (next run tries again)",
+                display(&t.ident)
+            )));
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(Some(format!(
+        "rewrote {what} into {n_out} data files, {:.1} MiB ({rows} rows)",
+        bytes_out as f64 / (1024.0 * 1024.0)
+    )))
+}
+
+/// Files a snapshot references: its manifest list, manifests, and live data and
+/// delete files.
+async fn referenced(
+    catalog: &Catalog,
+    m: &TableMetadata,
+    id: i64,
+    out: &mut HashSet<String>,
+) -> Result<()> {
+    let Some(s) = m.snapshot_by_id(id) else {
+        return Ok(());
+    };
+    out.insert(s.manifest_list().to_owned());
+    let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
+    for mf in ManifestList::parse_with_version(&bytes, m.format_version())?.entries() {
+        out.insert(mf.manifest_path.clone());
+        for e in mf.load_manifest(&catalog.file_io).await?.entries() {
+            if e.is_alive() {
+                out.insert(e.data_file().file_path().to_owned());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Snapshot expiry of one table, with the files only the expired snapshots held.
+pub async fn expire(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<Option<String>> {
+    let m = &t.metadata;
+    let Some(current) = m.current_snapshot_id() else {
+        return Ok(None);
+    };
+    let mut snaps: Vec<_> = m.snapshots().collect();
+    snaps.sort_by_key(|s| std::cmp::Reverse(s.sequence_number()));
+    let now_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let young = now_ms - o.snapshot_age.as_millis() as i64;
+    let mut keep: HashSet<i64> = HashSet::from([current]);
+    keep.extend(
+        snaps
+            .iter()
+            .take(o.retain_snapshots.max(1))
+            .map(|s| s.snapshot_id()),
+    );
+    keep.extend(
+        snaps
+            .iter()
+            .filter(|s| s.timestamp_ms() >= young)
+            .map(|s| s.snapshot_id()),
+    );
+    // What recovery reads: the newest snapshot naming the job, and the newest with
+    // Kafka offsets.
+    for key in [CARRIED[0], KAFKA_OFFSETS] {
+        if let Some(s) = snaps
+            .iter()
+            .find(|s| s.summary().additional_properties.contains_key(key))
+        {
+            keep.insert(s.snapshot_id());
+        }
+    }
+    let gone: Vec<i64> = snaps
+        .iter()
+        .map(|s| s.snapshot_id())
+        .filter(|id| !keep.contains(id))
+        .collect();
+    if gone.is_empty() {
+        return Ok(None);
+    }
+    let mut held_by_gone = HashSet::new();
+    for id in &gone {
+        referenced(catalog, m, *id, &mut held_by_gone).await?;
+    }
+    let mut held_by_kept = HashSet::new();
+    for id in &keep {
+        referenced(catalog, m, *id, &mut held_by_kept).await?;
+    }
+    let files: Vec<&String> = held_by_gone.difference(&held_by_kept).collect();
+    let what = format!(
+        "{} of {} snapshots and {} files only they referenced",
+        gone.len(),
+        snaps.len(),
+        files.len()
+    );
+    if o.dry_run {
+        return Ok(Some(format!("would expire {what}")));
+    }
+    let change = Change::Metadata(MetadataChange {
+        remove_snapshots: gone,
+        ..Default::default()
+    });
+    Committer::new(catalog)
+        .commit(&t.ident, &uuid::Uuid::new_v4().to_string(), &change)
+        .await?;
+    crate::failpoint::hit("maintain-after-expiry-commit");
+    for f in files {
+        catalog.file_io.delete(f).await?;
+    }
+    Ok(Some(format!("expired {what}")))
+}
+
+/// Every file under `dir`, with its modification time.
+fn walk(dir: &Path, out: &mut Vec<(PathBuf, SystemTime)>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        match e.metadata() {
+            Ok(md) if md.is_dir() => walk(&p, out),
+            Ok(md) => out.push((p, md.modified().unwrap_or(SystemTime::now()))),
+            Err(_) => {}
+        }
+    }
+}
+
+/// Orphan files of one table (local warehouses): in its folder, referenced by no
+/// snapshot and no metadata file of its log, not in `protect`, older than the window.
+pub async fn remove_orphans(
+    catalog: &Catalog,
+    t: &LoadedTable,
+    protect: &HashSet<PathBuf>,
+    o: &Options,
+) -> Result<Option<String>> {
+    let m = &t.metadata;
+    let Some(root) = local_path(m.location()) else {
+        return Ok(None); // object storage: not listed here
+    };
+    let mut refs = HashSet::new();
+    for s in m.snapshots() {
+        referenced(catalog, m, s.snapshot_id(), &mut refs).await?;
+    }
+    refs.insert(t.metadata_location.clone());
+    for l in m.metadata_log() {
+        refs.insert(l.metadata_file.clone());
+    }
+    let refs: HashSet<PathBuf> = refs.iter().filter_map(|r| local_path(r)).collect();
+    let mut all = Vec::new();
+    walk(&root, &mut all);
+    let cutoff = SystemTime::now()
+        .checked_sub(o.orphan_age)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let orphans: Vec<&PathBuf> = all
+        .iter()
+        .filter(|(p, at)| *at < cutoff && !refs.contains(p) && !protect.contains(p))
+        .map(|(p, _)| p)
+        .collect();
+    if orphans.is_empty() {
+        return Ok(None);
+    }
+    let bytes: u64 = orphans
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let what = format!(
+        "{} orphan files, {:.1} MiB",
+        orphans.len(),
+        bytes as f64 / (1024.0 * 1024.0)
+    );
+    if o.dry_run {
+        return Ok(Some(format!("would remove {what}")));
+    }
+    for p in orphans {
+        std::fs::remove_file(p).map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))?;
+    }
+    Ok(Some(format!("removed {what}")))
+}
