@@ -2540,3 +2540,93 @@ async fn maintain_compacts_expires_and_cleans_while_every_reader_reads_the_sourc
     let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &tables).await;
 }
+
+/// `sink.maintenance.interval-seconds`: a running job maintains its own tables between
+/// checkpoints while it follows the source (compaction, expiry, orphans), and every
+/// table stays equal to the source, its row index rebuilt after each rewrite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_maintains_its_tables_on_its_schedule() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(SHOP).await.unwrap();
+    let values: Vec<String> = (0..200)
+        .map(|i| format!("({i}, 'n{i}', {i}.5, NULL)"))
+        .collect();
+    c.query_drop(format!(
+        "INSERT INTO shop.items VALUES {}",
+        values.join(",")
+    ))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(dir.path(), db.port, 503, "", None, "");
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        "  type: iceberg\n",
+        "  type: iceberg\n  maintenance:\n    interval-seconds: 0.3\n    min-small-files: 2\n    retain-snapshots: 2\n    snapshot-age-hours: 0\n    orphan-age-hours: 0\n",
+    );
+    std::fs::write(&job, text).unwrap();
+    let jobs = job.display().to_string();
+    let running = spawn(&job, false, None);
+    // Changes go on until the job has compacted shop.items at least twice (two
+    // maintenance snapshots seen), within a bound.
+    let cat = warehouse(dir.path()).await;
+    let mut seen = std::collections::HashSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let mut round = 0u64;
+    while seen.len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job did not maintain shop.items twice in 90 s ({round} rounds)"
+        );
+        round += 1;
+        c.query_drop(format!(
+            "UPDATE shop.items SET name = 'r{round}' WHERE id % 5 = {};
+             DELETE FROM shop.items WHERE id = {round};
+             INSERT INTO shop.nokey VALUES ({round}, 'x');
+             UPDATE shop.counter SET n = n + 1;",
+            round % 5
+        ))
+        .await
+        .unwrap();
+        if let Some(t) = cat.load(&ident("shop", "items").unwrap()).await.unwrap() {
+            seen.extend(
+                t.metadata
+                    .snapshots()
+                    .filter(|s| {
+                        s.summary()
+                            .additional_properties
+                            .contains_key("lakeshift.maintenance")
+                    })
+                    .map(|s| s.snapshot_id()),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status =
+        String::from_utf8_lossy(&lakeshift(&["status", "--config", &jobs]).stdout).into_owned();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("shop.items "))
+        .unwrap_or_default();
+    assert!(
+        line.contains(" ago"),
+        "status shows the last maintenance: {status}"
+    );
+    Command::new("kill")
+        .args(["-TERM", &running.id().to_string()])
+        .status()
+        .unwrap();
+    let out = running.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("maintenance: shop.items: rewrote"), "{log}");
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["items", "counter", "nokey"]).await;
+    // Expiry keeps the snapshot count bounded however many checkpoints ran.
+    let (_, _, snapshots) = layout(&cat, "items").await;
+    assert!(
+        snapshots <= 8,
+        "{snapshots} snapshots of shop.items after {round} rounds"
+    );
+}

@@ -46,8 +46,16 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
     }
     let _ = writeln!(
         out,
-        "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9} {:>9}  watermark",
-        "table", "checkpoint", "rows", "schema", "files", "deletes", "MiB", "snapshots"
+        "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9} {:>9} {:>11}  watermark",
+        "table",
+        "checkpoint",
+        "rows",
+        "schema",
+        "files",
+        "deletes",
+        "MiB",
+        "snapshots",
+        "maintained"
     );
     for ns in catalog.list_namespaces().await.map_err(|e| e.to_string())? {
         for t in catalog.list_tables(&ns).await.map_err(|e| e.to_string())? {
@@ -85,9 +93,30 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
             } else {
                 live.to_string()
             };
+            // Time since the newest maintenance (compaction) snapshot.
+            let maintained = m
+                .snapshots()
+                .filter(|s| {
+                    s.summary()
+                        .additional_properties
+                        .contains_key(crate::iceberg::maintain::MAINTENANCE)
+                })
+                .map(|s| s.timestamp_ms())
+                .max()
+                .map(|at| {
+                    let ago = (now_ms() - at).max(0) as f64 / 1000.0;
+                    if ago < 120.0 {
+                        format!("{ago:.0} s ago")
+                    } else if ago < 7200.0 {
+                        format!("{:.0} min ago", ago / 60.0)
+                    } else {
+                        format!("{:.1} h ago", ago / 3600.0)
+                    }
+                })
+                .unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 out,
-                "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9.1} {:>9}  {}",
+                "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9.1} {:>9} {:>11}  {}",
                 format!("{ns}.{t}"),
                 get(CHECKPOINT),
                 rows,
@@ -96,6 +125,7 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
                 total("total-delete-files"),
                 total("total-files-size") as f64 / (1024.0 * 1024.0),
                 m.snapshots().count(),
+                maintained,
                 get(WATERMARK)
             );
         }
@@ -106,4 +136,11 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
         super::ddllog::DdlLog::load(&job.pipeline.state)?.counts()
     );
     Ok(out)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

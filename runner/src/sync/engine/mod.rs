@@ -161,6 +161,8 @@ pub struct Engine {
     /// The lease on the job in the catalog: its length, and when it was renewed.
     lease: Duration,
     renewed: Instant,
+    /// When the job last maintained its tables (`sink.maintenance.interval-seconds`).
+    maintained: Instant,
 }
 
 /// `ns.table` of the DDL log into the engine's table key.
@@ -236,6 +238,7 @@ impl Engine {
             fresh,
             lease: Duration::from_secs_f64(job_lease),
             renewed: Instant::now(),
+            maintained: Instant::now(),
         })
     }
 }

@@ -380,6 +380,7 @@ impl Engine {
             }
         }
         self.last_checkpoint = Instant::now();
+        self.maybe_maintain().await;
         tracing::debug!(
             "checkpoint {n} in {:.1} ms",
             t0.elapsed().as_secs_f64() * 1e3
@@ -401,6 +402,39 @@ impl Engine {
             .iter()
             .max_by_key(|(_, s)| s.pending.bytes)
             .map(|(k, _)| k.clone())
+    }
+
+    /// Maintenance inside the job, between checkpoints, when its interval passed
+    /// (nothing is pending then). A failed step is logged, not fatal: the next
+    /// interval tries again.
+    async fn maybe_maintain(&mut self) {
+        let Some(m) = self.job.sink.iceberg().map(|i| i.maintenance.clone()) else {
+            return;
+        };
+        if m.interval_seconds <= 0.0 || self.maintained.elapsed().as_secs_f64() < m.interval_seconds
+        {
+            return;
+        }
+        let t0 = Instant::now();
+        let done =
+            crate::sync::maintain::run(&self.job, &self.catalog, &m.options(false), true, |line| {
+                tracing::info!("maintenance: {line}")
+            })
+            .await;
+        match done {
+            Ok(n) if n > 0 => tracing::info!(
+                "maintenance: {n} step(s) in {:.2} s",
+                t0.elapsed().as_secs_f64()
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!("maintenance: {e} (the job goes on; the next interval tries again)")
+            }
+        }
+        // Rewritten tables are loaded again when next written (their row indexes
+        // rebuilt when deletes need them).
+        self.sinks.retain(|_, s| !s.pending.is_empty());
+        self.maintained = Instant::now();
     }
 
     /// Bytes the tables' row indexes hold.
