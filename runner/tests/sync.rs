@@ -444,6 +444,13 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let job = job(dir.path(), db.port);
+    // The job compacts its tables every 0.5 s while it runs (and is killed in the
+    // middle of that too); snapshots are kept, for the model check below.
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        "  type: iceberg\n",
+        "  type: iceberg\n  maintenance:\n    interval-seconds: 0.5\n    min-small-files: 4\n    retain-snapshots: 100000\n    snapshot-age-hours: 100000\n    orphan-age-hours: 0\n",
+    );
+    std::fs::write(&job, text).unwrap();
 
     // Kill -9 at seeded random moments while the workload runs.
     let mut kills = 0;
@@ -513,6 +520,22 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
     }
     let (checked, files) = check_every_snapshot(&cat, &oracle).await;
     eprintln!("{checked} committed snapshots checked against the model at their watermarks; {files} data files, none committed twice");
+    // Compactions ran among the kills (and their snapshots were checked too).
+    let mut compactions = 0;
+    for t in ORACLE_TABLES {
+        let table = cat.load(&ident("shop", t).unwrap()).await.unwrap().unwrap();
+        compactions += table
+            .metadata
+            .snapshots()
+            .filter(|s| {
+                s.summary()
+                    .additional_properties
+                    .contains_key("lakeshift.maintenance")
+            })
+            .count();
+    }
+    eprintln!("{compactions} compaction snapshots");
+    assert!(compactions > 0, "the job compacted its tables while it ran");
     assert!(checked >= 10, "only {checked} snapshots checked");
 
     // Failpoints at each durable step: the process stops there; a restart recovers.

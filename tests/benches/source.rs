@@ -344,8 +344,9 @@ struct Lake {
 
 /// DuckDB's read of the tables (`SELECT count(*), sum(a), sum(id)` over each
 /// `iceberg_scan`, best of 3) and of plain Parquet files holding the same rows (DuckDB's
-/// `COPY ... TO` of the scan): (seconds over Iceberg, seconds over Parquet, result).
-fn duckdb_read(lake: &Lake) -> (f64, f64, String) {
+/// `COPY ... TO` of the scan): (seconds over Iceberg, seconds over Parquet, result,
+/// seconds of that COPY).
+fn duckdb_read(lake: &Lake) -> (f64, f64, String, f64) {
     let py = lakeshift_tests::interop_python();
     let script = lakeshift_tests::DUCKDB_PRELUDE.to_owned()
         + r#"
@@ -363,13 +364,15 @@ def run(srcs):
 ice, ice_rows = run([f"iceberg_scan('{m}')" for m in metas])
 tmp = tempfile.mkdtemp()
 plain = []
+t0 = time.perf_counter()
 for i, m in enumerate(metas):
     p = os.path.join(tmp, f"t{i}.parquet")
     con.execute(f"COPY (SELECT * FROM iceberg_scan('{m}')) TO '{p}' (FORMAT parquet)")
     plain.append(f"read_parquet('{p}')")
+copy = time.perf_counter() - t0
 pq, pq_rows = run(plain)
 assert ice_rows == pq_rows, (ice_rows, pq_rows)
-print(json.dumps({"iceberg": ice, "parquet": pq, "rows": ice_rows}))
+print(json.dumps({"iceberg": ice, "parquet": pq, "rows": ice_rows, "copy": copy}))
 "#;
     let out = Command::new(&py)
         .arg("-c")
@@ -387,7 +390,54 @@ print(json.dumps({"iceberg": ice, "parquet": pq, "rows": ice_rows}))
         v["iceberg"].as_f64().unwrap(),
         v["parquet"].as_f64().unwrap(),
         v["rows"].to_string(),
+        v["copy"].as_f64().unwrap(),
     )
+}
+
+/// `maintain`'s compaction and expiry of every table of a lake, in process: seconds,
+/// and the lake as it is after (new metadata files, file counts).
+async fn maintain_lake(lake: &mut Lake) -> f64 {
+    let cat = runner::iceberg::Catalog::open(&runner::iceberg::CatalogConfig::local(
+        lake._dir.path().join("wh"),
+    ))
+    .await
+    .unwrap();
+    let o = runner::iceberg::maintain::Options {
+        min_small_files: 1,
+        retain_snapshots: 1,
+        snapshot_age: std::time::Duration::ZERO,
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    for t in 0..TABLES {
+        let id = runner::iceberg::catalog::ident("bench", &format!("t{t}")).unwrap();
+        let table = cat.load(&id).await.unwrap().unwrap();
+        runner::iceberg::maintain::compact(&cat, &table, &o)
+            .await
+            .unwrap();
+        let table = cat.load(&id).await.unwrap().unwrap();
+        runner::iceberg::maintain::expire(&cat, &table, &o)
+            .await
+            .unwrap();
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    lake.files = (0, 0, 0);
+    for t in 0..TABLES {
+        let id = runner::iceberg::catalog::ident("bench", &format!("t{t}")).unwrap();
+        lake.metadata[t] = cat.metadata_location(&id).await.unwrap().unwrap();
+        let table = cat.load(&id).await.unwrap().unwrap();
+        for (kind, _, _) in runner::iceberg::commit::live_files(&cat, &table)
+            .await
+            .unwrap()
+        {
+            match kind {
+                iceberg::spec::DataContentType::Data => lake.files.0 += 1,
+                iceberg::spec::DataContentType::PositionDeletes => lake.files.1 += 1,
+                iceberg::spec::DataContentType::EqualityDeletes => lake.files.2 += 1,
+            }
+        }
+    }
+    secs
 }
 
 /// A sync job of the tables matching `tables` into a fresh local Iceberg warehouse,
@@ -526,9 +576,14 @@ fn main() {
         }
         let mut reads = Vec::new();
         for (mode, every, _, _, lake) in &lakes {
-            let (ice, plain, result) = duckdb_read(lake);
-            reads.push((*mode, *every, ice, plain, result));
+            let (ice, plain, result, _) = duckdb_read(lake);
+            reads.push((*mode, *every, ice, plain, result, lake.files));
         }
+        // `maintain` on the lake of position deletes and 0.2 s checkpoints: its
+        // rewrite against DuckDB's COPY of the same rows, and the read after it.
+        let before_files = lakes[2].4.files;
+        let maintain_secs = maintain_lake(&mut lakes[2].4).await;
+        let (m_ice, m_plain, m_result, m_copy) = duckdb_read(&lakes[2].4);
         // The source's answer to the same query.
         let mut c = db.conn(None).await;
         let mut truth = Vec::new();
@@ -541,11 +596,12 @@ fn main() {
             truth.push(vec![r.0.to_string(), r.1, r.2]);
         }
         let truth = serde_json::to_string(&truth).unwrap();
-        for (mode, every, _, _, result) in &reads {
+        for (mode, every, _, _, result, _) in &reads {
             if *mode == "position" {
                 assert_eq!(result, &truth, "DuckDB reads the {mode}-delete lake ({every} s) as the source");
             }
         }
+        assert_eq!(m_result, truth, "DuckDB reads the maintained lake as the source");
         let (srows, ssecs) = lakeshift_snapshot(&db).await;
         let (rrows, rsecs) = raw_select(&db);
         assert_eq!(srows, rrows, "snapshot rows");
@@ -596,11 +652,18 @@ fn main() {
         println!();
         println!("| lake after catch-up | files (data / position deletes / equality deletes) | DuckDB over Iceberg s | over plain Parquet s | ratio |");
         println!("|---|---|---:|---:|---:|");
-        for ((mode, every, ice, plain, result), (_, _, _, _, lake)) in reads.iter().zip(&lakes) {
-            let (d, p, e) = lake.files;
+        for (mode, every, ice, plain, result, (d, p, e)) in &reads {
             let wrong = if *result == truth { "" } else { " (DuckDB's answer differs from the source)" };
             println!("| {mode} deletes, checkpoints every {every} s{wrong} | {d} / {p} / {e} | {ice:.3} | {plain:.3} | {:.2}x |", ice / plain);
         }
+        let (d, p, e) = lakes[2].4.files;
+        println!("| position deletes, 0.2 s, after `maintain` | {d} / {p} / {e} | {m_ice:.3} | {m_plain:.3} | {:.2}x |", m_ice / m_plain);
+        println!();
+        println!(
+            "maintain (compaction + expiry of the 10 tables, files {} / {} / {} -> {d} / {p} / {e}): {maintain_secs:.2} s; DuckDB COPY of the same rows to Parquet: {m_copy:.2} s; ratio {:.2}x",
+            before_files.0, before_files.1, before_files.2,
+            m_copy / maintain_secs
+        );
         println!();
         println!("| tables (2 rows each) snapshotted into Iceberg | seconds | ms per table | peak RSS MiB |");
         println!("|---:|---:|---:|---:|");

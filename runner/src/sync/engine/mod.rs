@@ -161,8 +161,9 @@ pub struct Engine {
     /// The lease on the job in the catalog: its length, and when it was renewed.
     lease: Duration,
     renewed: Instant,
-    /// When the job last maintained its tables (`sink.maintenance.interval-seconds`).
-    maintained: Instant,
+    /// When the job last maintained its tables (`sink.maintenance.interval-seconds`;
+    /// kept in the state folder, so restarts do not postpone it).
+    maintained: Option<std::time::SystemTime>,
 }
 
 /// `ns.table` of the DDL log into the engine's table key.
@@ -215,6 +216,7 @@ impl Engine {
             }
         }
         let dead_letter = job.pipeline.dead_letter_file();
+        let maintained = write::last_maintained(&state_dir);
         let job_lease = job.pipeline.owner_lease_seconds;
         Ok(Engine {
             job,
@@ -238,7 +240,7 @@ impl Engine {
             fresh,
             lease: Duration::from_secs_f64(job_lease),
             renewed: Instant::now(),
-            maintained: Instant::now(),
+            maintained,
         })
     }
 }

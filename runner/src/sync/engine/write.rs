@@ -4,6 +4,19 @@ use super::*;
 use crate::iceberg::locate;
 use crate::sync::error::SyncError;
 
+/// The state folder's record of the last maintenance (ms since the epoch).
+const MAINTAINED: &str = "maintained-at";
+
+/// When the job last maintained its tables (None: never, or unknown).
+pub(super) fn last_maintained(state: &Path) -> Option<std::time::SystemTime> {
+    let ms: u64 = std::fs::read_to_string(state.join(MAINTAINED))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(std::time::UNIX_EPOCH + Duration::from_millis(ms))
+}
+
 /// Where a clean stop keeps a table's row index.
 fn index_path(state: &Path, key: &(String, String)) -> PathBuf {
     state.join("index").join(format!("{}.{}.idx", key.0, key.1))
@@ -411,7 +424,10 @@ impl Engine {
         let Some(m) = self.job.sink.iceberg().map(|i| i.maintenance.clone()) else {
             return;
         };
-        if m.interval_seconds <= 0.0 || self.maintained.elapsed().as_secs_f64() < m.interval_seconds
+        let since = self
+            .maintained
+            .and_then(|at| std::time::SystemTime::now().duration_since(at).ok());
+        if m.interval_seconds <= 0.0 || since.is_some_and(|d| d.as_secs_f64() < m.interval_seconds)
         {
             return;
         }
@@ -434,7 +450,14 @@ impl Engine {
         // Rewritten tables are loaded again when next written (their row indexes
         // rebuilt when deletes need them).
         self.sinks.retain(|_, s| !s.pending.is_empty());
-        self.maintained = Instant::now();
+        let now = std::time::SystemTime::now();
+        self.maintained = Some(now);
+        let ms = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        // (Best effort: a lost record only makes the next run maintain early.)
+        let _ = std::fs::write(self.state_dir.join(MAINTAINED), ms.to_string());
     }
 
     /// Bytes the tables' row indexes hold.
