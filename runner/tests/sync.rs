@@ -446,11 +446,16 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
     let job = job(dir.path(), db.port);
     // The job compacts its tables every 0.5 s while it runs (and is killed in the
     // middle of that too); snapshots are kept, for the model check below.
-    let text = std::fs::read_to_string(&job).unwrap().replace(
-        "  type: iceberg\n",
-        "  type: iceberg\n  maintenance:\n    interval-seconds: 0.5\n    min-small-files: 4\n    retain-snapshots: 100000\n    snapshot-age-hours: 100000\n    orphan-age-hours: 0\n",
+    with_maintenance(
+        &job,
+        &[
+            "interval-seconds: 0.5",
+            "min-small-files: 4",
+            "retain-snapshots: 100000",
+            "snapshot-age-hours: 100000",
+            "orphan-age-hours: 0",
+        ],
     );
-    std::fs::write(&job, text).unwrap();
 
     // Kill -9 at seeded random moments while the workload runs.
     let mut kills = 0;
@@ -2386,6 +2391,30 @@ async fn row_locators_survive_a_widened_key_and_an_added_column() {
     }
 }
 
+/// The SHOP tables with `n` rows in shop.items.
+async fn shop_with_items(c: &mut mysql_async::Conn, n: usize) {
+    c.query_drop(SHOP).await.unwrap();
+    let values: Vec<String> = (0..n)
+        .map(|i| format!("({i}, 'n{i}', {i}.5, NULL)"))
+        .collect();
+    c.query_drop(format!(
+        "INSERT INTO shop.items VALUES {}",
+        values.join(",")
+    ))
+    .await
+    .unwrap();
+}
+
+/// Add `sink.maintenance` settings (`key: value` lines) to an Iceberg job file.
+fn with_maintenance(job: &Path, settings: &[&str]) {
+    let block: String = settings.iter().map(|l| format!("    {l}\n")).collect();
+    let text = std::fs::read_to_string(job).unwrap().replace(
+        "  type: iceberg\n",
+        &format!("  type: iceberg\n  maintenance:\n{block}"),
+    );
+    std::fs::write(job, text).unwrap();
+}
+
 /// Live (data files, delete files) of `shop.t`, and its snapshot count.
 async fn layout(cat: &Catalog, t: &str) -> (usize, usize, usize) {
     let table = cat.load(&ident("shop", t).unwrap()).await.unwrap().unwrap();
@@ -2408,24 +2437,19 @@ async fn layout(cat: &Catalog, t: &str) -> (usize, usize, usize) {
 async fn maintain_compacts_expires_and_cleans_while_every_reader_reads_the_source() {
     let db = MariaDb::start().await;
     let mut c = db.conn(None).await;
-    c.query_drop(SHOP).await.unwrap();
-    let values: Vec<String> = (0..300)
-        .map(|i| format!("({i}, 'n{i}', {i}.5, NULL)"))
-        .collect();
-    c.query_drop(format!(
-        "INSERT INTO shop.items VALUES {}",
-        values.join(",")
-    ))
-    .await
-    .unwrap();
+    shop_with_items(&mut c, 300).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job_with(dir.path(), db.port, 502, "", None, "");
     // Maintenance keeps one snapshot and takes files of any age as orphans.
-    let text = std::fs::read_to_string(&job).unwrap().replace(
-        "  type: iceberg\n",
-        "  type: iceberg\n  maintenance:\n    min-small-files: 2\n    retain-snapshots: 1\n    snapshot-age-hours: 0\n    orphan-age-hours: 0\n",
+    with_maintenance(
+        &job,
+        &[
+            "min-small-files: 2",
+            "retain-snapshots: 1",
+            "snapshot-age-hours: 0",
+            "orphan-age-hours: 0",
+        ],
     );
-    std::fs::write(&job, text).unwrap();
     let jobs = job.display().to_string();
     catch_up(&job);
     for round in 0..3 {
@@ -2571,23 +2595,19 @@ async fn maintain_compacts_expires_and_cleans_while_every_reader_reads_the_sourc
 async fn a_running_job_maintains_its_tables_on_its_schedule() {
     let db = MariaDb::start().await;
     let mut c = db.conn(None).await;
-    c.query_drop(SHOP).await.unwrap();
-    let values: Vec<String> = (0..200)
-        .map(|i| format!("({i}, 'n{i}', {i}.5, NULL)"))
-        .collect();
-    c.query_drop(format!(
-        "INSERT INTO shop.items VALUES {}",
-        values.join(",")
-    ))
-    .await
-    .unwrap();
+    shop_with_items(&mut c, 200).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job_with(dir.path(), db.port, 503, "", None, "");
-    let text = std::fs::read_to_string(&job).unwrap().replace(
-        "  type: iceberg\n",
-        "  type: iceberg\n  maintenance:\n    interval-seconds: 0.3\n    min-small-files: 2\n    retain-snapshots: 2\n    snapshot-age-hours: 0\n    orphan-age-hours: 0\n",
+    with_maintenance(
+        &job,
+        &[
+            "interval-seconds: 0.3",
+            "min-small-files: 2",
+            "retain-snapshots: 2",
+            "snapshot-age-hours: 0",
+            "orphan-age-hours: 0",
+        ],
     );
-    std::fs::write(&job, text).unwrap();
     let jobs = job.display().to_string();
     let running = spawn(&job, false, None);
     // Changes go on until the job has compacted shop.items at least twice (two

@@ -696,12 +696,8 @@ fn add_totals(m: &TableMetadata, props: &mut HashMap<String, String>, truncate: 
     }
 }
 
-/// The live data files of the current snapshot (paths).
-pub async fn live_files(
-    catalog: &Catalog,
-    t: &LoadedTable,
-) -> Result<Vec<(DataContentType, String, u64)>> {
-    let m = &t.metadata;
+/// The live files (data and delete) of the current snapshot.
+pub async fn live_entries(catalog: &Catalog, m: &TableMetadata) -> Result<Vec<DataFile>> {
     let Some(s) = m.current_snapshot() else {
         return Ok(Vec::new());
     };
@@ -710,15 +706,23 @@ pub async fn live_files(
     for mf in ManifestList::parse_with_version(&bytes, m.format_version())?.entries() {
         for e in mf.load_manifest(&catalog.file_io).await?.entries() {
             if e.is_alive() {
-                out.push((
-                    e.data_file().content_type(),
-                    e.data_file().file_path().to_owned(),
-                    e.data_file().record_count(),
-                ));
+                out.push(e.data_file().clone());
             }
         }
     }
     Ok(out)
+}
+
+/// The live files of the current snapshot: (content, path, record count).
+pub async fn live_files(
+    catalog: &Catalog,
+    t: &LoadedTable,
+) -> Result<Vec<(DataContentType, String, u64)>> {
+    Ok(live_entries(catalog, &t.metadata)
+        .await?
+        .into_iter()
+        .map(|f| (f.content_type(), f.file_path().to_owned(), f.record_count()))
+        .collect())
 }
 
 /// The unpartitioned spec of a table, for writers.

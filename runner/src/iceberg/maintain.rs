@@ -57,28 +57,6 @@ const CARRIED: [&str; 3] = [
 ];
 pub const MAINTENANCE: &str = "lakeshift.maintenance";
 
-/// Live files of the snapshot's manifests: (content, path, bytes).
-async fn live(catalog: &Catalog, m: &TableMetadata) -> Result<Vec<(DataContentType, String, u64)>> {
-    let Some(s) = m.current_snapshot() else {
-        return Ok(Vec::new());
-    };
-    let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
-    let mut out = Vec::new();
-    for mf in ManifestList::parse_with_version(&bytes, m.format_version())?.entries() {
-        for e in mf.load_manifest(&catalog.file_io).await?.entries() {
-            if e.is_alive() {
-                let f = e.data_file();
-                out.push((
-                    f.content_type(),
-                    f.file_path().to_owned(),
-                    f.file_size_in_bytes(),
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// The summary properties a rewrite of `m` carries: the job's checkpoint and
 /// watermark of its newest job snapshot, the newest Kafka offsets.
 fn carried(m: &TableMetadata) -> BTreeMap<String, String> {
@@ -135,14 +113,17 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
     let Some(snapshot) = m.current_snapshot_id() else {
         return Ok(None);
     };
-    let files = live(catalog, m).await?;
+    let files = super::commit::live_entries(catalog, m).await?;
     let target = files::target_size(t) as u64;
     let data: Vec<_> = files
         .iter()
-        .filter(|f| f.0 == DataContentType::Data)
+        .filter(|f| f.content_type() == DataContentType::Data)
         .collect();
     let deletes = files.len() - data.len();
-    let small = data.iter().filter(|f| f.2 < target * 3 / 4).count();
+    let small = data
+        .iter()
+        .filter(|f| f.file_size_in_bytes() < target * 3 / 4)
+        .count();
     if deletes == 0 && (small < o.min_small_files || data.len() < 2) {
         return Ok(None);
     }
@@ -156,7 +137,7 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
             "not compacted: a column has an initial default (rewriting would need it applied to older files)".into(),
         ));
     }
-    let bytes_in: u64 = files.iter().map(|f| f.2).sum();
+    let bytes_in: u64 = files.iter().map(|f| f.file_size_in_bytes()).sum();
     let what = format!(
         "{} data files ({small} small) and {deletes} delete files, {:.1} MiB",
         data.len(),
