@@ -2673,3 +2673,79 @@ async fn a_running_job_maintains_its_tables_on_its_schedule() {
         "{snapshots} snapshots of shop.items after {round} rounds"
     );
 }
+
+/// Compaction rewrites the small files and those position deletes point into, and
+/// leaves a large file without deletes as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_leaves_large_clean_files_alone() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    shop_with_items(&mut c, 3000).await;
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(dir.path(), db.port, 504, "", None, "");
+    with_maintenance(&job, &["min-small-files: 2"]);
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    let id = ident("shop", "items").unwrap();
+    let big: Vec<String> = {
+        let t = cat.load(&id).await.unwrap().unwrap();
+        runner::iceberg::commit::live_files(&cat, &t)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|f| f.1)
+            .collect()
+    };
+    assert_eq!(big.len(), 1, "the snapshot wrote one file: {big:?}");
+    // Files above 20,000 bytes count as large (the 3,000-row file is).
+    runner::iceberg::Committer::new(&cat)
+        .commit(
+            &id,
+            "target-size",
+            &runner::iceberg::commit::Change::Metadata(runner::iceberg::commit::MetadataChange {
+                set_properties: BTreeMap::from([(
+                    "write.target-file-size-bytes".to_owned(),
+                    "20000".to_owned(),
+                )]),
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap();
+    // Small files: new rows in three runs; then updates of some of them.
+    for r in 0..3 {
+        c.query_drop(format!(
+            "INSERT INTO shop.items VALUES ({}, 'new', 1, NULL), ({}, 'new', 2, NULL)",
+            10_000 + 2 * r,
+            10_001 + 2 * r
+        ))
+        .await
+        .unwrap();
+        catch_up(&job);
+    }
+    c.query_drop("UPDATE shop.items SET name = 'upd' WHERE id IN (10000, 10003)")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let (_, deletes, _) = layout(&cat, "items").await;
+    assert!(deletes > 0);
+    let out = lakeshift(&["maintain", "--config", &job.display().to_string()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("shop.items: rewrote 4 of 5 data files"),
+        "{said}"
+    );
+    let t = cat.load(&id).await.unwrap().unwrap();
+    let live = runner::iceberg::commit::live_files(&cat, &t).await.unwrap();
+    assert!(
+        live.iter().any(|f| f.1 == big[0]),
+        "the large file stays: {live:?}"
+    );
+    assert_eq!(layout(&cat, "items").await.1, 0, "no delete files left");
+    assert_mirrored(&mut c, &cat, &["items"]).await;
+}

@@ -45,6 +45,9 @@ pub struct SnapshotChange {
     pub base_snapshot: Option<Option<i64>>,
     /// Data files the position deletes point at: each must still be live.
     pub referenced_data_files: Vec<String>,
+    /// Live files (data or delete, by path) this snapshot removes (a rewrite); the
+    /// commit fails if one is no longer live.
+    pub removed_files: Vec<String>,
     /// With `base_snapshot`: the commit applies only directly on that snapshot (a
     /// rewrite of the table's files read at it; any later commit, even an append,
     /// would be lost or doubled by it).
@@ -499,6 +502,18 @@ impl<'a> Committer<'a> {
                 .removal_manifests(m, &existing, snapshot_id, &mut collector, &mut out_path)
                 .await?;
             manifests.extend(removed);
+        } else if !sc.removed_files.is_empty() {
+            let kept = self
+                .without_files(
+                    base,
+                    existing,
+                    &sc.removed_files,
+                    snapshot_id,
+                    &mut collector,
+                    &mut out_path,
+                )
+                .await?;
+            manifests.extend(kept);
         } else {
             manifests.extend(existing);
         }
@@ -581,6 +596,75 @@ impl<'a> Committer<'a> {
             });
         }
         Ok(())
+    }
+
+    /// The current manifests with the live files `removed` marked deleted: a manifest
+    /// holding none of them is kept as it is; one holding some is written again, those
+    /// entries deleted and the others existing (their sequence numbers kept).
+    async fn without_files(
+        &self,
+        base: &LoadedTable,
+        existing: Vec<ManifestFile>,
+        removed: &[String],
+        snapshot_id: i64,
+        collector: &mut SnapshotSummaryCollector,
+        out_path: &mut impl FnMut() -> String,
+    ) -> Result<Vec<ManifestFile>> {
+        let (m, table) = (&base.metadata, display(&base.ident));
+        let file_io = &self.catalog.file_io;
+        let schema = m.current_schema().clone();
+        let default_spec = m.default_partition_spec().as_ref().clone();
+        let wanted: HashSet<&str> = removed.iter().map(String::as_str).collect();
+        let mut found = HashSet::new();
+        let mut out = Vec::new();
+        for mf in existing {
+            let manifest = mf.load_manifest(file_io).await?;
+            let hit = manifest
+                .entries()
+                .iter()
+                .any(|e| e.is_alive() && wanted.contains(e.data_file().file_path()));
+            if !hit {
+                out.push(mf);
+                continue;
+            }
+            let spec = m
+                .partition_spec_by_id(mf.partition_spec_id)
+                .map(|s| s.as_ref().clone())
+                .unwrap_or_else(|| default_spec.clone());
+            let builder = ManifestWriterBuilder::new(
+                file_io.new_output(out_path())?,
+                Some(snapshot_id),
+                schema.clone(),
+                spec.clone(),
+            );
+            let mut w = match mf.content {
+                ManifestContentType::Data => builder.build_v2_data(),
+                ManifestContentType::Deletes => builder.build_v2_deletes(),
+            };
+            for e in manifest.entries() {
+                if !e.is_alive() {
+                    continue;
+                }
+                let f = e.data_file().clone();
+                let seq = e.sequence_number().unwrap_or(0);
+                if wanted.contains(f.file_path()) {
+                    found.insert(f.file_path().to_owned());
+                    collector.remove_file(&f, schema.clone(), Arc::new(spec.clone()));
+                    w.add_delete_file(f, seq, e.file_sequence_number)?;
+                } else {
+                    let sid = e.snapshot_id().unwrap_or(snapshot_id);
+                    w.add_existing_file(f, sid, seq, e.file_sequence_number)?;
+                }
+            }
+            out.push(w.write_manifest_file().await?);
+        }
+        if let Some(gone) = removed.iter().find(|p| !found.contains(p.as_str())) {
+            return Err(Error::BaseMoved {
+                table,
+                reason: format!("{gone}, which the rewrite replaces, is no longer in the table"),
+            });
+        }
+        Ok(out)
     }
 
     /// A truncate: every live file of the current manifests marked deleted, in new

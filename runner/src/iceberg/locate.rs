@@ -465,6 +465,25 @@ async fn read_columns(
     Ok(out)
 }
 
+/// The data files a position-delete file points into.
+pub async fn position_delete_targets(file_io: &FileIO, path: &str) -> Result<Vec<String>> {
+    let target = Arc::new(Schema::new(vec![Field::new(
+        "file_path",
+        arrow_schema::DataType::Utf8,
+        true,
+    )]));
+    let mut out = std::collections::BTreeSet::new();
+    for b in read_columns(file_io, path, &[super::files::DELETE_FILE_PATH_ID], &target).await? {
+        let Some(paths) = b.column(0).as_any().downcast_ref::<StringArray>() else {
+            return Err(Error::Invalid(format!(
+                "{path}: not a position delete file"
+            )));
+        };
+        out.extend(paths.iter().flatten().map(str::to_owned));
+    }
+    Ok(out.into_iter().collect())
+}
+
 /// Build the index of a table's live rows over columns `cols` (indexes into the
 /// current schema): every live data file's identity columns read, rows its position
 /// deletes and equality deletes remove left out.

@@ -1,8 +1,10 @@
 //! Table maintenance, each step its own commit through the commit layer:
-//! - compaction: a table with delete files or many small data files is rewritten
-//!   from a scan at one snapshot (deletes applied) into files of the target size, and
-//!   committed only directly on that snapshot (any commit in between abandons it:
-//!   nothing is lost or doubled; the next run tries again);
+//! - compaction: the small data files of a table and those its position deletes
+//!   point into (all of them when it has equality deletes) are rewritten from one
+//!   snapshot (deletes applied) into files of the target size, replacing them and
+//!   every delete file, committed only directly on that snapshot (any commit in
+//!   between abandons it: nothing is lost or doubled; the next run tries again);
+//!   large files without deletes are left alone;
 //! - snapshot expiry: snapshots beyond the newest `retain` and older than the age
 //!   limit are removed, never the current one nor the newest that records the job's
 //!   checkpoint or Kafka offsets; files only they referenced are deleted;
@@ -119,12 +121,16 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
         .iter()
         .filter(|f| f.content_type() == DataContentType::Data)
         .collect();
-    let deletes = files.len() - data.len();
-    let small = data
+    let deletes: Vec<_> = files
+        .iter()
+        .filter(|f| f.content_type() != DataContentType::Data)
+        .collect();
+    let small: HashSet<&str> = data
         .iter()
         .filter(|f| f.file_size_in_bytes() < target * 3 / 4)
-        .count();
-    if deletes == 0 && (small < o.min_small_files || data.len() < 2) {
+        .map(|f| f.file_path())
+        .collect();
+    if deletes.is_empty() && (small.len() < o.min_small_files || data.len() < 2) {
         return Ok(None);
     }
     if m.current_schema()
@@ -137,10 +143,39 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
             "not compacted: a column has an initial default (rewriting would need it applied to older files)".into(),
         ));
     }
-    let bytes_in: u64 = files.iter().map(|f| f.file_size_in_bytes()).sum();
+    // The files to rewrite: the small ones and those position deletes point into
+    // (then every delete file goes with them); with equality deletes, which apply to
+    // every older file, all of them.
+    let mut rewrite: HashSet<String> = HashSet::new();
+    if deletes
+        .iter()
+        .any(|f| f.content_type() == DataContentType::EqualityDeletes)
+    {
+        rewrite.extend(data.iter().map(|f| f.file_path().to_owned()));
+    } else {
+        if small.len() >= o.min_small_files.max(2) {
+            rewrite.extend(small.iter().map(|p| p.to_string()));
+        }
+        for d in &deletes {
+            rewrite.extend(
+                super::locate::position_delete_targets(&catalog.file_io, d.file_path()).await?,
+            );
+        }
+    }
+    let live: HashSet<&str> = data.iter().map(|f| f.file_path()).collect();
+    rewrite.retain(|p| live.contains(p.as_str()));
+    let bytes_in: u64 = data
+        .iter()
+        .filter(|f| rewrite.contains(f.file_path()))
+        .chain(deletes.iter())
+        .map(|f| f.file_size_in_bytes())
+        .sum();
     let what = format!(
-        "{} data files ({small} small) and {deletes} delete files, {:.1} MiB",
+        "{} of {} data files ({} small) and {} delete files, {:.1} MiB",
+        rewrite.len(),
         data.len(),
+        small.len(),
+        deletes.len(),
         bytes_in as f64 / (1024.0 * 1024.0)
     );
     if o.dry_run {
@@ -148,15 +183,26 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
     }
     let arrow = files::arrow_schema(t)?;
     let table = t.table(&catalog.file_io)?;
-    // One file at a time (see the sync tests: the crate's scan can stall when several
-    // readers wait for one equality-delete file).
-    let mut stream = table
+    // The chosen files' rows as the table's scan reads them (their deletes applied),
+    // one file at a time (see the sync tests: the crate's reader can stall when
+    // several readers wait for one equality-delete file).
+    let tasks: Vec<_> = table
         .scan()
         .snapshot_id(snapshot)
-        .with_concurrency_limit(1)
         .build()?
-        .to_arrow()
+        .plan_files()
+        .await?
+        .try_filter(|task| std::future::ready(rewrite.contains(&task.data_file_path)))
+        .try_collect()
         .await?;
+    let mut stream = iceberg::arrow::ArrowReaderBuilder::new(
+        catalog.file_io.clone(),
+        iceberg::Runtime::try_current()?,
+    )
+    .with_data_file_concurrency_limit(1)
+    .build()
+    .read(Box::pin(futures::stream::iter(tasks.into_iter().map(Ok))))?
+    .stream();
     let mut w = files::StreamWriter::new(t, &catalog.file_io);
     let mut rows = 0u64;
     while let Some(b) = stream.try_next().await? {
@@ -164,6 +210,11 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
         w.write(conform(&b, &arrow)?).await?;
     }
     let written = w.close().await?;
+    let removed: Vec<String> = rewrite
+        .iter()
+        .cloned()
+        .chain(deletes.iter().map(|f| f.file_path().to_owned()))
+        .collect();
     let bytes_out: u64 = written.iter().map(|f| f.file_size_in_bytes()).sum();
     let n_out = written.len();
     let paths: Vec<String> = written.iter().map(|f| f.file_path().to_owned()).collect();
@@ -171,7 +222,7 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
     summary.insert(MAINTENANCE.to_owned(), "compaction".into());
     let change = Change::Snapshot(SnapshotChange {
         data_files: written,
-        truncate: true,
+        removed_files: removed,
         summary,
         base_snapshot: Some(Some(snapshot)),
         exact_base: true,
