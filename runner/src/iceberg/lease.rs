@@ -47,6 +47,19 @@ impl Owner {
     }
 }
 
+/// Who holds (or last held) a job's lease.
+#[derive(Debug, Clone)]
+pub struct Holder {
+    /// Process, host, state folder and lease, for messages.
+    pub text: String,
+    /// The last checkpoint it recorded.
+    pub checkpoint: u64,
+    /// The lease has not run out nor been given up.
+    pub live: bool,
+    pub host: String,
+    pub state: String,
+}
+
 fn now_ms() -> i64 {
     crate::calendar::now_ms()
 }
@@ -227,7 +240,7 @@ impl Catalog {
 
     /// Who holds `job`, for `lakeshift status`: "process P on H (state folder S), lease
     /// ends in N s" (or "ran out", "given up"), and the last committed checkpoint.
-    pub async fn holder(&self, job: &str) -> Result<Option<(String, u64, bool)>> {
+    pub async fn holder(&self, job: &str) -> Result<Option<Holder>> {
         let Ok(row) = sqlx::query(&self.q(
             "SELECT host, pid, state, lease_until_ms, checkpoint FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
         ))
@@ -256,11 +269,13 @@ impl Catalog {
         } else {
             format!("lease ran out {:.1} s ago", -left as f64 / 1000.0)
         };
-        Ok(Some((
-            format!("process {pid} on {host} (state folder {state}), {lease}"),
-            ck.max(0) as u64,
-            left > 0 && until != 0,
-        )))
+        Ok(Some(Holder {
+            text: format!("process {pid} on {host} (state folder {state}), {lease}"),
+            checkpoint: ck.max(0) as u64,
+            live: left > 0 && until != 0,
+            host,
+            state,
+        }))
     }
 
     /// Renew the lease. Err(Fenced): another run holds the job now.

@@ -2,7 +2,7 @@
 //! snapshots expired and its orphan files removed (`iceberg::maintain`), with a
 //! line per step.
 
-use super::engine::{State, JOB};
+use super::engine::{State, CHECKPOINT, JOB};
 use super::error::SyncError;
 use super::job::SyncJob;
 use crate::iceberg::catalog::ident;
@@ -20,19 +20,34 @@ pub async fn run(
     inside: bool,
     mut say: impl FnMut(String),
 ) -> Result<usize, SyncError> {
-    if !inside && !o.dry_run {
-        if let Some((who, _, true)) = catalog
+    // Run from outside the job: its state folder's lock, so that the job cannot start
+    // meanwhile (and is not running with this folder now).
+    let _lock = if inside || o.dry_run {
+        None
+    } else {
+        let refuse = |who: &str| {
+            SyncError::from(format!(
+                "job `{}` is running ({who}): its commits would race the rewrite. Stop it first, or set sink.maintenance.interval-seconds so that the job maintains its own tables",
+                job.pipeline.name
+            ))
+        };
+        let lock = super::owner::lock(&job.pipeline.state, &job.pipeline.name)
+            .map_err(|e| refuse(&e.to_string()))?;
+        // A live lease of another host or state folder: the job runs there. (This
+        // host's with this folder: the lock proves that run is gone.)
+        if let Some(h) = catalog
             .holder(&job.pipeline.name)
             .await
             .map_err(|e| e.to_string())?
         {
-            return Err(format!(
-                "job `{}` is running ({who}): its commits would race the rewrite. Stop it first, or set sink.maintenance.interval-seconds so that the job maintains its own tables",
-                job.pipeline.name
-            )
-            .into());
+            let me =
+                crate::iceberg::lease::Owner::this_process(&job.pipeline.name, &job.pipeline.state);
+            if h.live && (h.host != me.host || h.state != me.state) {
+                return Err(refuse(&h.text));
+            }
         }
-    }
+        Some(lock)
+    };
     let state = State::load(&job.pipeline.state)?;
     let mut steps = 0;
     for ns in catalog.list_namespaces().await.map_err(|e| e.to_string())? {
@@ -55,7 +70,19 @@ pub async fn run(
                 continue;
             }
             let err = |e: crate::iceberg::Error| SyncError::from(format!("{ns}.{name}: {e}"));
-            if let Some(m) = maintain::compact(catalog, &t, o).await.map_err(err)? {
+            // A checkpoint the state lists and the table lacks is committed by the
+            // job's next run, position deletes included: the files they point into
+            // must still be there then.
+            let owed = state.as_ref().and_then(|s| {
+                let key = format!("{ns}.{name}");
+                (s.pending.contains_key(&key) && committed_checkpoint(job, &t) < s.checkpoint)
+                    .then_some(s.checkpoint)
+            });
+            if let Some(n) = owed {
+                say(format!(
+                    "{ns}.{name}: not compacted: the job's checkpoint {n} is not committed to it yet (the job's next run commits it; run the job, then maintain)"
+                ));
+            } else if let Some(m) = maintain::compact(catalog, &t, o).await.map_err(err)? {
                 say(format!("{ns}.{name}: {m}"));
                 steps += 1;
             }
@@ -76,6 +103,22 @@ pub async fn run(
         }
     }
     Ok(steps)
+}
+
+/// The job's newest checkpoint committed to `t`.
+fn committed_checkpoint(job: &SyncJob, t: &crate::iceberg::LoadedTable) -> u64 {
+    t.metadata
+        .snapshots()
+        .filter(|s| {
+            s.summary()
+                .additional_properties
+                .get(JOB)
+                .is_some_and(|j| *j == job.pipeline.name)
+        })
+        .max_by_key(|s| s.sequence_number())
+        .and_then(|s| s.summary().additional_properties.get(CHECKPOINT))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Files the job's last checkpoint lists for table `t` (written, maybe not yet

@@ -37,12 +37,16 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
             let _ = writeln!(out, "job {}: not started", job.pipeline.name);
         }
     }
-    if let Some((who, ck, _)) = catalog
+    if let Some(h) = catalog
         .holder(&job.pipeline.name)
         .await
         .map_err(|e| e.to_string())?
     {
-        let _ = writeln!(out, "owner: {who}; last committed checkpoint {ck}");
+        let _ = writeln!(
+            out,
+            "owner: {}; last committed checkpoint {}",
+            h.text, h.checkpoint
+        );
     }
     let _ = writeln!(
         out,
