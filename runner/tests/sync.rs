@@ -2050,10 +2050,12 @@ async fn the_lease_holds_on_a_postgresql_catalog() {
         p
     };
     let (job_a, job_b) = (host("host-a", 651), host("host-b", 652));
+    // (Host A's log goes to a file, shown if the test fails.)
+    let a_log = tmp.path().join("host-a.log");
     let mut a = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
         .args(["sync", "--config", &job_a.display().to_string()])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&a_log).unwrap())
         .spawn()
         .unwrap();
     let cat = Catalog::open(&CatalogConfig {
@@ -2066,10 +2068,16 @@ async fn the_lease_holds_on_a_postgresql_catalog() {
     c.query_drop("ALTER TABLE shop.k ADD COLUMN w INT; INSERT INTO shop.k VALUES (3, 3, 3)")
         .await
         .unwrap();
-    lakeshift_tests::wait_until("host A mirrored the rows and the DDL", || async {
-        iceberg_rows(&cat, "k").await.is_some_and(|r| r.len() == 3)
-    })
-    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !iceberg_rows(&cat, "k").await.is_some_and(|r| r.len() == 3) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "host A did not mirror the rows and the DDL in 60 s (exited: {:?}); its log:\n{}",
+            a.try_wait(),
+            std::fs::read_to_string(&a_log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let out = spawn(&job_b, true, None).wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
