@@ -2069,7 +2069,7 @@ async fn the_lease_holds_on_a_postgresql_catalog() {
         .await
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !iceberg_rows(&cat, "k").await.is_some_and(|r| r.len() == 3) {
+    while iceberg_rows(&cat, "k").await.is_none_or(|r| r.len() != 3) {
         assert!(
             std::time::Instant::now() < deadline,
             "host A did not mirror the rows and the DDL in 60 s (exited: {:?}); its log:\n{}",
