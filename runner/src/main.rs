@@ -114,8 +114,9 @@ enum Command {
     },
     #[cfg(feature = "sync")]
     /// Maintain the Iceberg tables a sync job wrote: compact a table with delete files
-    /// or many small data files (rewritten from one snapshot into files of the target
-    /// size, committed only if nothing was committed in between), expire snapshots
+    /// or many small data files (its small files and those its position deletes point
+    /// into, rewritten from one snapshot with the deletes applied into files of the
+    /// target size, committed only if nothing was committed in between), expire snapshots
     /// beyond `sink.maintenance.retain-snapshots` and older than
     /// `snapshot-age-hours` (never the current one nor the newest holding the job's
     /// checkpoint or Kafka offsets) with the files only they held, and remove orphan
