@@ -613,7 +613,6 @@ impl<'a> Committer<'a> {
         let (m, table) = (&base.metadata, display(&base.ident));
         let file_io = &self.catalog.file_io;
         let schema = m.current_schema().clone();
-        let default_spec = m.default_partition_spec().as_ref().clone();
         let wanted: HashSet<&str> = removed.iter().map(String::as_str).collect();
         let mut found = HashSet::new();
         let mut out = Vec::new();
@@ -627,20 +626,7 @@ impl<'a> Committer<'a> {
                 out.push(mf);
                 continue;
             }
-            let spec = m
-                .partition_spec_by_id(mf.partition_spec_id)
-                .map(|s| s.as_ref().clone())
-                .unwrap_or_else(|| default_spec.clone());
-            let builder = ManifestWriterBuilder::new(
-                file_io.new_output(out_path())?,
-                Some(snapshot_id),
-                schema.clone(),
-                spec.clone(),
-            );
-            let mut w = match mf.content {
-                ManifestContentType::Data => builder.build_v2_data(),
-                ManifestContentType::Deletes => builder.build_v2_deletes(),
-            };
+            let (spec, mut w) = self.rewritten_manifest(m, &mf, snapshot_id, out_path())?;
             for e in manifest.entries() {
                 if !e.is_alive() {
                     continue;
@@ -667,6 +653,32 @@ impl<'a> Committer<'a> {
         Ok(out)
     }
 
+    /// A writer for a new version of manifest `mf` in snapshot `snapshot_id` (same
+    /// content and partition spec), and that spec.
+    fn rewritten_manifest(
+        &self,
+        m: &TableMetadata,
+        mf: &ManifestFile,
+        snapshot_id: i64,
+        path: String,
+    ) -> Result<(PartitionSpec, iceberg::spec::ManifestWriter)> {
+        let spec = m
+            .partition_spec_by_id(mf.partition_spec_id)
+            .map(|s| s.as_ref().clone())
+            .unwrap_or_else(|| m.default_partition_spec().as_ref().clone());
+        let builder = ManifestWriterBuilder::new(
+            self.catalog.file_io.new_output(path)?,
+            Some(snapshot_id),
+            m.current_schema().clone(),
+            spec.clone(),
+        );
+        let w = match mf.content {
+            ManifestContentType::Data => builder.build_v2_data(),
+            ManifestContentType::Deletes => builder.build_v2_deletes(),
+        };
+        Ok((spec, w))
+    }
+
     /// A truncate: every live file of the current manifests marked deleted, in new
     /// manifests of `snapshot_id`.
     async fn removal_manifests(
@@ -679,24 +691,10 @@ impl<'a> Committer<'a> {
     ) -> Result<Vec<ManifestFile>> {
         let file_io = &self.catalog.file_io;
         let schema = m.current_schema().clone();
-        let default_spec = m.default_partition_spec().as_ref().clone();
         let mut manifests = Vec::new();
         for mf in existing {
             let manifest = mf.load_manifest(file_io).await?;
-            let spec = m
-                .partition_spec_by_id(mf.partition_spec_id)
-                .map(|s| s.as_ref().clone())
-                .unwrap_or_else(|| default_spec.clone());
-            let builder = ManifestWriterBuilder::new(
-                file_io.new_output(out_path())?,
-                Some(snapshot_id),
-                schema.clone(),
-                spec.clone(),
-            );
-            let mut w = match mf.content {
-                ManifestContentType::Data => builder.build_v2_data(),
-                ManifestContentType::Deletes => builder.build_v2_deletes(),
-            };
+            let (spec, mut w) = self.rewritten_manifest(m, mf, snapshot_id, out_path())?;
             let mut any = false;
             for e in manifest.entries() {
                 if !e.is_alive() {

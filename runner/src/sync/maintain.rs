@@ -107,18 +107,25 @@ pub async fn run(
 
 /// The job's newest checkpoint committed to `t`.
 fn committed_checkpoint(job: &SyncJob, t: &crate::iceberg::LoadedTable) -> u64 {
-    t.metadata
-        .snapshots()
+    newest_job_snapshot(&t.metadata, &job.pipeline.name)
+        .and_then(|s| s.summary().additional_properties.get(CHECKPOINT))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The newest snapshot of a table that job `job` committed.
+pub fn newest_job_snapshot<'a>(
+    m: &'a iceberg::spec::TableMetadata,
+    job: &str,
+) -> Option<&'a iceberg::spec::SnapshotRef> {
+    m.snapshots()
         .filter(|s| {
             s.summary()
                 .additional_properties
                 .get(JOB)
-                .is_some_and(|j| *j == job.pipeline.name)
+                .is_some_and(|j| j == job)
         })
         .max_by_key(|s| s.sequence_number())
-        .and_then(|s| s.summary().additional_properties.get(CHECKPOINT))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 /// Files the job's last checkpoint lists for table `t` (written, maybe not yet

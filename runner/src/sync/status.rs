@@ -2,7 +2,7 @@
 //! watermark, rows and schema version, read from the catalog and the state folder;
 //! for a relational target, its state row, Kafka offsets and the DDL log's counts.
 
-use super::engine::{State, CHECKPOINT, JOB, WATERMARK};
+use super::engine::{State, CHECKPOINT, WATERMARK};
 use super::job::SyncJob;
 use crate::iceberg::catalog::ident;
 use crate::iceberg::Catalog;
@@ -68,15 +68,7 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
                 continue;
             };
             let m = &tb.metadata;
-            let ours = m
-                .snapshots()
-                .filter(|s| {
-                    s.summary()
-                        .additional_properties
-                        .get(JOB)
-                        .is_some_and(|j| *j == job.pipeline.name)
-                })
-                .max_by_key(|s| s.sequence_number());
+            let ours = super::maintain::newest_job_snapshot(m, &job.pipeline.name);
             let get = |k: &str| {
                 ours.and_then(|s| s.summary().additional_properties.get(k).cloned())
                     .unwrap_or_else(|| "-".into())
