@@ -85,14 +85,24 @@ fn carried(m: &TableMetadata) -> BTreeMap<String, String> {
     out
 }
 
-/// A scan batch in the table's current Arrow schema (columns by name; a column a
-/// file predates reads as NULL; older types cast).
-fn conform(batch: &RecordBatch, target: &arrow_schema::SchemaRef) -> Result<RecordBatch> {
+/// A scan batch in the table's current Arrow schema. The scan reads a snapshot under
+/// the schema it was written with (`read`); columns are matched by field id, so a
+/// column renamed since keeps its values, one added since reads as NULL, one dropped
+/// since goes, and an older type is cast.
+fn conform(
+    batch: &RecordBatch,
+    read: &iceberg::spec::Schema,
+    current: &iceberg::spec::Schema,
+    target: &arrow_schema::SchemaRef,
+) -> Result<RecordBatch> {
     let n = batch.num_rows();
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
-    for f in target.fields() {
-        let c = match batch.schema().index_of(f.name()) {
-            Ok(i) => {
+    for (f, field) in target.fields().iter().zip(current.as_struct().fields()) {
+        let source = read
+            .field_by_id(field.id)
+            .and_then(|s| batch.schema().index_of(&s.name).ok());
+        let c = match source {
+            Some(i) => {
                 let c = batch.column(i);
                 if c.data_type() == f.data_type() {
                     c.clone()
@@ -101,7 +111,7 @@ fn conform(batch: &RecordBatch, target: &arrow_schema::SchemaRef) -> Result<Reco
                         .map_err(|e| Error::Invalid(format!("column {}: {e}", f.name())))?
                 }
             }
-            Err(_) => arrow_array::new_null_array(f.data_type(), n),
+            None => arrow_array::new_null_array(f.data_type(), n),
         };
         cols.push(c);
     }
@@ -203,11 +213,19 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
     .build()
     .read(Box::pin(futures::stream::iter(tasks.into_iter().map(Ok))))?
     .stream();
+    // The scan reads the snapshot under the schema it was written with; the new files
+    // are in the current one (a column renamed since must keep its values).
+    let read = m
+        .snapshot_by_id(snapshot)
+        .map(|s| s.schema(m))
+        .transpose()?
+        .unwrap_or_else(|| m.current_schema().clone());
     let mut w = files::StreamWriter::new(t, &catalog.file_io);
     let mut rows = 0u64;
     while let Some(b) = stream.try_next().await? {
         rows += b.num_rows() as u64;
-        w.write(conform(&b, &arrow)?).await?;
+        w.write(conform(&b, &read, m.current_schema(), &arrow)?)
+            .await?;
     }
     let written = w.close().await?;
     let removed: Vec<String> = rewrite
