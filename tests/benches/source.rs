@@ -8,7 +8,8 @@
 //!
 //! `cargo bench -p lakeshift-tests --bench source` (ROWS=1000000 by default; set
 //! LAKESHIFT_BENCH_ROWS for a smaller backlog; LAKESHIFT_BENCH_MANY=1000,5000,10000
-//! for the many-tables snapshot at several counts, 1000 by default).
+//! for the many-tables snapshot at several counts, 1000 by default;
+//! LAKESHIFT_BENCH_ONLY=snapshot for the snapshot rows alone).
 
 use lakeshift_tests::MariaDb;
 use mysql_async::prelude::Queryable;
@@ -538,6 +539,54 @@ fn raw_select(db: &MariaDb) -> (u64, f64) {
     (rows, secs)
 }
 
+/// The snapshot rows: lakeshift's snapshot into Arrow and into Iceberg against the
+/// mariadb client's `SELECT *`, then many small tables into Iceberg; a table each.
+async fn snapshots(db: &MariaDb) {
+    let (srows, ssecs) = lakeshift_snapshot(db).await;
+    let (rrows, rsecs) = raw_select(db);
+    assert_eq!(srows, rrows, "snapshot rows");
+    reset_peak_rss();
+    let (irows, isecs) = snapshot_into_iceberg(db).await;
+    let snap_rss = peak_rss_mib();
+    assert_eq!(irows, rrows, "snapshot rows into Iceberg");
+    // LAKESHIFT_BENCH_MANY: table counts, e.g. 1000,5000,10000.
+    let counts: Vec<usize> = std::env::var("LAKESHIFT_BENCH_MANY")
+        .unwrap_or_else(|_| "1000".into())
+        .split(',')
+        .filter_map(|x| x.trim().parse().ok())
+        .collect();
+    let mut many = Vec::new();
+    for n in counts {
+        reset_peak_rss();
+        let (rows, secs) = many_tables(db, n).await;
+        assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
+        many.push((n, secs, peak_rss_mib()));
+    }
+    println!();
+    println!("| snapshot path | rows | seconds | rows/s | vs baseline |");
+    println!("|---|---:|---:|---:|---:|");
+    let rrate = rrows as f64 / rsecs;
+    println!("| mariadb --quick SELECT * (baseline) | {rrows} | {rsecs:.2} | {rrate:.0} | 1.00x |");
+    let srate = srows as f64 / ssecs;
+    println!(
+        "| lakeshift snapshot -> Arrow | {srows} | {ssecs:.2} | {srate:.0} | {:.2}x |",
+        srate / rrate
+    );
+    let irate = irows as f64 / isecs;
+    println!("| lakeshift sync snapshot -> Iceberg (peak RSS {snap_rss:.0} MiB) | {irows} | {isecs:.2} | {irate:.0} | {:.2}x |", irate / rrate);
+    println!();
+    println!(
+        "| tables (2 rows each) snapshotted into Iceberg | seconds | ms per table | peak RSS MiB |"
+    );
+    println!("|---:|---:|---:|---:|");
+    for (n, secs, rss) in &many {
+        println!(
+            "| {n} | {secs:.1} | {:.2} | {rss:.0} |",
+            secs * 1000.0 / *n as f64
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -555,6 +604,10 @@ fn main() {
         let db = MariaDb::start().await;
         eprintln!("preparing a backlog of {changes} row changes over {TABLES} tables (60/30/10)...");
         let (start, done, defs) = backlog(&db, changes).await;
+        if std::env::var("LAKESHIFT_BENCH_ONLY").is_ok_and(|v| v == "snapshot") {
+            snapshots(&db).await;
+            return;
+        }
         let (rows, secs) = lakeshift_binlog(&db, &start, &defs).await;
         assert_eq!(rows as usize, done, "every row change decoded");
         let mb_secs = mariadb_binlog(&db, &start.file);
@@ -602,13 +655,6 @@ fn main() {
             }
         }
         assert_eq!(m_result, truth, "DuckDB reads the maintained lake as the source");
-        let (srows, ssecs) = lakeshift_snapshot(&db).await;
-        let (rrows, rsecs) = raw_select(&db);
-        assert_eq!(srows, rrows, "snapshot rows");
-        reset_peak_rss();
-        let (irows, isecs) = snapshot_into_iceberg(&db).await;
-        let snap_rss = peak_rss_mib();
-        assert_eq!(irows, rrows, "snapshot rows into Iceberg");
         println!();
         println!("| path | rows | seconds | rows/s | vs baseline |");
         println!("|---|---:|---:|---:|---:|");
@@ -624,26 +670,6 @@ fn main() {
             let rate = *r as f64 / s;
             println!("| lakeshift sync -> Iceberg (catch-up, {mode} deletes, checkpoints every {every} s) | {r} | {s:.2} | {rate:.0} | {:.2}x |", rate / mb_rate);
         }
-        let srate = srows as f64 / ssecs;
-        reset_peak_rss();
-        // LAKESHIFT_BENCH_MANY: table counts, e.g. 1000,5000,10000.
-        let counts: Vec<usize> = std::env::var("LAKESHIFT_BENCH_MANY")
-            .unwrap_or_else(|_| "1000".into())
-            .split(',')
-            .filter_map(|x| x.trim().parse().ok())
-            .collect();
-        let mut many = Vec::new();
-        for n in counts {
-            reset_peak_rss();
-            let (rows, secs) = many_tables(&db, n).await;
-            assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
-            many.push((n, secs, peak_rss_mib()));
-        }
-        let rrate = rrows as f64 / rsecs;
-        println!("| mariadb --quick SELECT * (baseline) | {rrows} | {rsecs:.2} | {rrate:.0} | 1.00x |");
-        println!("| lakeshift snapshot -> Arrow | {srows} | {ssecs:.2} | {srate:.0} | {:.2}x |", srate / rrate);
-        let irate = irows as f64 / isecs;
-        println!("| lakeshift sync snapshot -> Iceberg (peak RSS {snap_rss:.0} MiB) | {irows} | {isecs:.2} | {irate:.0} | {:.2}x |", irate / rrate);
         println!();
         for (pos, tables, ms) in &stalls {
             println!("DDL barrier at {pos}: {tables} table(s) paused {ms:.1} ms (the other tables' changes queue for the same time: one consumer task)");
@@ -664,11 +690,6 @@ fn main() {
             before_files.0, before_files.1, before_files.2,
             m_copy / maintain_secs
         );
-        println!();
-        println!("| tables (2 rows each) snapshotted into Iceberg | seconds | ms per table | peak RSS MiB |");
-        println!("|---:|---:|---:|---:|");
-        for (n, secs, rss) in &many {
-            println!("| {n} | {secs:.1} | {:.2} | {rss:.0} |", secs * 1000.0 / *n as f64);
-        }
+        snapshots(&db).await;
     });
 }
