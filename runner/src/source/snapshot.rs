@@ -211,6 +211,10 @@ pub async fn snapshot(
     };
     let mut total = 0u64;
     let mut n_tables = 0;
+    let done: std::collections::HashSet<&(String, String)> = match &scope {
+        Scope::Resume(r) => r.done.iter().collect(),
+        _ => Default::default(),
+    };
     for (db, name, estimate, _) in &defs {
         if !src.captures(db, name) {
             continue;
@@ -220,7 +224,7 @@ pub async fn snapshot(
         match &scope {
             Scope::All => {}
             Scope::Resume(r) => {
-                if r.done.contains(&key) {
+                if done.contains(&key) {
                     continue;
                 }
                 if let Some(c) = r

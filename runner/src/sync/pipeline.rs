@@ -15,11 +15,13 @@
 use super::error::Result;
 use super::job::SyncJob;
 use super::metrics::{now_ms, Metrics, ProgressClock};
+use super::route::Router;
 use crate::source::decode::SourceTable;
 use crate::source::position::Position;
 use crate::source::snapshot::SnapshotResume;
 use crate::source::{Acknowledged, Message, Resume, RowBatch, Source, SourceEvent};
 use arrow_array::RecordBatch;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -72,14 +74,9 @@ pub trait Sink {
 
     /// A snapshot reads `table` again from its start: what the target holds of it is
     /// replaced (the next commit of the table removes every row committed before,
-    /// atomically with the rows that follow), unless a table in `earlier` (read
-    /// before in this snapshot) routes into the same target table.
-    async fn replace(
-        &mut self,
-        table: &Arc<SourceTable>,
-        earlier: &[(String, String)],
-        at: &Position,
-    ) -> Result<()>;
+    /// atomically with the rows that follow). Not called when a table read before in
+    /// this snapshot routes into the same target table.
+    async fn replace(&mut self, table: &Arc<SourceTable>, at: &Position) -> Result<()>;
     /// Snapshot rows of one chunk (inserts) read at `at`.
     async fn snapshot_rows(
         &mut self,
@@ -153,8 +150,56 @@ struct Cursor {
     read_to: Option<Position>,
     /// The snapshot under way.
     snapshot: Option<SnapshotResume>,
+    /// Sets over its table lists (they hold every table of a job of many).
+    snapshot_index: SnapshotIndex,
     /// Whether the last event ended a transaction (a checkpoint may be taken).
     at_boundary: bool,
+}
+
+/// Hash sets over a snapshot's `started` and `done` lists, and how many started
+/// tables route into each target table, kept up to date as the lists grow, so that a
+/// snapshot of many tables costs the same per table at its end as at its start.
+#[derive(Default)]
+struct SnapshotIndex {
+    started_seen: usize,
+    done_seen: usize,
+    started: HashSet<(String, String)>,
+    done: HashSet<(String, String)>,
+    targets: HashMap<(String, String), usize>,
+}
+
+impl SnapshotIndex {
+    /// Take in what the lists gained since the last call (all of them for a new
+    /// snapshot or one read back from the state).
+    fn sync(&mut self, sr: &SnapshotResume, router: &Router) {
+        if self.started_seen > sr.started.len() || self.done_seen > sr.done.len() {
+            *self = SnapshotIndex::default();
+        }
+        for t in &sr.started[self.started_seen..] {
+            if self.started.insert(t.clone()) {
+                *self.targets.entry(target(router, t)).or_default() += 1;
+            }
+        }
+        self.done.extend(sr.done[self.done_seen..].iter().cloned());
+        self.started_seen = sr.started.len();
+        self.done_seen = sr.done.len();
+    }
+
+    /// Whether a table other than `this`, begun earlier, routes into `this`'s target.
+    fn shares_target(&self, this: &(String, String), router: &Router) -> bool {
+        let n = self
+            .targets
+            .get(&target(router, this))
+            .copied()
+            .unwrap_or(0);
+        n > usize::from(self.started.contains(this))
+    }
+}
+
+/// The target table a source table lands in.
+fn target(router: &Router, (db, table): &(String, String)) -> (String, String) {
+    let r = router.route(db, table);
+    (r.db, r.table)
 }
 
 /// Where a binlog job commits what it read before it stops or reconnects: just
@@ -190,6 +235,8 @@ pub struct Pipeline<S: Sink> {
     /// The table being snapshotted: (name, rows read, estimated rows).
     snapshot_progress: Option<(String, u64, u64)>,
     checkpoint_seen: u64,
+    /// The job's routes (a snapshot asks which target a table lands in).
+    router: Router,
 }
 
 impl<S: Sink> Pipeline<S> {
@@ -206,6 +253,7 @@ impl<S: Sink> Pipeline<S> {
         Pipeline {
             sink,
             source,
+            router: job.router.clone(),
             queue: job.pipeline.in_flight(batch).1,
             interval,
             barrier_limit: (interval * job.pipeline.barrier_timeout_intervals.max(1))
@@ -407,16 +455,20 @@ impl<S: Sink> Pipeline<S> {
                 self.snapshot_progress =
                     Some((format!("{}.{}", table.db, table.name), done, estimate));
                 if fresh {
-                    // Tables begun before in this snapshot (this one too, when a
-                    // resume reads it again from its start: not counted).
-                    let earlier: Vec<(String, String)> = cur
-                        .snapshot
-                        .iter()
-                        .flat_map(|s| &s.started)
-                        .filter(|(d, t)| *d != table.db || *t != table.name)
-                        .cloned()
-                        .collect();
-                    self.sink.replace(&table, &earlier, &position).await?;
+                    // Unless a table begun before in this snapshot feeds the same
+                    // target (this one does not count, when a resume reads it again
+                    // from its start).
+                    let this = (table.db.clone(), table.name.clone());
+                    let shared = match &cur.snapshot {
+                        Some(sr) => {
+                            cur.snapshot_index.sync(sr, &self.router);
+                            cur.snapshot_index.shares_target(&this, &self.router)
+                        }
+                        None => false,
+                    };
+                    if !shared {
+                        self.sink.replace(&table, &position).await?;
+                    }
                 }
                 self.sink.snapshot_rows(&table, rows, &position).await?;
                 self.snapshot_cursor(&table, cursor, position, cur).await?;
@@ -518,20 +570,25 @@ impl<S: Sink> Pipeline<S> {
         });
         // A chunk of another table: the one before it is done (keyless tables too,
         // which have no cursor: a resume must not read them again).
+        let ix = &mut cur.snapshot_index;
+        ix.sync(sr, &self.router);
         let this = (table.db.clone(), table.name.clone());
         if let Some(prev) = sr.started.last().filter(|p| **p != this).cloned() {
-            if !sr.done.contains(&prev) {
+            if !ix.done.contains(&prev) {
                 sr.done.push(prev);
+                ix.sync(sr, &self.router);
             }
         }
         if let Some(c) = &sr.cursor {
             let k = (c.db.clone(), c.table.clone());
-            if k != this && !sr.done.contains(&k) {
+            if k != this && !ix.done.contains(&k) {
                 sr.done.push(k);
+                ix.sync(sr, &self.router);
             }
         }
-        if !sr.started.contains(&this) {
+        if !ix.started.contains(&this) {
             sr.started.push(this);
+            ix.sync(sr, &self.router);
         }
         sr.cursor = cursor;
         if self.due() || self.sink.over_budget() {

@@ -46,7 +46,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use dialects::iceberg::IcebergPlanner;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -137,6 +137,16 @@ pub struct Engine {
     state_dir: PathBuf,
     state: State,
     sinks: HashMap<(String, String), Sink>,
+    /// Tables rows were folded into since the last checkpoint (a superset of those
+    /// with pending changes): the budget check adds up these, not every table.
+    active: HashSet<(String, String)>,
+    /// Bytes the tables' row indexes held after the last commit (the budget counts
+    /// them).
+    index_bytes: usize,
+    /// Bytes folded into pending changes since the last count (at a checkpoint or a
+    /// flush): at least what the active tables hold, so below the budget it spares
+    /// adding them up.
+    pending_bytes: usize,
     last_checkpoint: Instant,
     pub rows: u64,
     pub commits: u64,
@@ -225,6 +235,9 @@ impl Engine {
             state_dir,
             state,
             sinks: HashMap::new(),
+            active: HashSet::new(),
+            index_bytes: 0,
+            pending_bytes: 0,
             last_checkpoint: Instant::now(),
             rows: 0,
             commits: 0,
@@ -309,18 +322,13 @@ impl super::pipeline::Sink for Engine {
     async fn replace(
         &mut self,
         table: &Arc<crate::source::decode::SourceTable>,
-        earlier: &[(String, String)],
         at: &Position,
     ) -> Result<(), SyncError> {
-        let target = |db: &str, t: &str| {
-            let r = self.job.router.route(db, t);
-            (ns_of(&r.db), r.table)
-        };
-        let key = target(&table.db, &table.name);
-        // Another source table fed this target earlier in the snapshot (a route of
-        // several tables into one): its rows stay. A changelog table keeps its
-        // history: the snapshot's rows are appended as `snapshot` changes.
-        if earlier.iter().any(|(d, t)| target(d, t) == key) || self.job.changelog(&key.0, &key.1) {
+        let r = self.job.router.route(&table.db, &table.name);
+        let key = (ns_of(&r.db), r.table);
+        // A changelog table keeps its history: the snapshot's rows are appended as
+        // `snapshot` changes.
+        if self.job.changelog(&key.0, &key.1) {
             return Ok(());
         }
         // A table Iceberg does not have yet holds nothing to replace (one load: the
@@ -336,6 +344,7 @@ impl super::pipeline::Sink for Engine {
             key.1
         );
         self.sink(table, at).await?.pending.replace = true;
+        self.active.insert(key);
         Ok(())
     }
 
@@ -378,20 +387,30 @@ impl super::pipeline::Sink for Engine {
         if s.changelog {
             converted = snapshot_changelog_columns(converted, position)?;
         }
-        let keep = vec![true; converted.num_rows()];
+        let n = converted.num_rows() as u64;
         // Rows replacing the table need not delete older versions of their keys.
         let upsert = s.had_rows && !s.pending.replace;
-        s.pending.fold(
-            &s.key,
-            s.keyed,
-            Op::Insert,
-            upsert,
-            None,
-            Some(converted),
-            &keep,
-            position.clone(),
-        );
-        self.rows += keep.len() as u64;
+        let had = s.pending.bytes;
+        if upsert {
+            let keep = vec![true; converted.num_rows()];
+            s.pending.fold(
+                &s.key,
+                s.keyed,
+                Op::Insert,
+                true,
+                None,
+                Some(converted),
+                &keep,
+                position.clone(),
+            );
+        } else {
+            s.pending
+                .fold_snapshot(&s.key, s.keyed, converted, position.clone());
+        }
+        self.pending_bytes += s.pending.bytes.saturating_sub(had);
+        self.rows += n;
+        self.active
+            .insert((ns_of(&routed.db), routed.table.clone()));
         Ok(())
     }
 

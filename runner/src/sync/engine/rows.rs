@@ -61,6 +61,7 @@ impl Engine {
         };
         let (before, after) = (conv(&b.before)?, conv(&b.after)?);
         let last = b.position_after(b.num_rows() - 1);
+        let had = s.pending.bytes;
         if s.changelog {
             let tag =
                 |x: Option<RecordBatch>, op: &str| -> Result<Option<RecordBatch>, SyncError> {
@@ -84,12 +85,16 @@ impl Engine {
                     last.clone(),
                 );
             }
+            self.pending_bytes += s.pending.bytes.saturating_sub(had);
             self.rows += keep.iter().filter(|k| **k).count() as u64;
+            self.active.insert(key);
             return Ok(());
         }
         s.pending
             .fold(&s.key, s.keyed, b.op, true, before, after, &keep, last);
+        self.pending_bytes += s.pending.bytes.saturating_sub(had);
         self.rows += keep.iter().filter(|k| **k).count() as u64;
+        self.active.insert(key);
         if let Some(k) = self.largest_over_budget() {
             self.flush_table(&k).await?;
         }

@@ -111,12 +111,7 @@ impl Engine {
         self.prepare_index(key).await?;
         let sink = &self.sinks[key];
         let p = &sink.pending;
-        let mut live: Vec<(u32, u32)> = if sink.keyed {
-            p.live.values().filter_map(|v| *v).collect()
-        } else {
-            p.appended.values().flatten().copied().collect()
-        };
-        live.sort();
+        let live = p.live_rows(sink.keyed);
         let mut del = p.deletes.clone();
         del.sort();
         del.dedup();
@@ -257,6 +252,7 @@ impl Engine {
             .await
             .map_err(|e| format!("commit of {}: {e}", display(&id)))?;
         self.committed_pending(key, done.table, wm, w.delta);
+        self.recount_indexes();
         Ok(())
     }
 
@@ -392,6 +388,10 @@ impl Engine {
                 }
             }
         }
+        let sinks = &self.sinks;
+        self.active
+            .retain(|k| sinks.get(k).is_some_and(|s| !s.pending.is_empty()));
+        self.recount_indexes();
         self.last_checkpoint = Instant::now();
         self.maybe_maintain().await;
         tracing::debug!(
@@ -407,14 +407,19 @@ impl Engine {
     pub(super) fn largest_over_budget(&self) -> Option<(String, String)> {
         let share = self.job.pipeline.pending_budget();
         let budget = share.saturating_sub(self.index_bytes()).max(share / 4);
-        let total: usize = self.sinks.values().map(|s| s.pending.bytes).sum();
+        if self.pending_bytes < budget {
+            return None;
+        }
+        let pending = || {
+            self.active
+                .iter()
+                .filter_map(|k| self.sinks.get(k).map(|s| (k, s.pending.bytes)))
+        };
+        let total: usize = pending().map(|(_, b)| b).sum();
         if total < budget {
             return None;
         }
-        self.sinks
-            .iter()
-            .max_by_key(|(_, s)| s.pending.bytes)
-            .map(|(k, _)| k.clone())
+        pending().max_by_key(|(_, b)| *b).map(|(k, _)| k.clone())
     }
 
     /// Maintenance inside the job, between checkpoints, when its interval passed
@@ -462,10 +467,23 @@ impl Engine {
 
     /// Bytes the tables' row indexes hold.
     pub(super) fn index_bytes(&self) -> usize {
-        self.sinks
+        self.index_bytes
+    }
+
+    /// Count the row indexes' bytes again (they change only when tables are written
+    /// and committed: after a checkpoint or a table's flush), and the pending bytes.
+    fn recount_indexes(&mut self) {
+        self.pending_bytes = self
+            .active
+            .iter()
+            .filter_map(|k| self.sinks.get(k))
+            .map(|s| s.pending.bytes)
+            .sum();
+        self.index_bytes = self
+            .sinks
             .values()
             .filter_map(|s| s.index.as_ref())
             .map(|ix| ix.bytes())
-            .sum()
+            .sum();
     }
 }

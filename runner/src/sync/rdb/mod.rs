@@ -277,19 +277,10 @@ impl crate::sync::pipeline::Sink for RdbEngine {
     async fn replace(
         &mut self,
         table: &Arc<crate::source::decode::SourceTable>,
-        earlier: &[(String, String)],
         _at: &Position,
     ) -> Result<(), SyncError> {
         let (k, _) = self.table_for(table).await?;
-        // Another source table fed this target earlier in the snapshot (a route of
-        // several tables into one): its rows stay.
-        let fed = earlier.iter().any(|(d, t)| {
-            let r = self.job.router.route(d, t);
-            (r.db, r.table) == k
-        });
-        if !fed {
-            self.pending.entry(k).or_default().replace = true;
-        }
+        self.pending.entry(k).or_default().replace = true;
         Ok(())
     }
 
