@@ -97,20 +97,26 @@ impl Pending {
         for b in std::mem::take(&mut self.bulk) {
             for row in 0..self.batches[b as usize].num_rows() as u32 {
                 key_bytes(&self.batches[b as usize], key, row as usize, &mut kb);
-                if keyed {
-                    if self.live.insert(kb.clone(), Some((b, row))).is_none() {
-                        self.bytes += ENTRY_BYTES + kb.len();
-                    }
-                } else {
-                    let rows = self.appended.entry(kb.clone()).or_default();
-                    self.bytes += if rows.is_empty() {
-                        ENTRY_BYTES + kb.len() + 32
-                    } else {
-                        8
-                    };
-                    rows.push_back((b, row));
-                }
+                self.enter_row(keyed, &kb, (b, row));
             }
+        }
+    }
+
+    /// A row the files get, under its key (keyed: it replaces what the key held in
+    /// this checkpoint; keyless: one more of its identical rows).
+    fn enter_row(&mut self, keyed: bool, kb: &[u8], at: (u32, u32)) {
+        if keyed {
+            if self.live.insert(kb.to_vec(), Some(at)).is_none() {
+                self.bytes += ENTRY_BYTES + kb.len();
+            }
+        } else {
+            let rows = self.appended.entry(kb.to_vec()).or_default();
+            self.bytes += if rows.is_empty() {
+                ENTRY_BYTES + kb.len() + 32
+            } else {
+                8
+            };
+            rows.push_back(at);
         }
     }
 
@@ -172,26 +178,14 @@ impl Pending {
             if let Some(a) = ai {
                 let batch = &p.batches[a as usize];
                 key_bytes(batch, key, row as usize, &mut kb);
-                if keyed {
-                    // An upsert: older versions of the key are deleted too (a replayed
-                    // or re-snapshotted row must not appear twice). Snapshot rows of a
-                    // table that held no rows need no delete.
-                    if op != Op::Insert || upsert {
-                        p.deletes.push((a, row));
-                        p.bytes += 8;
-                    }
-                    if p.live.insert(kb.clone(), Some((a, row))).is_none() {
-                        p.bytes += ENTRY_BYTES + kb.len();
-                    }
-                } else {
-                    let rows = p.appended.entry(kb.clone()).or_default();
-                    p.bytes += if rows.is_empty() {
-                        ENTRY_BYTES + kb.len() + 32
-                    } else {
-                        8
-                    };
-                    rows.push_back((a, row));
+                // An upsert: older versions of the key are deleted too (a replayed or
+                // re-snapshotted row must not appear twice). Snapshot rows of a table
+                // that held no rows need no delete.
+                if keyed && (op != Op::Insert || upsert) {
+                    p.deletes.push((a, row));
+                    p.bytes += 8;
                 }
+                p.enter_row(keyed, &kb, (a, row));
             }
         }
         p.watermark = Some(last);
