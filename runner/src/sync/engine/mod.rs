@@ -407,10 +407,9 @@ impl super::pipeline::Sink for Engine {
             s.pending
                 .fold_snapshot(&s.key, s.keyed, converted, position.clone());
         }
-        self.pending_bytes += s.pending.bytes.saturating_sub(had);
+        let grew = s.pending.bytes.saturating_sub(had);
         self.rows += n;
-        self.active
-            .insert((ns_of(&routed.db), routed.table.clone()));
+        self.folded((ns_of(&routed.db), routed.table.clone()), grew);
         Ok(())
     }
 

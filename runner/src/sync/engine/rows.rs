@@ -85,16 +85,16 @@ impl Engine {
                     last.clone(),
                 );
             }
-            self.pending_bytes += s.pending.bytes.saturating_sub(had);
+            let grew = s.pending.bytes.saturating_sub(had);
             self.rows += keep.iter().filter(|k| **k).count() as u64;
-            self.active.insert(key);
+            self.folded(key, grew);
             return Ok(());
         }
         s.pending
             .fold(&s.key, s.keyed, b.op, true, before, after, &keep, last);
-        self.pending_bytes += s.pending.bytes.saturating_sub(had);
+        let grew = s.pending.bytes.saturating_sub(had);
         self.rows += keep.iter().filter(|k| **k).count() as u64;
-        self.active.insert(key);
+        self.folded(key, grew);
         if let Some(k) = self.largest_over_budget() {
             self.flush_table(&k).await?;
         }

@@ -252,7 +252,7 @@ impl Engine {
             .await
             .map_err(|e| format!("commit of {}: {e}", display(&id)))?;
         self.committed_pending(key, done.table, wm, w.delta);
-        self.recount_indexes();
+        self.recount_budget();
         Ok(())
     }
 
@@ -391,7 +391,7 @@ impl Engine {
         let sinks = &self.sinks;
         self.active
             .retain(|k| sinks.get(k).is_some_and(|s| !s.pending.is_empty()));
-        self.recount_indexes();
+        self.recount_budget();
         self.last_checkpoint = Instant::now();
         self.maybe_maintain().await;
         tracing::debug!(
@@ -465,14 +465,21 @@ impl Engine {
         let _ = std::fs::write(self.state_dir.join(MAINTAINED), ms.to_string());
     }
 
+    /// Rows were folded into table `key`'s pending changes, which grew by `grew` bytes.
+    pub(super) fn folded(&mut self, key: (String, String), grew: usize) {
+        self.pending_bytes += grew;
+        self.active.insert(key);
+    }
+
     /// Bytes the tables' row indexes hold.
     pub(super) fn index_bytes(&self) -> usize {
         self.index_bytes
     }
 
-    /// Count the row indexes' bytes again (they change only when tables are written
-    /// and committed: after a checkpoint or a table's flush), and the pending bytes.
-    fn recount_indexes(&mut self) {
+    /// Count again what the budget weighs: the pending bytes of the active tables, and
+    /// the row indexes' bytes (they change only when tables are written and
+    /// committed: after a checkpoint or a table's flush).
+    fn recount_budget(&mut self) {
         self.pending_bytes = self
             .active
             .iter()
