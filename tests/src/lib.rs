@@ -539,7 +539,16 @@ pub async fn mysql_text_rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Op
 
 /// A PostgreSQL query's rows as text (simple protocol; NULL as None), sorted.
 pub async fn pg_text_rows(c: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    let rows = c.simple_query(sql).await.expect("query");
+    try_pg_text_rows(c, sql).await.expect("query")
+}
+
+/// [`pg_text_rows`], its error returned: for polls that may race a job's DDL (a
+/// table or column renamed between two statements of the poll).
+pub async fn try_pg_text_rows(
+    c: &tokio_postgres::Client,
+    sql: &str,
+) -> Result<Vec<Vec<Option<String>>>, tokio_postgres::Error> {
+    let rows = c.simple_query(sql).await?;
     let mut out: Vec<Vec<Option<String>>> = rows
         .into_iter()
         .filter_map(|m| match m {
@@ -550,5 +559,5 @@ pub async fn pg_text_rows(c: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Opti
         })
         .collect();
     out.sort();
-    out
+    Ok(out)
 }
