@@ -179,6 +179,8 @@ pub enum SourceKind {
     Binlog(Box<SourceConfig>),
     /// Debezium-format Kafka topics.
     Kafka(super::kafka_config::KafkaConfig),
+    /// A PostgreSQL database: snapshot, then logical replication (pgoutput).
+    Postgres(Box<super::pg_config::PgConfig>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,7 +197,15 @@ impl Source {
     pub fn binlog(&self) -> &SourceConfig {
         match &self.kind {
             SourceKind::Binlog(c) => c,
-            SourceKind::Kafka(_) => unreachable!("binlog settings asked of a Kafka source"),
+            _ => unreachable!("binlog settings asked of another source"),
+        }
+    }
+
+    /// A PostgreSQL source's settings.
+    pub fn postgres(&self) -> Option<&super::pg_config::PgConfig> {
+        match &self.kind {
+            SourceKind::Postgres(p) => Some(p),
+            _ => None,
         }
     }
 
@@ -203,7 +213,7 @@ impl Source {
     pub fn kafka(&self) -> Option<&super::kafka_config::KafkaConfig> {
         match &self.kind {
             SourceKind::Kafka(k) => Some(k),
-            SourceKind::Binlog(_) => None,
+            _ => None,
         }
     }
 
@@ -303,6 +313,12 @@ pub fn parse_job(
         let source = super::kafka_config::validate(k)?;
         return Ok((job, source));
     }
+    if matches!(kind, "postgres" | "postgresql") {
+        let c: super::pg_config::PgConfig = serde_yaml_ng::from_value(job.source.clone())
+            .map_err(|e| format!("job file: source: {e}"))?;
+        let source = super::pg_config::validate(c, env)?;
+        return Ok((job, source));
+    }
     let c: SourceConfig = serde_yaml_ng::from_value(job.source.clone())
         .map_err(|e| format!("job file: source: {e}"))?;
     let source = validate(&c, env)?;
@@ -318,7 +334,7 @@ fn validate(
         return Err(field(
             "type",
             format!(
-                "`{}` is not a supported source (mysql, mariadb, kafka)",
+                "`{}` is not a supported source (mysql, mariadb, postgres, kafka)",
                 c.kind
             ),
         )

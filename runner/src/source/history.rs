@@ -20,6 +20,22 @@ struct Initial {
     position: Position,
     /// (database, SHOW CREATE TABLE text)
     tables: Vec<(String, String)>,
+    /// The source's SQL dialect (`mysql`, or `postgres` for the PostgreSQL source,
+    /// whose definitions are CREATE TABLE statements built from its catalog).
+    #[serde(default = "mysql_name")]
+    dialect: String,
+}
+
+fn mysql_name() -> String {
+    "mysql".into()
+}
+
+fn dialect_named(name: &str) -> Dialect {
+    if name == "postgres" {
+        Dialect::Postgres
+    } else {
+        Dialect::MySql
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,15 +93,15 @@ impl std::fmt::Debug for SchemaHistory {
     }
 }
 
-fn translator() -> Translator {
-    Translator::new(Dialect::MySql, Target::Ir)
+fn translator(d: Dialect) -> Translator {
+    Translator::new(d, Target::Ir)
 }
 
 impl SchemaHistory {
     /// A history in memory only (tail without a state folder, tests).
     pub fn in_memory() -> Self {
         SchemaHistory {
-            tr: translator(),
+            tr: translator(Dialect::MySql),
             dir: None,
             shadow: Default::default(),
         }
@@ -97,8 +113,18 @@ impl SchemaHistory {
         position: &Position,
         tables: Vec<(String, String)>,
     ) -> Result<Self, super::SourceError> {
+        Self::create_in(Dialect::MySql, dir, position, tables)
+    }
+
+    /// [`create`](Self::create) for a source whose DDL is in dialect `d`.
+    pub fn create_in(
+        dialect: Dialect,
+        dir: Option<&Path>,
+        position: &Position,
+        tables: Vec<(String, String)>,
+    ) -> Result<Self, super::SourceError> {
         let mut h = SchemaHistory {
-            tr: translator(),
+            tr: translator(dialect),
             dir: dir.map(Path::to_path_buf),
             shadow: Default::default(),
         };
@@ -112,6 +138,11 @@ impl SchemaHistory {
             let init = Initial {
                 position: position.clone(),
                 tables,
+                dialect: if dialect == Dialect::Postgres {
+                    "postgres".into()
+                } else {
+                    mysql_name()
+                },
             };
             let fin = d.join("schema-initial.json");
             let write = || -> std::io::Result<()> {
@@ -143,7 +174,7 @@ impl SchemaHistory {
             )));
         }
         let mut h = SchemaHistory {
-            tr: translator(),
+            tr: translator(dialect_named(&init.dialect)),
             dir: Some(dir.to_path_buf()),
             shadow: Default::default(),
         };

@@ -16,6 +16,8 @@ pub mod json;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod kafka_config;
+pub mod pg;
+pub mod pg_config;
 pub mod position;
 pub mod preflight;
 pub mod run;
@@ -214,6 +216,10 @@ pub trait Source: Send {
     /// Positions the sink committed durably (Kafka: the group's offsets follow).
     fn acknowledge(&mut self, _done: Acknowledged) {}
 
+    /// The sink committed everything up to `at` (PostgreSQL: the slot may release
+    /// the WAL before it).
+    fn committed(&mut self, _at: &Position) {}
+
     /// How far the source's end is ahead of `at`, in bytes, if it can tell.
     fn lag_bytes<'a>(
         &'a mut self,
@@ -228,6 +234,9 @@ pub fn open(config: Arc<config::Source>, state_dir: std::path::PathBuf) -> Box<d
     #[cfg(feature = "kafka")]
     if config.kafka().is_some() {
         return Box::new(kafka::KafkaSource::new(config));
+    }
+    if config.postgres().is_some() {
+        return Box::new(pg::PgSource::new(config, state_dir));
     }
     Box::new(run::BinlogSource::new(config, state_dir))
 }

@@ -566,8 +566,14 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     let router = super::route::Router::parse(job.route.as_ref()).map_err(|e| e.message)?;
     let mut source = source;
     source.skip_unparsed_ddl = pipeline.ddl_error_policy == DdlErrorPolicy::Skip;
-    if let crate::source::config::SourceKind::Binlog(b) = &mut source.kind {
-        b.batch_bytes = pipeline.in_flight(b.batch_bytes).0;
+    match &mut source.kind {
+        crate::source::config::SourceKind::Binlog(b) => {
+            b.batch_bytes = pipeline.in_flight(b.batch_bytes).0;
+        }
+        crate::source::config::SourceKind::Postgres(p) => {
+            p.batch_bytes = pipeline.in_flight(p.batch_bytes).0;
+        }
+        crate::source::config::SourceKind::Kafka(_) => {}
     }
     if pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Park
         && source.kafka().is_some()

@@ -249,6 +249,7 @@ impl<S: Sink> Pipeline<S> {
         let batch = match &job.source.kind {
             crate::source::config::SourceKind::Binlog(b) => b.batch_bytes,
             crate::source::config::SourceKind::Kafka(_) => 64 * 1024,
+            crate::source::config::SourceKind::Postgres(p) => p.batch_bytes,
         };
         Pipeline {
             sink,
@@ -382,6 +383,9 @@ impl<S: Sink> Pipeline<S> {
         let acks = self.sink.take_acks();
         if !acks.is_empty() {
             self.source.acknowledge(acks);
+        }
+        if let Some(p) = self.sink.position() {
+            self.source.committed(&p);
         }
     }
 

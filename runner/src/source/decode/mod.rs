@@ -25,6 +25,7 @@ mod image;
 mod text;
 
 pub use image::{decode_binlog_value, decode_row, BinCol, Cur};
+pub(crate) use text::append_decimal_text;
 pub use text::append_snapshot_value;
 
 use super::DecodeError;
@@ -328,7 +329,7 @@ impl ColBuilder {
     }
 
     /// An integer value (signed or unsigned source), stored in the column's width.
-    fn append_int(&mut self, v: i128) -> Result<(), DecodeError> {
+    pub(crate) fn append_int(&mut self, v: i128) -> Result<(), DecodeError> {
         let bad = || format!("integer {v} out of range");
         match self {
             ColBuilder::I8(b) => b.append_value(i8::try_from(v).map_err(|_| bad())?),

@@ -96,7 +96,7 @@ pub(super) fn append_year_abs(b: &mut ColBuilder, y: u64) -> Result<(), DecodeEr
 }
 
 /// "-123.4500" into the column's scale.
-pub(super) fn append_decimal_text(
+pub(crate) fn append_decimal_text(
     b: &mut ColBuilder,
     bytes: &[u8],
     scale: i8,

@@ -1,0 +1,1326 @@
+//! The PostgreSQL change source: a logical replication slot (pgoutput) whose
+//! exported snapshot the initial copy reads, then the slot's stream, with the DDL
+//! that `lakeshift pg-setup`'s event trigger emits as logical messages in their
+//! place among the rows, parsed by the postgres dialect into the schema history.
+//!
+//! Positions: `file` is `lsn`, `offset` an LSN. At a transaction boundary it is the
+//! end of the last commit record delivered (or a keepalive's end of sent WAL) and
+//! `ordinal` is 0; inside a transaction it is the LSN of that transaction's commit
+//! record (pgoutput's Begin carries it) and `ordinal` counts its changes delivered.
+//! The walsender skips transactions whose commit record lies before the start
+//! point, so starting at a transaction's commit LSN sends it again, whole, and the
+//! first `ordinal` changes are skipped: a stop anywhere resumes exactly. The slot's
+//! confirmed flush position moves only to what the sink committed.
+
+pub mod catalog;
+pub mod pgoutput;
+pub mod values;
+
+use super::config::{Source, Start};
+use super::decode::{arrow_type, RowsBuilder, SourceColumn, SourceTable};
+use super::history::SchemaHistory;
+use super::position::Position;
+use super::snapshot::{Cursor, KeyValue, SnapshotResume};
+use super::{Op, Resume, RowBatch, RowPos, SourceError, SourceEvent};
+use crate::source::pg_config::PgConfig;
+use arrow_schema::{Field, Schema};
+use futures::StreamExt;
+use pgwire_replication::{Lsn, ReplicationClient, ReplicationConfig, ReplicationEvent};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use values::Form;
+
+/// The `file` of every PostgreSQL position.
+pub const LSN_FILE: &str = "lsn";
+
+pub fn lsn_position(lsn: u64, ordinal: u64) -> Position {
+    let mut p = Position::new(LSN_FILE, lsn);
+    p.ordinal = ordinal;
+    p
+}
+
+/// The PostgreSQL source (see the module docs).
+pub struct PgSource {
+    config: Arc<Source>,
+    state_dir: PathBuf,
+    /// The LSN the sink committed through (what the slot may confirm).
+    acked: Arc<AtomicU64>,
+}
+
+impl PgSource {
+    pub fn new(config: Arc<Source>, state_dir: PathBuf) -> Self {
+        PgSource {
+            config,
+            state_dir,
+            acked: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+impl super::Source for PgSource {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn start(
+        &mut self,
+        from: Resume,
+        stop_at_end: bool,
+        tx: mpsc::Sender<SourceEvent>,
+    ) -> tokio::task::JoinHandle<Result<(), SourceError>> {
+        let src = self.config.clone();
+        let dir = self.state_dir.clone();
+        let acked = self.acked.clone();
+        tokio::spawn(async move { run(src, dir, from, stop_at_end, tx, acked).await })
+    }
+
+    fn committed(&mut self, at: &Position) {
+        if at.file == LSN_FILE {
+            self.acked.fetch_max(at.offset, Ordering::Relaxed);
+        }
+    }
+
+    fn lag_bytes<'a>(
+        &'a mut self,
+        at: &'a Position,
+    ) -> futures::future::BoxFuture<'a, Option<i64>> {
+        let src = self.config.clone();
+        Box::pin(async move {
+            let c = connect(&src).await.ok()?;
+            let r = c
+                .query_one("SELECT pg_current_wal_lsn()::text", &[])
+                .await
+                .ok()?;
+            let end = Lsn::parse(&r.get::<_, String>(0)).ok()?.as_u64();
+            Some(end as i64 - at.offset as i64)
+        })
+    }
+}
+
+fn cfg(src: &Source) -> &PgConfig {
+    src.postgres().expect("a postgres source")
+}
+
+/// An ordinary session (catalog, snapshot).
+pub async fn connect(src: &Source) -> Result<tokio_postgres::Client, SourceError> {
+    let c = cfg(src);
+    let (client, conn) = c
+        .pg_config(src.password.as_deref())
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map_err(|e| {
+            let at = format!("{}:{}/{}", c.hostname, c.port, c.database);
+            match e.as_db_error().map(|d| d.code().code()) {
+                // invalid_password, invalid_authorization_specification,
+                // invalid_catalog_name (no such database)
+                Some("28P01" | "28000" | "3D000") => SourceError::Refused(format!(
+                    "{at}: {} (source.username / password / database)",
+                    catalog::describe(&e)
+                )),
+                _ => SourceError::Connect(format!("{at}: {e}")),
+            }
+        })?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(client)
+}
+
+fn repl_config(src: &Source, start: u64) -> ReplicationConfig {
+    let c = cfg(src);
+    ReplicationConfig::new(
+        c.hostname.clone(),
+        c.username.clone(),
+        src.password.clone().unwrap_or_default(),
+        c.database.clone(),
+        c.slot.clone(),
+        c.publication.clone(),
+    )
+    .with_port(c.port)
+    .with_tls(pgwire_replication::TlsConfig::disabled())
+    .with_start_lsn(Lsn::from_u64(start))
+    .with_status_interval(Duration::from_secs(1))
+    .with_wakeup_interval(Duration::from_secs(1))
+    .with_options("-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3 -c bytea_output=hex -c IntervalStyle=postgres")
+}
+
+fn repl_err(what: &str, e: pgwire_replication::PgWireError) -> SourceError {
+    use pgwire_replication::PgWireError as W;
+    match e {
+        W::Io(_) | W::Task(_) => SourceError::Lost(format!("{what}: {e}")),
+        W::Auth(_) => SourceError::Refused(format!("{what}: {e}")),
+        _ => SourceError::Protocol(format!("{what}: {e}")),
+    }
+}
+
+/// A captured table as both decoders see it: the shared table model and how each
+/// column's text is read.
+struct PgTable {
+    table: Arc<SourceTable>,
+    forms: Vec<Form>,
+}
+
+fn pg_table(src: &Source, schema: &str, ir: &ddl_core::Table) -> Result<PgTable, SourceError> {
+    let mut columns = Vec::new();
+    let mut forms = Vec::new();
+    for c in &ir.columns {
+        let (kind, form) = values::kind_of(&c.data_type);
+        columns.push(SourceColumn {
+            name: c.name.clone(),
+            kind,
+            nullable: c.nullable,
+        });
+        forms.push(form);
+    }
+    let key_names: Vec<String> = match src.key_overrides.get(&format!("{schema}.{}", ir.name.name))
+    {
+        Some(k) => k.clone(),
+        None => ir
+            .primary_key
+            .as_ref()
+            .map(|pk| pk.columns.clone())
+            .unwrap_or_default(),
+    };
+    let mut key = Vec::new();
+    for k in &key_names {
+        key.push(columns.iter().position(|c| c.name == *k).ok_or_else(|| {
+            SourceError::Schema(format!(
+                "{schema}.{}: key column {k} does not exist",
+                ir.name.name
+            ))
+        })?);
+    }
+    let arrow = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|c| Field::new(&c.name, arrow_type(&c.kind), true))
+            .collect::<Vec<_>>(),
+    ));
+    Ok(PgTable {
+        table: Arc::new(SourceTable {
+            db: schema.to_owned(),
+            name: ir.name.name.clone(),
+            columns,
+            key,
+            arrow,
+            ir: Arc::new(ir.clone()),
+        }),
+        forms,
+    })
+}
+
+/// Quote an identifier for PostgreSQL.
+pub fn ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+async fn run(
+    src: Arc<Source>,
+    dir: PathBuf,
+    from: Resume,
+    stop_at_end: bool,
+    tx: mpsc::Sender<SourceEvent>,
+    acked: Arc<AtomicU64>,
+) -> Result<(), SourceError> {
+    let c = cfg(&src).clone();
+    let client = connect(&src).await?;
+    catalog::preflight(&client, &c.username, &c.slot).await?;
+    ensure_publication(&client, &c.publication).await?;
+    if !catalog::capture_installed(&client).await? {
+        tracing::warn!(
+            "the DDL capture is not installed in {}: schema changes will stop the job when their rows arrive; run `lakeshift pg-setup --config JOB --apply` (as a superuser) first",
+            c.database
+        );
+    }
+    let end = if stop_at_end {
+        let r = client
+            .query_one("SELECT pg_current_wal_lsn()::text", &[])
+            .await
+            .map_err(catalog::sql)?;
+        Some(
+            Lsn::parse(&r.get::<_, String>(0))
+                .map_err(|e| SourceError::Protocol(e.to_string()))?
+                .as_u64(),
+        )
+    } else {
+        None
+    };
+    let (mut repl, history, start) = match (&from.position, &from.snapshot) {
+        (_, Some(r)) => {
+            let history = SchemaHistory::load(&dir, &r.position)?.ok_or_else(|| {
+                SourceError::Schema("resuming a snapshot needs the stored schema history".into())
+            })?;
+            let snap = client_snapshot(&src).await?;
+            let Some(history) = snapshot(&src, &snap, history, &r.position, Some(r), &tx).await?
+            else {
+                return Ok(());
+            };
+            drop(snap);
+            let repl = ReplicationClient::connect(repl_config(&src, r.position.offset))
+                .await
+                .map_err(|e| repl_err("replication", e))?;
+            (repl, history, r.position.clone())
+        }
+        (Some(p), None) => {
+            let history = SchemaHistory::load(&dir, p)?.ok_or_else(|| {
+                SourceError::Schema(format!(
+                    "no stored schema history in {} to resume at {p}",
+                    dir.display()
+                ))
+            })?;
+            slot_must_exist(&client, &c.slot, p).await?;
+            let repl = ReplicationClient::connect(repl_config(&src, p.offset))
+                .await
+                .map_err(|e| repl_err("replication", e))?;
+            (repl, history, p.clone())
+        }
+        (None, None) => {
+            // A new job: a slot left by an earlier try that committed nothing is
+            // of no use (its snapshot is gone).
+            let dropped = client
+                .execute(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active",
+                    &[&c.slot],
+                )
+                .await
+                .map_err(catalog::sql)?;
+            if dropped > 0 {
+                tracing::info!(
+                    "dropped replication slot {} left by a run that committed nothing",
+                    c.slot
+                );
+            }
+            let mut repl = ReplicationClient::connect_gated(repl_config(&src, 0))
+                .await
+                .map_err(|e| repl_err("replication", e))?;
+            let export = src.start == Start::Initial;
+            let rows = repl
+                .simple_query(&format!(
+                    "CREATE_REPLICATION_SLOT {} LOGICAL pgoutput {}",
+                    c.slot,
+                    if export {
+                        "EXPORT_SNAPSHOT"
+                    } else {
+                        "NOEXPORT_SNAPSHOT"
+                    }
+                ))
+                .await
+                .map_err(|e| repl_err("creating the replication slot", e))?;
+            let row = rows.first().ok_or_else(|| {
+                SourceError::Protocol("CREATE_REPLICATION_SLOT returned no row".into())
+            })?;
+            let text = |i: usize| {
+                row.get(i)
+                    .and_then(|v| v.as_ref())
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+            };
+            let point = Lsn::parse(&text(1).unwrap_or_default())
+                .map_err(|e| SourceError::Protocol(format!("consistent point: {e}")))?
+                .as_u64();
+            let at = lsn_position(point, 0);
+            let history = if export {
+                let name = text(2).ok_or_else(|| {
+                    SourceError::Protocol("CREATE_REPLICATION_SLOT exported no snapshot".into())
+                })?;
+                let snap = client_snapshot(&src).await?;
+                snap.batch_execute(&format!("SET TRANSACTION SNAPSHOT {}", literal(&name)))
+                    .await
+                    .map_err(catalog::sql)?;
+                let defs = catalog::definitions(&snap).await?;
+                let history = new_history(&dir, &at, &defs)?;
+                let Some(h) = snapshot(&src, &snap, history, &at, None, &tx).await? else {
+                    return Ok(());
+                };
+                drop(snap);
+                h
+            } else {
+                let defs = catalog::definitions(&client).await?;
+                new_history(&dir, &at, &defs)?
+            };
+            repl.start().await.map_err(|e| repl_err("replication", e))?;
+            (repl, history, at)
+        }
+    };
+    repl.wait_started()
+        .await
+        .map_err(|e| repl_err("START_REPLICATION", e))?;
+    let mut s = Stream {
+        src,
+        tx,
+        history,
+        tables: HashMap::new(),
+        rels: HashMap::new(),
+        open: Vec::new(),
+        txns: Vec::new(),
+        txn: None,
+        skip_at: (start.ordinal > 0).then_some(start.offset),
+        skip: start.ordinal,
+        last: start.offset,
+        bytes: 0,
+        last_flush: Instant::now(),
+        pending_commit: None,
+        applied_queries: Vec::new(),
+    };
+    let mut told = 0u64;
+    loop {
+        let a = acked.load(Ordering::Relaxed);
+        if a > told {
+            repl.update_applied_lsn(Lsn::from_u64(a));
+            told = a;
+        }
+        let ev = match tokio::time::timeout(Duration::from_secs(1), repl.recv()).await {
+            Err(_) => {
+                // Quiet: a commit held for batching goes out now.
+                if s.tx.is_closed() || (s.txn.is_none() && !s.flush().await?) {
+                    return Ok(());
+                }
+                continue;
+            }
+            Ok(Ok(Some(ev))) => ev,
+            Ok(Ok(None)) => return Err(SourceError::Lost("the replication stream ended".into())),
+            Ok(Err(e)) => return Err(repl_err("replication stream", e)),
+        };
+        if !s.event(ev, end).await? {
+            let _ = repl.shutdown().await;
+            return Ok(());
+        }
+    }
+}
+
+async fn ensure_publication(c: &tokio_postgres::Client, name: &str) -> Result<(), SourceError> {
+    let n = c
+        .query_one(
+            "SELECT count(*) FROM pg_publication WHERE pubname = $1",
+            &[&name],
+        )
+        .await
+        .map_err(catalog::sql)?
+        .get::<_, i64>(0);
+    if n > 0 {
+        return Ok(());
+    }
+    c.batch_execute(&format!("CREATE PUBLICATION {} FOR ALL TABLES", ident(name)))
+        .await
+        .map_err(|e| {
+            SourceError::Preflight(format!(
+                "publication {name} does not exist and cannot be created ({}): create it as a superuser (CREATE PUBLICATION {name} FOR ALL TABLES) or over the captured tables (FOR TABLE ...)",
+                catalog::describe(&e)
+            ))
+        })
+}
+
+async fn slot_must_exist(
+    c: &tokio_postgres::Client,
+    slot: &str,
+    at: &Position,
+) -> Result<(), SourceError> {
+    let r = c
+        .query_opt(
+            "SELECT coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await
+        .map_err(catalog::sql)?;
+    match r.map(|r| r.get::<_, String>(0)) {
+        None => Err(SourceError::Purged {
+            position: at.to_string(),
+            detail: format!("replication slot {slot} does not exist any more (dropped); the changes since the job's last commit are gone: start over with a new state folder and an empty target, or drop the target tables"),
+        }),
+        Some(s) if s == "lost" => Err(SourceError::Purged {
+            position: at.to_string(),
+            detail: format!("replication slot {slot} was invalidated (wal_status lost: max_slot_wal_keep_size removed WAL it needed); drop it (SELECT pg_drop_replication_slot('{slot}')) and start over with a new state folder"),
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+fn new_history(
+    dir: &std::path::Path,
+    at: &Position,
+    defs: &[catalog::TableDef],
+) -> Result<SchemaHistory, SourceError> {
+    SchemaHistory::create_in(
+        dialects::Dialect::Postgres,
+        Some(dir),
+        at,
+        defs.iter()
+            .map(|d| (d.schema.clone(), d.ddl.clone()))
+            .collect(),
+    )
+}
+
+/// A session in a read-only repeatable-read transaction (the snapshot's).
+async fn client_snapshot(src: &Source) -> Result<tokio_postgres::Client, SourceError> {
+    let c = connect(src).await?;
+    c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .await
+        .map_err(catalog::sql)?;
+    Ok(c)
+}
+
+/// Read every captured table (or what an interrupted snapshot left) in `snap`'s
+/// transaction. Returns the history, or None when the receiver went away.
+async fn snapshot(
+    src: &Source,
+    snap: &tokio_postgres::Client,
+    history: SchemaHistory,
+    at: &Position,
+    resume: Option<&SnapshotResume>,
+    tx: &mpsc::Sender<SourceEvent>,
+) -> Result<Option<SchemaHistory>, SourceError> {
+    let defs = catalog::definitions(snap).await?;
+    let mut total = 0u64;
+    let mut n = 0usize;
+    for d in &defs {
+        if !src.captures(&d.schema, &d.name) {
+            continue;
+        }
+        let key = (d.schema.clone(), d.name.clone());
+        let mut after = None;
+        if let Some(r) = resume {
+            if r.done.contains(&key) {
+                continue;
+            }
+            after = r
+                .cursor
+                .as_ref()
+                .filter(|c| c.db == d.schema && c.table == d.name)
+                .map(|c| c.after.clone());
+        }
+        let ir = history.table(&d.schema, &d.name).ok_or_else(|| {
+            SourceError::Schema(format!(
+                "{}.{} is missing from the schema history",
+                d.schema, d.name
+            ))
+        })?;
+        let t = pg_table(src, &d.schema, ir)?;
+        n += 1;
+        let fresh = after.is_none();
+        match read_table(src, snap, &t, d.estimate, tx, after, at, fresh).await? {
+            Some(rows) => total += rows,
+            None => return Ok(None),
+        }
+    }
+    snap.batch_execute("COMMIT").await.map_err(catalog::sql)?;
+    if tx
+        .send(SourceEvent::SnapshotDone {
+            position: at.clone(),
+            tables: n,
+            rows: total,
+        })
+        .await
+        .is_err()
+    {
+        return Ok(None);
+    }
+    Ok(Some(history))
+}
+
+/// One table in key chunks through `COPY (SELECT ...) TO STDOUT` (text format).
+#[allow(clippy::too_many_arguments)]
+async fn read_table(
+    src: &Source,
+    snap: &tokio_postgres::Client,
+    t: &PgTable,
+    estimate: u64,
+    tx: &mpsc::Sender<SourceEvent>,
+    after: Option<Vec<KeyValue>>,
+    at: &Position,
+    mut fresh: bool,
+) -> Result<Option<u64>, SourceError> {
+    let table = &t.table;
+    let chunk = cfg(src).snapshot_chunk_rows;
+    let cols = table
+        .columns
+        .iter()
+        .map(|c| ident(&c.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let from = format!("{}.{}", ident(&table.db), ident(&table.name));
+    let key: Vec<String> = table
+        .key
+        .iter()
+        .map(|i| ident(&table.columns[*i].name))
+        .collect();
+    let mut last: Option<Vec<KeyValue>> = after;
+    let mut done = 0u64;
+    loop {
+        let sql = if key.is_empty() {
+            format!("COPY (SELECT {cols} FROM {from}) TO STDOUT")
+        } else {
+            let order = key.join(", ");
+            let cond = match &last {
+                None => String::new(),
+                Some(k) => format!(
+                    " WHERE ({order}) > ({})",
+                    k.iter()
+                        .map(|v| match v {
+                            KeyValue::Null => "NULL".to_owned(),
+                            KeyValue::Text(s) => literal(s),
+                            KeyValue::Int(i) => i.to_string(),
+                            KeyValue::UInt(u) => u.to_string(),
+                            KeyValue::Bytes(b) => literal(&String::from_utf8_lossy(b)),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            format!(
+                "COPY (SELECT {cols} FROM {from}{cond} ORDER BY {order} LIMIT {chunk}) TO STDOUT"
+            )
+        };
+        let stream = snap.copy_out(&sql).await.map_err(catalog::sql)?;
+        futures::pin_mut!(stream);
+        let mut b = RowsBuilder::new(table.clone());
+        let mut in_chunk = 0u64;
+        let mut carry: Vec<u8> = Vec::new();
+        let mut last_row: Option<Vec<KeyValue>> = None;
+        let mut fields: Vec<Option<String>> = Vec::with_capacity(table.columns.len());
+        while let Some(part) = stream.next().await {
+            let part = part.map_err(catalog::sql)?;
+            carry.extend_from_slice(&part);
+            let mut start = 0;
+            while let Some(nl) = carry[start..].iter().position(|&c| c == b'\n') {
+                let line = &carry[start..start + nl];
+                start += nl + 1;
+                copy_fields(line, &mut fields).map_err(|e| {
+                    SourceError::Decode(format!("snapshot of {}.{}: {e}", table.db, table.name))
+                })?;
+                if fields.len() != table.columns.len() {
+                    return Err(SourceError::Decode(format!(
+                        "snapshot of {}.{}: {} values in a row of {} columns",
+                        table.db,
+                        table.name,
+                        fields.len(),
+                        table.columns.len()
+                    )));
+                }
+                for (i, v) in fields.iter().enumerate() {
+                    match v {
+                        None => b.cols[i].append_null(),
+                        Some(s) => values::append(&mut b.cols[i], t.forms[i], s).map_err(|e| {
+                            SourceError::Decode(format!(
+                                "snapshot of {}.{} column {}: {e}",
+                                table.db, table.name, table.columns[i].name
+                            ))
+                        })?,
+                    }
+                }
+                b.rows += 1;
+                in_chunk += 1;
+                if !key.is_empty() {
+                    last_row = Some(
+                        table
+                            .key
+                            .iter()
+                            .map(|i| match &fields[*i] {
+                                None => KeyValue::Null,
+                                Some(s) => KeyValue::Text(s.clone()),
+                            })
+                            .collect(),
+                    );
+                } else if b.rows as u64 >= chunk {
+                    done += b.rows as u64;
+                    let rows = b.finish();
+                    if tx
+                        .send(SourceEvent::SnapshotRows {
+                            table: table.clone(),
+                            rows,
+                            done,
+                            estimate,
+                            cursor: None,
+                            position: at.clone(),
+                            fresh: std::mem::take(&mut fresh),
+                        })
+                        .await
+                        .is_err()
+                    {
+                        return Ok(None);
+                    }
+                }
+            }
+            carry.drain(..start);
+        }
+        done += b.rows as u64;
+        if b.rows > 0 || done == 0 {
+            let rows = b.finish();
+            let cursor = last_row.as_ref().map(|k| Cursor {
+                db: table.db.clone(),
+                table: table.name.clone(),
+                after: k.clone(),
+            });
+            if tx
+                .send(SourceEvent::SnapshotRows {
+                    table: table.clone(),
+                    rows,
+                    done,
+                    estimate,
+                    cursor,
+                    position: at.clone(),
+                    fresh: std::mem::take(&mut fresh),
+                })
+                .await
+                .is_err()
+            {
+                return Ok(None);
+            }
+        }
+        if key.is_empty() || in_chunk < chunk {
+            return Ok(Some(done));
+        }
+        last = last_row;
+    }
+}
+
+/// One line of COPY's text format into its fields (`\N` is NULL; backslash escapes
+/// undone).
+fn copy_fields(line: &[u8], out: &mut Vec<Option<String>>) -> Result<(), String> {
+    out.clear();
+    for f in line.split(|&c| c == b'\t') {
+        if f == b"\\N" {
+            out.push(None);
+            continue;
+        }
+        if !f.contains(&b'\\') {
+            out.push(Some(
+                String::from_utf8(f.to_vec()).map_err(|e| format!("not UTF-8: {e}"))?,
+            ));
+            continue;
+        }
+        let mut v = Vec::with_capacity(f.len());
+        let mut i = 0;
+        while i < f.len() {
+            if f[i] != b'\\' || i + 1 == f.len() {
+                v.push(f[i]);
+                i += 1;
+                continue;
+            }
+            let c = f[i + 1];
+            i += 2;
+            match c {
+                b'n' => v.push(b'\n'),
+                b'r' => v.push(b'\r'),
+                b't' => v.push(b'\t'),
+                b'b' => v.push(8),
+                b'f' => v.push(12),
+                b'v' => v.push(11),
+                b'0'..=b'7' => {
+                    let mut n = (c - b'0') as u32;
+                    let mut k = 0;
+                    while k < 2 && i < f.len() && (b'0'..=b'7').contains(&f[i]) {
+                        n = n * 8 + (f[i] - b'0') as u32;
+                        i += 1;
+                        k += 1;
+                    }
+                    v.push(n as u8);
+                }
+                b'x' => {
+                    let mut n = 0u32;
+                    let mut k = 0;
+                    while k < 2 && i < f.len() && f[i].is_ascii_hexdigit() {
+                        n = n * 16 + (f[i] as char).to_digit(16).expect("hex");
+                        i += 1;
+                        k += 1;
+                    }
+                    v.push(n as u8);
+                }
+                other => v.push(other),
+            }
+        }
+        out.push(Some(
+            String::from_utf8(v).map_err(|e| format!("not UTF-8: {e}"))?,
+        ));
+    }
+    Ok(())
+}
+
+/// How a relation's columns map onto the history's table.
+struct Rel {
+    rel: pgoutput::Relation,
+    /// The table (None: not captured).
+    table: Option<(String, String)>,
+    /// For each table column, its index in the relation's tuples.
+    map: Vec<Option<usize>>,
+}
+
+struct Txn {
+    commit: u64,
+    ordinal: u64,
+    at: u32,
+}
+
+/// The stream's state: schema history, relations, batches being built.
+struct Stream {
+    src: Arc<Source>,
+    tx: mpsc::Sender<SourceEvent>,
+    history: SchemaHistory,
+    /// Decoders of captured tables, rebuilt after DDL.
+    tables: HashMap<(String, String), Arc<PgTable>>,
+    rels: HashMap<u32, Rel>,
+    #[allow(clippy::type_complexity)]
+    open: Vec<(
+        Arc<PgTable>,
+        Op,
+        RowsBuilder,
+        Option<RowsBuilder>,
+        Vec<RowPos>,
+    )>,
+    txns: Vec<Position>,
+    txn: Option<Txn>,
+    /// Resuming inside the transaction with this commit LSN: changes to skip.
+    skip_at: Option<u64>,
+    skip: u64,
+    /// The last boundary delivered.
+    last: u64,
+    bytes: usize,
+    last_flush: Instant,
+    /// Source time of a commit whose boundary waits for the next flush (commits
+    /// are batched like the binlog reader's).
+    pending_commit: Option<u32>,
+    /// DDL messages' query texts applied in this transaction (a multi-statement
+    /// query fires the trigger once per command, with the same text).
+    applied_queries: Vec<String>,
+}
+
+/// PostgreSQL's epoch (2000-01-01) in Unix seconds.
+const PG_EPOCH: i64 = 946_684_800;
+
+impl Stream {
+    async fn send(&self, e: SourceEvent) -> bool {
+        self.tx.send(e).await.is_ok()
+    }
+
+    /// Handle one replication event; false when the job is done with the stream
+    /// (receiver gone, or the end reached with `--until-end`).
+    async fn event(&mut self, ev: ReplicationEvent, end: Option<u64>) -> Result<bool, SourceError> {
+        match ev {
+            ReplicationEvent::Begin {
+                final_lsn,
+                commit_time_micros,
+                ..
+            } => {
+                let commit = final_lsn.as_u64();
+                self.txn = Some(Txn {
+                    commit,
+                    ordinal: 0,
+                    at: (PG_EPOCH + commit_time_micros / 1_000_000).max(0) as u32,
+                });
+                if self.skip_at.is_some_and(|s| s != commit) {
+                    self.skip = 0;
+                }
+                self.skip_at = None;
+                self.applied_queries.clear();
+                self.txns.push(lsn_position(commit, 0));
+                Ok(true)
+            }
+            ReplicationEvent::XLogData { data, .. } => {
+                let msg = pgoutput::parse(&data)
+                    .map_err(|e| SourceError::Decode(format!("at {}: {e}", self.here())))?;
+                self.message(msg).await
+            }
+            ReplicationEvent::Message {
+                prefix, content, ..
+            } if prefix == catalog::MESSAGE_PREFIX => {
+                let text = String::from_utf8_lossy(&content).into_owned();
+                self.ddl(&text).await
+            }
+            ReplicationEvent::Message { .. } => Ok(true),
+            ReplicationEvent::Commit {
+                end_lsn,
+                commit_time_micros,
+                ..
+            } => {
+                let at = (PG_EPOCH + commit_time_micros / 1_000_000).max(0) as u32;
+                self.txn = None;
+                self.skip = 0;
+                self.last = end_lsn.as_u64();
+                let done = end.is_some_and(|e| self.last >= e);
+                self.pending_commit = Some(at);
+                if (done
+                    || self.bytes >= cfg(&self.src).batch_bytes / 4
+                    || self.last_flush.elapsed() >= Duration::from_millis(100))
+                    && !self.flush().await?
+                {
+                    return Ok(false);
+                }
+                Ok(!done)
+            }
+            ReplicationEvent::KeepAlive { wal_end, .. } => {
+                if self.txn.is_some() {
+                    return Ok(true);
+                }
+                let w = wal_end.as_u64().max(self.last);
+                if !self.flush().await? {
+                    return Ok(false);
+                }
+                if w > self.last {
+                    self.last = w;
+                    if !self
+                        .send(SourceEvent::Heartbeat {
+                            position: lsn_position(w, 0),
+                        })
+                        .await
+                    {
+                        return Ok(false);
+                    }
+                }
+                Ok(!end.is_some_and(|e| self.last >= e))
+            }
+            ReplicationEvent::StoppedAt { .. } => Ok(false),
+        }
+    }
+
+    fn here(&self) -> Position {
+        match &self.txn {
+            Some(t) => lsn_position(t.commit, t.ordinal),
+            None => lsn_position(self.last, 0),
+        }
+    }
+
+    /// Count one change of the transaction; true when it was delivered before a
+    /// restart (to be skipped).
+    fn next_change(&mut self) -> Result<bool, SourceError> {
+        let t = self
+            .txn
+            .as_mut()
+            .ok_or_else(|| SourceError::Protocol("a change outside a transaction".into()))?;
+        t.ordinal += 1;
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    async fn message(&mut self, m: pgoutput::Msg<'_>) -> Result<bool, SourceError> {
+        match m {
+            pgoutput::Msg::Relation(r) => {
+                self.relation(r)?;
+                Ok(true)
+            }
+            pgoutput::Msg::Change(c) => self.change(c).await,
+            pgoutput::Msg::Truncate { rels } => {
+                for oid in rels {
+                    if self.next_change()? {
+                        continue;
+                    }
+                    let Some((db, table)) = self.rels.get(&oid).and_then(|r| r.table.clone())
+                    else {
+                        continue;
+                    };
+                    if !self.flush().await? {
+                        return Ok(false);
+                    }
+                    if !self
+                        .send(SourceEvent::RowsRemoved {
+                            position: self.here(),
+                            db,
+                            table,
+                            ddl: "TRUNCATE".into(),
+                        })
+                        .await
+                    {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            pgoutput::Msg::Other(_) => Ok(true),
+        }
+    }
+
+    /// The decoder of a captured table (built from the history on first use).
+    fn table(&mut self, db: &str, name: &str) -> Result<Option<Arc<PgTable>>, SourceError> {
+        let k = (db.to_owned(), name.to_owned());
+        if let Some(t) = self.tables.get(&k) {
+            return Ok(Some(t.clone()));
+        }
+        let Some(ir) = self.history.table(db, name) else {
+            return Ok(None);
+        };
+        let t = Arc::new(pg_table(&self.src, db, ir)?);
+        self.tables.insert(k, t.clone());
+        Ok(Some(t))
+    }
+
+    fn relation(&mut self, r: pgoutput::Relation) -> Result<(), SourceError> {
+        let captured = self.src.captures(&r.namespace, &r.name);
+        let mut rel = Rel {
+            table: None,
+            map: Vec::new(),
+            rel: r,
+        };
+        if captured {
+            let (db, name) = (rel.rel.namespace.clone(), rel.rel.name.clone());
+            let t = self.table(&db, &name)?.ok_or_else(|| {
+                SourceError::Schema(format!(
+                    "at {}: rows of {db}.{name}, a table the schema history does not know: it was created without the DDL capture (run `lakeshift pg-setup`), then re-snapshot",
+                    self.here()
+                ))
+            })?;
+            self.check_relation(&rel.rel, &t)?;
+            rel.map = t
+                .table
+                .columns
+                .iter()
+                .map(|c| rel.rel.columns.iter().position(|rc| rc.name == c.name))
+                .collect();
+            rel.table = Some((db, name));
+        }
+        self.rels.insert(rel.rel.oid, rel);
+        Ok(())
+    }
+
+    /// A relation whose columns differ from the history's table: a DDL reached the
+    /// table without the capture; decoding on would put values in wrong columns.
+    fn check_relation(&self, r: &pgoutput::Relation, t: &PgTable) -> Result<(), SourceError> {
+        let ours: Vec<&str> = t.table.columns.iter().map(|c| c.name.as_str()).collect();
+        let theirs: Vec<&str> = r.columns.iter().map(|c| c.name.as_str()).collect();
+        if ours != theirs {
+            return Err(SourceError::Schema(format!(
+                "at {}: {}.{} has columns ({}) in the stream but ({}) in the schema history: a DDL changed it without the DDL capture (run `lakeshift pg-setup --apply`), then re-snapshot the table",
+                self.here(),
+                r.namespace,
+                r.name,
+                theirs.join(", "),
+                ours.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    async fn change(&mut self, c: pgoutput::Change<'_>) -> Result<bool, SourceError> {
+        let oid = match &c {
+            pgoutput::Change::Insert { rel, .. }
+            | pgoutput::Change::Update { rel, .. }
+            | pgoutput::Change::Delete { rel, .. } => *rel,
+        };
+        let skipped = self.next_change()?;
+        let Some(rel) = self.rels.get(&oid) else {
+            return Err(SourceError::Protocol(format!(
+                "at {}: a row of relation {oid} before its Relation message",
+                self.here()
+            )));
+        };
+        let Some((db, name)) = rel.table.clone() else {
+            return Ok(true);
+        };
+        if skipped {
+            return Ok(true);
+        }
+        let t = self.table(&db, &name)?.expect("captured table");
+        let op = match &c {
+            pgoutput::Change::Insert { .. } => Op::Insert,
+            pgoutput::Change::Update { .. } => Op::Update,
+            pgoutput::Change::Delete { .. } => Op::Delete,
+        };
+        let idx = match self.open.iter().position(|o| Arc::ptr_eq(&o.0, &t)) {
+            Some(i) if self.open[i].1 == op => i,
+            Some(_) => {
+                if !self.flush().await? {
+                    return Ok(false);
+                }
+                self.open_builder(&t, op)
+            }
+            None => self.open_builder(&t, op),
+        };
+        let rel = &self.rels[&oid];
+        let here = self.here();
+        let err = |e: String| SourceError::Decode(format!("at {here}: {db}.{name}: {e}"));
+        let identity_hint = || {
+            format!(
+                "the table has no key and its REPLICA IDENTITY is not FULL, so updates and deletes do not carry the old row: ALTER TABLE {} REPLICA IDENTITY FULL",
+                rel.rel.name
+            )
+        };
+        let keyless = t.table.key.is_empty();
+        let entry = &mut self.open[idx];
+        let mut bytes = 0usize;
+        match c {
+            pgoutput::Change::Insert { new, .. } => {
+                bytes += fill(&mut entry.2, &t, &rel.map, &new, None).map_err(err)?;
+            }
+            pgoutput::Change::Delete { old, .. } => {
+                if keyless && old.0 != b'O' {
+                    return Err(err(identity_hint()));
+                }
+                bytes += fill(&mut entry.2, &t, &rel.map, &old.1, None).map_err(err)?;
+            }
+            pgoutput::Change::Update { old, new, .. } => {
+                if keyless && !matches!(&old, Some((b'O', _))) {
+                    return Err(err(identity_hint()));
+                }
+                let old_vals = old.as_ref().map(|o| o.1.as_slice());
+                // Without an old image the key did not change: the new row's key is it.
+                let before = old_vals.unwrap_or(&new);
+                bytes += fill(&mut entry.2, &t, &rel.map, before, None).map_err(err)?;
+                let after = entry.3.as_mut().expect("update builder");
+                bytes += fill(
+                    after,
+                    &t,
+                    &rel.map,
+                    &new,
+                    old_vals.filter(|_| matches!(&old, Some((b'O', _)))),
+                )
+                .map_err(err)?;
+            }
+        }
+        let txn = (self.txns.len() - 1) as u32;
+        let tt = self.txn.as_ref().expect("in a transaction");
+        entry.4.push(RowPos {
+            txn,
+            ordinal: tt.ordinal as u32,
+            at: tt.at,
+        });
+        self.bytes += bytes;
+        if self.bytes >= cfg(&self.src).batch_bytes {
+            return self.flush().await;
+        }
+        Ok(true)
+    }
+
+    fn open_builder(&mut self, t: &Arc<PgTable>, op: Op) -> usize {
+        let second = (op == Op::Update).then(|| RowsBuilder::new(t.table.clone()));
+        self.open.push((
+            t.clone(),
+            op,
+            RowsBuilder::new(t.table.clone()),
+            second,
+            Vec::new(),
+        ));
+        self.open.len() - 1
+    }
+
+    /// Deliver every open batch (and a commit batched with them).
+    async fn flush(&mut self) -> Result<bool, SourceError> {
+        self.last_flush = Instant::now();
+        self.bytes = 0;
+        let open = std::mem::take(&mut self.open);
+        let txns = Arc::new(std::mem::take(&mut self.txns));
+        if let Some(t) = &self.txn {
+            self.txns.push(lsn_position(t.commit, 0));
+        }
+        for (t, op, mut a, b, positions) in open {
+            if positions.is_empty() {
+                continue;
+            }
+            let first = a.finish();
+            let (before, after) = match (op, b) {
+                (Op::Insert, _) => (None, Some(first)),
+                (Op::Delete, _) => (Some(first), None),
+                (Op::Update, Some(mut b)) => (Some(first), Some(b.finish())),
+                (Op::Update, None) => unreachable!("updates keep two builders"),
+            };
+            let batch = RowBatch {
+                table: t.table.clone(),
+                op,
+                before,
+                after,
+                positions,
+                txns: txns.clone(),
+            };
+            if !self.send(SourceEvent::Rows(batch)).await {
+                return Ok(false);
+            }
+        }
+        if self.txn.is_none() {
+            return self.flush_commit().await;
+        }
+        Ok(true)
+    }
+
+    /// A commit held back for batching, delivered (after the rows: see `flush`).
+    async fn flush_commit(&mut self) -> Result<bool, SourceError> {
+        if let Some(at) = self.pending_commit.take() {
+            return Ok(self
+                .send(SourceEvent::Commit {
+                    position: lsn_position(self.last, 0),
+                    at,
+                })
+                .await);
+        }
+        Ok(true)
+    }
+
+    /// A message of the DDL capture: its statement into the schema history, and a
+    /// `Schema` event when it changed captured tables.
+    async fn ddl(&mut self, text: &str) -> Result<bool, SourceError> {
+        if self.next_change()? {
+            return Ok(true);
+        }
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            SourceError::Decode(format!("at {}: DDL capture message: {e}", self.here()))
+        })?;
+        if v["kind"] != "ddl" {
+            return Ok(true);
+        }
+        let query = v["query"].as_str().unwrap_or_default().to_owned();
+        let schema = v["schema"].as_str().unwrap_or("public").to_owned();
+        if self.applied_queries.contains(&query) {
+            // The same multi-statement query: applied whole at its first command.
+            return Ok(true);
+        }
+        self.applied_queries.push(query.clone());
+        // Rows before the DDL are delivered under the old schema.
+        if !self.flush().await? {
+            return Ok(false);
+        }
+        let t = self.txn.as_ref().expect("in a transaction");
+        let pos = lsn_position(t.commit, t.ordinal - 1);
+        let after = self.here();
+        let out = match self.history.apply(&pos, Some(&schema), false, &query) {
+            Ok(out) => out,
+            Err(e) if !self.src.concerns(&e.tables, &schema) => {
+                tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
+                return Ok(true);
+            }
+            Err(e) if self.src.skip_unparsed_ddl => {
+                let ev = crate::source::unparsed(&after, &schema, &query, &e);
+                return Ok(self.send(ev).await);
+            }
+            Err(e) => {
+                return Err(SourceError::Ddl {
+                    position: pos.to_string(),
+                    ddl: query,
+                    reason: e.message,
+                })
+            }
+        };
+        // Decoders and relation maps follow the new definitions. A table the DDL
+        // changed keeps its old map until its Relation message, which pgoutput sends
+        // again before the table's next row.
+        self.tables.clear();
+        let oids: Vec<u32> = self.rels.keys().copied().collect();
+        for oid in oids {
+            let r = self.rels[&oid].rel.clone();
+            let _ = self.relation(r);
+        }
+        let captured: Vec<ddl_core::SchemaChange> = out
+            .changes
+            .into_iter()
+            .filter(|c| {
+                let hit = |t: &ddl_core::TableName| {
+                    self.src
+                        .captures(t.schema.as_deref().unwrap_or(&schema), &t.name)
+                };
+                c.table().is_some_and(hit)
+                    || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. } if hit(to))
+            })
+            .collect();
+        if captured.is_empty() {
+            return Ok(true);
+        }
+        let tables: Vec<String> = captured
+            .iter()
+            .filter_map(|c| c.table().map(|t| t.to_string()))
+            .collect();
+        let mut after_tables: Vec<ddl_core::Table> = Vec::new();
+        for c in &captured {
+            let mut names: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
+            if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
+                names.push(to);
+            }
+            for n in names {
+                let d = n.schema.as_deref().unwrap_or(&schema);
+                if let Some(t) = self.history.table(d, &n.name) {
+                    if !after_tables.iter().any(|a| a.name == t.name) {
+                        after_tables.push(t.clone());
+                    }
+                }
+            }
+        }
+        Ok(self
+            .send(SourceEvent::Schema {
+                position: after,
+                db: schema,
+                ddl: query,
+                changes: captured,
+                tables,
+                notes: out.notes,
+                after: after_tables,
+            })
+            .await)
+    }
+}
+
+/// Append one tuple's values to `b` in the table's column order. `old`: the old
+/// row (REPLICA IDENTITY FULL) whose values stand in for unchanged TOAST values.
+fn fill(
+    b: &mut RowsBuilder,
+    t: &PgTable,
+    map: &[Option<usize>],
+    vals: &[pgoutput::Value<'_>],
+    old: Option<&[pgoutput::Value<'_>]>,
+) -> Result<usize, String> {
+    let mut bytes = 0;
+    for (j, m) in map.iter().enumerate() {
+        let col = &mut b.cols[j];
+        let v = m.and_then(|i| vals.get(i));
+        let v = match v {
+            Some(pgoutput::Value::Unchanged) => match old.and_then(|o| o.get(m.expect("mapped"))) {
+                Some(o @ pgoutput::Value::Text(_)) => Some(o),
+                _ => {
+                    return Err(format!(
+                        "column {}: an unchanged TOAST value and no old row to take it from: ALTER TABLE {} REPLICA IDENTITY FULL makes updates carry it",
+                        t.table.columns[j].name, t.table.name
+                    ))
+                }
+            },
+            other => other,
+        };
+        match v {
+            None | Some(pgoutput::Value::Null) => col.append_null(),
+            Some(pgoutput::Value::Text(s)) => {
+                bytes += s.len();
+                values::append(col, t.forms[j], s)
+                    .map_err(|e| format!("column {}: {e}", t.table.columns[j].name))?
+            }
+            Some(pgoutput::Value::Binary(_)) => {
+                return Err(
+                    "binary tuple values (the publication's binary option) are not read".into(),
+                )
+            }
+            Some(pgoutput::Value::Unchanged) => unreachable!("replaced above"),
+        }
+    }
+    b.rows += 1;
+    Ok(bytes + 8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_text_fields_unescape() {
+        let mut out = Vec::new();
+        copy_fields(b"1\t\\N\ta\\tb\\\\c\\nd\t\\101\\x42", &mut out).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                Some("1".to_owned()),
+                None,
+                Some("a\tb\\c\nd".to_owned()),
+                Some("AB".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn positions_inside_a_transaction_follow_the_boundary_before_it() {
+        // The previous commit ends at 100; the next transaction's commit record
+        // starts at or after it.
+        let boundary = lsn_position(100, 0);
+        let inside = lsn_position(100, 3);
+        let next = lsn_position(180, 0);
+        assert!(boundary < inside && inside < next);
+    }
+}

@@ -1,0 +1,218 @@
+//! The PostgreSQL source's settings in the job file:
+//!
+//! ```yaml
+//! source:
+//!   type: postgres
+//!   hostname: 127.0.0.1
+//!   port: 5432
+//!   username: repl               # a role with REPLICATION (and SELECT on the tables)
+//!   password-env: PGPASSWORD     # or `password: ...`
+//!   database: shop
+//!   tables: ['public\..*']       # regexes over `schema.table`, matched whole
+//!   slot: lakeshift_shop         # the logical replication slot (created if missing)
+//!   publication: lakeshift_shop  # created FOR ALL TABLES if missing
+//!   startup:
+//!     mode: initial              # initial (snapshot, then the stream) | latest
+//! ```
+
+use super::config::{JobFileError, Source, SourceKind, Start, StartupMode};
+use regex::Regex;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PgConfig {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub hostname: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    pub username: String,
+    #[serde(default)]
+    pub password: Option<String>,
+    #[serde(default)]
+    pub password_env: Option<String>,
+    pub database: String,
+    /// Regexes over `schema.table`, matched whole.
+    pub tables: Vec<String>,
+    #[serde(default = "default_name")]
+    pub slot: String,
+    #[serde(default = "default_name")]
+    pub publication: String,
+    #[serde(default)]
+    pub startup: PgStartup,
+    #[serde(default)]
+    pub key_overrides: BTreeMap<String, Vec<String>>,
+    /// Rows per snapshot chunk.
+    #[serde(default = "default_chunk")]
+    pub snapshot_chunk_rows: u64,
+    /// Row batches are cut at about this many bytes.
+    #[serde(default = "default_batch_bytes")]
+    pub batch_bytes: usize,
+    /// Seconds between the server's keepalives on an idle stream (the job's
+    /// heartbeats: its position moves with them, so the slot releases WAL).
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat_seconds: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PgStartup {
+    #[serde(default)]
+    pub mode: StartupMode,
+}
+
+fn default_port() -> u16 {
+    5432
+}
+fn default_name() -> String {
+    "lakeshift".into()
+}
+fn default_chunk() -> u64 {
+    8192
+}
+fn default_batch_bytes() -> usize {
+    4 << 20
+}
+fn default_heartbeat() -> u32 {
+    10
+}
+
+impl PgConfig {
+    /// The connection string of an ordinary session (tokio-postgres).
+    pub fn pg_config(&self, password: Option<&str>) -> tokio_postgres::Config {
+        let mut c = tokio_postgres::Config::new();
+        c.host(&self.hostname)
+            .port(self.port)
+            .user(&self.username)
+            .dbname(&self.database)
+            .application_name("lakeshift")
+            // Values print as the decoder reads them, whatever the role's defaults.
+            .options("-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3 -c bytea_output=hex -c IntervalStyle=postgres");
+        if let Some(p) = password {
+            c.password(p);
+        }
+        c
+    }
+}
+
+/// An identifier as PostgreSQL's replication commands take it.
+pub fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
+}
+
+pub fn validate(c: PgConfig, env: impl Fn(&str) -> Option<String>) -> Result<Source, JobFileError> {
+    let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
+    if c.hostname.trim().is_empty() {
+        return Err(field("hostname", "is empty".into()).into());
+    }
+    if c.port == 0 {
+        return Err(field("port", "must be 1-65535".into()).into());
+    }
+    if c.database.trim().is_empty() {
+        return Err(field("database", "is empty".into()).into());
+    }
+    for (k, v) in [("slot", &c.slot), ("publication", &c.publication)] {
+        if !valid_name(v) {
+            return Err(field(
+                k,
+                format!("`{v}`: use lower-case letters, digits and _ (at most 63)"),
+            )
+            .into());
+        }
+    }
+    let password = match (&c.password, &c.password_env) {
+        (Some(_), Some(_)) => {
+            return Err(field(
+                "password-env",
+                "give either password or password-env, not both".into(),
+            )
+            .into())
+        }
+        (Some(p), None) => Some(p.clone()),
+        (None, Some(var)) => Some(env(var).ok_or_else(|| {
+            field(
+                "password-env",
+                format!("environment variable {var} is not set"),
+            )
+        })?),
+        (None, None) => None,
+    };
+    if c.tables.is_empty() {
+        return Err(field("tables", "names no table pattern".into()).into());
+    }
+    let mut tables = Vec::new();
+    for (i, t) in c.tables.iter().enumerate() {
+        tables.push(
+            Regex::new(&format!("^(?:{t})$"))
+                .map_err(|e| field(&format!("tables[{i}]"), format!("bad regex: {e}")))?,
+        );
+    }
+    let start = match c.startup.mode {
+        StartupMode::Initial => Start::Initial,
+        StartupMode::Latest => Start::Latest,
+        other => return Err(field(
+            "startup.mode",
+            format!(
+                "{other:?} is for MySQL sources; a PostgreSQL source starts `initial` or `latest`"
+            )
+            .to_lowercase(),
+        )
+        .into()),
+    };
+    if c.snapshot_chunk_rows == 0 {
+        return Err(field("snapshot-chunk-rows", "must be at least 1".into()).into());
+    }
+    if c.batch_bytes < 1024 {
+        return Err(field("batch-bytes", "must be at least 1024".into()).into());
+    }
+    for (t, cols) in &c.key_overrides {
+        if !t.contains('.') || cols.is_empty() {
+            return Err(field(
+                &format!("key-overrides.{t}"),
+                "expects `schema.table: [column, ...]`".into(),
+            )
+            .into());
+        }
+    }
+    Ok(Source {
+        key_overrides: c.key_overrides.clone(),
+        kind: SourceKind::Postgres(Box::new(c)),
+        password,
+        tables,
+        start,
+        skip_unparsed_ddl: false,
+        bad_messages_to: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::config::parse_job;
+
+    const JOB: &str = "source:\n  type: postgres\n  hostname: 127.0.0.1\n  username: repl\n  database: shop\n  tables: ['public\\..*']\n";
+
+    #[test]
+    fn a_postgres_job_validates_and_errors_name_the_field() {
+        let (_, s) = parse_job(JOB, |_| None).unwrap();
+        let pg = s.postgres().expect("a postgres source");
+        assert_eq!((pg.port, pg.slot.as_str()), (5432, "lakeshift"));
+        assert!(s.captures("public", "orders"));
+        let e = parse_job(&format!("{JOB}  slot: My-Slot\n"), |_| None)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("source.slot"), "{e}");
+        let e = parse_job(&format!("{JOB}  startup: {{mode: gtid}}\n"), |_| None)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("source.startup.mode"), "{e}");
+        let e = parse_job(&JOB.replace("database", "db"), |_| None)
+            .unwrap_err()
+            .0;
+        assert!(e.contains("db"), "{e}");
+    }
+}
