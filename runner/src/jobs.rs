@@ -182,6 +182,60 @@ pub(super) fn status(config: &std::path::Path) -> ExitCode {
     })
 }
 
+pub(super) fn pg_setup(config: &std::path::Path, apply: bool) -> ExitCode {
+    let text = match std::fs::read_to_string(config) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: {e}", config.display());
+            return ExitCode::from(2);
+        }
+    };
+    let src = match runner::source::config::parse_job(&text, |k| std::env::var(k).ok()) {
+        Ok((_, s)) => s,
+        Err(e) => {
+            eprintln!("error: {}: {e}", config.display());
+            return ExitCode::from(2);
+        }
+    };
+    if src.postgres().is_none() {
+        eprintln!(
+            "error: {}: pg-setup is for PostgreSQL sources (source.type: postgres)",
+            config.display()
+        );
+        return ExitCode::from(2);
+    }
+    let sql = runner::source::pg::catalog::setup_sql();
+    if !apply {
+        print!("{sql}");
+        return ExitCode::from(0);
+    }
+    let Some(rt) = runtime() else {
+        return ExitCode::from(1);
+    };
+    rt.block_on(async move {
+        let c = match runner::source::pg::connect(&src).await {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        match c.batch_execute(&sql).await {
+            Ok(()) => {
+                println!("installed the DDL capture (event triggers lakeshift_ddl, lakeshift_drop) in database {}", src.postgres().expect("postgres").database);
+                ExitCode::from(0)
+            }
+            Err(e) => {
+                eprintln!(
+                    "error: installing the DDL capture: {} (event triggers need a superuser; print the SQL without --apply and have one run it)",
+                    runner::source::pg::catalog::describe(&e)
+                );
+                ExitCode::from(1)
+            }
+        }
+    })
+}
+
 pub(super) fn maintain(config: &std::path::Path, dry_run: bool) -> ExitCode {
     let job = match read_job(config) {
         Ok(j) => j,
@@ -242,6 +296,13 @@ pub(super) fn tail(
         }
     };
     // regression: a Kafka job's source went to the binlog reader with no host.
+    if src.postgres().is_some() {
+        eprintln!(
+            "error: {}: source.type is postgres; tail reads a MySQL/MariaDB binlog (run `lakeshift sync` for a PostgreSQL source)",
+            config.display()
+        );
+        return ExitCode::from(2);
+    }
     if src.kafka().is_some() {
         eprintln!(
             "error: {}: source.type is kafka; tail reads a MySQL/MariaDB binlog (read Debezium topics with a Kafka consumer, or run `lakeshift sync`)",

@@ -132,6 +132,21 @@ enum Command {
         dry_run: bool,
     },
     #[cfg(feature = "sync")]
+    /// Install the DDL capture of a PostgreSQL source (`source.type: postgres`):
+    /// PostgreSQL's logical replication carries no DDL, so an event trigger at the end
+    /// of every DDL command (and one on dropped tables) emits a transactional logical
+    /// message with the command's text, search_path and objects; `sync` reads it in its
+    /// place among the rows and applies it like binlog DDL. Prints the SQL; with
+    /// --apply runs it in the job's database (event triggers need a superuser).
+    PgSetup {
+        /// The job file (YAML).
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+        /// Run the SQL instead of printing it.
+        #[arg(long)]
+        apply: bool,
+    },
+    #[cfg(feature = "sync")]
     /// Show where a job stands: an Iceberg job's owner (lease holder) and, per Iceberg
     /// table, its committed checkpoint, watermark, rows and schema; for a
     /// PostgreSQL/MySQL target its state row and Kafka offsets; and the DDL log's counts.
@@ -352,6 +367,8 @@ fn main() -> ExitCode {
         Command::Sync { config, until_end } => jobs::sync(&config, until_end),
         #[cfg(feature = "sync")]
         Command::Status { config } => jobs::status(&config),
+        #[cfg(feature = "sync")]
+        Command::PgSetup { config, apply } => jobs::pg_setup(&config, apply),
         #[cfg(feature = "sync")]
         Command::Maintain { config, dry_run } => jobs::maintain(&config, dry_run),
         #[cfg(feature = "sync")]

@@ -2,7 +2,6 @@
 //! the binary killed with SIGKILL at seeded random moments and stopped at failpoints,
 //! restarted each time; at the end every Iceberg table equals its MariaDB table.
 
-use futures::TryStreamExt;
 use lakeshift_tests::MariaDb;
 use mysql_async::prelude::Queryable;
 use runner::iceberg::catalog::ident;
@@ -149,76 +148,7 @@ async fn iceberg_rows_at(
     snapshot: Option<i64>,
 ) -> Option<Vec<Vec<Option<String>>>> {
     let (ns, table) = table.split_once('/').unwrap_or(("shop", table));
-    let t = cat.load(&ident(ns, table).unwrap()).await.unwrap()?;
-    let t = t.table(&cat.file_io).unwrap();
-    // One file at a time: the crate's scan (0.10.1) can deadlock when several readers
-    // wait for the same equality-delete file (apache/iceberg-rust#2630); a bounded wait
-    // turns any such hang into a failure.
-    let mut scan = t.scan().with_concurrency_limit(1);
-    if let Some(id) = snapshot {
-        scan = scan.snapshot_id(id);
-    }
-    let batches: Vec<arrow_array::RecordBatch> =
-        tokio::time::timeout(Duration::from_secs(120), async {
-            scan.build()
-                .unwrap()
-                .to_arrow()
-                .await
-                .unwrap()
-                .try_collect()
-                .await
-                .unwrap()
-        })
-        .await
-        .expect("the iceberg crate's scan finished within 120 s");
-    // Columns by the current schema's names: a file written before a column was added
-    // may come back without it (the crate's reader), which reads as NULL.
-    // (For a snapshot: the schema it was written with.)
-    let schema = match snapshot {
-        Some(id) => t
-            .metadata()
-            .snapshot_by_id(id)
-            .unwrap()
-            .schema(t.metadata())
-            .unwrap(),
-        None => t.metadata().current_schema().clone(),
-    };
-    let names: Vec<String> = schema
-        .as_struct()
-        .fields()
-        .iter()
-        .map(|f| f.name.clone())
-        .collect();
-    let mut out = Vec::new();
-    for b in batches {
-        let fmts: Vec<_> = b
-            .columns()
-            .iter()
-            .map(|c| {
-                arrow_cast::display::ArrayFormatter::try_new(
-                    c.as_ref(),
-                    &arrow_cast::display::FormatOptions::default(),
-                )
-                .unwrap()
-            })
-            .collect();
-        let schema = b.schema();
-        for r in 0..b.num_rows() {
-            out.push(
-                names
-                    .iter()
-                    .map(|n| {
-                        use arrow_array::Array;
-                        let c = schema.index_of(n).ok()?;
-                        (!b.column(c).is_null(r))
-                            .then(|| fmts[c].value(r).to_string().replace('T', " "))
-                    })
-                    .collect(),
-            );
-        }
-    }
-    out.sort();
-    Some(out)
+    lakeshift_tests::iceberg_text_rows(cat, ns, table, snapshot).await
 }
 
 async fn assert_mirrored(c: &mut mysql_async::Conn, cat: &Catalog, tables: &[&str]) {

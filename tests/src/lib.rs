@@ -236,6 +236,22 @@ pub struct PgServer {
 
 impl PgServer {
     pub async fn start() -> PgServer {
+        Self::start_with(&[]).await
+    }
+
+    /// A server whose WAL carries logical decoding (`wal_level=logical`), for the
+    /// PostgreSQL source.
+    pub async fn start_logical() -> PgServer {
+        Self::start_with(&[
+            "wal_level=logical",
+            "max_replication_slots=10",
+            "max_wal_senders=10",
+        ])
+        .await
+    }
+
+    /// A server with extra `-c` settings.
+    pub async fn start_with(settings: &[&str]) -> PgServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let as_postgres = is_root();
         if as_postgres {
@@ -263,6 +279,7 @@ impl PgServer {
             .args(["-p", &port.to_string()])
             .args(["-k", &dir.path().display().to_string()])
             .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+            .args(settings.iter().flat_map(|s| ["-c", s]))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -560,4 +577,100 @@ pub async fn try_pg_text_rows(
         .collect();
     out.sort();
     Ok(out)
+}
+
+/// Rows of Iceberg table `ns.table` read with the iceberg crate's scan, as text
+/// (timestamps with a space, not `T`), sorted; as of `snapshot` (time travel) or
+/// the current one. None when the table does not exist.
+pub async fn iceberg_text_rows(
+    cat: &runner::iceberg::Catalog,
+    ns: &str,
+    table: &str,
+    snapshot: Option<i64>,
+) -> Option<Vec<Vec<Option<String>>>> {
+    use futures::TryStreamExt;
+    let ident = runner::iceberg::catalog::ident;
+    let t = cat.load(&ident(ns, table).unwrap()).await.unwrap()?;
+    let t = t.table(&cat.file_io).unwrap();
+    // One file at a time: the crate's scan (0.10.1) can deadlock when several readers
+    // wait for the same equality-delete file (apache/iceberg-rust#2630); a bounded wait
+    // turns any such hang into a failure.
+    let mut scan = t.scan().with_concurrency_limit(1);
+    if let Some(id) = snapshot {
+        scan = scan.snapshot_id(id);
+    }
+    let batches: Vec<arrow_array::RecordBatch> =
+        tokio::time::timeout(Duration::from_secs(120), async {
+            scan.build()
+                .unwrap()
+                .to_arrow()
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap()
+        })
+        .await
+        .expect("the iceberg crate's scan finished within 120 s");
+    // Columns by the current schema's names: a file written before a column was added
+    // may come back without it (the crate's reader), which reads as NULL.
+    // (For a snapshot: the schema it was written with.)
+    let schema = match snapshot {
+        Some(id) => t
+            .metadata()
+            .snapshot_by_id(id)
+            .unwrap()
+            .schema(t.metadata())
+            .unwrap(),
+        None => t.metadata().current_schema().clone(),
+    };
+    // Columns by field id (a renamed column's older files carry its old name),
+    // else by the current schema's names.
+    let fields: Vec<(i32, String)> = schema
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| (f.id, f.name.clone()))
+        .collect();
+    let mut out = Vec::new();
+    for b in batches {
+        let fmts: Vec<_> = b
+            .columns()
+            .iter()
+            .map(|c| {
+                arrow_cast::display::ArrayFormatter::try_new(
+                    c.as_ref(),
+                    &arrow_cast::display::FormatOptions::default(),
+                )
+                .unwrap()
+            })
+            .collect();
+        let bs = b.schema();
+        let cols: Vec<Option<usize>> = fields
+            .iter()
+            .map(|(id, name)| {
+                bs.fields()
+                    .iter()
+                    .position(|f| {
+                        f.metadata().get("PARQUET:field_id").map(String::as_str)
+                            == Some(id.to_string().as_str())
+                    })
+                    .or_else(|| bs.index_of(name).ok())
+            })
+            .collect();
+        for r in 0..b.num_rows() {
+            out.push(
+                cols.iter()
+                    .map(|c| {
+                        use arrow_array::Array;
+                        let c = (*c)?;
+                        (!b.column(c).is_null(r))
+                            .then(|| fmts[c].value(r).to_string().replace('T', " "))
+                    })
+                    .collect(),
+            );
+        }
+    }
+    out.sort();
+    Some(out)
 }

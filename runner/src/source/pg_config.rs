@@ -155,14 +155,16 @@ pub fn validate(c: PgConfig, env: impl Fn(&str) -> Option<String>) -> Result<Sou
     let start = match c.startup.mode {
         StartupMode::Initial => Start::Initial,
         StartupMode::Latest => Start::Latest,
-        other => return Err(field(
-            "startup.mode",
-            format!(
+        other => {
+            return Err(field(
+                "startup.mode",
+                format!(
                 "{other:?} is for MySQL sources; a PostgreSQL source starts `initial` or `latest`"
             )
-            .to_lowercase(),
-        )
-        .into()),
+                .to_lowercase(),
+            )
+            .into())
+        }
     };
     if c.snapshot_chunk_rows == 0 {
         return Err(field("snapshot-chunk-rows", "must be at least 1".into()).into());

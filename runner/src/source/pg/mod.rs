@@ -367,7 +367,7 @@ async fn run(
         bytes: 0,
         last_flush: Instant::now(),
         pending_commit: None,
-        applied_queries: Vec::new(),
+        taken: Vec::new(),
     };
     let mut told = 0u64;
     loop {
@@ -785,9 +785,10 @@ struct Stream {
     /// Source time of a commit whose boundary waits for the next flush (commits
     /// are batched like the binlog reader's).
     pending_commit: Option<u32>,
-    /// DDL messages' query texts applied in this transaction (a multi-statement
-    /// query fires the trigger once per command, with the same text).
-    applied_queries: Vec<String>,
+    /// Per query text of this transaction's DDL messages, how many of its
+    /// statements were taken (a multi-statement query fires the trigger once per
+    /// command, each time with the whole text).
+    taken: Vec<(String, usize)>,
 }
 
 /// PostgreSQL's epoch (2000-01-01) in Unix seconds.
@@ -817,7 +818,7 @@ impl Stream {
                     self.skip = 0;
                 }
                 self.skip_at = None;
-                self.applied_queries.clear();
+                self.taken.clear();
                 self.txns.push(lsn_position(commit, 0));
                 Ok(true)
             }
@@ -872,7 +873,7 @@ impl Stream {
                         return Ok(false);
                     }
                 }
-                Ok(!end.is_some_and(|e| self.last >= e))
+                Ok(end.is_none_or(|e| self.last < e))
             }
             ReplicationEvent::StoppedAt { .. } => Ok(false),
         }
@@ -919,12 +920,25 @@ impl Stream {
                     if !self.flush().await? {
                         return Ok(false);
                     }
+                    // TRUNCATE reaches the sinks as the IR's truncate, as a
+                    // MySQL TRUNCATE TABLE does.
+                    let name = ddl_core::TableName::new(Some(&db), &table);
+                    let after: Vec<ddl_core::Table> = self
+                        .history
+                        .table(&db, &table)
+                        .cloned()
+                        .into_iter()
+                        .collect();
+                    let ddl = format!("TRUNCATE {}.{}", ident(&db), ident(&table));
                     if !self
-                        .send(SourceEvent::RowsRemoved {
+                        .send(SourceEvent::Schema {
                             position: self.here(),
-                            db,
-                            table,
-                            ddl: "TRUNCATE".into(),
+                            db: db.clone(),
+                            ddl,
+                            changes: vec![ddl_core::SchemaChange::TruncateTable { name }],
+                            tables: vec![format!("{db}.{table}")],
+                            notes: Vec::new(),
+                            after,
                         })
                         .await
                     {
@@ -1162,13 +1176,36 @@ impl Stream {
         if v["kind"] != "ddl" {
             return Ok(true);
         }
-        let query = v["query"].as_str().unwrap_or_default().to_owned();
+        let text = v["query"].as_str().unwrap_or_default().to_owned();
+        let tag = v["tag"].as_str().unwrap_or_default().to_owned();
         let schema = v["schema"].as_str().unwrap_or("public").to_owned();
-        if self.applied_queries.contains(&query) {
-            // The same multi-statement query: applied whole at its first command.
-            return Ok(true);
+        let from = self
+            .taken
+            .iter()
+            .find(|(q, _)| *q == text)
+            .map_or(0, |(_, n)| *n);
+        let Some((next, query)) = statement_for(&text, &tag, from) else {
+            let here = self.here();
+            let e = super::history::HistoryError {
+                message: format!(
+                    "the DDL capture saw a {tag} command, but no statement of its query text is one (DDL run by a function or DO block is not read); re-snapshot the tables it changed"
+                ),
+                tables: Vec::new(),
+            };
+            if self.src.skip_unparsed_ddl {
+                let ev = crate::source::unparsed(&here, &schema, &text, &e);
+                return Ok(self.send(ev).await);
+            }
+            return Err(SourceError::Ddl {
+                position: here.to_string(),
+                ddl: text,
+                reason: e.message,
+            });
+        };
+        match self.taken.iter_mut().find(|(q, _)| *q == text) {
+            Some(t) => t.1 = next,
+            None => self.taken.push((text, next)),
         }
-        self.applied_queries.push(query.clone());
         // Rows before the DDL are delivered under the old schema.
         if !self.flush().await? {
             return Ok(false);
@@ -1251,6 +1288,31 @@ impl Stream {
     }
 }
 
+/// The statement of a (possibly multi-statement) query text that a DDL command
+/// tagged `tag` ran: the first at or after statement `from` whose leading words
+/// hold the tag's words in order (`CREATE INDEX` matches `CREATE UNIQUE INDEX`).
+/// Returns the index after it and its text.
+fn statement_for(query: &str, tag: &str, from: usize) -> Option<(usize, String)> {
+    let stmts: Vec<String> = grammar::split::split(grammar::Flavor::Postgres, query)
+        .into_iter()
+        .filter(|s| s.kind == grammar::split::Kind::Sql)
+        .map(|s| s.text)
+        .collect();
+    let want: Vec<String> = tag.split_whitespace().map(str::to_uppercase).collect();
+    for (i, st) in stmts.iter().enumerate().skip(from) {
+        let words: Vec<String> = st
+            .split_whitespace()
+            .take(want.len() + 5)
+            .map(str::to_uppercase)
+            .collect();
+        let mut w = words.iter();
+        if want.iter().all(|t| w.any(|x| x == t)) {
+            return Some((i + 1, st.clone()));
+        }
+    }
+    None
+}
+
 /// Append one tuple's values to `b` in the table's column order. `old`: the old
 /// row (REPLICA IDENTITY FULL) whose values stand in for unchanged TOAST values.
 fn fill(
@@ -1298,6 +1360,29 @@ fn fill(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_multi_statement_query_gives_each_command_its_statement() {
+        let q = "INSERT INTO t VALUES (1); TRUNCATE u; CREATE UNIQUE INDEX i ON t (a); ALTER TABLE t ADD c int; alter table t drop c";
+        let (n, s) = statement_for(q, "CREATE INDEX", 0).unwrap();
+        assert!(s.starts_with("CREATE UNIQUE INDEX"), "{s}");
+        let (n, s) = statement_for(q, "ALTER TABLE", n).unwrap();
+        assert!(s.ends_with("ADD c int"), "{s}");
+        let (_, s) = statement_for(q, "ALTER TABLE", n).unwrap();
+        assert!(s.ends_with("drop c"), "{s}");
+        assert!(statement_for(
+            "DO $$ BEGIN EXECUTE 'x'; END $$; SELECT 1",
+            "ALTER TABLE",
+            0
+        )
+        .is_none());
+        assert_eq!(
+            statement_for("ALTER TABLE t ADD c int", "ALTER TABLE", 0)
+                .unwrap()
+                .0,
+            1
+        );
+    }
 
     #[test]
     fn copy_text_fields_unescape() {

@@ -217,7 +217,7 @@ fn float(s: &str) -> Result<f64, DecodeError> {
 }
 
 fn hex_bytes(h: &str) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     (0..h.len())
@@ -343,8 +343,8 @@ mod tests {
 
     fn show(t: DataType, s: &str) -> String {
         let a = one(t, s).unwrap();
-        let f = arrow_cast::display::ArrayFormatter::try_new(a.as_ref(), &Default::default())
-            .unwrap();
+        let f =
+            arrow_cast::display::ArrayFormatter::try_new(a.as_ref(), &Default::default()).unwrap();
         let v = f.value(0).to_string();
         v
     }
