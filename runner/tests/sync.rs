@@ -240,7 +240,7 @@ async fn delete_files(cat: &Catalog, table: &str) -> (usize, usize) {
 
 const ORACLE_TABLES: [&str; 4] = ["items", "counter", "events", "nokey"];
 
-type Dump = BTreeMap<&'static str, Vec<Vec<Option<String>>>>;
+use lakeshift_tests::Dump;
 
 /// The binlog end (file index, offset) and the oracle tables' contents there.
 async fn record(c: &mut mysql_async::Conn) -> ((u64, u64), Dump) {
@@ -253,148 +253,19 @@ async fn record(c: &mut mysql_async::Conn) -> ((u64, u64), Dump) {
 }
 
 /// Every snapshot the job committed equals the source contents after the transaction
-/// its watermark is in (compared under the schema of that time); no data file is added
-/// twice.
+/// its watermark is in; no data file is added twice.
 async fn check_every_snapshot(cat: &Catalog, oracle: &[((u64, u64), Dump)]) -> (usize, usize) {
-    let mut checked = 0;
-    let mut seen = std::collections::HashSet::new();
-    for t in ["items", "counter", "events", "nokey"] {
-        let table = cat.load(&ident("shop", t).unwrap()).await.unwrap().unwrap();
-        for s in table.metadata.snapshots() {
-            let list = cat
-                .file_io
-                .new_input(s.manifest_list())
-                .unwrap()
-                .read()
-                .await
-                .unwrap();
-            let list = iceberg::spec::ManifestList::parse_with_version(
-                &list,
-                table.metadata.format_version(),
-            )
-            .unwrap();
-            for m in list.entries() {
-                for e in m.load_manifest(&cat.file_io).await.unwrap().entries() {
-                    if e.status() == iceberg::spec::ManifestStatus::Added
-                        && e.snapshot_id() == Some(s.snapshot_id())
-                    {
-                        let p = e.data_file().file_path().to_owned();
-                        assert!(seen.insert(p.clone()), "{p} committed twice");
-                    }
-                }
-            }
-            if !ORACLE_TABLES.contains(&t) {
-                continue;
-            }
-            let props = &s.summary().additional_properties;
-            // A compaction reads the same rows as the snapshot it rewrote (its schema
-            // may be newer than the source's at the watermark it carries: a DDL
-            // applied after the last data commit), compared column by field id.
-            if props.contains_key(runner::iceberg::maintain::MAINTENANCE) {
-                let parent = s.parent_snapshot_id().expect("a compaction has a parent");
-                let (a, b) = (
-                    rows_by_field_id(cat, t, &table.metadata, parent).await,
-                    rows_by_field_id(cat, t, &table.metadata, s.snapshot_id()).await,
-                );
-                let (a, b) = (project_common(&a, &b), project_common(&b, &a));
-                assert_rows_eq(
-                    &b,
-                    &a,
-                    &format!(
-                        "shop.{t} compaction snapshot {} differs from its parent {parent}",
-                        s.snapshot_id()
-                    ),
-                );
-                checked += 1;
-                continue;
-            }
-            let Some(w) = props.get("lakeshift.watermark") else {
-                continue;
-            };
-            let w: runner::source::position::Position = w.parse().unwrap();
-            if w.ordinal == 0 {
-                continue; // snapshot phase: chunks, not a transaction boundary
-            }
-            let at = (w.file_index(), w.offset);
-            let Some((_, dump)) = oracle.iter().find(|(p, _)| *p > at) else {
-                continue; // a transaction after the recorded workload
-            };
-            let got = iceberg_rows_at(cat, t, Some(s.snapshot_id()))
-                .await
-                .unwrap();
-            assert_rows_eq(
-                &got,
-                &dump[t],
-                &format!(
-                    "shop.{t} snapshot {} (watermark {w}, summary {props:?}) differs from the source after that transaction",
-                    s.snapshot_id()
-                ),
-            );
-            checked += 1;
-        }
-    }
-    (checked, seen.len())
+    lakeshift_tests::check_every_snapshot(
+        cat,
+        "shop",
+        &["items", "counter", "events", "nokey"],
+        oracle,
+        |w| (w.file_index(), w.offset),
+    )
+    .await
 }
 
-type Rows = Vec<Vec<Option<String>>>;
-
-/// Rows equal, or a failure that shows the rows only one side has.
-fn assert_rows_eq(got: &Rows, want: &Rows, what: &str) {
-    if got == want {
-        return;
-    }
-    let only = |a: &Rows, b: &Rows| -> Vec<Vec<Option<String>>> {
-        let mut b = b.clone();
-        let mut out = Vec::new();
-        for r in a {
-            match b.iter().position(|x| x == r) {
-                Some(i) => {
-                    b.swap_remove(i);
-                }
-                None => out.push(r.clone()),
-            }
-        }
-        out
-    };
-    panic!(
-        "{what}: {} rows vs {} expected; only read: {:?}; only expected: {:?}",
-        got.len(),
-        want.len(),
-        only(got, want),
-        only(want, got)
-    );
-}
-
-/// A snapshot's rows under its own schema, with the field id of each column.
-async fn rows_by_field_id(
-    cat: &Catalog,
-    t: &str,
-    m: &iceberg::spec::TableMetadata,
-    snapshot: i64,
-) -> (Vec<i32>, Rows) {
-    let ids = m
-        .snapshot_by_id(snapshot)
-        .unwrap()
-        .schema(m)
-        .unwrap()
-        .as_struct()
-        .fields()
-        .iter()
-        .map(|f| f.id)
-        .collect();
-    (ids, iceberg_rows_at(cat, t, Some(snapshot)).await.unwrap())
-}
-
-/// `a`'s rows reduced to the columns (by field id) `b` has too, sorted.
-fn project_common(a: &(Vec<i32>, Rows), b: &(Vec<i32>, Rows)) -> Rows {
-    let keep: Vec<usize> = (0..a.0.len()).filter(|&i| b.0.contains(&a.0[i])).collect();
-    let mut out: Rows =
-        a.1.iter()
-            .map(|r| keep.iter().map(|&i| r[i].clone()).collect())
-            .collect();
-    out.sort();
-    out
-}
+use lakeshift_tests::assert_rows_eq;
 
 /// One step of the workload: a few statements, sometimes a larger transaction.
 async fn step(c: &mut mysql_async::Conn, rng: &mut Rng, i: u64) {

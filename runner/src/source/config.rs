@@ -201,6 +201,14 @@ impl Source {
         }
     }
 
+    /// The SQL dialect of the source's DDL and names (its folding rules).
+    pub fn dialect(&self) -> dialects::Dialect {
+        match &self.kind {
+            SourceKind::Postgres(_) => dialects::Dialect::Postgres,
+            _ => dialects::Dialect::MySql,
+        }
+    }
+
     /// A PostgreSQL source's settings.
     pub fn postgres(&self) -> Option<&super::pg_config::PgConfig> {
         match &self.kind {

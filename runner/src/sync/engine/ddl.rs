@@ -69,7 +69,7 @@ impl Engine {
                 Some("applied before a restart".into()),
             );
         }
-        let mut cat = ddl_core::Catalog::new(dialects::Dialect::MySql.name_rules());
+        let mut cat = ddl_core::Catalog::new(self.job.source.dialect().name_rules());
         for t in after {
             cat.apply(&ddl_core::SchemaChange::CreateTable {
                 table: t.clone(),
@@ -116,7 +116,12 @@ impl Engine {
                 );
                 return self.ddl_refused(position, sql, &touched, reason, item);
             }
-            Ok(f) => f,
+            Ok(mut f) => {
+                for x in &mut f {
+                    x.at = Some(position.clone());
+                }
+                f
+            }
             Err(reason) if policy != defaults::AddedDefault::Null => {
                 return self.ddl_refused(position, sql, &touched, reason, item);
             }

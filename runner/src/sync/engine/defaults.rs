@@ -37,7 +37,16 @@ pub enum AddedDefault {
 pub(super) struct Fill {
     pub table: (String, String),
     pub columns: Vec<(String, String)>,
+    /// The DDL's position: the fill's snapshot holds the rows as of the table's
+    /// watermark under the schema as of this point (its summary says so, as
+    /// `lakeshift.schema-position`).
+    #[serde(default)]
+    pub at: Option<Position>,
 }
+
+/// The fill snapshot's summary key: the source position of the schema it was
+/// written with (after its watermark: the DDL that added the filled columns).
+pub const SCHEMA_AT: &str = "lakeshift.schema-position";
 
 /// A default as text Arrow can cast to the column's type; None: not a constant.
 fn default_text(d: &DefaultValue) -> Option<Option<String>> {
@@ -95,6 +104,7 @@ impl Engine {
                 None => out.push(Fill {
                     table: k,
                     columns: vec![(column.name.clone(), text)],
+                    at: None,
                 }),
             }
         }
@@ -220,7 +230,10 @@ impl Engine {
             );
         }
         let wm = self.sinks.get(k).and_then(|s| s.watermark.clone());
-        let summary = self.summary(self.state.checkpoint, &wm);
+        let mut summary = self.summary(self.state.checkpoint, &wm);
+        if let Some(at) = &f.at {
+            summary.insert(SCHEMA_AT.to_owned(), at.to_string());
+        }
         Committer::new(&self.catalog)
             .commit(
                 &id,

@@ -67,7 +67,7 @@ impl Engine {
                             ir.columns.push(ddl_core::Column::new(name, dt));
                         }
                     }
-                    let mut cat = ddl_core::Catalog::new(dialects::Dialect::MySql.name_rules());
+                    let mut cat = ddl_core::Catalog::new(self.job.source.dialect().name_rules());
                     let create = ddl_core::SchemaChange::CreateTable {
                         table: ir,
                         if_not_exists: false,

@@ -131,6 +131,8 @@ pub struct RdbEngine {
     /// changes: the target's own key runs it (PostgreSQL with `foreign-keys: keep`),
     /// or the checkpoint does (other relational targets).
     fk_actions: BTreeMap<(String, String), Vec<FkAction>>,
+    /// The source's dialect (name folding, dialect-specific SQL in the IR).
+    source_dialect: Dialect,
 }
 
 /// A foreign key's ON DELETE action, seen from its parent table.
@@ -188,7 +190,8 @@ impl RdbEngine {
             checkpoint: 0,
             position: None,
             snapshot: None,
-            catalog: Catalog::new(Dialect::MySql.name_rules()),
+            catalog: Catalog::new(job.source.dialect().name_rules()),
+            source_dialect: job.source.dialect(),
             tables: HashMap::new(),
             pending: BTreeMap::new(),
             seq: 0,

@@ -25,10 +25,10 @@ impl RdbEngine {
     }
 
     pub(super) fn emitter_ctx_ident(&self, name: &str) -> String {
-        let cat = Catalog::new(Dialect::MySql.name_rules());
+        let cat = Catalog::new(self.source_dialect.name_rules());
         let mut d = ddl_core::Diagnostics::default();
         let mut cx = EmitCtx {
-            source: Dialect::MySql,
+            source: self.source_dialect,
             before: &cat,
             after: &cat,
             diags: &mut d,
@@ -197,7 +197,7 @@ impl RdbEngine {
         }
         let mut diags = ddl_core::Diagnostics::default();
         let mut cx = EmitCtx {
-            source: Dialect::MySql,
+            source: self.source_dialect,
             before: &before,
             after: &after,
             diags: &mut diags,
