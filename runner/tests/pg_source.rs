@@ -613,3 +613,65 @@ async fn writes_during_the_snapshot_are_neither_lost_nor_doubled() {
     )
     .await;
 }
+
+/// PostgreSQL's types through the snapshot and the stream alike: enums and domains
+/// (seeded from the catalog), arrays, interval, uuid, json, bytea, bit, money,
+/// numeric beyond 38 digits, BC dates, time zones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_types_reach_iceberg_from_the_snapshot_and_the_stream_alike() {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TYPE shop.mood AS ENUM ('sad', 'ok', 'happy');
+         CREATE DOMAIN shop.posint AS integer CHECK (VALUE > 0);
+         CREATE TABLE shop.t (id int PRIMARY KEY, m shop.mood, d shop.posint, a int[],
+           i interval, u uuid, j json, b bytea, bits bit(4), mo money, big numeric(50,5),
+           day date, tt timetz, ts timestamp(3), tz timestamptz, f real, s smallint);
+         INSERT INTO shop.t VALUES (1, 'happy', 7, '{1,2,NULL}', '1 day 02:03:04', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+           '{\"k\": [1, \"two\"]}', '\\x00ff10', B'1010', '$1,234.50', 12345678901234567890123456789012345678901234.56789,
+           '0044-03-15 BC', '10:11:12+02', '2024-02-29 23:59:59.999', '2024-06-01 12:00:00-07', 1.5, -32768);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let job = job(dir, server.port);
+    let jobs = job.display().to_string();
+    assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
+        .status
+        .success());
+    let log = finish(spawn(&job, true));
+    // The same values again, through the stream.
+    pg.batch_execute("INSERT INTO shop.t SELECT 2, m, d, a, i, u, j, b, bits, mo, big, day, tt, ts, tz, f, s FROM shop.t WHERE id = 1")
+        .await
+        .unwrap();
+    let log2 = finish(spawn(&job, true));
+    let rows = lake(dir, "t").await.expect("table shop.t");
+    assert_eq!(rows.len(), 2, "{log}\n{log2}");
+    let want = [
+        "happy",
+        "7",
+        "{1,2,NULL}",
+        "1 day 02:03:04",
+        "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+        "{\"k\": [1, \"two\"]}",
+        "00ff10",
+        "10",
+        "1234.50",
+        "12345678901234567890123456789012345678901234.56789",
+        "-0043-03-15",
+        "10:11:12",
+        "2024-02-29 23:59:59.999",
+        "2024-06-01 19:00:00Z",
+        "1.5",
+        "-32768",
+    ];
+    for r in &rows {
+        let got: Vec<&str> = r[1..]
+            .iter()
+            .map(|v| v.as_deref().unwrap_or("NULL"))
+            .collect();
+        assert_eq!(got, want, "row {:?}\n{log}\n{log2}", r[0]);
+    }
+}

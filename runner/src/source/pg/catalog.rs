@@ -48,6 +48,31 @@ pub async fn definitions(c: &tokio_postgres::Client) -> Result<Vec<TableDef>, So
         .collect())
 }
 
+/// Enum types and domains outside the system schemas, as CREATE TYPE / CREATE
+/// DOMAIN statements: seeded into the history before the tables, an enum column
+/// reads as an enum and a domain column as its base type (with its NOT NULL and
+/// default).
+const TYPES: &str = r#"
+SELECT n.nspname::text,
+  format('CREATE TYPE %I.%I AS ENUM (%s)', n.nspname, t.typname,
+    (SELECT string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid))
+FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE t.typtype = 'e' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+UNION ALL
+SELECT n.nspname::text,
+  format('CREATE DOMAIN %I.%I AS %s%s%s', n.nspname, t.typname, format_type(t.typbasetype, t.typtypmod),
+    CASE WHEN t.typnotnull THEN ' NOT NULL' ELSE '' END,
+    CASE WHEN t.typdefault IS NOT NULL THEN ' DEFAULT ' || t.typdefault ELSE '' END)
+FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE t.typtype = 'd' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+"#;
+
+/// The CREATE TYPE / CREATE DOMAIN statements of [`TYPES`], as (schema, statement).
+pub async fn types(c: &tokio_postgres::Client) -> Result<Vec<(String, String)>, SourceError> {
+    let rows = c.query(TYPES, &[]).await.map_err(sql)?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 pub fn sql(e: tokio_postgres::Error) -> SourceError {
     if e.is_closed() || e.as_db_error().is_none() {
         SourceError::Lost(e.to_string())

@@ -335,7 +335,7 @@ async fn run(
                     .await
                     .map_err(catalog::sql)?;
                 let defs = catalog::definitions(&snap).await?;
-                let history = new_history(&dir, &at, &defs)?;
+                let history = new_history(&snap, &dir, &at, &defs).await?;
                 let Some(h) = snapshot(&src, &snap, history, &at, None, &tx).await? else {
                     return Ok(());
                 };
@@ -343,7 +343,7 @@ async fn run(
                 h
             } else {
                 let defs = catalog::definitions(&client).await?;
-                new_history(&dir, &at, &defs)?
+                new_history(&client, &dir, &at, &defs).await?
             };
             repl.start().await.map_err(|e| repl_err("replication", e))?;
             (repl, history, at)
@@ -442,19 +442,17 @@ async fn slot_must_exist(
     }
 }
 
-fn new_history(
+/// A new schema history at `at`: the types, then the tables, read in `c`'s
+/// transaction.
+async fn new_history(
+    c: &tokio_postgres::Client,
     dir: &std::path::Path,
     at: &Position,
     defs: &[catalog::TableDef],
 ) -> Result<SchemaHistory, SourceError> {
-    SchemaHistory::create_in(
-        dialects::Dialect::Postgres,
-        Some(dir),
-        at,
-        defs.iter()
-            .map(|d| (d.schema.clone(), d.ddl.clone()))
-            .collect(),
-    )
+    let mut seed = catalog::types(c).await?;
+    seed.extend(defs.iter().map(|d| (d.schema.clone(), d.ddl.clone())));
+    SchemaHistory::create_in(dialects::Dialect::Postgres, Some(dir), at, seed)
 }
 
 /// A session in a read-only repeatable-read transaction (the snapshot's).
