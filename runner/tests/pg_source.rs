@@ -279,6 +279,27 @@ async fn a_postgres_database_mirrors_into_iceberg_with_its_ddl_through_a_kill() 
         log.clone()
     })
     .await;
+
+    // Stopped cleanly, the job holds back exactly the WAL after its last commit: the
+    // slot confirmed the job's position, and status says so.
+    let status = lakeshift(&["status", "--config", &jobs]);
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let position: u64 = status
+        .split("source position lsn:")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no source position in:\n{status}"));
+    assert!(status.contains("source slot mirror: confirmed"), "{status}");
+    assert_eq!(confirmed().await as u64, position, "{status}");
+    // Writes while it is stopped stay in the slot until the next run reads them.
+    pg.batch_execute("INSERT INTO shop.fresh VALUES (5000, 'while stopped')")
+        .await
+        .unwrap();
+    assert_eq!(confirmed().await as u64, position);
+    let log = finish(spawn(&job, true));
+    assert_converges(&pg, dir, &after, "after a stop", || log.clone()).await;
+    assert!(confirmed().await as u64 > position);
 }
 
 /// The kill test's tables: keyed, a counter, serial keys, keyless, and TOASTed text.

@@ -220,6 +220,12 @@ pub trait Source: Send {
     /// the WAL before it).
     fn committed(&mut self, _at: &Position) {}
 
+    /// The job stops cleanly, after its last commit: what the source must still tell
+    /// the server (PostgreSQL: the slot's confirmed position).
+    fn close(&mut self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
     /// How far the source's end is ahead of `at`, in bytes, if it can tell.
     fn lag_bytes<'a>(
         &'a mut self,

@@ -281,6 +281,11 @@ impl<S: Sink> Pipeline<S> {
     /// from the last checkpoint, with what was read so far committed first.
     pub async fn run(&mut self, until_end: bool) -> Result<()> {
         self.run_to_end(until_end).await?;
+        // The source hears of the last commit (a PostgreSQL slot releases its WAL).
+        if let Some(p) = self.sink.position() {
+            self.source.committed(&p);
+        }
+        self.source.close().await;
         // A clean stop: whatever the sink holds on the job is given up.
         self.sink.stopped().await
     }

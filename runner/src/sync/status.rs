@@ -9,13 +9,21 @@ use crate::iceberg::Catalog;
 use std::fmt::Write;
 
 pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncError> {
+    // A PostgreSQL source: its slot's confirmed position and retained WAL.
+    let slot = match job.source.postgres() {
+        Some(_) => Some(match crate::source::pg::slot_status(&job.source).await {
+            Ok(line) => line + "\n",
+            Err(e) => format!("source slot: cannot be read: {e}\n"),
+        }),
+        None => None,
+    };
     let Some(ice) = job.sink.iceberg() else {
-        return super::rdb::status(job).await;
+        return Ok(slot.unwrap_or_default() + &super::rdb::status(job).await?);
     };
     let catalog = Catalog::open(&ice.catalog_config())
         .await
         .map_err(|e| e.to_string())?;
-    let mut out = String::new();
+    let mut out = slot.unwrap_or_default();
     match State::load(&job.pipeline.state)? {
         Some(s) => {
             let _ = writeln!(

@@ -84,6 +84,49 @@ impl super::Source for PgSource {
         }
     }
 
+    fn close(&mut self) -> futures::future::BoxFuture<'_, ()> {
+        let src = self.config.clone();
+        let lsn = self.acked.load(Ordering::Relaxed);
+        Box::pin(async move {
+            if lsn == 0 {
+                return;
+            }
+            // The stream's last status update may predate the last commit: move the
+            // slot there (once its walsender has let go of it), so a stopped job
+            // holds back only the WAL it will read.
+            let Ok(c) = connect(&src).await else { return };
+            let slot = &cfg(&src).slot;
+            let at = Lsn::from_u64(lsn).to_string();
+            for _ in 0..50 {
+                let r = c
+                    .query_opt(
+                        "SELECT pg_replication_slot_advance(slot_name, $2::text::pg_lsn) FROM pg_replication_slots                          WHERE slot_name = $1 AND NOT active AND confirmed_flush_lsn < $2::text::pg_lsn",
+                        &[slot, &at],
+                    )
+                    .await;
+                match r {
+                    Ok(Some(_)) => return,
+                    Ok(None) => {
+                        let done = c
+                            .query_opt(
+                                "SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND confirmed_flush_lsn >= $2::text::pg_lsn",
+                                &[slot, &at],
+                            )
+                            .await;
+                        if matches!(done, Ok(Some(_)) | Err(_)) {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!("replication slot {slot} not advanced to {at}: {e}");
+                        return;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    }
+
     fn lag_bytes<'a>(
         &'a mut self,
         at: &'a Position,
@@ -98,6 +141,43 @@ impl super::Source for PgSource {
             let end = Lsn::parse(&r.get::<_, String>(0)).ok()?.as_u64();
             Some(end as i64 - at.offset as i64)
         })
+    }
+}
+
+/// `lakeshift status`'s line on the source's slot: the position it confirmed, the
+/// WAL it holds back from removal, and whether a job is reading it.
+pub async fn slot_status(src: &Source) -> Result<String, SourceError> {
+    let c = connect(src).await?;
+    let slot = &cfg(src).slot;
+    let r = c
+        .query_opt(
+            "SELECT active, coalesce(wal_status, ''), coalesce(confirmed_flush_lsn::text, '-'),                     coalesce((pg_current_wal_lsn() - restart_lsn)::bigint, 0)              FROM pg_replication_slots WHERE slot_name = $1",
+            &[slot],
+        )
+        .await
+        .map_err(catalog::sql)?;
+    Ok(match r {
+        None => format!("source slot {slot}: does not exist (made by the job's first run)"),
+        Some(r) => {
+            let (active, status, confirmed, held): (bool, String, String, i64) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            format!(
+                "source slot {slot}: confirmed {confirmed}, retains {} of WAL ({held} bytes; wal_status {status}), {}",
+                human_bytes(held),
+                if active { "being read" } else { "not being read" }
+            )
+        }
+    })
+}
+
+fn human_bytes(b: i64) -> String {
+    let b = b as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1 << 20) as f64 {
+        format!("{:.1} MiB", b / (1 << 20) as f64)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
     }
 }
 
