@@ -696,3 +696,48 @@ async fn postgres_types_reach_iceberg_from_the_snapshot_and_the_stream_alike() {
         assert_eq!(got, want, "row {:?}\n{log}\n{log2}", r[0]);
     }
 }
+
+/// A slot dropped while the job was stopped: a definite error naming the fix, and
+/// with `purged-resume: resnapshot` a new slot and snapshot that converge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_slot_stops_the_job_or_takes_a_new_snapshot() {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.items (id bigint PRIMARY KEY, name text);
+         INSERT INTO shop.items SELECT g, 'seed' FROM generate_series(1, 100) g;",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let job = job(dir, server.port);
+    finish(spawn(&job, true));
+    pg.batch_execute(
+        "SELECT pg_drop_replication_slot('mirror');
+         DELETE FROM shop.items WHERE id <= 50;
+         INSERT INTO shop.items VALUES (1000, 'lost with the slot');",
+    )
+    .await
+    .unwrap();
+    let out = spawn(&job, true).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("replication slot mirror does not exist any more"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&job).unwrap();
+    std::fs::write(
+        &job,
+        text.replace(
+            "  slot: mirror\n",
+            "  slot: mirror\n  purged-resume: resnapshot\n",
+        ),
+    )
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    let checks = [("items", "SELECT id::text, name FROM shop.items")];
+    assert_converges(&pg, dir, &checks, "after the new snapshot", || log.clone()).await;
+}

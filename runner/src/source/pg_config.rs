@@ -13,9 +13,10 @@
 //!   publication: lakeshift_shop  # created FOR ALL TABLES if missing
 //!   startup:
 //!     mode: initial              # initial (snapshot, then the stream) | latest
+//!   purged-resume: fail          # or resnapshot, when the slot was lost
 //! ```
 
-use super::config::{JobFileError, Source, SourceKind, Start, StartupMode};
+use super::config::{JobFileError, PurgedPolicy, Source, SourceKind, Start, StartupMode};
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -50,6 +51,11 @@ pub struct PgConfig {
     /// Row batches are cut at about this many bytes.
     #[serde(default = "default_batch_bytes")]
     pub batch_bytes: usize,
+    /// The slot is gone or invalidated (dropped, or `max_slot_wal_keep_size`
+    /// removed WAL it needed): `fail` (the default) stops with the fix; `resnapshot`
+    /// makes a new slot and snapshots every captured table again.
+    #[serde(default)]
+    pub purged_resume: PurgedPolicy,
     /// Seconds between the server's keepalives on an idle stream (the job's
     /// heartbeats: its position moves with them, so the slot releases WAL).
     #[serde(default = "default_heartbeat")]

@@ -333,7 +333,29 @@ async fn run(
     } else {
         None
     };
-    let (mut repl, history, start) = match (&from.position, &from.snapshot) {
+    // A lost slot: a definite error, or a new snapshot when the job asks for one.
+    let mut position = from.position.clone();
+    let mut resnapshot = false;
+    if let (Some(p), None) = (&from.position, &from.snapshot) {
+        if let Err(e) = slot_must_exist(&client, &c.slot, p).await {
+            if c.purged_resume != super::config::PurgedPolicy::Resnapshot {
+                return Err(e);
+            }
+            tracing::warn!(
+                "{e}; taking a new snapshot of every captured table (purged-resume: resnapshot)"
+            );
+            client
+                .execute(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active",
+                    &[&c.slot],
+                )
+                .await
+                .map_err(catalog::sql)?;
+            position = None;
+            resnapshot = true;
+        }
+    }
+    let (mut repl, history, start) = match (&position, &from.snapshot) {
         (_, Some(r)) => {
             let history = SchemaHistory::load(&dir, &r.position)?.ok_or_else(|| {
                 SourceError::Schema("resuming a snapshot needs the stored schema history".into())
@@ -356,7 +378,6 @@ async fn run(
                     dir.display()
                 ))
             })?;
-            slot_must_exist(&client, &c.slot, p).await?;
             let repl = ReplicationClient::connect(repl_config(&src, p.offset))
                 .await
                 .map_err(|e| repl_err("replication", e))?;
@@ -381,7 +402,7 @@ async fn run(
             let mut repl = ReplicationClient::connect_gated(repl_config(&src, 0))
                 .await
                 .map_err(|e| repl_err("replication", e))?;
-            let export = src.start == Start::Initial;
+            let export = src.start == Start::Initial || resnapshot;
             let rows = repl
                 .simple_query(&format!(
                     "CREATE_REPLICATION_SLOT {} LOGICAL pgoutput {}",
