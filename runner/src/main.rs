@@ -76,12 +76,15 @@ enum Command {
         files: Vec<String>,
     },
     #[cfg(feature = "sync")]
-    /// Mirror a MySQL/MariaDB database (binlog or Debezium topics) into Iceberg tables
-    /// or into PostgreSQL or MySQL/MariaDB, DDL included, exactly once.
+    /// Mirror a MySQL/MariaDB database (binlog or Debezium topics) or a PostgreSQL
+    /// database (logical replication) into Iceberg tables or into PostgreSQL or
+    /// MySQL/MariaDB, DDL included, exactly once.
     ///
     /// Reads the job file (source, sink, pipeline, route). The first run snapshots every
     /// captured table, then follows the binlog; with `source.type: kafka` it reads
-    /// Debezium topics instead, one consumer group, offsets kept in the sink's commit.
+    /// Debezium topics instead, one consumer group, offsets kept in the sink's commit;
+    /// with `source.type: postgres` a logical replication slot (pgoutput), whose
+    /// exported snapshot the first copy reads, and the DDL `pg-setup` captures.
     /// Iceberg (`sink.type: iceberg`): every
     /// checkpoint interval, at a transaction boundary, changes are written as Parquet
     /// files (updates and deletes of rows committed before as position deletes, from
