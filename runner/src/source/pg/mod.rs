@@ -681,51 +681,34 @@ async fn read_table(
         let mut b = RowsBuilder::new(table.clone());
         let mut in_chunk = 0u64;
         let mut carry: Vec<u8> = Vec::new();
-        let mut last_row: Option<Vec<KeyValue>> = None;
-        let mut fields: Vec<Option<String>> = Vec::with_capacity(table.columns.len());
+        let mut scratch: Vec<u8> = Vec::new();
+        // The last row's text (keyed tables): the chunk's cursor is read from it.
+        let mut last_line: Vec<u8> = Vec::new();
+        let bad = |e: String| {
+            SourceError::Decode(format!("snapshot of {}.{}: {e}", table.db, table.name))
+        };
         while let Some(part) = stream.next().await {
             let part = part.map_err(catalog::sql)?;
-            carry.extend_from_slice(&part);
+            // PostgreSQL sends a row per message: parsed in place unless split.
+            let buf: &[u8] = if carry.is_empty() {
+                &part
+            } else {
+                carry.extend_from_slice(&part);
+                &carry
+            };
             let mut start = 0;
-            while let Some(nl) = carry[start..].iter().position(|&c| c == b'\n') {
-                let line = &carry[start..start + nl];
+            let mut full: Vec<(usize, usize)> = Vec::new();
+            while let Some(nl) = buf[start..].iter().position(|&c| c == b'\n') {
+                full.push((start, start + nl));
                 start += nl + 1;
-                copy_fields(line, &mut fields).map_err(|e| {
-                    SourceError::Decode(format!("snapshot of {}.{}: {e}", table.db, table.name))
-                })?;
-                if fields.len() != table.columns.len() {
-                    return Err(SourceError::Decode(format!(
-                        "snapshot of {}.{}: {} values in a row of {} columns",
-                        table.db,
-                        table.name,
-                        fields.len(),
-                        table.columns.len()
-                    )));
-                }
-                for (i, v) in fields.iter().enumerate() {
-                    match v {
-                        None => b.cols[i].append_null(),
-                        Some(s) => values::append(&mut b.cols[i], t.forms[i], s).map_err(|e| {
-                            SourceError::Decode(format!(
-                                "snapshot of {}.{} column {}: {e}",
-                                table.db, table.name, table.columns[i].name
-                            ))
-                        })?,
-                    }
-                }
-                b.rows += 1;
+            }
+            for (from, to) in full {
+                let line = &buf[from..to];
+                append_line(line, t, &mut b, &mut scratch).map_err(bad)?;
                 in_chunk += 1;
                 if !key.is_empty() {
-                    last_row = Some(
-                        table
-                            .key
-                            .iter()
-                            .map(|i| match &fields[*i] {
-                                None => KeyValue::Null,
-                                Some(s) => KeyValue::Text(s.clone()),
-                            })
-                            .collect(),
-                    );
+                    last_line.clear();
+                    last_line.extend_from_slice(line);
                 } else if b.rows as u64 >= chunk {
                     done += b.rows as u64;
                     let rows = b.finish();
@@ -746,8 +729,26 @@ async fn read_table(
                     }
                 }
             }
-            carry.drain(..start);
+            let rest = buf[start..].to_vec();
+            carry.clear();
+            carry.extend_from_slice(&rest);
         }
+        let last_row: Option<Vec<KeyValue>> = if key.is_empty() || last_line.is_empty() {
+            None
+        } else {
+            let mut fields = Vec::new();
+            copy_fields(&last_line, &mut fields).map_err(bad)?;
+            Some(
+                table
+                    .key
+                    .iter()
+                    .map(|i| match fields.get(*i).cloned().flatten() {
+                        None => KeyValue::Null,
+                        Some(s) => KeyValue::Text(s),
+                    })
+                    .collect(),
+            )
+        };
         done += b.rows as u64;
         if b.rows > 0 || done == 0 {
             let rows = b.finish();
@@ -779,63 +780,100 @@ async fn read_table(
     }
 }
 
+/// One line of COPY's text format appended to `b`, field by field, without a
+/// string per value (`scratch` holds a field that has escapes).
+fn append_line(
+    line: &[u8],
+    t: &PgTable,
+    b: &mut RowsBuilder,
+    scratch: &mut Vec<u8>,
+) -> Result<(), String> {
+    let n = t.table.columns.len();
+    let mut i = 0;
+    for f in line.split(|&c| c == b'\t') {
+        if i >= n {
+            return Err(format!("more than {n} values in a row"));
+        }
+        let col = &mut b.cols[i];
+        if f == b"\\N" {
+            col.append_null();
+        } else {
+            let text = if f.contains(&b'\\') {
+                unescape(f, scratch);
+                std::str::from_utf8(scratch)
+            } else {
+                std::str::from_utf8(f)
+            }
+            .map_err(|e| format!("column {}: not UTF-8: {e}", t.table.columns[i].name))?;
+            values::append(col, t.forms[i], text)
+                .map_err(|e| format!("column {}: {e}", t.table.columns[i].name))?;
+        }
+        i += 1;
+    }
+    if i != n {
+        return Err(format!("{i} values in a row of {n} columns"));
+    }
+    b.rows += 1;
+    Ok(())
+}
+
+/// A COPY text field's backslash escapes undone into `out`.
+fn unescape(f: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let mut i = 0;
+    while i < f.len() {
+        if f[i] != b'\\' || i + 1 == f.len() {
+            out.push(f[i]);
+            i += 1;
+            continue;
+        }
+        let c = f[i + 1];
+        i += 2;
+        match c {
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b't' => out.push(b'\t'),
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'v' => out.push(11),
+            b'0'..=b'7' => {
+                let mut v = (c - b'0') as u32;
+                let mut k = 0;
+                while k < 2 && i < f.len() && (b'0'..=b'7').contains(&f[i]) {
+                    v = v * 8 + (f[i] - b'0') as u32;
+                    i += 1;
+                    k += 1;
+                }
+                out.push(v as u8);
+            }
+            b'x' => {
+                let mut v = 0u32;
+                let mut k = 0;
+                while k < 2 && i < f.len() && f[i].is_ascii_hexdigit() {
+                    v = v * 16 + (f[i] as char).to_digit(16).expect("hex");
+                    i += 1;
+                    k += 1;
+                }
+                out.push(v as u8);
+            }
+            other => out.push(other),
+        }
+    }
+}
+
 /// One line of COPY's text format into its fields (`\N` is NULL; backslash escapes
 /// undone).
 fn copy_fields(line: &[u8], out: &mut Vec<Option<String>>) -> Result<(), String> {
     out.clear();
+    let mut scratch = Vec::new();
     for f in line.split(|&c| c == b'\t') {
         if f == b"\\N" {
             out.push(None);
             continue;
         }
-        if !f.contains(&b'\\') {
-            out.push(Some(
-                String::from_utf8(f.to_vec()).map_err(|e| format!("not UTF-8: {e}"))?,
-            ));
-            continue;
-        }
-        let mut v = Vec::with_capacity(f.len());
-        let mut i = 0;
-        while i < f.len() {
-            if f[i] != b'\\' || i + 1 == f.len() {
-                v.push(f[i]);
-                i += 1;
-                continue;
-            }
-            let c = f[i + 1];
-            i += 2;
-            match c {
-                b'n' => v.push(b'\n'),
-                b'r' => v.push(b'\r'),
-                b't' => v.push(b'\t'),
-                b'b' => v.push(8),
-                b'f' => v.push(12),
-                b'v' => v.push(11),
-                b'0'..=b'7' => {
-                    let mut n = (c - b'0') as u32;
-                    let mut k = 0;
-                    while k < 2 && i < f.len() && (b'0'..=b'7').contains(&f[i]) {
-                        n = n * 8 + (f[i] - b'0') as u32;
-                        i += 1;
-                        k += 1;
-                    }
-                    v.push(n as u8);
-                }
-                b'x' => {
-                    let mut n = 0u32;
-                    let mut k = 0;
-                    while k < 2 && i < f.len() && f[i].is_ascii_hexdigit() {
-                        n = n * 16 + (f[i] as char).to_digit(16).expect("hex");
-                        i += 1;
-                        k += 1;
-                    }
-                    v.push(n as u8);
-                }
-                other => v.push(other),
-            }
-        }
+        unescape(f, &mut scratch);
         out.push(Some(
-            String::from_utf8(v).map_err(|e| format!("not UTF-8: {e}"))?,
+            String::from_utf8(scratch.clone()).map_err(|e| format!("not UTF-8: {e}"))?,
         ));
     }
     Ok(())
