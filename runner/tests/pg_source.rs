@@ -741,3 +741,66 @@ async fn a_lost_slot_stops_the_job_or_takes_a_new_snapshot() {
     let checks = [("items", "SELECT id::text, name FROM shop.items")];
     assert_converges(&pg, dir, &checks, "after the new snapshot", || log.clone()).await;
 }
+
+/// The process dies right after the first checkpoint inside the snapshot (its cursor
+/// stored); changes are made while it is down; the resumed snapshot (a new snapshot
+/// for the rest, the stream from the slot's point) converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.items (id bigint PRIMARY KEY, name text, price numeric(10,2));
+         CREATE TABLE shop.nokey (k int, v text);
+         ALTER TABLE shop.nokey REPLICA IDENTITY FULL;
+         INSERT INTO shop.items SELECT g, 'seed', g + 0.5 FROM generate_series(0, 29999) g;
+         INSERT INTO shop.nokey SELECT g % 10, 'seed' FROM generate_series(1, 2000) g;",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let job = job(dir, server.port);
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args([
+            "sync",
+            "--until-end",
+            "--config",
+            &job.display().to_string(),
+        ])
+        .env("LAKESHIFT_FAILPOINT", "mid-snapshot")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(86),
+        "the failpoint stopped it: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = std::fs::read_to_string(dir.join("state/checkpoint.json")).unwrap();
+    assert!(
+        state.contains("\"cursor\""),
+        "a snapshot cursor was stored: {state}"
+    );
+    pg.batch_execute(
+        "UPDATE shop.items SET price = 0 WHERE id IN (1, 29999);
+         DELETE FROM shop.items WHERE id = 15000;
+         INSERT INTO shop.items VALUES (40000, 'new', 1);
+         INSERT INTO shop.nokey VALUES (3, 'during the stop');",
+    )
+    .await
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    let checks = [
+        (
+            "items",
+            "SELECT id::text, name, price::text FROM shop.items",
+        ),
+        ("nokey", "SELECT k::text, v FROM shop.nokey"),
+    ];
+    assert_converges(&pg, dir, &checks, "after the resumed snapshot", || {
+        log.clone()
+    })
+    .await;
+}

@@ -361,7 +361,8 @@ async fn run(
                 SourceError::Schema("resuming a snapshot needs the stored schema history".into())
             })?;
             let snap = client_snapshot(&src).await?;
-            let Some(history) = snapshot(&src, &snap, history, &r.position, Some(r), &tx).await?
+            let Some(history) =
+                snapshot(&src, &snap, history, &r.position, Some(r), &tx, &dir).await?
             else {
                 return Ok(());
             };
@@ -437,7 +438,8 @@ async fn run(
                     .map_err(catalog::sql)?;
                 let defs = catalog::definitions(&snap).await?;
                 let history = new_history(&snap, &dir, &at, &defs).await?;
-                let Some(h) = snapshot(&src, &snap, history, &at, None, &tx).await? else {
+                let _ = std::fs::remove_file(dir.join(SEEN_FILE));
+                let Some(h) = snapshot(&src, &snap, history, &at, None, &tx, &dir).await? else {
                     return Ok(());
                 };
                 drop(snap);
@@ -468,6 +470,8 @@ async fn run(
         bytes: 0,
         last_flush: Instant::now(),
         pending_commit: None,
+        seen: SeenBySnapshot::load(&dir).filter(|f| start.offset < f.end),
+        txn_seen: false,
         taken: Vec::new(),
     };
     let mut told = 0u64;
@@ -574,7 +578,39 @@ async fn snapshot(
     at: &Position,
     resume: Option<&SnapshotResume>,
     tx: &mpsc::Sender<SourceEvent>,
+    dir: &std::path::Path,
 ) -> Result<Option<SchemaHistory>, SourceError> {
+    if let Some(r) = resume {
+        // This transaction's snapshot is later than the slot's: note what it saw
+        // of the tables it reads whole (a table read on from its cursor is keyed, and
+        // changes applied again to keyed rows land the same).
+        let row = snap
+            .query_one(
+                "SELECT pg_current_snapshot()::text, (pg_current_wal_lsn() - '0/0')::bigint",
+                &[],
+            )
+            .await
+            .map_err(catalog::sql)?;
+        let text: String = row.get(0);
+        let end = row.get::<_, i64>(1) as u64;
+        let defs = catalog::definitions(snap).await?;
+        let whole: Vec<(String, String)> = defs
+            .iter()
+            .filter(|d| src.captures(&d.schema, &d.name))
+            .map(|d| (d.schema.clone(), d.name.clone()))
+            .filter(|k| {
+                !r.done.contains(k)
+                    && !r
+                        .cursor
+                        .as_ref()
+                        .is_some_and(|c| c.db == k.0 && c.table == k.1)
+            })
+            .collect();
+        let seen = SeenBySnapshot::parse(&text, whole, end).ok_or_else(|| {
+            SourceError::Protocol(format!("pg_current_snapshot() returned {text:?}"))
+        })?;
+        seen.store(dir)?;
+    }
     let defs = catalog::definitions(snap).await?;
     let mut total = 0u64;
     let mut n = 0usize;
@@ -879,6 +915,69 @@ fn copy_fields(line: &[u8], out: &mut Vec<Option<String>>) -> Result<(), String>
     Ok(())
 }
 
+/// A snapshot resumed in a new transaction reads the tables it had not begun at a
+/// later point than the slot's: the stream, from the slot's point, must not apply to
+/// those tables again what that later snapshot already saw. Transactions visible to
+/// it (by its xmin, xmax and in-progress list) are skipped for them until the stream
+/// passes `end` (the WAL position when it was taken). Stored in the state folder so a
+/// restart inside that stretch skips the same.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct SeenBySnapshot {
+    pub tables: Vec<(String, String)>,
+    pub xmin: u32,
+    pub xmax: u32,
+    pub xip: Vec<u32>,
+    pub end: u64,
+}
+
+const SEEN_FILE: &str = "pg-snapshot-seen.json";
+
+impl SeenBySnapshot {
+    /// From `pg_current_snapshot()`'s text `xmin:xmax:xip,...` (64-bit ids; the
+    /// stream's are their low 32 bits).
+    fn parse(text: &str, tables: Vec<(String, String)>, end: u64) -> Option<Self> {
+        let mut it = text.split(':');
+        let low = |s: &str| s.parse::<u64>().ok().map(|v| v as u32);
+        let xmin = low(it.next()?)?;
+        let xmax = low(it.next()?)?;
+        let xip = it
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .filter(|x| !x.is_empty())
+            .map(low)
+            .collect::<Option<Vec<u32>>>()?;
+        Some(SeenBySnapshot {
+            tables,
+            xmin,
+            xmax,
+            xip,
+            end,
+        })
+    }
+
+    /// Whether transaction `xid` committed before the snapshot (it saw its changes).
+    fn saw(&self, xid: u32) -> bool {
+        let precedes = |a: u32, b: u32| (a.wrapping_sub(b) as i32) < 0;
+        precedes(xid, self.xmin) || (precedes(xid, self.xmax) && !self.xip.contains(&xid))
+    }
+
+    fn load(dir: &std::path::Path) -> Option<Self> {
+        serde_json::from_slice(&std::fs::read(dir.join(SEEN_FILE)).ok()?).ok()
+    }
+
+    fn store(&self, dir: &std::path::Path) -> Result<(), SourceError> {
+        std::fs::create_dir_all(dir)
+            .and_then(|_| {
+                crate::durable::replace(
+                    &dir.join(SEEN_FILE),
+                    &serde_json::to_vec(self).expect("serialises"),
+                )
+            })
+            .map_err(|e| SourceError::Schema(format!("{}: {e}", dir.display())))
+    }
+}
+
 /// How a relation's columns map onto the history's table.
 struct Rel {
     rel: pgoutput::Relation,
@@ -922,6 +1021,11 @@ struct Stream {
     /// Source time of a commit whose boundary waits for the next flush (commits
     /// are batched like the binlog reader's).
     pending_commit: Option<u32>,
+    /// What a resumed snapshot saw (see [`SeenBySnapshot`]), until the stream
+    /// passes its end.
+    seen: Option<SeenBySnapshot>,
+    /// The transaction in progress is one the resumed snapshot saw.
+    txn_seen: bool,
     /// Per query text of this transaction's DDL messages, how many of its
     /// statements were taken (a multi-statement query fires the trigger once per
     /// command, each time with the whole text).
@@ -943,9 +1047,13 @@ impl Stream {
             ReplicationEvent::Begin {
                 final_lsn,
                 commit_time_micros,
-                ..
+                xid,
             } => {
                 let commit = final_lsn.as_u64();
+                if self.seen.as_ref().is_some_and(|f| commit > f.end) {
+                    self.seen = None;
+                }
+                self.txn_seen = self.seen.as_ref().is_some_and(|f| f.saw(xid));
                 self.txn = Some(Txn {
                     commit,
                     ordinal: 0,
@@ -1016,6 +1124,15 @@ impl Stream {
         }
     }
 
+    /// A change of a table a resumed snapshot read whole, by a transaction it saw.
+    fn already_seen(&self, db: &str, table: &str) -> bool {
+        self.txn_seen
+            && self
+                .seen
+                .as_ref()
+                .is_some_and(|f| f.tables.iter().any(|(d, t)| d == db && t == table))
+    }
+
     fn here(&self) -> Position {
         match &self.txn {
             Some(t) => lsn_position(t.commit, t.ordinal),
@@ -1054,6 +1171,9 @@ impl Stream {
                     else {
                         continue;
                     };
+                    if self.already_seen(&db, &table) {
+                        continue;
+                    }
                     if !self.flush().await? {
                         return Ok(false);
                     }
@@ -1164,7 +1284,7 @@ impl Stream {
         let Some((db, name)) = rel.table.clone() else {
             return Ok(true);
         };
-        if skipped {
+        if skipped || self.already_seen(&db, &name) {
             return Ok(true);
         }
         let t = self.table(&db, &name)?.expect("captured table");
@@ -1519,6 +1639,16 @@ mod tests {
                 .0,
             1
         );
+    }
+
+    #[test]
+    fn a_snapshot_saw_what_committed_before_it() {
+        let s = SeenBySnapshot::parse("4294967390:4294967396:4294967391", Vec::new(), 0).unwrap();
+        // Ids are the low 32 bits (epoch 1): xmin 94, 95 in progress, xmax 100.
+        assert!(s.saw(94) && !s.saw(95) && s.saw(99) && !s.saw(100) && !s.saw(5000));
+        // Across the 32-bit wrap: xmin near the top, xmax past zero.
+        let w = SeenBySnapshot::parse("4294967290:4294967306:", Vec::new(), 0).unwrap();
+        assert!(w.saw(u32::MAX - 10) && w.saw(3) && !w.saw(10));
     }
 
     #[test]
