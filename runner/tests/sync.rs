@@ -801,7 +801,9 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
         "CREATE DATABASE shop;
          CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2), at DATETIME);
          CREATE TABLE shop.counter (id INT PRIMARY KEY, n BIGINT NOT NULL);
-         INSERT INTO shop.counter VALUES (1, 0);",
+         CREATE TABLE shop.nokey (k INT, v VARCHAR(10));
+         INSERT INTO shop.counter VALUES (1, 0);
+         INSERT INTO shop.nokey VALUES (1, 'a'), (1, 'a'), (2, 'b');",
     )
     .await
     .unwrap();
@@ -825,12 +827,12 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
         state.contains("\"cursor\""),
         "a snapshot cursor was stored: {state}"
     );
-    c.query_drop("UPDATE shop.items SET price = 0 WHERE id IN (1, 29999); DELETE FROM shop.items WHERE id = 15000; UPDATE shop.counter SET n = 5")
+    c.query_drop("UPDATE shop.items SET price = 0 WHERE id IN (1, 29999); DELETE FROM shop.items WHERE id = 15000; UPDATE shop.counter SET n = 5; INSERT INTO shop.nokey VALUES (3, 'stopped')")
         .await
         .unwrap();
     catch_up(&job);
     let cat = warehouse(dir.path()).await;
-    assert_mirrored(&mut c, &cat, &["items", "counter"]).await;
+    assert_mirrored(&mut c, &cat, &["items", "counter", "nokey"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -258,6 +258,10 @@ async fn follow(
 ) -> Result<(), SourceError> {
     loop {
         let mut reader = BinlogReader::new(src.clone(), history, tx.clone());
+        reader.seen = opts
+            .state_dir
+            .as_deref()
+            .and_then(snapshot::SeenBySnapshot::load);
         match reader.run(from.clone(), opts.stop_at_end).await {
             Err(SourceError::Purged { position, detail })
                 if src.binlog().purged_resume == PurgedPolicy::Resnapshot =>

@@ -72,6 +72,44 @@ pub struct SnapshotResume {
     pub started: Vec<(String, String)>,
 }
 
+/// What a resumed snapshot read at its own, later binlog point: those tables'
+/// binlog changes before `until` are in its copy (stored in the source's state
+/// folder until the binlog passes it, so a restart in between skips the same).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SeenBySnapshot {
+    pub tables: Vec<(String, String)>,
+    pub until: Position,
+}
+
+const SEEN_FILE: &str = "snapshot-seen.json";
+
+impl SeenBySnapshot {
+    pub fn load(dir: &Path) -> Option<Self> {
+        serde_json::from_slice(&std::fs::read(dir.join(SEEN_FILE)).ok()?).ok()
+    }
+
+    pub fn store(&self, dir: &Path) -> Result<(), SourceError> {
+        std::fs::create_dir_all(dir)
+            .and_then(|_| {
+                crate::durable::replace(
+                    &dir.join(SEEN_FILE),
+                    &serde_json::to_vec(self).expect("serialises"),
+                )
+            })
+            .map_err(|e| SourceError::Schema(format!("{}: {e}", dir.display())))
+    }
+
+    pub fn clear(dir: &Path) {
+        let _ = std::fs::remove_file(dir.join(SEEN_FILE));
+    }
+
+    /// Whether a change of `db.table` in the transaction starting at `at` is in the
+    /// copy already.
+    pub fn saw(&self, db: &str, table: &str, at: &Position) -> bool {
+        at < &self.until && self.tables.iter().any(|(d, t)| d == db && t == table)
+    }
+}
+
 /// Which tables a snapshot reads.
 #[derive(Debug, Clone)]
 pub enum Scope {
@@ -209,6 +247,32 @@ pub async fn snapshot(
             ))
         }
     };
+    if let (Scope::All, Some(dir)) = (&scope, state_dir) {
+        SeenBySnapshot::clear(dir);
+    }
+    if let (Scope::Resume(r), Some(dir)) = (&scope, state_dir) {
+        // The tables this resumed snapshot reads whole, it reads at `position`, after
+        // the point the binlog continues from: their changes before it are in the
+        // copy already and must not be applied again (a table read on from its
+        // cursor is keyed: changes applied again to keyed rows land the same).
+        let whole: Vec<(String, String)> = defs
+            .iter()
+            .filter(|(db, name, _, _)| src.captures(db, name))
+            .map(|(db, name, _, _)| (db.clone(), name.clone()))
+            .filter(|k| {
+                !r.done.contains(k)
+                    && !r
+                        .cursor
+                        .as_ref()
+                        .is_some_and(|c| c.db == k.0 && c.table == k.1)
+            })
+            .collect();
+        SeenBySnapshot {
+            tables: whole,
+            until: position.clone(),
+        }
+        .store(dir)?;
+    }
     let mut total = 0u64;
     let mut n_tables = 0;
     let done: std::collections::HashSet<&(String, String)> = match &scope {

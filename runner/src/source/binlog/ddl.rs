@@ -97,6 +97,17 @@ impl BinlogReader {
                     || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. } if hit(to))
             })
             .collect();
+        // A truncate a resumed snapshot's copy already reflects is not repeated.
+        let captured: Vec<ddl_core::SchemaChange> = captured
+            .into_iter()
+            .filter(|c| match c {
+                ddl_core::SchemaChange::TruncateTable { name } => !self
+                    .seen
+                    .as_ref()
+                    .is_some_and(|s| s.saw(name.schema.as_deref().unwrap_or(db), &name.name, &pos)),
+                _ => true,
+            })
+            .collect();
         if captured.is_empty() {
             return Ok(true);
         }

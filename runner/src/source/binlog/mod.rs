@@ -88,6 +88,9 @@ pub struct BinlogReader {
     pub rows_decoded: u64,
     /// Source time of the last event (unix seconds).
     commit_ts: u32,
+    /// Tables a resumed snapshot read at a later point (their earlier changes are
+    /// in its copy).
+    pub seen: Option<super::snapshot::SeenBySnapshot>,
 }
 
 impl BinlogReader {
@@ -114,6 +117,7 @@ impl BinlogReader {
             last_flush: Instant::now(),
             rows_decoded: 0,
             commit_ts: 0,
+            seen: None,
         }
     }
 
@@ -495,6 +499,11 @@ impl BinlogReader {
             },
         };
         let cols = self.tables[&id].cols.clone();
+        let here = self.position_at(self.txn_start, 0, &GtidState::default());
+        let seen = self
+            .seen
+            .as_ref()
+            .is_some_and(|s| s.saw(&table.db, &table.name, &here));
         let op = match re {
             RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_) => Op::Insert,
             RowsEventData::UpdateRowsEvent(_)
@@ -531,7 +540,7 @@ impl BinlogReader {
         let mut scratch: Option<(RowsBuilder, RowsBuilder)> = None;
         while cur.pos < data.len() {
             self.ordinal += 1;
-            let skipping = self.skip > 0;
+            let skipping = self.skip > 0 || seen;
             let entry = &mut self.open[idx];
             let (first, second) = if skipping {
                 let s = scratch.get_or_insert_with(|| {
@@ -561,7 +570,7 @@ impl BinlogReader {
             };
             res.map_err(|e| SourceError::Decode(format!("at {}:{start}: {e}", self.file)))?;
             if skipping {
-                self.skip -= 1;
+                self.skip = self.skip.saturating_sub(1);
                 continue;
             }
             self.rows_decoded += 1;
