@@ -45,7 +45,11 @@ fn spawn(job: &Path, until_end: bool) -> Child {
         c.stderr(Stdio::piped());
     } else {
         // A job that runs on: its log in a file beside the job file.
-        let log = std::fs::File::create(job.with_extension("log")).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(job.with_extension("log"))
+            .unwrap();
         c.stderr(log);
     }
     c.stdout(Stdio::null()).spawn().unwrap()

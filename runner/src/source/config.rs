@@ -333,6 +333,49 @@ pub fn parse_job(
     Ok((job, source))
 }
 
+/// A source's password: given, or read from the environment variable named by
+/// `password-env` (not both).
+pub(crate) fn password_of(
+    password: &Option<String>,
+    password_env: &Option<String>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, JobFileError> {
+    let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
+    Ok(match (password, password_env) {
+        (Some(_), Some(_)) => {
+            return Err(field(
+                "password-env",
+                "give either password or password-env, not both".into(),
+            )
+            .into())
+        }
+        (Some(p), None) => Some(p.clone()),
+        (None, Some(var)) => Some(env(var).ok_or_else(|| {
+            field(
+                "password-env",
+                format!("environment variable {var} is not set"),
+            )
+        })?),
+        (None, None) => None,
+    })
+}
+
+/// `source.tables`: regexes matched against whole `db.table` names.
+pub(crate) fn table_patterns(tables: &[String]) -> Result<Vec<Regex>, JobFileError> {
+    let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
+    if tables.is_empty() {
+        return Err(field("tables", "names no table pattern".into()).into());
+    }
+    let mut out = Vec::new();
+    for (i, t) in tables.iter().enumerate() {
+        out.push(
+            Regex::new(&format!("^(?:{t})$"))
+                .map_err(|e| field(&format!("tables[{i}]"), format!("bad regex: {e}")))?,
+        );
+    }
+    Ok(out)
+}
+
 fn validate(
     c: &SourceConfig,
     env: impl Fn(&str) -> Option<String>,
@@ -361,33 +404,8 @@ fn validate(
         )
         .into());
     }
-    let password = match (&c.password, &c.password_env) {
-        (Some(_), Some(_)) => {
-            return Err(field(
-                "password-env",
-                "give either password or password-env, not both".into(),
-            )
-            .into())
-        }
-        (Some(p), None) => Some(p.clone()),
-        (None, Some(var)) => Some(env(var).ok_or_else(|| {
-            field(
-                "password-env",
-                format!("environment variable {var} is not set"),
-            )
-        })?),
-        (None, None) => None,
-    };
-    if c.tables.is_empty() {
-        return Err(field("tables", "names no table pattern".into()).into());
-    }
-    let mut tables = Vec::new();
-    for (i, t) in c.tables.iter().enumerate() {
-        tables.push(
-            Regex::new(&format!("^(?:{t})$"))
-                .map_err(|e| field(&format!("tables[{i}]"), format!("bad regex: {e}")))?,
-        );
-    }
+    let password = password_of(&c.password, &c.password_env, env)?;
+    let tables = table_patterns(&c.tables)?;
     let start = match c.startup.mode {
         StartupMode::Initial => Start::Initial,
         StartupMode::Latest => Start::Latest,

@@ -2,7 +2,6 @@
 //! every build, so a build without the `kafka` feature names what it lacks.
 
 use super::config::JobFileError;
-use regex::Regex;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -58,16 +57,7 @@ pub fn validate(k: KafkaConfig) -> Result<super::config::Source, JobFileError> {
     if k.topic_prefix.trim().is_empty() || k.topic_prefix.contains(char::is_whitespace) {
         return Err(field("topic-prefix", "must be a topic name prefix".into()).into());
     }
-    if k.tables.is_empty() {
-        return Err(field("tables", "names no table pattern".into()).into());
-    }
-    let mut tables = Vec::new();
-    for (i, t) in k.tables.iter().enumerate() {
-        tables.push(
-            Regex::new(&format!("^(?:{t})$"))
-                .map_err(|e| field(&format!("tables[{i}]"), format!("bad regex: {e}")))?,
-        );
-    }
+    let tables = super::config::table_patterns(&k.tables)?;
     Ok(super::config::Source {
         key_overrides: k.key_overrides.clone(),
         kind: super::config::SourceKind::Kafka(k),

@@ -373,6 +373,58 @@ impl SourceError {
     }
 }
 
+/// The `Schema` event of a DDL's changes that concern captured tables (None when
+/// none does), with the touched tables' definitions after it (from `history`).
+pub fn schema_event(
+    src: &config::Source,
+    history: &history::SchemaHistory,
+    db: &str,
+    position: Position,
+    ddl: &str,
+    changes: Vec<ddl_core::SchemaChange>,
+    notes: Vec<String>,
+) -> Option<SourceEvent> {
+    let hit = |t: &ddl_core::TableName| src.captures(t.schema.as_deref().unwrap_or(db), &t.name);
+    let captured: Vec<ddl_core::SchemaChange> = changes
+        .into_iter()
+        .filter(|c| {
+            c.table().is_some_and(hit)
+                || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. } if hit(to))
+        })
+        .collect();
+    if captured.is_empty() {
+        return None;
+    }
+    let tables: Vec<String> = captured
+        .iter()
+        .filter_map(|c| c.table().map(|t| t.to_string()))
+        .collect();
+    let mut after: Vec<ddl_core::Table> = Vec::new();
+    for c in &captured {
+        let mut names: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
+        if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
+            names.push(to);
+        }
+        for n in names {
+            let d = n.schema.as_deref().unwrap_or(db);
+            if let Some(t) = history.table(d, &n.name) {
+                if !after.iter().any(|a| a.name == t.name) {
+                    after.push(t.clone());
+                }
+            }
+        }
+    }
+    Some(SourceEvent::Schema {
+        position,
+        db: db.to_owned(),
+        ddl: ddl.to_owned(),
+        changes: captured,
+        tables,
+        notes,
+        after,
+    })
+}
+
 const UNPARSED: &str = "skipped: cannot be parsed: ";
 
 /// The reason of a `Schema` event made by [`unparsed`] (None for any other DDL).

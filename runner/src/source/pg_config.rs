@@ -17,7 +17,6 @@
 //! ```
 
 use super::config::{JobFileError, PurgedPolicy, Source, SourceKind, Start, StartupMode};
-use regex::Regex;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -131,33 +130,8 @@ pub fn validate(c: PgConfig, env: impl Fn(&str) -> Option<String>) -> Result<Sou
             .into());
         }
     }
-    let password = match (&c.password, &c.password_env) {
-        (Some(_), Some(_)) => {
-            return Err(field(
-                "password-env",
-                "give either password or password-env, not both".into(),
-            )
-            .into())
-        }
-        (Some(p), None) => Some(p.clone()),
-        (None, Some(var)) => Some(env(var).ok_or_else(|| {
-            field(
-                "password-env",
-                format!("environment variable {var} is not set"),
-            )
-        })?),
-        (None, None) => None,
-    };
-    if c.tables.is_empty() {
-        return Err(field("tables", "names no table pattern".into()).into());
-    }
-    let mut tables = Vec::new();
-    for (i, t) in c.tables.iter().enumerate() {
-        tables.push(
-            Regex::new(&format!("^(?:{t})$"))
-                .map_err(|e| field(&format!("tables[{i}]"), format!("bad regex: {e}")))?,
-        );
-    }
+    let password = super::config::password_of(&c.password, &c.password_env, env)?;
+    let tables = super::config::table_patterns(&c.tables)?;
     let start = match c.startup.mode {
         StartupMode::Initial => Start::Initial,
         StartupMode::Latest => Start::Latest,

@@ -86,19 +86,8 @@ impl BinlogReader {
             t.table = None;
         }
         let changes = self.osc(db, out.changes, &pos)?;
-        let captured: Vec<ddl_core::SchemaChange> = changes
-            .into_iter()
-            .filter(|c| {
-                let hit = |t: &ddl_core::TableName| {
-                    self.src
-                        .captures(t.schema.as_deref().unwrap_or(db), &t.name)
-                };
-                c.table().is_some_and(hit)
-                    || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. } if hit(to))
-            })
-            .collect();
         // A truncate a resumed snapshot's copy already reflects is not repeated.
-        let captured: Vec<ddl_core::SchemaChange> = captured
+        let changes: Vec<ddl_core::SchemaChange> = changes
             .into_iter()
             .filter(|c| match c {
                 ddl_core::SchemaChange::TruncateTable { name } => !self
@@ -108,39 +97,18 @@ impl BinlogReader {
                 _ => true,
             })
             .collect();
-        if captured.is_empty() {
-            return Ok(true);
+        match crate::source::schema_event(
+            &self.src,
+            &self.history,
+            db,
+            after,
+            sql,
+            changes,
+            out.notes,
+        ) {
+            Some(ev) => Ok(self.send(ev).await),
+            None => Ok(true),
         }
-        let tables: Vec<String> = captured
-            .iter()
-            .filter_map(|c| c.table().map(|t| t.to_string()))
-            .collect();
-        let mut after_tables: Vec<ddl_core::Table> = Vec::new();
-        for c in &captured {
-            let mut names: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
-            if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
-                names.push(to);
-            }
-            for n in names {
-                let d = n.schema.as_deref().unwrap_or(db);
-                if let Some(t) = self.history.table(d, &n.name) {
-                    if !after_tables.iter().any(|a| a.name == t.name) {
-                        after_tables.push(t.clone());
-                    }
-                }
-            }
-        }
-        Ok(self
-            .send(SourceEvent::Schema {
-                position: after,
-                db: db.to_owned(),
-                ddl: sql.to_owned(),
-                changes: captured,
-                tables,
-                notes: out.notes,
-                after: after_tables,
-            })
-            .await)
     }
 
     /// Online schema change tools: a shadow table's changes are kept as the real

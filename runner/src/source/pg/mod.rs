@@ -455,6 +455,7 @@ async fn run(
     repl.wait_started()
         .await
         .map_err(|e| repl_err("START_REPLICATION", e))?;
+    tracing::info!("postgres: slot {} streaming from {start}", c.slot);
     let mut s = Stream {
         src,
         tx,
@@ -1497,51 +1498,18 @@ impl Stream {
             let r = self.rels[&oid].rel.clone();
             let _ = self.relation(r);
         }
-        let captured: Vec<ddl_core::SchemaChange> = out
-            .changes
-            .into_iter()
-            .filter(|c| {
-                let hit = |t: &ddl_core::TableName| {
-                    self.src
-                        .captures(t.schema.as_deref().unwrap_or(&schema), &t.name)
-                };
-                c.table().is_some_and(hit)
-                    || matches!(c, ddl_core::SchemaChange::RenameTable { to, .. } if hit(to))
-            })
-            .collect();
-        if captured.is_empty() {
-            return Ok(true);
+        match crate::source::schema_event(
+            &self.src,
+            &self.history,
+            &schema,
+            after,
+            &query,
+            out.changes,
+            out.notes,
+        ) {
+            Some(ev) => Ok(self.send(ev).await),
+            None => Ok(true),
         }
-        let tables: Vec<String> = captured
-            .iter()
-            .filter_map(|c| c.table().map(|t| t.to_string()))
-            .collect();
-        let mut after_tables: Vec<ddl_core::Table> = Vec::new();
-        for c in &captured {
-            let mut names: Vec<&ddl_core::TableName> = c.table().into_iter().collect();
-            if let ddl_core::SchemaChange::RenameTable { to, .. } = c {
-                names.push(to);
-            }
-            for n in names {
-                let d = n.schema.as_deref().unwrap_or(&schema);
-                if let Some(t) = self.history.table(d, &n.name) {
-                    if !after_tables.iter().any(|a| a.name == t.name) {
-                        after_tables.push(t.clone());
-                    }
-                }
-            }
-        }
-        Ok(self
-            .send(SourceEvent::Schema {
-                position: after,
-                db: schema,
-                ddl: query,
-                changes: captured,
-                tables,
-                notes: out.notes,
-                after: after_tables,
-            })
-            .await)
     }
 }
 
