@@ -808,3 +808,73 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
     })
     .await;
 }
+
+/// The schema history read at a resume point drops the entries after it; the
+/// process dies while the shortened history is written: the next run still has
+/// every DDL before its resume point. (It was rewritten in place: a kill in that
+/// moment left it empty, and a later run decoded rows with the wrong columns.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_while_the_schema_history_is_rewritten_keeps_it() {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.items (id bigint PRIMARY KEY, name text);
+         INSERT INTO shop.items VALUES (1, 'one');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let job = job(dir, server.port);
+    let jobs = job.display().to_string();
+    assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
+        .status
+        .success());
+    finish(spawn(&job, true));
+    pg.batch_execute(
+        "ALTER TABLE shop.items ADD COLUMN qty int;
+         INSERT INTO shop.items VALUES (2, 'two', 2);",
+    )
+    .await
+    .unwrap();
+    finish(spawn(&job, true));
+    // An entry read but never committed (as a killed run leaves it): the next start
+    // drops it, and dies while writing the shortened history.
+    let history = dir.join("state/source/schema-history.jsonl");
+    let text = std::fs::read_to_string(&history).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let later = text.replace(
+        "ALTER TABLE shop.items ADD COLUMN qty int",
+        "ALTER TABLE shop.items ADD COLUMN later int",
+    );
+    let later = later.replacen("\"offset\":", "\"offset\":9", 1);
+    std::fs::write(&history, format!("{text}{later}")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--until-end", "--config", &jobs])
+        .env("LAKESHIFT_FAILPOINT", "history-rewrite")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(86),
+        "the history was rewritten at the failpoint: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = std::fs::read_to_string(&history).unwrap();
+    assert!(after.contains("ADD COLUMN qty"), "{after}");
+    pg.batch_execute("INSERT INTO shop.items VALUES (3, 'three', 3)")
+        .await
+        .unwrap();
+    let log = finish(spawn(&job, true));
+    let checks = [("items", "SELECT id::text, name, qty::text FROM shop.items")];
+    assert_converges(&pg, dir, &checks, "after the rewrite was cut short", || {
+        log.clone()
+    })
+    .await;
+    let kept = std::fs::read_to_string(&history).unwrap();
+    assert!(
+        kept.contains("ADD COLUMN qty") && !kept.contains("later"),
+        "{kept}"
+    );
+}

@@ -184,12 +184,15 @@ impl SchemaHistory {
         let log = dir.join("schema-history.jsonl");
         if let Ok(text) = std::fs::read_to_string(&log) {
             let mut keep = String::new();
+            let mut dropped = false;
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
                 let Ok(e) = serde_json::from_str::<Entry>(line) else {
                     // A torn last line from a crash: not applied, not kept.
+                    dropped = true;
                     break;
                 };
                 if e.position >= *upto {
+                    dropped = true;
                     break;
                 }
                 h.replay(&e)
@@ -198,8 +201,16 @@ impl SchemaHistory {
                 keep.push('\n');
             }
             // Entries at or after the resume point will be read again from the binlog.
-            std::fs::write(&log, keep)
+            // Replaced whole (a kill while it was rewritten in place left it empty,
+            // and every DDL before the resume point was lost to later runs).
+            if dropped {
+                crate::durable::replace_observed(&log, keep.as_bytes(), |step| {
+                    if step == crate::durable::Step::BeforeRename {
+                        crate::failpoint::hit("history-rewrite");
+                    }
+                })
                 .map_err(|e| super::SourceError::Schema(format!("{}: {e}", log.display())))?;
+            }
         }
         let osc = dir.join("osc-shadow.json");
         if let Ok(bytes) = std::fs::read(&osc) {
