@@ -878,3 +878,50 @@ async fn a_kill_while_the_schema_history_is_rewritten_keeps_it() {
         "{kept}"
     );
 }
+
+/// DDL without the capture (not installed): the stream's relation messages show the
+/// new columns and tables; the history follows them (dropped and added columns, a
+/// new table), reported, and rows land in the right columns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_without_the_capture_is_resolved_from_the_relation_and_reported() {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.items (id bigint PRIMARY KEY, name text, gone int);
+         INSERT INTO shop.items VALUES (1, 'one', 1);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let job = job(dir, server.port);
+    let first = finish(spawn(&job, true));
+    assert!(
+        first.contains("the DDL capture is not installed"),
+        "{first}"
+    );
+    pg.batch_execute(
+        "ALTER TABLE shop.items ADD COLUMN price numeric(10,2), ADD COLUMN at timestamptz;
+         ALTER TABLE shop.items DROP COLUMN gone;
+         INSERT INTO shop.items VALUES (2, 'two', 2.50, '2024-01-02 03:04:05+00');
+         UPDATE shop.items SET price = 1.25 WHERE id = 1;
+         CREATE TABLE shop.later (k varchar(8) PRIMARY KEY, n int);
+         INSERT INTO shop.later VALUES ('a', 1);",
+    )
+    .await
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    assert!(log.contains("resolved from the stream's relation"), "{log}");
+    let checks = [
+        (
+            "items",
+            "SELECT id::text, name, price::text, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || 'Z' FROM shop.items",
+        ),
+        ("later", "SELECT k, n::text FROM shop.later"),
+    ];
+    assert_converges(&pg, dir, &checks, "after DDL without the capture", || {
+        log.clone()
+    })
+    .await;
+}

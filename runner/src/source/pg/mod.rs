@@ -1159,6 +1159,9 @@ impl Stream {
     async fn message(&mut self, m: pgoutput::Msg<'_>) -> Result<bool, SourceError> {
         match m {
             pgoutput::Msg::Relation(r) => {
+                if !self.resolve_relation(&r).await? {
+                    return Ok(false);
+                }
                 self.relation(r)?;
                 Ok(true)
             }
@@ -1249,6 +1252,100 @@ impl Stream {
         }
         self.rels.insert(rel.rel.oid, rel);
         Ok(())
+    }
+
+    /// A captured relation the schema history does not know, or whose columns
+    /// differ from it: a DDL reached it without the capture (not installed then, or
+    /// run inside a function). The history follows the relation as pgoutput
+    /// describes it now: a CREATE TABLE, or columns dropped and added by name (a
+    /// renamed column reads as dropped and added; a changed type is not seen),
+    /// applied as one DDL at this point, with a warning. False: the receiver is gone.
+    async fn resolve_relation(&mut self, r: &pgoutput::Relation) -> Result<bool, SourceError> {
+        let (db, name) = (r.namespace.as_str(), r.name.as_str());
+        if !self.src.captures(db, name) {
+            return Ok(true);
+        }
+        let q = format!("{}.{}", ident(db), ident(name));
+        let stmts: Vec<String> = match self.history.table(db, name) {
+            None => {
+                let mut cols: Vec<String> = r
+                    .columns
+                    .iter()
+                    .map(|c| format!("{} {}", ident(&c.name), type_text(c.type_oid, c.typmod)))
+                    .collect();
+                let key: Vec<String> = r
+                    .columns
+                    .iter()
+                    .filter(|c| c.key && r.replica_identity == b'd')
+                    .map(|c| ident(&c.name))
+                    .collect();
+                if !key.is_empty() {
+                    cols.push(format!("PRIMARY KEY ({})", key.join(", ")));
+                }
+                vec![format!("CREATE TABLE {q} ({})", cols.join(", "))]
+            }
+            Some(t) => {
+                let ours: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+                let theirs: Vec<&str> = r.columns.iter().map(|c| c.name.as_str()).collect();
+                if ours == theirs {
+                    return Ok(true);
+                }
+                let mut v: Vec<String> = ours
+                    .iter()
+                    .filter(|c| !theirs.contains(c))
+                    .map(|c| format!("ALTER TABLE {q} DROP COLUMN {}", ident(c)))
+                    .collect();
+                v.extend(
+                    r.columns
+                        .iter()
+                        .filter(|c| !ours.contains(&c.name.as_str()))
+                        .map(|c| {
+                            format!(
+                                "ALTER TABLE {q} ADD COLUMN {} {}",
+                                ident(&c.name),
+                                type_text(c.type_oid, c.typmod)
+                            )
+                        }),
+                );
+                v
+            }
+        };
+        if stmts.is_empty() {
+            return Ok(true);
+        }
+        let text = stmts.join(";\n");
+        let pos = self.here();
+        tracing::warn!(
+            "at {pos}: {db}.{name} reached the stream with columns the schema history does not have: a DDL without the DDL capture (install it: `lakeshift pg-setup --apply`); resolved from the stream's relation as:\n{text}"
+        );
+        if !self.flush().await? {
+            return Ok(false);
+        }
+        let out = self
+            .history
+            .apply(&pos, Some(db), false, &text)
+            .map_err(|e| SourceError::Ddl {
+                position: pos.to_string(),
+                ddl: text.clone(),
+                reason: e.message,
+            })?;
+        self.tables.clear();
+        let mut notes = out.notes;
+        notes.push(
+            "resolved from the stream's relation message: a DDL without the DDL capture".into(),
+        );
+        match crate::source::schema_event(
+            &self.src,
+            &self.history,
+            db,
+            pos,
+            &text,
+            out.changes,
+            notes,
+        ) {
+            Some(ev) => Ok(self.send(ev).await),
+            None => Ok(true),
+        }
     }
 
     /// A relation whose columns differ from the history's table: a DDL reached the
@@ -1536,6 +1633,41 @@ fn statement_for(query: &str, tag: &str, from: usize) -> Option<(usize, String)>
         }
     }
     None
+}
+
+/// A column type as PostgreSQL writes it, from the OID and type modifier a relation
+/// message gives (the built-in types; anything else as text).
+fn type_text(oid: u32, typmod: i32) -> String {
+    let m = typmod - 4;
+    match oid {
+        16 => "boolean".into(),
+        17 => "bytea".into(),
+        20 => "bigint".into(),
+        21 => "smallint".into(),
+        23 => "integer".into(),
+        25 => "text".into(),
+        114 => "json".into(),
+        700 => "real".into(),
+        701 => "double precision".into(),
+        790 => "money".into(),
+        1042 if typmod >= 4 => format!("character({m})"),
+        1043 if typmod >= 4 => format!("character varying({m})"),
+        1043 => "character varying".into(),
+        1082 => "date".into(),
+        1083 => "time without time zone".into(),
+        1114 if typmod >= 0 => format!("timestamp({typmod}) without time zone"),
+        1114 => "timestamp without time zone".into(),
+        1184 if typmod >= 0 => format!("timestamp({typmod}) with time zone"),
+        1184 => "timestamp with time zone".into(),
+        1186 => "interval".into(),
+        1266 => "time with time zone".into(),
+        1560 if typmod > 0 => format!("bit({typmod})"),
+        1700 if typmod >= 4 => format!("numeric({},{})", (m >> 16) & 0xffff, m & 0xffff),
+        1700 => "numeric".into(),
+        2950 => "uuid".into(),
+        3802 => "jsonb".into(),
+        _ => "text".into(),
+    }
 }
 
 /// Append one tuple's values to `b` in the table's column order. `old`: the old
