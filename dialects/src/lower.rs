@@ -531,12 +531,22 @@ impl<'a> Lowerer<'a> {
         let ch = |c: SchemaChange| ChangeRequest::Change(c);
         for spec in &d.specs {
             match spec {
-                AlterSpec::AddColumns { columns, position } => {
+                AlterSpec::AddColumns {
+                    columns,
+                    position,
+                    if_not_exists,
+                } => {
                     let mut pos = self.position(&table, position);
                     for cd in columns {
                         let mut extras = Vec::new();
                         let col = self.column(&table, cd, &mut extras);
                         let name = col.name.clone();
+                        if *if_not_exists && self.catalog.resolve_column(&table, &name).is_ok() {
+                            self.diags.skip(format!(
+                                "{table}: column {name} exists (ADD COLUMN IF NOT EXISTS): unchanged"
+                            ));
+                            continue;
+                        }
                         out.push(ch(SchemaChange::AddColumn {
                             table: table.clone(),
                             column: col,

@@ -139,6 +139,9 @@ pub enum AlterSpec {
     AddColumns {
         columns: Vec<ColumnDraft>,
         position: Option<Pos>,
+        /// `ADD COLUMN IF NOT EXISTS` (MariaDB, PostgreSQL): a column that exists
+        /// is left as it is.
+        if_not_exists: bool,
     },
     AddElem(TableElem),
     /// Oracle `ADD ( CONSTRAINT ..., CONSTRAINT ... )`.

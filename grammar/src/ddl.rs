@@ -935,6 +935,7 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                         |columns| AlterSpec::AddColumns {
                             columns,
                             position: None,
+                            if_not_exists: false,
                         },
                     ),
                     map(
@@ -944,9 +945,10 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                             column_def(flavor, true),
                             position,
                         ),
-                        |(_, _, c, position)| AlterSpec::AddColumns {
+                        |(_, ine, c, position)| AlterSpec::AddColumns {
                             columns: vec![c],
                             position,
+                            if_not_exists: ine.is_some(),
                         },
                     ),
                 )),

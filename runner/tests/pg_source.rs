@@ -925,3 +925,46 @@ async fn ddl_without_the_capture_is_resolved_from_the_relation_and_reported() {
     })
     .await;
 }
+
+/// One transaction runs the same DDL text twice (separate queries), and a
+/// multi-statement query holds two DDLs: each command applies its own statement once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_and_multi_statement_ddl_apply_once_each() {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.items (id bigint PRIMARY KEY, name text);
+         INSERT INTO shop.items VALUES (1, 'one');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let job = job(dir, server.port);
+    let jobs = job.display().to_string();
+    assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
+        .status
+        .success());
+    finish(spawn(&job, true));
+    pg.batch_execute("BEGIN").await.unwrap();
+    for _ in 0..2 {
+        pg.batch_execute("ALTER TABLE shop.items ADD COLUMN IF NOT EXISTS extra int")
+            .await
+            .unwrap();
+    }
+    pg.batch_execute("INSERT INTO shop.items VALUES (2, 'two', 2); COMMIT;")
+        .await
+        .unwrap();
+    pg.batch_execute(
+        "ALTER TABLE shop.items ADD COLUMN more text; INSERT INTO shop.items VALUES (3, 'three', 3, 'x'); ALTER TABLE shop.items RENAME COLUMN more TO most;",
+    )
+    .await
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    let checks = [(
+        "items",
+        "SELECT id::text, name, extra::text, most FROM shop.items",
+    )];
+    assert_converges(&pg, dir, &checks, "after repeated DDL", || log.clone()).await;
+}

@@ -1539,7 +1539,10 @@ impl Stream {
             .iter()
             .find(|(q, _)| *q == text)
             .map_or(0, |(_, n)| *n);
-        let Some((next, query)) = statement_for(&text, &tag, from) else {
+        // The same query text run again in this transaction starts over.
+        let found = statement_for(&text, &tag, from)
+            .or_else(|| (from > 0).then(|| statement_for(&text, &tag, 0)).flatten());
+        let Some((next, query)) = found else {
             let here = self.here();
             let e = super::history::HistoryError {
                 message: format!(
