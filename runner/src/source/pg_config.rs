@@ -55,10 +55,6 @@ pub struct PgConfig {
     /// makes a new slot and snapshots every captured table again.
     #[serde(default)]
     pub purged_resume: PurgedPolicy,
-    /// Seconds between the server's keepalives on an idle stream (the job's
-    /// heartbeats: its position moves with them, so the slot releases WAL).
-    #[serde(default = "default_heartbeat")]
-    pub heartbeat_seconds: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -79,9 +75,6 @@ fn default_chunk() -> u64 {
 }
 fn default_batch_bytes() -> usize {
     4 << 20
-}
-fn default_heartbeat() -> u32 {
-    10
 }
 
 impl PgConfig {
