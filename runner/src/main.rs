@@ -19,13 +19,13 @@ use std::process::ExitCode;
 #[cfg_attr(
     feature = "sync",
     command(
-        about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and mirror MySQL/MariaDB databases (binlog or Debezium topics) into Iceberg, PostgreSQL or MySQL, DDL included, exactly once"
+        about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg, and mirror MySQL/MariaDB databases (binlog or Debezium topics) and PostgreSQL databases (logical replication) into Iceberg, PostgreSQL or MySQL, DDL included, exactly once"
     )
 )]
 #[cfg_attr(
     not(feature = "sync"),
     command(
-        about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg (built without the `sync` feature: apply, tail, sync, status and ddl-log are not in this build)"
+        about = "Translate DDL between MySQL/MariaDB, PostgreSQL, Oracle and Iceberg (built without the `sync` feature: apply, tail, sync, maintain, pg-setup, status and ddl-log are not in this build)"
     )
 )]
 struct Cli {
@@ -152,7 +152,8 @@ enum Command {
     #[cfg(feature = "sync")]
     /// Show where a job stands: an Iceberg job's owner (lease holder) and, per Iceberg
     /// table, its committed checkpoint, watermark, rows and schema; for a
-    /// PostgreSQL/MySQL target its state row and Kafka offsets; and the DDL log's counts.
+    /// PostgreSQL/MySQL target its state row and Kafka offsets; the DDL log's counts;
+    /// and for a PostgreSQL source its slot's confirmed position and retained WAL.
     Status {
         /// The job file (YAML).
         #[arg(long, value_name = "FILE")]
