@@ -30,6 +30,24 @@ fn job_with(dir: &Path, port: u16, pipeline: &str) -> std::path::PathBuf {
     p
 }
 
+/// A throwaway PostgreSQL with `wal_level=logical`, database `app` holding
+/// `schema`, and a job file in a temp folder (Iceberg warehouse and state in it).
+async fn start(
+    schema: &str,
+) -> (
+    PgServer,
+    tokio_postgres::Client,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(schema).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job(tmp.path(), server.port);
+    (server, pg, tmp, job)
+}
+
 fn lakeshift(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_lakeshift"))
         .args(args)
@@ -567,9 +585,7 @@ async fn a_postgres_database_restores_into_mariadb_through_kills() {
 /// gap and no overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_during_the_snapshot_are_neither_lost_nor_doubled() {
-    let server = PgServer::start_logical().await;
-    let pg = server.create_db("app").await;
-    pg.batch_execute(
+    let (server, pg, tmp, job) = start(
         "CREATE SCHEMA shop;
          CREATE TABLE shop.items (id bigint PRIMARY KEY, name text, price numeric(10,2));
          CREATE TABLE shop.nokey (k int, v text);
@@ -577,11 +593,8 @@ async fn writes_during_the_snapshot_are_neither_lost_nor_doubled() {
          INSERT INTO shop.items SELECT g, 'seed ' || g, g FROM generate_series(1, 20000) g;
          INSERT INTO shop.nokey SELECT g % 100, 'seed' FROM generate_series(1, 5000) g;",
     )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
+    .await;
     let dir = tmp.path();
-    let job = job(dir, server.port);
     // The writer runs from before the job starts until its snapshot is done.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
@@ -644,9 +657,7 @@ async fn writes_during_the_snapshot_are_neither_lost_nor_doubled() {
 /// numeric beyond 38 digits, BC dates, time zones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_types_reach_iceberg_from_the_snapshot_and_the_stream_alike() {
-    let server = PgServer::start_logical().await;
-    let pg = server.create_db("app").await;
-    pg.batch_execute(
+    let (_server, pg, tmp, job) = start(
         "CREATE SCHEMA shop;
          CREATE TYPE shop.mood AS ENUM ('sad', 'ok', 'happy');
          CREATE DOMAIN shop.posint AS integer CHECK (VALUE > 0);
@@ -657,11 +668,8 @@ async fn postgres_types_reach_iceberg_from_the_snapshot_and_the_stream_alike() {
            '{\"k\": [1, \"two\"]}', '\\x00ff10', B'1010', '$1,234.50', 12345678901234567890123456789012345678901234.56789,
            '0044-03-15 BC', '10:11:12+02', '2024-02-29 23:59:59.999', '2024-06-01 12:00:00-07', 1.5, -32768);",
     )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
+    .await;
     let dir = tmp.path();
-    let job = job(dir, server.port);
     let jobs = job.display().to_string();
     assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
         .status
@@ -705,18 +713,13 @@ async fn postgres_types_reach_iceberg_from_the_snapshot_and_the_stream_alike() {
 /// with `purged-resume: resnapshot` a new slot and snapshot that converge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_slot_stops_the_job_or_takes_a_new_snapshot() {
-    let server = PgServer::start_logical().await;
-    let pg = server.create_db("app").await;
-    pg.batch_execute(
+    let (_server, pg, tmp, job) = start(
         "CREATE SCHEMA shop;
          CREATE TABLE shop.items (id bigint PRIMARY KEY, name text);
          INSERT INTO shop.items SELECT g, 'seed' FROM generate_series(1, 100) g;",
     )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
+    .await;
     let dir = tmp.path();
-    let job = job(dir, server.port);
     finish(spawn(&job, true));
     pg.batch_execute(
         "SELECT pg_drop_replication_slot('mirror');
@@ -751,9 +754,7 @@ async fn a_lost_slot_stops_the_job_or_takes_a_new_snapshot() {
 /// for the rest, the stream from the slot's point) converges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
-    let server = PgServer::start_logical().await;
-    let pg = server.create_db("app").await;
-    pg.batch_execute(
+    let (_server, pg, tmp, job) = start(
         "CREATE SCHEMA shop;
          CREATE TABLE shop.items (id bigint PRIMARY KEY, name text, price numeric(10,2));
          CREATE TABLE shop.nokey (k int, v text);
@@ -761,11 +762,8 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
          INSERT INTO shop.items SELECT g, 'seed', g + 0.5 FROM generate_series(0, 29999) g;
          INSERT INTO shop.nokey SELECT g % 10, 'seed' FROM generate_series(1, 2000) g;",
     )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
+    .await;
     let dir = tmp.path();
-    let job = job(dir, server.port);
     let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
         .args([
             "sync",
@@ -815,18 +813,13 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
 /// moment left it empty, and a later run decoded rows with the wrong columns.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_while_the_schema_history_is_rewritten_keeps_it() {
-    let server = PgServer::start_logical().await;
-    let pg = server.create_db("app").await;
-    pg.batch_execute(
+    let (_server, pg, tmp, job) = start(
         "CREATE SCHEMA shop;
          CREATE TABLE shop.items (id bigint PRIMARY KEY, name text);
          INSERT INTO shop.items VALUES (1, 'one');",
     )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
+    .await;
     let dir = tmp.path();
-    let job = job(dir, server.port);
     let jobs = job.display().to_string();
     assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
         .status
@@ -884,18 +877,13 @@ async fn a_kill_while_the_schema_history_is_rewritten_keeps_it() {
 /// new table), reported, and rows land in the right columns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ddl_without_the_capture_is_resolved_from_the_relation_and_reported() {
-    let server = PgServer::start_logical().await;
-    let pg = server.create_db("app").await;
-    pg.batch_execute(
+    let (_server, pg, tmp, job) = start(
         "CREATE SCHEMA shop;
          CREATE TABLE shop.items (id bigint PRIMARY KEY, name text, gone int);
          INSERT INTO shop.items VALUES (1, 'one', 1);",
     )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
+    .await;
     let dir = tmp.path();
-    let job = job(dir, server.port);
     let first = finish(spawn(&job, true));
     assert!(
         first.contains("the DDL capture is not installed"),
@@ -930,18 +918,13 @@ async fn ddl_without_the_capture_is_resolved_from_the_relation_and_reported() {
 /// multi-statement query holds two DDLs: each command applies its own statement once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeated_and_multi_statement_ddl_apply_once_each() {
-    let server = PgServer::start_logical().await;
-    let pg = server.create_db("app").await;
-    pg.batch_execute(
+    let (_server, pg, tmp, job) = start(
         "CREATE SCHEMA shop;
          CREATE TABLE shop.items (id bigint PRIMARY KEY, name text);
          INSERT INTO shop.items VALUES (1, 'one');",
     )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
+    .await;
     let dir = tmp.path();
-    let job = job(dir, server.port);
     let jobs = job.display().to_string();
     assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
         .status
