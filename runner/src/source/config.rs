@@ -376,6 +376,33 @@ pub(crate) fn table_patterns(tables: &[String]) -> Result<Vec<Regex>, JobFileErr
     Ok(out)
 }
 
+/// The reading settings both database sources have: chunk rows, batch bytes and
+/// key overrides (`<container>.table: [column, ...]`).
+pub(crate) fn check_reading(
+    chunk_rows: u64,
+    batch_bytes: usize,
+    key_overrides: &BTreeMap<String, Vec<String>>,
+    container: &str,
+) -> Result<(), JobFileError> {
+    let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
+    if chunk_rows == 0 {
+        return Err(field("snapshot-chunk-rows", "must be at least 1".into()).into());
+    }
+    if batch_bytes < 1024 {
+        return Err(field("batch-bytes", "must be at least 1024".into()).into());
+    }
+    for (t, cols) in key_overrides {
+        if !t.contains('.') || cols.is_empty() {
+            return Err(field(
+                &format!("key-overrides.{t}"),
+                format!("expects `{container}.table: [column, ...]`"),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 fn validate(
     c: &SourceConfig,
     env: impl Fn(&str) -> Option<String>,
@@ -431,21 +458,12 @@ fn validate(
             )
         }
     };
-    if c.snapshot_chunk_rows == 0 {
-        return Err(field("snapshot-chunk-rows", "must be at least 1".into()).into());
-    }
-    if c.batch_bytes < 1024 {
-        return Err(field("batch-bytes", "must be at least 1024".into()).into());
-    }
-    for (t, cols) in &c.key_overrides {
-        if !t.contains('.') || cols.is_empty() {
-            return Err(field(
-                &format!("key-overrides.{t}"),
-                "expects `database.table: [column, ...]`".into(),
-            )
-            .into());
-        }
-    }
+    check_reading(
+        c.snapshot_chunk_rows,
+        c.batch_bytes,
+        &c.key_overrides,
+        "database",
+    )?;
     Ok(Source {
         kind: SourceKind::Binlog(Box::new(c.clone())),
         key_overrides: c.key_overrides.clone(),

@@ -139,21 +139,12 @@ pub fn validate(c: PgConfig, env: impl Fn(&str) -> Option<String>) -> Result<Sou
             .into())
         }
     };
-    if c.snapshot_chunk_rows == 0 {
-        return Err(field("snapshot-chunk-rows", "must be at least 1".into()).into());
-    }
-    if c.batch_bytes < 1024 {
-        return Err(field("batch-bytes", "must be at least 1024".into()).into());
-    }
-    for (t, cols) in &c.key_overrides {
-        if !t.contains('.') || cols.is_empty() {
-            return Err(field(
-                &format!("key-overrides.{t}"),
-                "expects `schema.table: [column, ...]`".into(),
-            )
-            .into());
-        }
-    }
+    super::config::check_reading(
+        c.snapshot_chunk_rows,
+        c.batch_bytes,
+        &c.key_overrides,
+        "schema",
+    )?;
     Ok(Source {
         key_overrides: c.key_overrides.clone(),
         kind: SourceKind::Postgres(Box::new(c)),
