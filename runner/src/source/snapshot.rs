@@ -340,6 +340,44 @@ pub async fn snapshot(
     Ok(Some((report_at, history)))
 }
 
+/// A table's snapshot rows on their way to the sink, chunk by chunk: rows counted,
+/// the chunk's cursor, and `fresh` on the first chunk only.
+pub struct Chunks<'a> {
+    pub tx: &'a mpsc::Sender<SourceEvent>,
+    pub table: &'a Arc<SourceTable>,
+    pub estimate: u64,
+    pub at: &'a Position,
+    pub fresh: bool,
+    /// Rows of the table sent so far.
+    pub done: u64,
+}
+
+impl Chunks<'_> {
+    /// Send what `b` holds, the cursor after the last key `after` (keyed tables).
+    /// False: the receiver is gone.
+    pub async fn send(&mut self, b: &mut RowsBuilder, after: Option<Vec<KeyValue>>) -> bool {
+        self.done += b.rows as u64;
+        let rows = b.finish();
+        let cursor = after.map(|after| Cursor {
+            db: self.table.db.clone(),
+            table: self.table.name.clone(),
+            after,
+        });
+        self.tx
+            .send(SourceEvent::SnapshotRows {
+                table: self.table.clone(),
+                rows,
+                done: self.done,
+                estimate: self.estimate,
+                cursor,
+                position: self.at.clone(),
+                fresh: std::mem::take(&mut self.fresh),
+            })
+            .await
+            .is_ok()
+    }
+}
+
 /// Read one table in key chunks. Returns the rows read (None: receiver gone).
 pub async fn read_table(
     conn: &mut mysql_async::Conn,
@@ -350,7 +388,6 @@ pub async fn read_table(
     after: Option<Vec<Value>>,
     (at, fresh): (&Position, bool),
 ) -> Result<Option<u64>, SourceError> {
-    let mut fresh = fresh;
     let cols = table
         .columns
         .iter()
@@ -365,7 +402,14 @@ pub async fn read_table(
         .iter()
         .map(|i| quote(&table.columns[*i].name))
         .collect();
-    let mut done = 0u64;
+    let mut out = Chunks {
+        tx,
+        table,
+        estimate,
+        at,
+        fresh,
+        done: 0,
+    };
     let mut last: Option<Vec<Value>> = after;
     loop {
         let sql = if key.is_empty() {
@@ -414,52 +458,22 @@ pub async fn read_table(
                 );
             } else if b.rows as u64 >= chunk {
                 // Keyless tables stream in one query, cut into batches.
-                done += b.rows as u64;
-                let rows = b.finish();
-                if tx
-                    .send(SourceEvent::SnapshotRows {
-                        table: table.clone(),
-                        rows,
-                        done,
-                        estimate,
-                        cursor: None,
-                        position: at.clone(),
-                        fresh: std::mem::take(&mut fresh),
-                    })
-                    .await
-                    .is_err()
-                {
+                if !out.send(&mut b, None).await {
                     return Ok(None);
                 }
             }
         }
         drop(result);
-        done += b.rows as u64;
-        if b.rows > 0 || done == 0 {
-            let rows = b.finish();
-            let cursor = last_row.as_ref().map(|k| Cursor {
-                db: table.db.clone(),
-                table: table.name.clone(),
-                after: k.iter().map(KeyValue::from_mysql).collect(),
-            });
-            if tx
-                .send(SourceEvent::SnapshotRows {
-                    table: table.clone(),
-                    rows,
-                    done,
-                    estimate,
-                    cursor,
-                    position: at.clone(),
-                    fresh: std::mem::take(&mut fresh),
-                })
-                .await
-                .is_err()
-            {
+        if b.rows > 0 || out.done == 0 {
+            let after = last_row
+                .as_ref()
+                .map(|k| k.iter().map(KeyValue::from_mysql).collect());
+            if !out.send(&mut b, after).await {
                 return Ok(None);
             }
         }
         if key.is_empty() || in_chunk < chunk {
-            return Ok(Some(done));
+            return Ok(Some(out.done));
         }
         last = last_row;
     }

@@ -20,7 +20,7 @@ use super::config::{Source, Start};
 use super::decode::{arrow_type, RowsBuilder, SourceColumn, SourceTable};
 use super::history::SchemaHistory;
 use super::position::Position;
-use super::snapshot::{Cursor, KeyValue, SnapshotResume};
+use super::snapshot::{KeyValue, SnapshotResume};
 use super::{Op, Resume, RowBatch, RowPos, SourceError, SourceEvent};
 use crate::source::pg_config::PgConfig;
 use arrow_schema::{Field, Schema};
@@ -670,7 +670,7 @@ async fn read_table(
     tx: &mpsc::Sender<SourceEvent>,
     after: Option<Vec<KeyValue>>,
     at: &Position,
-    mut fresh: bool,
+    fresh: bool,
 ) -> Result<Option<u64>, SourceError> {
     let table = &t.table;
     let chunk = cfg(src).snapshot_chunk_rows;
@@ -687,7 +687,14 @@ async fn read_table(
         .map(|i| ident(&table.columns[*i].name))
         .collect();
     let mut last: Option<Vec<KeyValue>> = after;
-    let mut done = 0u64;
+    let mut out = super::snapshot::Chunks {
+        tx,
+        table,
+        estimate,
+        at,
+        fresh,
+        done: 0,
+    };
     loop {
         let sql = if key.is_empty() {
             format!("COPY (SELECT {cols} FROM {from}) TO STDOUT")
@@ -746,24 +753,8 @@ async fn read_table(
                 if !key.is_empty() {
                     last_line.clear();
                     last_line.extend_from_slice(line);
-                } else if b.rows as u64 >= chunk {
-                    done += b.rows as u64;
-                    let rows = b.finish();
-                    if tx
-                        .send(SourceEvent::SnapshotRows {
-                            table: table.clone(),
-                            rows,
-                            done,
-                            estimate,
-                            cursor: None,
-                            position: at.clone(),
-                            fresh: std::mem::take(&mut fresh),
-                        })
-                        .await
-                        .is_err()
-                    {
-                        return Ok(None);
-                    }
+                } else if b.rows as u64 >= chunk && !out.send(&mut b, None).await {
+                    return Ok(None);
                 }
             }
             let rest = buf[start..].to_vec();
@@ -786,32 +777,11 @@ async fn read_table(
                     .collect(),
             )
         };
-        done += b.rows as u64;
-        if b.rows > 0 || done == 0 {
-            let rows = b.finish();
-            let cursor = last_row.as_ref().map(|k| Cursor {
-                db: table.db.clone(),
-                table: table.name.clone(),
-                after: k.clone(),
-            });
-            if tx
-                .send(SourceEvent::SnapshotRows {
-                    table: table.clone(),
-                    rows,
-                    done,
-                    estimate,
-                    cursor,
-                    position: at.clone(),
-                    fresh: std::mem::take(&mut fresh),
-                })
-                .await
-                .is_err()
-            {
-                return Ok(None);
-            }
+        if (b.rows > 0 || out.done == 0) && !out.send(&mut b, last_row.clone()).await {
+            return Ok(None);
         }
         if key.is_empty() || in_chunk < chunk {
-            return Ok(Some(done));
+            return Ok(Some(out.done));
         }
         last = last_row;
     }
@@ -982,8 +952,8 @@ impl SeenBySnapshot {
 /// How a relation's columns map onto the history's table.
 struct Rel {
     rel: pgoutput::Relation,
-    /// The table (None: not captured).
-    table: Option<(String, String)>,
+    /// The captured table's decoder (None: not captured).
+    table: Option<Arc<PgTable>>,
     /// For each table column, its index in the relation's tuples.
     map: Vec<Option<usize>>,
 }
@@ -1171,8 +1141,11 @@ impl Stream {
                     if self.next_change()? {
                         continue;
                     }
-                    let Some((db, table)) = self.rels.get(&oid).and_then(|r| r.table.clone())
-                    else {
+                    let Some((db, table)) = self.rels.get(&oid).and_then(|r| {
+                        r.table
+                            .as_ref()
+                            .map(|t| (t.table.db.clone(), t.table.name.clone()))
+                    }) else {
                         continue;
                     };
                     if self.already_seen(&db, &table) {
@@ -1248,7 +1221,7 @@ impl Stream {
                 .iter()
                 .map(|c| rel.rel.columns.iter().position(|rc| rc.name == c.name))
                 .collect();
-            rel.table = Some((db, name));
+            rel.table = Some(t);
         }
         self.rels.insert(rel.rel.oid, rel);
         Ok(())
@@ -1379,13 +1352,12 @@ impl Stream {
                 self.here()
             )));
         };
-        let Some((db, name)) = rel.table.clone() else {
+        let Some(t) = rel.table.clone() else {
             return Ok(true);
         };
-        if skipped || self.already_seen(&db, &name) {
+        if skipped || self.already_seen(&t.table.db, &t.table.name) {
             return Ok(true);
         }
-        let t = self.table(&db, &name)?.expect("captured table");
         let op = match &c {
             pgoutput::Change::Insert { .. } => Op::Insert,
             pgoutput::Change::Update { .. } => Op::Update,
@@ -1402,8 +1374,19 @@ impl Stream {
             None => self.open_builder(&t, op),
         };
         let rel = &self.rels[&oid];
-        let here = self.here();
-        let err = |e: String| SourceError::Decode(format!("at {here}: {db}.{name}: {e}"));
+        // (The position is made only for an error: this runs for every row.)
+        let (commit, ordinal) = self
+            .txn
+            .as_ref()
+            .map_or((self.last, 0), |t| (t.commit, t.ordinal));
+        let err = |e: String| {
+            SourceError::Decode(format!(
+                "at {}: {}.{}: {e}",
+                lsn_position(commit, ordinal),
+                t.table.db,
+                t.table.name
+            ))
+        };
         let identity_hint = || {
             format!(
                 "the table has no key and its REPLICA IDENTITY is not FULL, so updates and deletes do not carry the old row: ALTER TABLE {} REPLICA IDENTITY FULL",
