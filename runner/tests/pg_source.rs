@@ -951,3 +951,62 @@ async fn repeated_and_multi_statement_ddl_apply_once_each() {
     )];
     assert_converges(&pg, dir, &checks, "after repeated DDL", || log.clone()).await;
 }
+
+/// A second process of the same job is refused while the first streams; the slot
+/// stays the first one's, and the first goes on mirroring.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_of_the_job_is_refused() {
+    let (_server, pg, tmp, job) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.items (id bigint PRIMARY KEY, name text);
+         INSERT INTO shop.items VALUES (1, 'one');",
+    )
+    .await;
+    let dir = tmp.path();
+    let mut first = spawn(&job, false);
+    let log = || std::fs::read_to_string(job.with_extension("log")).unwrap_or_default();
+    lakeshift_tests::wait_until("the first process streams", || async {
+        log().contains("streaming from")
+    })
+    .await;
+    let second = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args([
+            "sync",
+            "--until-end",
+            "--config",
+            &job.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{err}");
+    assert!(err.contains("already running"), "{err}");
+    pg.batch_execute("INSERT INTO shop.items VALUES (2, 'two')")
+        .await
+        .unwrap();
+    let checks = [("items", "SELECT id::text, name FROM shop.items")];
+    assert_converges(&pg, dir, &checks, "the first process goes on", log).await;
+    first.kill().unwrap();
+    let _ = first.wait();
+}
+
+/// Text keys with quotes, backslashes and tabs across snapshot chunk boundaries, in a
+/// database whose sessions default to `standard_conforming_strings = off` (where a
+/// backslash in a string literal is an escape): every row read once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_text_keys_cross_chunk_boundaries_exactly() {
+    let (_server, pg, tmp, job) = start(
+        r"CREATE SCHEMA shop;
+         CREATE TABLE shop.k (id text PRIMARY KEY, v text);
+         INSERT INTO shop.k SELECT E'o''b\\' || lpad(g::text, 4, '0') || E'\\n\t\\', E'v\\\\' || g
+           FROM generate_series(1, 240) g;",
+    )
+    .await;
+    pg.batch_execute("ALTER DATABASE app SET standard_conforming_strings = off")
+        .await
+        .unwrap();
+    let dir = tmp.path();
+    let log = finish(spawn(&job, true));
+    let checks = [("k", "SELECT id, v FROM shop.k")];
+    assert_converges(&pg, dir, &checks, "after the snapshot", || log.clone()).await;
+}

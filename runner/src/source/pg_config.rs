@@ -77,6 +77,11 @@ fn default_batch_bytes() -> usize {
     4 << 20
 }
 
+/// Settings of every session the source opens (replication included): values print
+/// as the decoder reads them, and the chunk cursor's literals mean what they say (a
+/// backslash is no escape), whatever the role's or database's defaults.
+pub const SESSION_OPTIONS: &str = "-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3 -c bytea_output=hex -c IntervalStyle=postgres -c standard_conforming_strings=on";
+
 impl PgConfig {
     /// The connection string of an ordinary session (tokio-postgres).
     pub fn pg_config(&self, password: Option<&str>) -> tokio_postgres::Config {
@@ -86,8 +91,7 @@ impl PgConfig {
             .user(&self.username)
             .dbname(&self.database)
             .application_name("lakeshift")
-            // Values print as the decoder reads them, whatever the role's defaults.
-            .options("-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3 -c bytea_output=hex -c IntervalStyle=postgres");
+            .options(SESSION_OPTIONS);
         if let Some(p) = password {
             c.password(p);
         }

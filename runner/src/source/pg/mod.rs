@@ -225,7 +225,7 @@ fn repl_config(src: &Source, start: u64) -> ReplicationConfig {
     .with_start_lsn(Lsn::from_u64(start))
     .with_status_interval(Duration::from_secs(1))
     .with_wakeup_interval(Duration::from_secs(1))
-    .with_options("-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3 -c bytea_output=hex -c IntervalStyle=postgres")
+    .with_options(crate::source::pg_config::SESSION_OPTIONS)
 }
 
 fn repl_err(what: &str, e: pgwire_replication::PgWireError) -> SourceError {
