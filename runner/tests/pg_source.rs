@@ -48,6 +48,21 @@ async fn start(
     (server, pg, tmp, job)
 }
 
+/// `lakeshift pg-setup --apply`: the DDL capture in the job's database.
+fn install_capture(job: &Path) {
+    let out = lakeshift(&[
+        "pg-setup",
+        "--config",
+        &job.display().to_string(),
+        "--apply",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn lakeshift(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_lakeshift"))
         .args(args)
@@ -447,9 +462,7 @@ async fn every_committed_snapshot_equals_the_source_through_24_kills() {
     };
     // NOT NULL on a column Iceberg holds as optional: kept optional (lenient).
     let job = job_with(dir, server.port, "  schema-change-behavior: lenient\n");
-    let jobs = job.display().to_string();
-    let applied = lakeshift(&["pg-setup", "--config", &jobs, "--apply"]);
-    assert!(applied.status.success());
+    install_capture(&job);
     let log = || std::fs::read_to_string(job.with_extension("log")).unwrap_or_default();
 
     let mut rng = Rng(0x5eed_1234_abcd);
@@ -542,9 +555,7 @@ async fn a_postgres_database_restores_into_mariadb_through_kills() {
         ),
     )
     .unwrap();
-    let jobs = job.display().to_string();
-    let applied = lakeshift(&["pg-setup", "--config", &jobs, "--apply"]);
-    assert!(applied.status.success());
+    install_capture(&job);
     let log = || std::fs::read_to_string(job.with_extension("log")).unwrap_or_default();
     let mut rng = Rng(0xfeed_5678);
     let mut i = 0u64;
@@ -670,10 +681,7 @@ async fn postgres_types_reach_iceberg_from_the_snapshot_and_the_stream_alike() {
     )
     .await;
     let dir = tmp.path();
-    let jobs = job.display().to_string();
-    assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
-        .status
-        .success());
+    install_capture(&job);
     let log = finish(spawn(&job, true));
     // The same values again, through the stream.
     pg.batch_execute("INSERT INTO shop.t SELECT 2, m, d, a, i, u, j, b, bits, mo, big, day, tt, ts, tz, f, s FROM shop.t WHERE id = 1")
@@ -821,9 +829,7 @@ async fn a_kill_while_the_schema_history_is_rewritten_keeps_it() {
     .await;
     let dir = tmp.path();
     let jobs = job.display().to_string();
-    assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
-        .status
-        .success());
+    install_capture(&job);
     finish(spawn(&job, true));
     pg.batch_execute(
         "ALTER TABLE shop.items ADD COLUMN qty int;
@@ -925,10 +931,7 @@ async fn repeated_and_multi_statement_ddl_apply_once_each() {
     )
     .await;
     let dir = tmp.path();
-    let jobs = job.display().to_string();
-    assert!(lakeshift(&["pg-setup", "--config", &jobs, "--apply"])
-        .status
-        .success());
+    install_capture(&job);
     finish(spawn(&job, true));
     pg.batch_execute("BEGIN").await.unwrap();
     for _ in 0..2 {
