@@ -21,7 +21,7 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema, SchemaRef};
 use iceberg::io::FileIO;
 use iceberg::spec::{DataContentType, ManifestContentType, ManifestList, Struct};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -409,9 +409,39 @@ async fn read_columns(
     ids: &[i32],
     target: &SchemaRef,
 ) -> Result<Vec<RecordBatch>> {
+    read_selected(file_io, path, ids, target, None).await
+}
+
+/// `read_columns` of the rows at `rows` (ascending positions) only, or of all.
+async fn read_selected(
+    file_io: &FileIO,
+    path: &str,
+    ids: &[i32],
+    target: &SchemaRef,
+    rows: Option<&[i64]>,
+) -> Result<Vec<RecordBatch>> {
     let bytes = file_io.new_input(path)?.read().await?;
     let err = |e: parquet::errors::ParquetError| Error::Invalid(format!("{path}: {e}"));
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(err)?;
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(err)?;
+    if let Some(rows) = rows {
+        let total = builder.metadata().file_metadata().num_rows() as usize;
+        let mut sel = Vec::new();
+        let mut at = 0usize;
+        for &r in rows {
+            let r = r as usize;
+            if r >= total || r < at {
+                return Err(Error::Invalid(format!(
+                    "{path}: row {r} is not in the file ({total} rows)"
+                )));
+            }
+            if r > at {
+                sel.push(RowSelector::skip(r - at));
+            }
+            sel.push(RowSelector::select(1));
+            at = r + 1;
+        }
+        builder = builder.with_row_selection(RowSelection::from(sel));
+    }
     let roots = builder.parquet_schema().root_schema().get_fields().to_vec();
     let mut pick: Vec<(usize, usize)> = Vec::new(); // (root index, wanted index)
     for (w, id) in ids.iter().enumerate() {
@@ -463,6 +493,67 @@ async fn read_columns(
         );
     }
     Ok(out)
+}
+
+/// Columns `cols` (indexes into the table's current schema) of the located rows
+/// `locs` (live rows of this index), one array per column, rows in `locs` order.
+/// Each data file is read once, its selected rows only.
+pub async fn fetch(
+    file_io: &FileIO,
+    t: &LoadedTable,
+    ix: &RowIndex,
+    locs: &[Loc],
+    cols: &[usize],
+) -> Result<Vec<ArrayRef>> {
+    let arrow = super::files::arrow_schema(t)?;
+    let schema = t.metadata.current_schema();
+    let fields = schema.as_struct().fields();
+    let ids: Vec<i32> = cols.iter().map(|&c| fields[c].id).collect();
+    let target: SchemaRef = Arc::new(Schema::new(
+        cols.iter()
+            .map(|&c| arrow.field(c).clone())
+            .collect::<Vec<_>>(),
+    ));
+    let mut by_file: std::collections::BTreeMap<u32, Vec<i64>> = Default::default();
+    for &l in locs {
+        by_file.entry(loc_file(l)).or_default().push(loc_pos(l));
+    }
+    // Per file: its rows read, and where each position is among them.
+    let mut parts: Vec<Vec<ArrayRef>> = Vec::new();
+    let mut at: HashMap<Loc, (usize, usize)> = HashMap::new();
+    for (f, mut positions) in by_file {
+        positions.sort_unstable();
+        positions.dedup();
+        let path = &ix.files[f as usize].path;
+        let batches = read_selected(file_io, path, &ids, &target, Some(&positions)).await?;
+        let one = arrow_select::concat::concat_batches(
+            &batches
+                .first()
+                .map(|b| b.schema())
+                .unwrap_or_else(|| target.clone()),
+            &batches,
+        )
+        .map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
+        if one.num_rows() != positions.len() {
+            return Err(Error::Invalid(format!(
+                "{path}: {} rows read for {} positions",
+                one.num_rows(),
+                positions.len()
+            )));
+        }
+        for (i, p) in positions.iter().enumerate() {
+            at.insert(loc(f, *p as u64), (parts.len(), i));
+        }
+        parts.push(one.columns().to_vec());
+    }
+    let indices: Vec<(usize, usize)> = locs.iter().map(|l| at[l]).collect();
+    (0..cols.len())
+        .map(|c| {
+            let arrays: Vec<&dyn Array> = parts.iter().map(|p| p[c].as_ref()).collect();
+            arrow_select::interleave::interleave(&arrays, &indices)
+                .map_err(|e| Error::Invalid(format!("reading located rows: {e}")))
+        })
+        .collect()
 }
 
 /// The data files a position-delete file points into.

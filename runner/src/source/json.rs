@@ -159,6 +159,19 @@ fn rows(b: &super::RowBatch, out: &mut Vec<u8>) {
             out.extend_from_slice(b",\"old\":");
             o.object(out, i, &mut scratch);
         }
+        let mut kept = b.unchanged_in(i).peekable();
+        if kept.peek().is_some() {
+            // Values the update left unchanged and the source did not send (their
+            // `data` slots are null): the row keeps its previous values there.
+            out.extend_from_slice(b",\"unchanged\":[");
+            for (n, c) in kept.enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                string(out, &b.table.columns[c].name);
+            }
+            out.push(b']');
+        }
         out.extend_from_slice(b"}\n");
     }
 }

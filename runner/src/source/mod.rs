@@ -59,6 +59,11 @@ pub struct RowBatch {
     /// Start positions of the transactions the rows belong to (shared by the batches
     /// of one flush).
     pub txns: Arc<Vec<Position>>,
+    /// Updates: cells of `after` the source did not send because they did not change
+    /// (PostgreSQL's unchanged TOAST values of a table whose REPLICA IDENTITY is not
+    /// FULL), as (row, column) in row order. Their slots in `after` are NULL; the
+    /// row's previous value stays (the sink takes it from what it holds).
+    pub unchanged: Vec<(u32, u32)>,
 }
 
 impl RowBatch {
@@ -88,7 +93,31 @@ impl RowBatch {
                 .filter_map(|(p, k)| k.then_some(*p))
                 .collect(),
             txns: self.txns.clone(),
+            unchanged: if self.unchanged.is_empty() {
+                Vec::new()
+            } else {
+                // Rows renumbered as the filter keeps them.
+                let mut new_row = Vec::with_capacity(keep.len());
+                let mut n = 0u32;
+                for k in keep.values().iter() {
+                    new_row.push(k.then_some(n));
+                    n += k as u32;
+                }
+                self.unchanged
+                    .iter()
+                    .filter_map(|&(r, c)| new_row[r as usize].map(|r| (r, c)))
+                    .collect()
+            },
         })
+    }
+
+    /// The columns of row `row` the source left unchanged (see `unchanged`).
+    pub fn unchanged_in(&self, row: usize) -> impl Iterator<Item = usize> + '_ {
+        let start = self.unchanged.partition_point(|&(r, _)| (r as usize) < row);
+        self.unchanged[start..]
+            .iter()
+            .take_while(move |&&(r, _)| r as usize == row)
+            .map(|&(_, c)| c as usize)
     }
 
     /// The position just after row `i` (where a resume continues).

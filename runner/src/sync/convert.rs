@@ -17,6 +17,17 @@ pub fn to_iceberg(
     batch: &RecordBatch,
     target: &SchemaRef,
 ) -> Result<RecordBatch, SyncError> {
+    let cols = to_iceberg_columns(table, batch, target)?;
+    Ok(RecordBatch::try_new(target.clone(), cols).map_err(|e| format!("table {table}: {e}"))?)
+}
+
+/// `to_iceberg`'s columns, before they are checked against the target schema
+/// (required columns may still hold NULLs to be filled).
+pub fn to_iceberg_columns(
+    table: &str,
+    batch: &RecordBatch,
+    target: &SchemaRef,
+) -> Result<Vec<ArrayRef>, SyncError> {
     let src = batch.schema();
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
     for f in target.fields() {
@@ -97,7 +108,7 @@ pub fn to_iceberg(
         };
         cols.push(out);
     }
-    Ok(RecordBatch::try_new(target.clone(), cols).map_err(|e| format!("table {table}: {e}"))?)
+    Ok(cols)
 }
 
 pub fn is_bit(batch: &RecordBatch, i: usize) -> bool {

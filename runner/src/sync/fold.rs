@@ -92,7 +92,7 @@ impl Pending {
 
     /// The bulk batches' rows entered into the maps, as inserts (before a change that
     /// may touch their keys is folded).
-    fn enter_bulk(&mut self, key: &[usize], keyed: bool) {
+    pub fn enter_bulk(&mut self, key: &[usize], keyed: bool) {
         let mut kb = Vec::new();
         for b in std::mem::take(&mut self.bulk) {
             for row in 0..self.batches[b as usize].num_rows() as u32 {

@@ -38,6 +38,9 @@ pub struct HeldBatch {
     /// Arrow IPC stream, base64.
     pub before: Option<String>,
     pub after: Option<String>,
+    /// Cells of `after` the source left unchanged (row, column).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<(u32, u32)>,
 }
 
 /// Where a Kafka message ends: `topic/partition` and the offset after it.
@@ -99,6 +102,7 @@ impl HeldBatch {
             txns: b.txns.as_ref().clone(),
             before: b.before.as_ref().map(ipc).transpose()?,
             after: b.after.as_ref().map(ipc).transpose()?,
+            unchanged: b.unchanged.clone(),
         })
     }
 
@@ -116,6 +120,7 @@ impl HeldBatch {
                 .map(|&(txn, ordinal, at)| RowPos { txn, ordinal, at })
                 .collect(),
             txns: Arc::new(self.txns.clone()),
+            unchanged: self.unchanged.clone(),
         })
     }
 

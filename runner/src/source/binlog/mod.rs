@@ -395,6 +395,7 @@ impl BinlogReader {
                 after,
                 positions,
                 txns: txns.clone(),
+                unchanged: Vec::new(),
             };
             if !self.send(SourceEvent::Rows(batch)).await {
                 return Ok(false);

@@ -635,6 +635,7 @@ impl Reader {
                 ordinal: 0,
                 ..position.clone()
             }]),
+            unchanged: Vec::new(),
         };
         self.delivered += 1;
         Ok(deliver(&self.tx, None, vec![batch], end, position).await)

@@ -972,14 +972,8 @@ struct Stream {
     /// Decoders of captured tables, rebuilt after DDL.
     tables: HashMap<(String, String), Arc<PgTable>>,
     rels: HashMap<u32, Rel>,
-    #[allow(clippy::type_complexity)]
-    open: Vec<(
-        Arc<PgTable>,
-        Op,
-        RowsBuilder,
-        Option<RowsBuilder>,
-        Vec<RowPos>,
-    )>,
+    /// Batches being filled, one per table and kind of change.
+    open: Vec<Open>,
     txns: Vec<Position>,
     txn: Option<Txn>,
     /// Resuming inside the transaction with this commit LSN: changes to skip.
@@ -1363,8 +1357,8 @@ impl Stream {
             pgoutput::Change::Update { .. } => Op::Update,
             pgoutput::Change::Delete { .. } => Op::Delete,
         };
-        let idx = match self.open.iter().position(|o| Arc::ptr_eq(&o.0, &t)) {
-            Some(i) if self.open[i].1 == op => i,
+        let idx = match self.open.iter().position(|o| Arc::ptr_eq(&o.table, &t)) {
+            Some(i) if self.open[i].op == op => i,
             Some(_) => {
                 if !self.flush().await? {
                     return Ok(false);
@@ -1395,39 +1389,46 @@ impl Stream {
         };
         let keyless = t.table.key.is_empty();
         let entry = &mut self.open[idx];
+        let row = entry.positions.len() as u32;
         let mut bytes = 0usize;
         match c {
             pgoutput::Change::Insert { new, .. } => {
-                bytes += fill(&mut entry.2, &t, &rel.map, &new, None).map_err(err)?;
+                bytes += fill(&mut entry.first, &t, &rel.map, &new, None, None).map_err(err)?;
             }
             pgoutput::Change::Delete { old, .. } => {
                 if keyless && old.0 != b'O' {
                     return Err(err(identity_hint()));
                 }
-                bytes += fill(&mut entry.2, &t, &rel.map, &old.1, None).map_err(err)?;
+                bytes += fill(&mut entry.first, &t, &rel.map, &old.1, None, None).map_err(err)?;
             }
             pgoutput::Change::Update { old, new, .. } => {
                 if keyless && !matches!(&old, Some((b'O', _))) {
                     return Err(err(identity_hint()));
                 }
                 let old_vals = old.as_ref().map(|o| o.1.as_slice());
-                // Without an old image the key did not change: the new row's key is it.
+                // Without an old image the key did not change: the new row's key is it
+                // (the old row's other values are not needed).
                 let before = old_vals.unwrap_or(&new);
-                bytes += fill(&mut entry.2, &t, &rel.map, before, None).map_err(err)?;
-                let after = entry.3.as_mut().expect("update builder");
+                bytes += fill(&mut entry.first, &t, &rel.map, before, None, None).map_err(err)?;
+                let after = entry.second.as_mut().expect("update builder");
+                let mut cells = Vec::new();
                 bytes += fill(
                     after,
                     &t,
                     &rel.map,
                     &new,
                     old_vals.filter(|_| matches!(&old, Some((b'O', _)))),
+                    Some(&mut cells),
                 )
                 .map_err(err)?;
+                entry
+                    .unchanged
+                    .extend(cells.into_iter().map(|c| (row, c as u32)));
             }
         }
         let txn = (self.txns.len() - 1) as u32;
         let tt = self.txn.as_ref().expect("in a transaction");
-        entry.4.push(RowPos {
+        entry.positions.push(RowPos {
             txn,
             ordinal: tt.ordinal as u32,
             at: tt.at,
@@ -1441,13 +1442,14 @@ impl Stream {
 
     fn open_builder(&mut self, t: &Arc<PgTable>, op: Op) -> usize {
         let second = (op == Op::Update).then(|| RowsBuilder::new(t.table.clone()));
-        self.open.push((
-            t.clone(),
+        self.open.push(Open {
+            table: t.clone(),
             op,
-            RowsBuilder::new(t.table.clone()),
+            first: RowsBuilder::new(t.table.clone()),
             second,
-            Vec::new(),
-        ));
+            positions: Vec::new(),
+            unchanged: Vec::new(),
+        });
         self.open.len() - 1
     }
 
@@ -1460,7 +1462,15 @@ impl Stream {
         if let Some(t) = &self.txn {
             self.txns.push(lsn_position(t.commit, 0));
         }
-        for (t, op, mut a, b, positions) in open {
+        for Open {
+            table: t,
+            op,
+            first: mut a,
+            second: b,
+            positions,
+            unchanged,
+        } in open
+        {
             if positions.is_empty() {
                 continue;
             }
@@ -1478,6 +1488,7 @@ impl Stream {
                 after,
                 positions,
                 txns: txns.clone(),
+                unchanged,
             };
             if !self.send(SourceEvent::Rows(batch)).await {
                 return Ok(false);
@@ -1656,31 +1667,58 @@ fn type_text(oid: u32, typmod: i32) -> String {
     }
 }
 
-/// Append one tuple's values to `b` in the table's column order. `old`: the old
-/// row (REPLICA IDENTITY FULL) whose values stand in for unchanged TOAST values.
+/// Rows of one table and one kind of change being collected.
+struct Open {
+    table: Arc<PgTable>,
+    op: Op,
+    /// Inserts: the rows; deletes and updates: the old rows.
+    first: RowsBuilder,
+    /// Updates: the new rows.
+    second: Option<RowsBuilder>,
+    positions: Vec<RowPos>,
+    /// Updates: (row, column) of new rows' unchanged TOAST values not filled from an
+    /// old row.
+    unchanged: Vec<(u32, u32)>,
+}
+
+/// Append one tuple's values to `b` in the table's column order. An unchanged
+/// TOAST value is taken from `old` (the old row, REPLICA IDENTITY FULL) when it has
+/// it; otherwise it is NULL in `b`, its column noted in `unchanged` (new rows: the
+/// sink keeps the previous value) or, for an old row's non-key column, not needed.
 fn fill(
     b: &mut RowsBuilder,
     t: &PgTable,
     map: &[Option<usize>],
     vals: &[pgoutput::Value<'_>],
     old: Option<&[pgoutput::Value<'_>]>,
+    mut unchanged: Option<&mut Vec<usize>>,
 ) -> Result<usize, String> {
     let mut bytes = 0;
     for (j, m) in map.iter().enumerate() {
         let col = &mut b.cols[j];
         let v = m.and_then(|i| vals.get(i));
-        let v = match v {
-            Some(pgoutput::Value::Unchanged) => match old.and_then(|o| o.get(m.expect("mapped"))) {
-                Some(o @ pgoutput::Value::Text(_)) => Some(o),
-                _ => {
-                    return Err(format!(
-                        "column {}: an unchanged TOAST value and no old row to take it from: ALTER TABLE {} REPLICA IDENTITY FULL makes updates carry it",
-                        t.table.columns[j].name, t.table.name
-                    ))
+        let v =
+            match v {
+                Some(pgoutput::Value::Unchanged) => {
+                    match old.and_then(|o| o.get(m.expect("mapped"))) {
+                    Some(o @ pgoutput::Value::Text(_)) => Some(o),
+                    _ if t.table.key.contains(&j) => {
+                        return Err(format!(
+                            "key column {}: an unchanged TOAST value and no old row to take it from: ALTER TABLE {} REPLICA IDENTITY FULL makes updates carry it",
+                            t.table.columns[j].name, t.table.name
+                        ))
+                    }
+                    _ => {
+                        if let Some(u) = unchanged.as_deref_mut() {
+                            u.push(j);
+                        }
+                        col.append_null();
+                        continue;
+                    }
                 }
-            },
-            other => other,
-        };
+                }
+                other => other,
+            };
         match v {
             None | Some(pgoutput::Value::Null) => col.append_null(),
             Some(pgoutput::Value::Text(s)) => {

@@ -54,12 +54,22 @@ impl Engine {
         if !keep.iter().any(|k| *k) {
             return Ok(());
         }
+        let arrow = s.arrow.clone();
         let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, SyncError> {
             x.as_ref()
-                .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, &s.arrow))
+                .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, &arrow))
                 .transpose()
         };
-        let (before, after) = (conv(&b.before)?, conv(&b.after)?);
+        let before = conv(&b.before)?;
+        let after = match (&b.after, &before) {
+            (Some(a), Some(old)) if !b.unchanged.is_empty() => {
+                let a = rename_batch(a, &routed)?;
+                let cols = crate::sync::convert::to_iceberg_columns(&name, &a, &arrow)?;
+                Some(self.keep_unchanged(&key, &b, &a, old, cols, &keep).await?)
+            }
+            _ => conv(&b.after)?,
+        };
+        let s = self.sink(&table, &first).await?;
         let last = b.position_after(b.num_rows() - 1);
         let had = s.pending.bytes;
         if s.changelog {
@@ -99,6 +109,170 @@ impl Engine {
             self.flush_table(&k).await?;
         }
         Ok(())
+    }
+
+    /// Values an update left unchanged and the source did not send (`RowBatch::
+    /// unchanged`): each such cell of the new rows (`cols`, Iceberg types, from the
+    /// renamed source rows `src`) takes the row's previous value: from an earlier row
+    /// of this batch, from this checkpoint's pending row of its old key, or else from
+    /// the committed table, located by the row index and read from its data file.
+    async fn keep_unchanged(
+        &mut self,
+        key: &(String, String),
+        b: &crate::source::RowBatch,
+        src: &RecordBatch,
+        before: &RecordBatch,
+        mut cols: Vec<arrow_array::ArrayRef>,
+        keep: &[bool],
+    ) -> Result<RecordBatch, SyncError> {
+        use crate::iceberg::locate;
+        enum From {
+            Row(usize),
+            Pending(u32, u32),
+            Committed(usize),
+        }
+        let name = format!("{}.{}", b.table.db, b.table.name);
+        let s = self.sinks.get_mut(key).expect("the sink is open");
+        if s.changelog {
+            return Err(format!(
+                "{name}: an update left values unchanged without sending them (PostgreSQL TOAST); a changelog table needs them: ALTER TABLE {} REPLICA IDENTITY FULL",
+                b.table.name
+            )
+            .into());
+        }
+        let target = s.arrow.clone();
+        let tcol = |c: usize| -> Option<usize> {
+            let n = src.schema().field(c).name().clone();
+            let f = target.fields();
+            f.iter()
+                .position(|f| *f.name() == n)
+                .or_else(|| f.iter().position(|f| f.name().eq_ignore_ascii_case(&n)))
+        };
+        if !s.pending.bulk.is_empty() {
+            s.pending.enter_bulk(&s.key, s.keyed);
+        }
+        let loose = Arc::new(arrow_schema::Schema::new(
+            target
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_nullable(true))
+                .collect::<Vec<_>>(),
+        ));
+        let after = RecordBatch::try_new(loose, cols.clone()).map_err(|e| e.to_string())?;
+        let mut from: HashMap<usize, From> = HashMap::new();
+        let mut local: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut committed: Vec<u128> = Vec::new();
+        let mut kb = Vec::new();
+        let mut targets: BTreeSet<usize> = BTreeSet::new();
+        for (r, k) in keep.iter().enumerate() {
+            if !k {
+                continue;
+            }
+            let mut any = false;
+            for c in b.unchanged_in(r) {
+                targets.insert(tcol(c).ok_or_else(|| {
+                    format!(
+                        "{name}: column {} is not in the table",
+                        src.schema().field(c).name()
+                    )
+                })?);
+                any = true;
+            }
+            if any {
+                key_bytes(before, &s.key, r, &mut kb);
+                let f = if let Some(&i) = local.get(&kb) {
+                    From::Row(i)
+                } else {
+                    match s.pending.live.get(&kb) {
+                        Some(Some((pb, pr))) => From::Pending(*pb, *pr),
+                        Some(None) => {
+                            return Err(format!(
+                                "{name}: at {}: an update of a row deleted before it left values unchanged",
+                                b.position_after(r)
+                            )
+                            .into())
+                        }
+                        None if s.pending.replace => {
+                            return Err(format!(
+                                "{name}: at {}: an update left values unchanged of a row the table does not hold",
+                                b.position_after(r)
+                            )
+                            .into())
+                        }
+                        None => {
+                            committed.push(twox_hash::XxHash3_128::oneshot(&kb));
+                            From::Committed(committed.len() - 1)
+                        }
+                    }
+                };
+                from.insert(r, f);
+            }
+            key_bytes(&after, &s.key, r, &mut kb);
+            local.insert(kb.clone(), r);
+        }
+        tracing::debug!(
+            "{name}: {} updated rows kept unchanged values ({} from the committed table)",
+            from.len(),
+            committed.len()
+        );
+        // The committed rows' values, read from their data files.
+        let mut fetched: Vec<arrow_array::ArrayRef> = Vec::new();
+        let targets: Vec<usize> = targets.into_iter().collect();
+        if !committed.is_empty() {
+            self.ensure_index(key).await?;
+            let s = &self.sinks[key];
+            let ix = s.index.as_ref().expect("index ensured");
+            let locs = committed
+                .iter()
+                .map(|h| {
+                    ix.nth(*h, 0).ok_or_else(|| {
+                        format!(
+                            "{name}: an update left values unchanged of a row the table does not hold"
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            fetched = locate::fetch(&self.catalog.file_io, &s.table, ix, &locs, &targets)
+                .await
+                .map_err(|e| {
+                    format!("{name}: reading the unchanged values of updated rows: {e}")
+                })?;
+        }
+        let s = &self.sinks[key];
+        for (k, &t) in targets.iter().enumerate() {
+            // Arrays: the new rows, the pending batches referred to, the fetched values.
+            let mut arrays: Vec<arrow_array::ArrayRef> = vec![cols[t].clone()];
+            let mut slot: HashMap<u32, usize> = HashMap::new();
+            let committed_slot = fetched.get(k).map(|a| {
+                arrays.push(a.clone());
+                arrays.len() - 1
+            });
+            let mut idx: Vec<(usize, usize)> = (0..cols[t].len()).map(|r| (0, r)).collect();
+            for (r, f) in from
+                .iter()
+                .map(|(r, f)| (*r, f))
+                .collect::<BTreeMap<_, _>>()
+            {
+                if !b.unchanged_in(r).any(|c| tcol(c) == Some(t)) {
+                    continue;
+                }
+                idx[r] = match f {
+                    From::Row(i) => idx[*i],
+                    From::Pending(pb, pr) => {
+                        let a = *slot.entry(*pb).or_insert_with(|| {
+                            arrays.push(s.pending.batches[*pb as usize].column(t).clone());
+                            arrays.len() - 1
+                        });
+                        (a, *pr as usize)
+                    }
+                    From::Committed(j) => (committed_slot.expect("fetched"), *j),
+                };
+            }
+            let refs: Vec<&dyn arrow_array::Array> = arrays.iter().map(|a| a.as_ref()).collect();
+            cols[t] = arrow_select::interleave::interleave(&refs, &idx)
+                .map_err(|e| format!("{name}: {e}"))?;
+        }
+        Ok(RecordBatch::try_new(target, cols).map_err(|e| format!("table {name}: {e}"))?)
     }
 
     /// Kafka: a message's rows apply unless its table holds its offset already; a

@@ -38,7 +38,6 @@ impl Engine {
     /// schema, when the pending changes delete committed rows (built from the table
     /// when missing or stale); an empty one when the commit replaces every row.
     async fn prepare_index(&mut self, key: &(String, String)) -> Result<(), SyncError> {
-        let io = self.catalog.file_io.clone();
         let Some(sink) = self.sinks.get_mut(key) else {
             return Ok(());
         };
@@ -55,6 +54,23 @@ impl Engine {
             return Ok(());
         }
         if sink.index.is_none() && !sink.pending.deletes.is_empty() {
+            self.ensure_index(key).await?;
+        }
+        Ok(())
+    }
+
+    /// The table's row index for its current snapshot and schema: kept, read from
+    /// the state folder, or built from the table.
+    pub(super) async fn ensure_index(&mut self, key: &(String, String)) -> Result<(), SyncError> {
+        let io = self.catalog.file_io.clone();
+        let Some(sink) = self.sinks.get_mut(key) else {
+            return Ok(());
+        };
+        let now = locate::table_at(&sink.table);
+        if sink.index.as_ref().is_some_and(|ix| ix.at != now) {
+            sink.index = None;
+        }
+        if sink.index.is_none() {
             let t0 = Instant::now();
             let name = display(&sink.ident);
             let err = |e: crate::iceberg::Error| format!("locating the rows of {name}: {e}");

@@ -246,8 +246,14 @@ impl crate::sync::pipeline::Sink for RdbEngine {
             before.ordinal = before.ordinal.saturating_sub(1);
             self.checkpoint(Some(before), None).await?;
         }
-        self.fold_rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
-            .await
+        self.fold_rows(
+            &b.table,
+            b.op,
+            b.before.as_ref(),
+            b.after.as_ref(),
+            &b.unchanged,
+        )
+        .await
     }
 
     async fn message(&mut self, m: crate::source::Message) -> Result<(), SyncError> {
@@ -270,8 +276,14 @@ impl crate::sync::pipeline::Sink for RdbEngine {
             let Some(b) = self.checked(b).await? else {
                 continue;
             };
-            self.fold_rows(&b.table, b.op, b.before.as_ref(), b.after.as_ref())
-                .await?;
+            self.fold_rows(
+                &b.table,
+                b.op,
+                b.before.as_ref(),
+                b.after.as_ref(),
+                &b.unchanged,
+            )
+            .await?;
         }
         self.offsets.insert(key, m.next);
         Ok(())
@@ -295,7 +307,9 @@ impl crate::sync::pipeline::Sink for RdbEngine {
     ) -> Result<(), SyncError> {
         let rows = self.checked_snapshot(table, rows, at).await?;
         if rows.num_rows() > 0 {
-            Ok(self.fold_rows(table, Op::Insert, None, Some(&rows)).await?)
+            Ok(self
+                .fold_rows(table, Op::Insert, None, Some(&rows), &[])
+                .await?)
         } else {
             self.table_for(table).await?;
             Ok(())

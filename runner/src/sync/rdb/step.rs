@@ -16,7 +16,7 @@ use std::io::Write as _;
 
 /// A helper column's or alias's name (`"lakeshift.<base>"`), unlike every one of
 /// `cols` (quoted as the target writes them): a table may have a column of that name.
-fn aux(cols: &[&str], base: &str) -> String {
+pub(super) fn aux(cols: &[&str], base: &str) -> String {
     let mut n = format!("\"lakeshift.{base}\"");
     let mut i = 1;
     while cols.contains(&n.as_str()) {

@@ -254,6 +254,51 @@ impl Target {
         }
     }
 
+    /// MySQL: rows of a prepared statement with parameters `params`, every value as
+    /// the bytes the server sends (NULL as None).
+    pub async fn select(
+        &mut self,
+        sql: &str,
+        params: &super::render::Row,
+    ) -> Result<Vec<Vec<Option<Vec<u8>>>>, TargetError> {
+        use super::render::Val;
+        let Target::My(c) = self else {
+            return Err(TargetError {
+                message: "a prepared SELECT is for MySQL targets".into(),
+                connection: false,
+                code: None,
+            });
+        };
+        let values: Vec<mysql_async::Value> = params
+            .vals()
+            .map(|p| match p {
+                Val::Null | Val::Default => mysql_async::Value::NULL,
+                Val::Int(v) => mysql_async::Value::Int(v),
+                Val::UInt(v) => mysql_async::Value::UInt(v),
+                Val::Float(v) => mysql_async::Value::Double(v),
+                Val::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
+                Val::Bytes(b) => mysql_async::Value::Bytes(b.to_vec()),
+            })
+            .collect();
+        let rows: Vec<mysql_async::Row> = c
+            .exec(sql, mysql_async::Params::Positional(values))
+            .await
+            .map_err(my_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                r.unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        mysql_async::Value::NULL => None,
+                        mysql_async::Value::Bytes(b) => Some(b),
+                        v => Some(v.as_sql(true).trim_matches('\'').as_bytes().to_vec()),
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
     /// Rows of a query, every value as text (NULL as None).
     pub async fn query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, TargetError> {
         match self {

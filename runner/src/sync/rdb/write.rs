@@ -4,6 +4,17 @@
 use super::*;
 use crate::sync::error::SyncError;
 use crate::sync::rowcheck;
+use render::Val;
+
+/// Hex digits (as MySQL's HEX() writes them) as bytes.
+fn hex_decode(h: &[u8]) -> Option<Vec<u8>> {
+    if !h.len().is_multiple_of(2) {
+        return None;
+    }
+    h.chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+        .collect()
+}
 
 /// What one pending change costs besides its texts (see `fold_rows`).
 const ENTRY_BYTES: usize = 112;
@@ -29,6 +40,7 @@ impl RdbEngine {
         op: Op,
         before: Option<&RecordBatch>,
         after: Option<&RecordBatch>,
+        unchanged: &[(u32, u32)],
     ) -> Result<(), SyncError> {
         let (k, routed) = self.table_for(table).await?;
         let d = self.dialect;
@@ -89,6 +101,40 @@ impl RdbEngine {
                 }
             }
         }
+        if !unchanged.is_empty() {
+            // Binary target columns (MySQL reads their previous values as hex).
+            let binary: Vec<bool> = all
+                .iter()
+                .map(|(b, _)| {
+                    b.is_some_and(|b| {
+                        matches!(
+                            any.schema().field(b).data_type(),
+                            arrow_schema::DataType::Binary
+                                | arrow_schema::DataType::LargeBinary
+                                | arrow_schema::DataType::FixedSizeBinary(_)
+                        )
+                    })
+                })
+                .collect();
+            // Unchanged source column -> target column.
+            let cells: Vec<(usize, usize)> = unchanged
+                .iter()
+                .filter_map(|&(r, c)| {
+                    all.iter()
+                        .position(|(b, _)| *b == Some(c as usize))
+                        .map(|j| (r as usize, j))
+                })
+                .collect();
+            if !keyed || op != Op::Update {
+                return Err(format!(
+                    "{}: an update left values unchanged without sending them (PostgreSQL TOAST) in a table without a key: ALTER TABLE {} REPLICA IDENTITY FULL",
+                    show(&k),
+                    table.name
+                )
+                .into());
+            }
+            self.keep_unchanged(&k, &mut out, &cells, &binary).await?;
+        }
         let p = self.pending.entry(k).or_default();
         for (is_keyed, kt, row, deleted) in out {
             self.seq += 1;
@@ -110,6 +156,214 @@ impl RdbEngine {
         }
         self.rows += n as u64;
         Ok(())
+    }
+
+    /// Updates that left values unchanged without sending them: each such cell
+    /// (`cells`: source row, target column) of the new rows in `out` (an update's
+    /// old key at `2 * row`, its new row at `2 * row + 1`) takes the row's previous
+    /// value: from an earlier row of the batch, from this checkpoint's pending row of
+    /// its old key, or else from the target, which holds the committed row.
+    async fn keep_unchanged(
+        &mut self,
+        k: &(String, String),
+        out: &mut [(bool, Option<Row>, Option<Row>, bool)],
+        cells: &[(usize, usize)],
+        binary: &[bool],
+    ) -> Result<(), SyncError> {
+        enum From {
+            Row(usize),
+            Pending(Row),
+            Target(usize),
+        }
+        let mut by_row: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for &(r, j) in cells {
+            by_row.entry(r).or_default().push(j);
+        }
+        let p = self.pending.entry(k.clone()).or_default();
+        let mut local: HashMap<&Row, usize> = HashMap::new();
+        let mut from: BTreeMap<usize, From> = BTreeMap::new();
+        let mut ask: Vec<Row> = Vec::new();
+        let n = out.len() / 2;
+        for r in 0..n {
+            let old = out[2 * r].1.as_ref().expect("an update's old key");
+            if by_row.contains_key(&r) {
+                let f = if let Some(&i) = local.get(old) {
+                    From::Row(i)
+                } else {
+                    match p.keyed.get(old) {
+                        Some(KeyChange { row: Some(row), .. }) => From::Pending(row.clone()),
+                        Some(_) => {
+                            return Err(format!(
+                                "{}: an update of a row deleted before it left values unchanged",
+                                show(k)
+                            )
+                            .into())
+                        }
+                        None if p.replace => return Err(format!(
+                            "{}: an update left values unchanged of a row the target does not hold",
+                            show(k)
+                        )
+                        .into()),
+                        None => {
+                            ask.push(old.clone());
+                            From::Target(ask.len() - 1)
+                        }
+                    }
+                };
+                from.insert(r, f);
+            }
+            local.insert(out[2 * r + 1].1.as_ref().expect("the new key"), r);
+        }
+        tracing::debug!(
+            "{}: {} updated rows kept unchanged values ({} read from the target)",
+            show(k),
+            from.len(),
+            ask.len()
+        );
+        let asked = if ask.is_empty() {
+            Vec::new()
+        } else {
+            self.previous_rows(k, &ask, binary).await?
+        };
+        for (r, f) in from {
+            let prev = |j: usize| -> Row {
+                let src: Option<&Row> = match &f {
+                    From::Row(i) => out[2 * i + 1].2.as_ref(),
+                    From::Pending(row) => Some(row),
+                    From::Target(i) => Some(&asked[*i]),
+                };
+                Row::of(src.and_then(|s| s.vals().nth(j)))
+            };
+            let keep = &by_row[&r];
+            let row = out[2 * r + 1].2.as_ref().expect("new row");
+            let mut b = render::RowBuf::default();
+            for (j, v) in row.vals().enumerate() {
+                if keep.contains(&j) {
+                    let one = prev(j);
+                    b.extend(&one);
+                } else {
+                    b.push(v);
+                }
+            }
+            out[2 * r + 1].2 = Some(b.finish());
+        }
+        Ok(())
+    }
+
+    /// The rows the target holds under keys `keys` (every column; values as the
+    /// target takes them), in `keys` order; an error if one is missing.
+    async fn previous_rows(
+        &mut self,
+        k: &(String, String),
+        keys: &[Row],
+        binary: &[bool],
+    ) -> Result<Vec<Row>, SyncError> {
+        let tt = self.ttable(k)?;
+        let (name, cols, key) = (tt.sql_name.clone(), tt.cols.clone(), tt.key.clone());
+        let missing = || -> SyncError {
+            format!(
+                "{}: an update left values unchanged of a row the target does not hold",
+                show(k)
+            )
+            .into()
+        };
+        let ids: Vec<&str> = cols.iter().map(|c| c.ident.as_str()).collect();
+        let mut rows: Vec<Option<Row>> = vec![None; keys.len()];
+        let err = |e: super::target::TargetError| -> SyncError {
+            format!(
+                "{}: reading the previous values of updated rows: {}",
+                show(k),
+                e.message
+            )
+            .into()
+        };
+        match self.dialect {
+            Dialect::Postgres => {
+                // The keys loaded into a temporary table, joined: values never become SQL.
+                let stage = step::aux(&ids, "previous");
+                let ord = step::aux(&ids, "ord");
+                let key_cols: Vec<&str> = key.iter().map(|i| ids[*i]).collect();
+                self.target
+                    .exec(&format!(
+                        "DROP TABLE IF EXISTS pg_temp.{stage}; CREATE TEMP TABLE {stage} AS SELECT {}, 0::bigint AS {ord} FROM {name} WITH NO DATA",
+                        key_cols.join(", ")
+                    ))
+                    .await
+                    .map_err(err)?;
+                self.target
+                    .run(&Step::Copy {
+                        copy: format!("COPY {stage} ({}, {ord}) FROM STDIN", key_cols.join(", ")),
+                        rows: keys.to_vec(),
+                    })
+                    .await
+                    .map_err(err)?;
+                let on: Vec<String> = key_cols.iter().map(|c| format!("t.{c} = s.{c}")).collect();
+                let sel: Vec<String> = ids.iter().map(|c| format!("t.{c}::text")).collect();
+                let got = self
+                    .target
+                    .query(&format!(
+                        "SELECT s.{ord}::text, {} FROM {stage} s JOIN {name} t ON {}",
+                        sel.join(", "),
+                        on.join(" AND ")
+                    ))
+                    .await
+                    .map_err(err)?;
+                self.target
+                    .exec(&format!("DROP TABLE pg_temp.{stage}"))
+                    .await
+                    .map_err(err)?;
+                for g in got {
+                    let i: usize = g[0]
+                        .as_deref()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(missing)?;
+                    rows[i] = Some(Row::of(g[1..].iter().map(|v| match v {
+                        None => Val::Null,
+                        Some(s) => Val::Text(s),
+                    })));
+                }
+            }
+            _ => {
+                let sel: Vec<String> = ids
+                    .iter()
+                    .zip(binary)
+                    .map(|(c, b)| {
+                        if *b {
+                            format!("HEX({c})")
+                        } else {
+                            c.to_string()
+                        }
+                    })
+                    .collect();
+                let wh: Vec<String> = key.iter().map(|i| format!("{} = ?", ids[*i])).collect();
+                let sql = format!(
+                    "SELECT {} FROM {name} WHERE {}",
+                    sel.join(", "),
+                    wh.join(" AND ")
+                );
+                for (i, kt) in keys.iter().enumerate() {
+                    let got = self.target.select(&sql, kt).await.map_err(err)?;
+                    let Some(g) = got.into_iter().next() else {
+                        return Err(missing());
+                    };
+                    let mut b = render::RowBuf::default();
+                    for (v, bin) in g.iter().zip(binary) {
+                        match v {
+                            None => b.push(Val::Null),
+                            Some(x) if *bin => {
+                                let bytes = hex_decode(x).ok_or_else(missing)?;
+                                b.push(Val::Bytes(&bytes));
+                            }
+                            Some(x) => b.push(Val::Text(
+                                std::str::from_utf8(x).map_err(|e| e.to_string())?,
+                            )),
+                        }
+                    }
+                    rows[i] = Some(b.finish());
+                }
+            }
+        }
+        rows.into_iter().map(|r| r.ok_or_else(missing)).collect()
     }
 
     /// The steps that apply a table's pending changes, in four groups: staging
