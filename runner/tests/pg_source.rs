@@ -1175,3 +1175,82 @@ async fn unchanged_toast_values_keep_their_previous_values_in_every_target() {
     .await;
     lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
 }
+
+/// Values with no Arrow form (numeric NaN and Infinity, infinite dates and
+/// timestamps), in the snapshot and in the stream: by default the job stops naming
+/// table, column, position and the policy; with `row-error-policy: skip` those rows
+/// go to the dead-letter file and every other row arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_without_an_arrow_form_follow_the_row_error_policy() {
+    let (server, pg, tmp, job) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.m (id int PRIMARY KEY, x numeric(10,2), d date, t timestamptz, y numeric);
+         INSERT INTO shop.m VALUES (1, 1.50, '2024-01-02', '2024-01-02 03:04:05+00', 1),
+             (2, 'NaN', '2024-01-02', NULL, NULL), (3, 3, NULL, NULL, NULL);",
+    )
+    .await;
+    let dir = tmp.path();
+    let out = spawn(&job, true).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("shop.m")
+            && err.contains("column x")
+            && err.contains("row-error-policy: skip"),
+        "{err}"
+    );
+    let job = job_with(dir, server.port, "  row-error-policy: skip\n");
+    finish(spawn(&job, true));
+    pg.batch_execute(
+        "INSERT INTO shop.m VALUES (4, 4, 'infinity', NULL, NULL), (5, 5, NULL, '-infinity', NULL), (6, 6, NULL, NULL, '-Infinity'), (7, 7, '2000-02-29', NULL, 7);
+         UPDATE shop.m SET x = 'NaN' WHERE id = 3;
+         UPDATE shop.m SET x = 1.25 WHERE id = 1;",
+    )
+    .await
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    let got = lake(dir, "m").await.unwrap_or_default();
+    let ids: Vec<(String, Option<String>)> = got
+        .iter()
+        .map(|r| (r[0].clone().unwrap(), r[1].clone()))
+        .collect();
+    // Row 3's update was left out: the lake keeps its earlier value.
+    assert_eq!(
+        ids,
+        vec![
+            ("1".to_owned(), Some("1.25".to_owned())),
+            ("3".to_owned(), Some("3.00".to_owned())),
+            ("7".to_owned(), Some("7.00".to_owned())),
+        ],
+        "{log}"
+    );
+    let dead = std::fs::read_to_string(dir.join("state").join("dead-letter.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = dead
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reasons: Vec<(String, String)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["row"]["id"].as_str().unwrap().to_owned(),
+                r["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want = [
+        ("2", "column x"),
+        ("4", "column d"),
+        ("5", "column t"),
+        ("6", "column y"),
+        ("3", "column x"),
+    ];
+    for (id, col) in want {
+        assert!(
+            reasons.iter().any(|(i, r)| i == id && r.starts_with(col)),
+            "row {id} ({col}) not dead-lettered: {reasons:?}"
+        );
+    }
+    assert_eq!(records[0]["op"], "snapshot", "{records:?}");
+    assert_eq!(records[0]["row"]["x"], "NaN", "{records:?}");
+}

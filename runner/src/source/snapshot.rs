@@ -356,8 +356,26 @@ impl Chunks<'_> {
     /// Send what `b` holds, the cursor after the last key `after` (keyed tables).
     /// False: the receiver is gone.
     pub async fn send(&mut self, b: &mut RowsBuilder, after: Option<Vec<KeyValue>>) -> bool {
-        self.done += b.rows as u64;
-        let rows = b.finish();
+        self.send_without(b, after, &mut Vec::new()).await
+    }
+
+    /// `send`, leaving out the rows `drop` names (emptied).
+    pub async fn send_without(
+        &mut self,
+        b: &mut RowsBuilder,
+        after: Option<Vec<KeyValue>>,
+        drop: &mut Vec<u32>,
+    ) -> bool {
+        let mut rows = b.finish();
+        if !drop.is_empty() {
+            let keep: arrow_array::BooleanArray = (0..rows.num_rows() as u32)
+                .map(|r| Some(!drop.contains(&r)))
+                .collect();
+            rows = arrow_select::filter::filter_record_batch(&rows, &keep)
+                .expect("a mask of the batch's length");
+            drop.clear();
+        }
+        self.done += rows.num_rows() as u64;
         let cursor = after.map(|after| Cursor {
             db: self.table.db.clone(),
             table: self.table.name.clone(),

@@ -597,7 +597,12 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             .into());
         }
     }
-    if pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Skip {
+    if pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Skip
+        || (pipeline.row_error_policy == super::rowcheck::RowErrorPolicy::Park
+            && source.postgres().is_some())
+    {
+        // (PostgreSQL: a row the source cannot decode, a numeric NaN say, is
+        // dead-lettered under `park` too; its table is not parked.)
         source.bad_messages_to = Some(pipeline.dead_letter_file());
     }
     Ok(SyncJob {

@@ -728,6 +728,8 @@ async fn read_table(
         let mut scratch: Vec<u8> = Vec::new();
         // The last row's text (keyed tables): the chunk's cursor is read from it.
         let mut last_line: Vec<u8> = Vec::new();
+        // Rows of `b` with a value that has no Arrow form, dead-lettered.
+        let mut dropped: Vec<u32> = Vec::new();
         let bad = |e: String| {
             SourceError::Decode(format!("snapshot of {}.{}: {e}", table.db, table.name))
         };
@@ -748,12 +750,39 @@ async fn read_table(
             }
             for (from, to) in full {
                 let line = &buf[from..to];
-                append_line(line, t, &mut b, &mut scratch).map_err(bad)?;
+                if let Some(reason) = append_line(line, t, &mut b, &mut scratch).map_err(bad)? {
+                    let what = format!("snapshot of {}.{} at {at}: {reason}", table.db, table.name);
+                    let mut fields = Vec::new();
+                    copy_fields(line, &mut fields).map_err(bad)?;
+                    let row: serde_json::Map<String, serde_json::Value> = table
+                        .columns
+                        .iter()
+                        .zip(fields)
+                        .map(|(c, v)| {
+                            (
+                                c.name.clone(),
+                                v.map_or(serde_json::Value::Null, serde_json::Value::String),
+                            )
+                        })
+                        .collect();
+                    let record = serde_json::json!({
+                        "kind": "row",
+                        "table": format!("{}.{}", table.db, table.name),
+                        "op": "snapshot",
+                        "position": at.to_string(),
+                        "reason": reason,
+                        "row": row,
+                    });
+                    dead_letter(src, &what, record)?;
+                    dropped.push((b.rows - 1) as u32);
+                }
                 in_chunk += 1;
                 if !key.is_empty() {
                     last_line.clear();
                     last_line.extend_from_slice(line);
-                } else if b.rows as u64 >= chunk && !out.send(&mut b, None).await {
+                } else if b.rows as u64 >= chunk
+                    && !out.send_without(&mut b, None, &mut dropped).await
+                {
                     return Ok(None);
                 }
             }
@@ -777,7 +806,11 @@ async fn read_table(
                     .collect(),
             )
         };
-        if (b.rows > 0 || out.done == 0) && !out.send(&mut b, last_row.clone()).await {
+        if (b.rows > 0 || out.done == 0)
+            && !out
+                .send_without(&mut b, last_row.clone(), &mut dropped)
+                .await
+        {
             return Ok(None);
         }
         if key.is_empty() || in_chunk < chunk {
@@ -788,13 +821,15 @@ async fn read_table(
 }
 
 /// One line of COPY's text format appended to `b`, field by field, without a
-/// string per value (`scratch` holds a field that has escapes).
+/// string per value (`scratch` holds a field that has escapes). A value without an
+/// Arrow form is NULL in `b` and the reason returned (the caller leaves the row out).
 fn append_line(
     line: &[u8],
     t: &PgTable,
     b: &mut RowsBuilder,
     scratch: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
+    let mut bad = None;
     let n = t.table.columns.len();
     let mut i = 0;
     for f in line.split(|&c| c == b'\t') {
@@ -812,8 +847,10 @@ fn append_line(
                 std::str::from_utf8(f)
             }
             .map_err(|e| format!("column {}: not UTF-8: {e}", t.table.columns[i].name))?;
-            values::append(col, t.forms[i], text)
-                .map_err(|e| format!("column {}: {e}", t.table.columns[i].name))?;
+            if let Err(e) = values::append(col, t.forms[i], text) {
+                bad.get_or_insert_with(|| format!("column {}: {e}", t.table.columns[i].name));
+                col.append_null();
+            }
         }
         i += 1;
     }
@@ -821,7 +858,7 @@ fn append_line(
         return Err(format!("{i} values in a row of {n} columns"));
     }
     b.rows += 1;
-    Ok(())
+    Ok(bad)
 }
 
 /// A COPY text field's backslash escapes undone into `out`.
@@ -1391,34 +1428,39 @@ impl Stream {
         let entry = &mut self.open[idx];
         let row = entry.positions.len() as u32;
         let mut bytes = 0usize;
-        match c {
+        let mut bad = None;
+        match &c {
             pgoutput::Change::Insert { new, .. } => {
-                bytes += fill(&mut entry.first, &t, &rel.map, &new, None, None).map_err(err)?;
+                bytes +=
+                    fill(&mut entry.first, &t, &rel.map, new, None, None, &mut bad).map_err(err)?;
             }
             pgoutput::Change::Delete { old, .. } => {
                 if keyless && old.0 != b'O' {
                     return Err(err(identity_hint()));
                 }
-                bytes += fill(&mut entry.first, &t, &rel.map, &old.1, None, None).map_err(err)?;
+                bytes += fill(&mut entry.first, &t, &rel.map, &old.1, None, None, &mut bad)
+                    .map_err(err)?;
             }
             pgoutput::Change::Update { old, new, .. } => {
-                if keyless && !matches!(&old, Some((b'O', _))) {
+                if keyless && !matches!(old, Some((b'O', _))) {
                     return Err(err(identity_hint()));
                 }
                 let old_vals = old.as_ref().map(|o| o.1.as_slice());
                 // Without an old image the key did not change: the new row's key is it
                 // (the old row's other values are not needed).
-                let before = old_vals.unwrap_or(&new);
-                bytes += fill(&mut entry.first, &t, &rel.map, before, None, None).map_err(err)?;
+                let before = old_vals.unwrap_or(new);
+                bytes += fill(&mut entry.first, &t, &rel.map, before, None, None, &mut bad)
+                    .map_err(err)?;
                 let after = entry.second.as_mut().expect("update builder");
                 let mut cells = Vec::new();
                 bytes += fill(
                     after,
                     &t,
                     &rel.map,
-                    &new,
-                    old_vals.filter(|_| matches!(&old, Some((b'O', _)))),
+                    new,
+                    old_vals.filter(|_| matches!(old, Some((b'O', _)))),
                     Some(&mut cells),
+                    &mut bad,
                 )
                 .map_err(err)?;
                 entry
@@ -1426,6 +1468,29 @@ impl Stream {
                     .extend(cells.into_iter().map(|c| (row, c as u32)));
             }
         }
+        if let Some(reason) = bad {
+            entry.bad.push(row);
+            let vals = match &c {
+                pgoutput::Change::Insert { new, .. } | pgoutput::Change::Update { new, .. } => new,
+                pgoutput::Change::Delete { old, .. } => &old.1,
+            };
+            let record = serde_json::json!({
+                "kind": "row",
+                "table": format!("{}.{}", t.table.db, t.table.name),
+                "op": format!("{op:?}").to_lowercase(),
+                "position": lsn_position(commit, ordinal).to_string(),
+                "reason": reason,
+                "row": row_json(&t, &rel.map, vals),
+            });
+            let what = format!(
+                "at {}: {}.{}: {reason}",
+                lsn_position(commit, ordinal),
+                t.table.db,
+                t.table.name
+            );
+            dead_letter(&self.src, &what, record)?;
+        }
+        let entry = &mut self.open[idx];
         let txn = (self.txns.len() - 1) as u32;
         let tt = self.txn.as_ref().expect("in a transaction");
         entry.positions.push(RowPos {
@@ -1449,6 +1514,7 @@ impl Stream {
             second,
             positions: Vec::new(),
             unchanged: Vec::new(),
+            bad: Vec::new(),
         });
         self.open.len() - 1
     }
@@ -1469,6 +1535,7 @@ impl Stream {
             second: b,
             positions,
             unchanged,
+            bad,
         } in open
         {
             if positions.is_empty() {
@@ -1489,6 +1556,20 @@ impl Stream {
                 positions,
                 txns: txns.clone(),
                 unchanged,
+            };
+            let batch = if bad.is_empty() {
+                batch
+            } else {
+                let keep: arrow_array::BooleanArray = (0..batch.num_rows() as u32)
+                    .map(|r| Some(!bad.contains(&r)))
+                    .collect();
+                let kept = batch
+                    .filter(&keep)
+                    .map_err(|e| SourceError::Decode(e.to_string()))?;
+                if kept.num_rows() == 0 {
+                    continue;
+                }
+                kept
             };
             if !self.send(SourceEvent::Rows(batch)).await {
                 return Ok(false);
@@ -1667,6 +1748,45 @@ fn type_text(oid: u32, typmod: i32) -> String {
     }
 }
 
+/// A row whose value has no form the sinks hold: with `row-error-policy: skip` (or
+/// `park`) its record is appended to the dead-letter file and the row left out;
+/// otherwise the error, with the fix.
+fn dead_letter(src: &Source, what: &str, record: serde_json::Value) -> Result<(), SourceError> {
+    let Some(path) = src.bad_messages_to.as_ref() else {
+        return Err(SourceError::Decode(format!(
+            "{what}. Set `pipeline.row-error-policy: skip` to write such rows to the dead-letter file and go on without them"
+        )));
+    };
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)
+            .map_err(|e| SourceError::Decode(format!("{}: {e}", d.display())))?;
+    }
+    crate::durable::append_line(path, &record.to_string())
+        .map_err(|e| SourceError::Decode(format!("{}: {e}", path.display())))?;
+    tracing::warn!(
+        "{what}: the row was written to {} and left out (row-error-policy)",
+        path.display()
+    );
+    Ok(())
+}
+
+/// A tuple as a JSON object of column texts (for the dead-letter file).
+fn row_json(t: &PgTable, map: &[Option<usize>], vals: &[pgoutput::Value<'_>]) -> serde_json::Value {
+    let mut o = serde_json::Map::new();
+    for (j, m) in map.iter().enumerate() {
+        let v = match m.and_then(|i| vals.get(i)) {
+            Some(pgoutput::Value::Text(s)) => serde_json::Value::String((*s).to_owned()),
+            Some(pgoutput::Value::Binary(b)) => {
+                serde_json::Value::String(b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+            }
+            Some(pgoutput::Value::Unchanged) => serde_json::Value::String("(unchanged)".into()),
+            None | Some(pgoutput::Value::Null) => serde_json::Value::Null,
+        };
+        o.insert(t.table.columns[j].name.clone(), v);
+    }
+    serde_json::Value::Object(o)
+}
+
 /// Rows of one table and one kind of change being collected.
 struct Open {
     table: Arc<PgTable>,
@@ -1679,6 +1799,9 @@ struct Open {
     /// Updates: (row, column) of new rows' unchanged TOAST values not filled from an
     /// old row.
     unchanged: Vec<(u32, u32)>,
+    /// Rows holding a value that has no Arrow form (numeric NaN, infinite dates),
+    /// written to the dead-letter file and left out (`row-error-policy: skip`).
+    bad: Vec<u32>,
 }
 
 /// Append one tuple's values to `b` in the table's column order. An unchanged
@@ -1692,6 +1815,7 @@ fn fill(
     vals: &[pgoutput::Value<'_>],
     old: Option<&[pgoutput::Value<'_>]>,
     mut unchanged: Option<&mut Vec<usize>>,
+    bad: &mut Option<String>,
 ) -> Result<usize, String> {
     let mut bytes = 0;
     for (j, m) in map.iter().enumerate() {
@@ -1723,8 +1847,11 @@ fn fill(
             None | Some(pgoutput::Value::Null) => col.append_null(),
             Some(pgoutput::Value::Text(s)) => {
                 bytes += s.len();
-                values::append(col, t.forms[j], s)
-                    .map_err(|e| format!("column {}: {e}", t.table.columns[j].name))?
+                if let Err(e) = values::append(col, t.forms[j], s) {
+                    // The row is completed (NULL here) and left out by the caller.
+                    bad.get_or_insert_with(|| format!("column {}: {e}", t.table.columns[j].name));
+                    col.append_null();
+                }
             }
             Some(pgoutput::Value::Binary(_)) => {
                 return Err(

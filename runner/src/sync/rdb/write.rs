@@ -199,11 +199,13 @@ impl RdbEngine {
                             )
                             .into())
                         }
-                        None if p.replace => return Err(format!(
+                        None if p.replace => {
+                            return Err(format!(
                             "{}: an update left values unchanged of a row the target does not hold",
                             show(k)
                         )
-                        .into()),
+                            .into())
+                        }
                         None => {
                             ask.push(old.clone());
                             From::Target(ask.len() - 1)
