@@ -47,6 +47,11 @@ pub struct PgConfig {
     /// Rows per snapshot chunk.
     #[serde(default = "default_chunk")]
     pub snapshot_chunk_rows: u64,
+    /// Sessions that read the initial snapshot's tables side by side, each inside the
+    /// same exported snapshot (tables are delivered in order; at most this many are
+    /// read ahead, two chunks each).
+    #[serde(default = "default_parallel")]
+    pub snapshot_parallel: usize,
     /// Row batches are cut at about this many bytes.
     #[serde(default = "default_batch_bytes")]
     pub batch_bytes: usize,
@@ -72,6 +77,9 @@ fn default_name() -> String {
 }
 fn default_chunk() -> u64 {
     8192
+}
+fn default_parallel() -> usize {
+    2
 }
 fn default_batch_bytes() -> usize {
     4 << 20
@@ -143,6 +151,13 @@ pub fn validate(c: PgConfig, env: impl Fn(&str) -> Option<String>) -> Result<Sou
             .into())
         }
     };
+    if !(1..=64).contains(&c.snapshot_parallel) {
+        return Err(field(
+            "snapshot-parallel",
+            format!("{}: must be 1-64 sessions", c.snapshot_parallel),
+        )
+        .into());
+    }
     super::config::check_reading(
         c.snapshot_chunk_rows,
         c.batch_bytes,

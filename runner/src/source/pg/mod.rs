@@ -573,7 +573,7 @@ async fn client_snapshot(src: &Source) -> Result<tokio_postgres::Client, SourceE
 /// Read every captured table (or what an interrupted snapshot left) in `snap`'s
 /// transaction. Returns the history, or None when the receiver went away.
 async fn snapshot(
-    src: &Source,
+    src: &Arc<Source>,
     snap: &tokio_postgres::Client,
     history: SchemaHistory,
     at: &Position,
@@ -613,8 +613,8 @@ async fn snapshot(
         seen.store(dir)?;
     }
     let defs = catalog::definitions(snap).await?;
-    let mut total = 0u64;
-    let mut n = 0usize;
+    // The tables to read, in order, with their resume cursors.
+    let mut work: Vec<(PgTable, u64, Option<Vec<KeyValue>>)> = Vec::new();
     for d in &defs {
         if !src.captures(&d.schema, &d.name) {
             continue;
@@ -637,14 +637,12 @@ async fn snapshot(
                 d.schema, d.name
             ))
         })?;
-        let t = pg_table(src, &d.schema, ir)?;
-        n += 1;
-        let fresh = after.is_none();
-        match read_table(src, snap, &t, d.estimate, tx, after, at, fresh).await? {
-            Some(rows) => total += rows,
-            None => return Ok(None),
-        }
+        work.push((pg_table(src, &d.schema, ir)?, d.estimate, after));
     }
+    let n = work.len();
+    let Some(total) = read_tables(src, snap, work, at, tx).await? else {
+        return Ok(None);
+    };
     snap.batch_execute("COMMIT").await.map_err(catalog::sql)?;
     if tx
         .send(SourceEvent::SnapshotDone {
@@ -658,6 +656,111 @@ async fn snapshot(
         return Ok(None);
     }
     Ok(Some(history))
+}
+
+/// Read `work`'s tables with `snapshot-parallel` sessions in `snap`'s snapshot
+/// (exported to the others): each session takes the next table and reads it into
+/// that table's own small channel; the tables' rows are forwarded to `tx` table by
+/// table, in order, so the pipeline sees the same sequence as from one session.
+/// Returns the rows read (None: the receiver went away).
+async fn read_tables(
+    src: &Arc<Source>,
+    snap: &tokio_postgres::Client,
+    work: Vec<(PgTable, u64, Option<Vec<KeyValue>>)>,
+    at: &Position,
+    tx: &mpsc::Sender<SourceEvent>,
+) -> Result<Option<u64>, SourceError> {
+    let sessions = cfg(src).snapshot_parallel.clamp(1, work.len().max(1));
+    if sessions == 1 {
+        let mut total = 0;
+        for (t, estimate, after) in &work {
+            let fresh = after.is_none();
+            match read_table(src, snap, t, *estimate, tx, after.clone(), at, fresh).await? {
+                Some(rows) => total += rows,
+                None => return Ok(None),
+            }
+        }
+        return Ok(Some(total));
+    }
+    let name: String = snap
+        .query_one("SELECT pg_export_snapshot()", &[])
+        .await
+        .map_err(catalog::sql)?
+        .get(0);
+    let mut readers = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        let c = client_snapshot(src).await?;
+        c.batch_execute(&format!("SET TRANSACTION SNAPSHOT {}", literal(&name)))
+            .await
+            .map_err(catalog::sql)?;
+        readers.push(c);
+    }
+    let mut senders = Vec::with_capacity(work.len());
+    let mut receivers = Vec::with_capacity(work.len());
+    for _ in 0..work.len() {
+        let (s, r) = mpsc::channel::<SourceEvent>(2);
+        senders.push(Some(s));
+        receivers.push(r);
+    }
+    let work = Arc::new(std::sync::Mutex::new(
+        work.into_iter()
+            .zip(senders)
+            .map(|(w, s)| (w, s.expect("made")))
+            .collect::<std::collections::VecDeque<_>>(),
+    ));
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in readers {
+        let (src, work, at) = (src.clone(), work.clone(), at.clone());
+        tasks.spawn(async move {
+            let mut total = 0u64;
+            loop {
+                // Tables are taken in order: the one the forwarder waits for is
+                // always being read.
+                let next = work.lock().expect("not poisoned").pop_front();
+                let Some(((t, estimate, after), out)) = next else {
+                    break;
+                };
+                let fresh = after.is_none();
+                match read_table(&src, &c, &t, estimate, &out, after, &at, fresh).await? {
+                    Some(rows) => total += rows,
+                    None => break,
+                }
+            }
+            let _ = c.batch_execute("COMMIT").await;
+            Ok::<u64, SourceError>(total)
+        });
+    }
+    let fail = |e: tokio::task::JoinError| SourceError::Protocol(format!("snapshot reader: {e}"));
+    let mut total = 0;
+    for mut r in receivers {
+        loop {
+            tokio::select! {
+                ev = r.recv() => match ev {
+                    Some(ev) => {
+                        if tx.send(ev).await.is_err() {
+                            tasks.abort_all();
+                            return Ok(None);
+                        }
+                    }
+                    None => break,
+                },
+                // A reader that failed ends the snapshot with its error.
+                Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                    match done.map_err(fail)? {
+                        Ok(rows) => total += rows,
+                        Err(e) => {
+                            tasks.abort_all();
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    while let Some(done) = tasks.join_next().await {
+        total += done.map_err(fail)??;
+    }
+    Ok(Some(total))
 }
 
 /// One table in key chunks through `COPY (SELECT ...) TO STDOUT` (text format).
