@@ -1254,3 +1254,120 @@ async fn values_without_an_arrow_form_follow_the_row_error_policy() {
     assert_eq!(records[0]["op"], "snapshot", "{records:?}");
     assert_eq!(records[0]["row"]["x"], "NaN", "{records:?}");
 }
+
+/// Large transactions stream while they run (pgoutput protocol 2, `streaming 'on'`,
+/// with `logical_decoding_work_mem` at its 64 kB minimum): one interleaved with a
+/// small transaction that commits first, with a DDL and a savepoint rolled back
+/// inside it; one rolled back whole; a kill of the job while a streamed transaction
+/// is open. The lake equals the source, and the server did stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_transactions_stream_while_they_run() {
+    let server = PgServer::start_with(&[
+        "wal_level=logical",
+        "max_replication_slots=10",
+        "max_wal_senders=10",
+        "logical_decoding_work_mem=64kB",
+    ])
+    .await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.big (id int PRIMARY KEY, v text);
+         CREATE TABLE shop.small (id int PRIMARY KEY, n int);
+         CREATE TABLE shop.bag (k int, v text);
+         ALTER TABLE shop.bag REPLICA IDENTITY FULL;",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let job = job(dir, server.port);
+    install_capture(&job);
+    finish(spawn(&job, true));
+    let other = server.client("app").await;
+    let log = || std::fs::read_to_string(job.with_extension("log")).unwrap_or_default();
+    // One transaction streams while a small one commits before it.
+    let running = spawn(&job, false);
+    pg.batch_execute(
+        "BEGIN;
+         INSERT INTO shop.big SELECT g, repeat('x', 200) || g FROM generate_series(1, 3000) g;
+         INSERT INTO shop.bag SELECT g % 7, 'b' || g FROM generate_series(1, 2000) g;",
+    )
+    .await
+    .unwrap();
+    other
+        .batch_execute("INSERT INTO shop.small VALUES (1, 1), (2, 2)")
+        .await
+        .unwrap();
+    pg.batch_execute(
+        "ALTER TABLE shop.big ADD COLUMN w int DEFAULT 7;
+         SAVEPOINT s;
+         INSERT INTO shop.big SELECT g, 'gone', 0 FROM generate_series(10001, 12000) g;
+         DELETE FROM shop.bag WHERE k = 3;
+         ROLLBACK TO SAVEPOINT s;
+         UPDATE shop.big SET w = id WHERE id % 2 = 0;
+         DELETE FROM shop.bag WHERE k = 1;
+         INSERT INTO shop.big SELECT g, 'late', 1 FROM generate_series(5001, 6500) g;",
+    )
+    .await
+    .unwrap();
+    // The job is killed while the transaction is open, once it spilled streamed
+    // blocks of it.
+    let spilled = |d: &Path| -> bool {
+        fn any(d: &Path) -> bool {
+            std::fs::read_dir(d)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    let p = e.path();
+                    (p.is_file() && p.parent().is_some_and(|x| x.ends_with("streamed")))
+                        || (p.is_dir() && any(&p))
+                })
+        }
+        any(d)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !spilled(&dir.join("state")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no streamed block spilled\n{}",
+            log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut running = running;
+    running.kill().unwrap();
+    let _ = running.wait();
+    pg.batch_execute("COMMIT").await.unwrap();
+    // One rolled back whole, after streaming.
+    pg.batch_execute(
+        "BEGIN;
+         INSERT INTO shop.big SELECT g, repeat('y', 300), 2 FROM generate_series(20001, 24000) g;
+         UPDATE shop.small SET n = 100;
+         ROLLBACK;
+         UPDATE shop.small SET n = n + 10 WHERE id = 2;",
+    )
+    .await
+    .unwrap();
+    let end = finish(spawn(&job, true));
+    assert!(!log().contains("error:"), "{}", log());
+    for (t, sql) in [
+        ("big", "SELECT id::text, v, w::text FROM shop.big"),
+        ("small", "SELECT id::text, n::text FROM shop.small"),
+        ("bag", "SELECT k::text, v FROM shop.bag"),
+    ] {
+        let want = source(&pg, sql).await;
+        let got = lake(dir, t).await.unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.{t}\n{end}"));
+    }
+    let streamed: i64 = pg
+        .query_one(
+            "SELECT coalesce(sum(stream_txns), 0)::bigint FROM pg_stat_replication_slots WHERE slot_name = 'mirror'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(streamed >= 2, "the server streamed {streamed} transactions");
+}

@@ -14,6 +14,7 @@
 
 pub mod catalog;
 pub mod pgoutput;
+mod repl;
 pub mod values;
 
 use super::config::{Source, Start};
@@ -25,7 +26,7 @@ use super::{Op, Resume, RowBatch, RowPos, SourceError, SourceEvent};
 use crate::source::pg_config::PgConfig;
 use arrow_schema::{Field, Schema};
 use futures::StreamExt;
-use pgwire_replication::{Lsn, ReplicationClient, ReplicationConfig, ReplicationEvent};
+use repl::{Frame, Session};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -96,7 +97,7 @@ impl super::Source for PgSource {
             // holds back only the WAL it will read.
             let Ok(c) = connect(&src).await else { return };
             let slot = &cfg(&src).slot;
-            let at = Lsn::from_u64(lsn).to_string();
+            let at = format!("{:X}/{:X}", lsn >> 32, lsn & 0xffff_ffff);
             for _ in 0..50 {
                 let r = c
                     .query_opt(
@@ -138,7 +139,7 @@ impl super::Source for PgSource {
                 .query_one("SELECT pg_current_wal_lsn()::text", &[])
                 .await
                 .ok()?;
-            let end = Lsn::parse(&r.get::<_, String>(0)).ok()?.as_u64();
+            let end = parse_lsn(&r.get::<_, String>(0)).ok()?;
             Some(end as i64 - at.offset as i64)
         })
     }
@@ -210,31 +211,27 @@ pub async fn connect(src: &Source) -> Result<tokio_postgres::Client, SourceError
     Ok(client)
 }
 
-fn repl_config(src: &Source, start: u64) -> ReplicationConfig {
+/// A replication session of the job's role on its database.
+async fn session(src: &Source) -> Result<Session, SourceError> {
     let c = cfg(src);
-    ReplicationConfig::new(
-        c.hostname.clone(),
-        c.username.clone(),
-        src.password.clone().unwrap_or_default(),
-        c.database.clone(),
-        c.slot.clone(),
-        c.publication.clone(),
+    Session::connect(
+        &c.hostname,
+        c.port,
+        &c.username,
+        src.password.as_deref(),
+        &c.database,
+        crate::source::pg_config::SESSION_OPTIONS,
     )
-    .with_port(c.port)
-    .with_tls(pgwire_replication::TlsConfig::disabled())
-    .with_start_lsn(Lsn::from_u64(start))
-    .with_status_interval(Duration::from_secs(1))
-    .with_wakeup_interval(Duration::from_secs(1))
-    .with_options(crate::source::pg_config::SESSION_OPTIONS)
+    .await
 }
 
-fn repl_err(what: &str, e: pgwire_replication::PgWireError) -> SourceError {
-    use pgwire_replication::PgWireError as W;
-    match e {
-        W::Io(_) | W::Task(_) => SourceError::Lost(format!("{what}: {e}")),
-        W::Auth(_) => SourceError::Refused(format!("{what}: {e}")),
-        _ => SourceError::Protocol(format!("{what}: {e}")),
-    }
+/// An LSN as PostgreSQL prints it (`16/B374D848`).
+fn parse_lsn(s: &str) -> Result<u64, SourceError> {
+    let bad = || SourceError::Protocol(format!("{s:?} is not an LSN"));
+    let (hi, lo) = s.trim().split_once('/').ok_or_else(bad)?;
+    let hi = u64::from_str_radix(hi, 16).map_err(|_| bad())?;
+    let lo = u64::from_str_radix(lo, 16).map_err(|_| bad())?;
+    Ok((hi << 32) | lo)
 }
 
 /// A captured table as both decoders see it: the shared table model and how each
@@ -325,11 +322,7 @@ async fn run(
             .query_one("SELECT pg_current_wal_lsn()::text", &[])
             .await
             .map_err(catalog::sql)?;
-        Some(
-            Lsn::parse(&r.get::<_, String>(0))
-                .map_err(|e| SourceError::Protocol(e.to_string()))?
-                .as_u64(),
-        )
+        Some(parse_lsn(&r.get::<_, String>(0))?)
     } else {
         None
     };
@@ -367,9 +360,7 @@ async fn run(
                 return Ok(());
             };
             drop(snap);
-            let repl = ReplicationClient::connect(repl_config(&src, r.position.offset))
-                .await
-                .map_err(|e| repl_err("replication", e))?;
+            let repl = session(&src).await?;
             (repl, history, r.position.clone())
         }
         (Some(p), None) => {
@@ -379,9 +370,7 @@ async fn run(
                     dir.display()
                 ))
             })?;
-            let repl = ReplicationClient::connect(repl_config(&src, p.offset))
-                .await
-                .map_err(|e| repl_err("replication", e))?;
+            let repl = session(&src).await?;
             (repl, history, p.clone())
         }
         (None, None) => {
@@ -400,9 +389,7 @@ async fn run(
                     c.slot
                 );
             }
-            let mut repl = ReplicationClient::connect_gated(repl_config(&src, 0))
-                .await
-                .map_err(|e| repl_err("replication", e))?;
+            let mut repl = session(&src).await?;
             let export = src.start == Start::Initial || resnapshot;
             let rows = repl
                 .simple_query(&format!(
@@ -414,19 +401,12 @@ async fn run(
                         "NOEXPORT_SNAPSHOT"
                     }
                 ))
-                .await
-                .map_err(|e| repl_err("creating the replication slot", e))?;
+                .await?;
             let row = rows.first().ok_or_else(|| {
                 SourceError::Protocol("CREATE_REPLICATION_SLOT returned no row".into())
             })?;
-            let text = |i: usize| {
-                row.get(i)
-                    .and_then(|v| v.as_ref())
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-            };
-            let point = Lsn::parse(&text(1).unwrap_or_default())
-                .map_err(|e| SourceError::Protocol(format!("consistent point: {e}")))?
-                .as_u64();
+            let text = |i: usize| row.get(i).cloned().flatten();
+            let point = parse_lsn(&text(1).unwrap_or_default())?;
             let at = lsn_position(point, 0);
             let history = if export {
                 let name = text(2).ok_or_else(|| {
@@ -448,13 +428,12 @@ async fn run(
                 let defs = catalog::definitions(&client).await?;
                 new_history(&client, &dir, &at, &defs).await?
             };
-            repl.start().await.map_err(|e| repl_err("replication", e))?;
             (repl, history, at)
         }
     };
-    repl.wait_started()
-        .await
-        .map_err(|e| repl_err("START_REPLICATION", e))?;
+    repl.start(&c.slot, start.offset, &c.publication).await?;
+    let streamed_dir = dir.join("streamed");
+    let _ = std::fs::remove_dir_all(&streamed_dir);
     tracing::info!("postgres: slot {} streaming from {start}", c.slot);
     let mut s = Stream {
         src,
@@ -474,12 +453,14 @@ async fn run(
         seen: SeenBySnapshot::load(&dir).filter(|f| start.offset < f.end),
         txn_seen: false,
         taken: Vec::new(),
+        streaming: None,
+        streamed: Streamed::new(streamed_dir),
     };
     let mut told = 0u64;
     loop {
         let a = acked.load(Ordering::Relaxed);
         if a > told {
-            repl.update_applied_lsn(Lsn::from_u64(a));
+            repl.progress.flushed.store(a, Ordering::Relaxed);
             told = a;
         }
         let ev = match tokio::time::timeout(Duration::from_secs(1), repl.recv()).await {
@@ -490,12 +471,14 @@ async fn run(
                 }
                 continue;
             }
-            Ok(Ok(Some(ev))) => ev,
-            Ok(Ok(None)) => return Err(SourceError::Lost("the replication stream ended".into())),
-            Ok(Err(e)) => return Err(repl_err("replication stream", e)),
+            Ok(Ok(frame)) => frame,
+            Ok(Err(e)) => return Err(e),
         };
         if !s.event(ev, end).await? {
-            let _ = repl.shutdown().await;
+            repl.progress
+                .flushed
+                .store(acked.load(Ordering::Relaxed), Ordering::Relaxed);
+            repl.stop().await;
             return Ok(());
         }
     }
@@ -1135,6 +1118,146 @@ struct Stream {
     /// statements were taken (a multi-statement query fires the trigger once per
     /// command, each time with the whole text).
     taken: Vec<(String, usize)>,
+    /// Inside a stream block: the streamed transaction's id.
+    streaming: Option<u32>,
+    /// Streamed transactions' changes, spilled until they commit.
+    streamed: Streamed,
+}
+
+/// The changes of transactions streamed while they run (pgoutput's streaming
+/// mode), each in a spill file of the state folder until its commit: messages
+/// length-prefixed, and where each subtransaction's first one starts (a rollback to
+/// a savepoint cuts the file back there, as PostgreSQL's own apply worker does).
+/// The files are of this process only: after a restart the server sends an
+/// unfinished transaction again from its start.
+struct Streamed {
+    dir: PathBuf,
+    txns: HashMap<u32, Spill>,
+}
+
+struct Spill {
+    path: PathBuf,
+    w: std::io::BufWriter<std::fs::File>,
+    len: u64,
+    subs: Vec<(u32, u64)>,
+}
+
+/// A committed streamed transaction's messages, read back in order.
+struct Replay {
+    path: PathBuf,
+    r: std::io::BufReader<std::fs::File>,
+}
+
+impl Replay {
+    /// The next message into `buf`; false at the end.
+    fn next(&mut self, buf: &mut Vec<u8>) -> Result<bool, SourceError> {
+        use std::io::Read;
+        let mut n = [0u8; 4];
+        match self.r.read_exact(&mut n) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(spill_err(&self.path, e)),
+        }
+        buf.resize(u32::from_le_bytes(n) as usize, 0);
+        self.r
+            .read_exact(buf)
+            .map_err(|e| spill_err(&self.path, e))?;
+        Ok(true)
+    }
+
+    fn done(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn spill_err(path: &std::path::Path, e: std::io::Error) -> SourceError {
+    SourceError::Decode(format!("streamed transaction file {}: {e}", path.display()))
+}
+
+impl Streamed {
+    fn new(dir: PathBuf) -> Self {
+        Streamed {
+            dir,
+            txns: HashMap::new(),
+        }
+    }
+
+    fn append(&mut self, top: u32, sub: u32, msg: &[u8]) -> Result<(), SourceError> {
+        use std::io::Write;
+        if !self.txns.contains_key(&top) {
+            std::fs::create_dir_all(&self.dir).map_err(|e| spill_err(&self.dir, e))?;
+            let path = self.dir.join(format!("{top}.bin"));
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| spill_err(&path, e))?;
+            self.txns.insert(
+                top,
+                Spill {
+                    path,
+                    w: std::io::BufWriter::with_capacity(1 << 20, f),
+                    len: 0,
+                    subs: Vec::new(),
+                },
+            );
+        }
+        let s = self.txns.get_mut(&top).expect("made above");
+        if !s.subs.iter().any(|(x, _)| *x == sub) {
+            s.subs.push((sub, s.len));
+        }
+        s.w.write_all(&(msg.len() as u32).to_le_bytes())
+            .and_then(|_| s.w.write_all(msg))
+            .map_err(|e| spill_err(&s.path, e))?;
+        s.len += 4 + msg.len() as u64;
+        Ok(())
+    }
+
+    /// The transaction `top` (sub = top) or its subtransaction `sub` rolled back.
+    fn abort(&mut self, top: u32, sub: u32) -> Result<(), SourceError> {
+        use std::io::{Seek, Write};
+        if sub == top {
+            if let Some(s) = self.txns.remove(&top) {
+                let _ = std::fs::remove_file(&s.path);
+            }
+            return Ok(());
+        }
+        let Some(s) = self.txns.get_mut(&top) else {
+            return Ok(());
+        };
+        let Some(i) = s.subs.iter().position(|(x, _)| *x == sub) else {
+            return Ok(());
+        };
+        let cut = s.subs[i].1;
+        s.subs.truncate(i);
+        s.w.flush().map_err(|e| spill_err(&s.path, e))?;
+        let f = s.w.get_mut();
+        f.set_len(cut)
+            .and_then(|_| f.seek(std::io::SeekFrom::Start(cut)).map(|_| ()))
+            .map_err(|e| spill_err(&s.path, e))?;
+        s.len = cut;
+        Ok(())
+    }
+
+    /// The committed transaction's messages (None: it sent none).
+    fn take(&mut self, top: u32) -> Result<Option<Replay>, SourceError> {
+        use std::io::{Seek, Write};
+        let Some(s) = self.txns.remove(&top) else {
+            return Ok(None);
+        };
+        let mut f =
+            s.w.into_inner()
+                .map_err(|e| spill_err(&s.path, e.into_error()))?;
+        f.flush()
+            .and_then(|_| f.seek(std::io::SeekFrom::Start(0)).map(|_| ()))
+            .map_err(|e| spill_err(&s.path, e))?;
+        Ok(Some(Replay {
+            path: s.path,
+            r: std::io::BufReader::with_capacity(1 << 20, f),
+        }))
+    }
 }
 
 /// PostgreSQL's epoch (2000-01-01) in Unix seconds.
@@ -1145,70 +1268,16 @@ impl Stream {
         self.tx.send(e).await.is_ok()
     }
 
-    /// Handle one replication event; false when the job is done with the stream
-    /// (receiver gone, or the end reached with `--until-end`).
-    async fn event(&mut self, ev: ReplicationEvent, end: Option<u64>) -> Result<bool, SourceError> {
-        match ev {
-            ReplicationEvent::Begin {
-                final_lsn,
-                commit_time_micros,
-                xid,
-            } => {
-                let commit = final_lsn.as_u64();
-                if self.seen.as_ref().is_some_and(|f| commit > f.end) {
-                    self.seen = None;
-                }
-                self.txn_seen = self.seen.as_ref().is_some_and(|f| f.saw(xid));
-                self.txn = Some(Txn {
-                    commit,
-                    ordinal: 0,
-                    at: (PG_EPOCH + commit_time_micros / 1_000_000).max(0) as u32,
-                });
-                if self.skip_at.is_some_and(|s| s != commit) {
-                    self.skip = 0;
-                }
-                self.skip_at = None;
-                self.taken.clear();
-                self.txns.push(lsn_position(commit, 0));
-                Ok(true)
-            }
-            ReplicationEvent::XLogData { data, .. } => {
-                let msg = pgoutput::parse(&data)
-                    .map_err(|e| SourceError::Decode(format!("at {}: {e}", self.here())))?;
-                self.message(msg).await
-            }
-            ReplicationEvent::Message {
-                prefix, content, ..
-            } if prefix == catalog::MESSAGE_PREFIX => {
-                let text = String::from_utf8_lossy(&content).into_owned();
-                self.ddl(&text).await
-            }
-            ReplicationEvent::Message { .. } => Ok(true),
-            ReplicationEvent::Commit {
-                end_lsn,
-                commit_time_micros,
-                ..
-            } => {
-                let at = (PG_EPOCH + commit_time_micros / 1_000_000).max(0) as u32;
-                self.txn = None;
-                self.skip = 0;
-                self.last = end_lsn.as_u64();
-                let done = end.is_some_and(|e| self.last >= e);
-                self.pending_commit = Some(at);
-                if (done
-                    || self.bytes >= cfg(&self.src).batch_bytes / 4
-                    || self.last_flush.elapsed() >= Duration::from_millis(100))
-                    && !self.flush().await?
-                {
-                    return Ok(false);
-                }
-                Ok(!done)
-            }
-            ReplicationEvent::KeepAlive { wal_end, .. } => {
+    /// Handle one frame of the stream; false when the job is done with it (receiver
+    /// gone, or the end reached with `--until-end`).
+    async fn event(&mut self, f: Frame, end: Option<u64>) -> Result<bool, SourceError> {
+        match f {
+            Frame::XLog { data, .. } => self.xlog(&data, end).await,
+            Frame::KeepAlive { end: wal_end, .. } => {
                 if self.txn.is_some() {
                     return Ok(true);
                 }
-                let w = wal_end.as_u64().max(self.last);
+                let w = wal_end.max(self.last);
                 if !self.flush().await? {
                     return Ok(false);
                 }
@@ -1225,8 +1294,138 @@ impl Stream {
                 }
                 Ok(end.is_none_or(|e| self.last < e))
             }
-            ReplicationEvent::StoppedAt { .. } => Ok(false),
         }
+    }
+
+    /// One pgoutput message. Inside a stream block (a large transaction sent while
+    /// it runs) the message goes to that transaction's spill file; the transaction
+    /// is replayed at its Stream Commit, dropped (or cut back to a savepoint) at its
+    /// Stream Abort.
+    async fn xlog(&mut self, data: &[u8], end: Option<u64>) -> Result<bool, SourceError> {
+        let err = |s: &Self, e: crate::source::DecodeError| {
+            SourceError::Decode(format!("at {}: {e}", s.here()))
+        };
+        if let Some(top) = self.streaming {
+            if data.first().is_some_and(|t| pgoutput::carries_xid(*t)) {
+                let (sub, msg) = pgoutput::split_xid(data).map_err(|e| err(self, e))?;
+                self.streamed.append(top, sub, &msg)?;
+                return Ok(true);
+            }
+        }
+        let msg = pgoutput::parse(data).map_err(|e| err(self, e))?;
+        match msg {
+            pgoutput::Msg::Begin {
+                final_lsn,
+                time,
+                xid,
+            } => {
+                self.begin(final_lsn, time, xid);
+                Ok(true)
+            }
+            pgoutput::Msg::Commit { end_lsn, time } => self.commit(end_lsn, time, end).await,
+            pgoutput::Msg::StreamStart { xid } => {
+                self.streaming = Some(xid);
+                Ok(true)
+            }
+            pgoutput::Msg::StreamStop => {
+                self.streaming = None;
+                Ok(true)
+            }
+            pgoutput::Msg::StreamAbort { xid, subxid } => {
+                self.streamed.abort(xid, subxid)?;
+                Ok(true)
+            }
+            pgoutput::Msg::StreamCommit {
+                xid,
+                commit_lsn,
+                end_lsn,
+                time,
+            } => {
+                self.begin(commit_lsn, time, xid);
+                let mut r = self.streamed.take(xid)?;
+                let mut buf = Vec::new();
+                while let Some(m) = r.as_mut().map(|r| r.next(&mut buf)).transpose()? {
+                    if !m {
+                        break;
+                    }
+                    let msg = pgoutput::parse(&buf).map_err(|e| err(self, e))?;
+                    if !self.in_transaction(msg).await? {
+                        return Ok(false);
+                    }
+                }
+                if let Some(r) = r {
+                    r.done();
+                }
+                self.commit(end_lsn, time, end).await
+            }
+            other => self.in_transaction(other).await,
+        }
+    }
+
+    /// A message inside a transaction: a row change, relation, truncate or logical
+    /// message.
+    async fn in_transaction(&mut self, msg: pgoutput::Msg<'_>) -> Result<bool, SourceError> {
+        match msg {
+            pgoutput::Msg::Message {
+                prefix, content, ..
+            } if prefix == catalog::MESSAGE_PREFIX => {
+                let text = String::from_utf8_lossy(content).into_owned();
+                self.ddl(&text).await
+            }
+            pgoutput::Msg::Message { .. } => Ok(true),
+            pgoutput::Msg::Begin { .. }
+            | pgoutput::Msg::Commit { .. }
+            | pgoutput::Msg::StreamStart { .. }
+            | pgoutput::Msg::StreamStop
+            | pgoutput::Msg::StreamCommit { .. }
+            | pgoutput::Msg::StreamAbort { .. } => Err(SourceError::Protocol(format!(
+                "at {}: a transaction boundary inside a streamed transaction",
+                self.here()
+            ))),
+            other => self.message(other).await,
+        }
+    }
+
+    /// A transaction begins (its commit record at `commit`).
+    fn begin(&mut self, commit: u64, time: i64, xid: u32) {
+        if self.seen.as_ref().is_some_and(|f| commit > f.end) {
+            self.seen = None;
+        }
+        self.txn_seen = self.seen.as_ref().is_some_and(|f| f.saw(xid));
+        self.txn = Some(Txn {
+            commit,
+            ordinal: 0,
+            at: (PG_EPOCH + time / 1_000_000).max(0) as u32,
+        });
+        if self.skip_at.is_some_and(|s| s != commit) {
+            self.skip = 0;
+        }
+        self.skip_at = None;
+        self.taken.clear();
+        self.txns.push(lsn_position(commit, 0));
+    }
+
+    /// The transaction ends; its commit record ends at `end_lsn`.
+    async fn commit(
+        &mut self,
+        end_lsn: u64,
+        time: i64,
+        end: Option<u64>,
+    ) -> Result<bool, SourceError> {
+        let at = (PG_EPOCH + time / 1_000_000).max(0) as u32;
+        self.txn = None;
+        self.skip = 0;
+        self.last = end_lsn;
+        let done = end.is_some_and(|e| self.last >= e);
+        self.pending_commit = Some(at);
+        if (done
+            || self.bytes >= cfg(&self.src).batch_bytes / 4
+            || self.last_flush.elapsed() >= Duration::from_millis(100))
+            && !self.flush().await?
+        {
+            return Ok(false);
+        }
+        Ok(!done)
     }
 
     /// A change of a table a resumed snapshot read whole, by a transaction it saw.
@@ -1315,7 +1514,9 @@ impl Stream {
                 }
                 Ok(true)
             }
-            pgoutput::Msg::Other(_) => Ok(true),
+            // (Boundaries and logical messages are handled by `xlog` and
+            // `in_transaction`.)
+            _ => Ok(true),
         }
     }
 

@@ -1,7 +1,7 @@
-//! pgoutput messages (logical replication protocol version 1) from the bytes of one
-//! XLogData payload. Begin, Commit and logical messages are parsed by the
-//! replication client; this reads the rest: relations, types, row changes and
-//! truncates. Pure: no I/O, property-free unit tests below.
+//! pgoutput messages (logical replication protocol version 2: version 1 and the
+//! streaming of in-progress transactions) from the bytes of one XLogData payload:
+//! transaction boundaries, relations, row changes, truncates, logical messages and
+//! the stream blocks of large transactions. Pure: no I/O, unit tests below.
 //!
 //! Reference: PostgreSQL's "Logical Replication Message Formats".
 
@@ -64,9 +64,49 @@ pub enum Msg<'a> {
     Truncate {
         rels: Vec<u32>,
     },
-    /// Type, Origin and anything else a version-1 stream may carry that changes no
-    /// row (Begin/Commit/Message come as the client's own events).
+    Begin {
+        /// The commit's LSN.
+        final_lsn: u64,
+        /// Microseconds since 2000-01-01.
+        time: i64,
+        xid: u32,
+    },
+    Commit {
+        /// Where the commit record ends (the next transaction starts at or after).
+        end_lsn: u64,
+        time: i64,
+    },
+    /// `pg_logical_emit_message`.
+    Message {
+        transactional: bool,
+        prefix: &'a str,
+        content: &'a [u8],
+    },
+    /// A block of a large transaction's changes follows, each message prefixed with
+    /// the (sub)transaction id.
+    StreamStart {
+        xid: u32,
+    },
+    StreamStop,
+    /// The streamed transaction `xid` committed at `commit_lsn`.
+    StreamCommit {
+        xid: u32,
+        commit_lsn: u64,
+        end_lsn: u64,
+        time: i64,
+    },
+    /// The streamed transaction `xid` (or its subtransaction `subxid`) rolled back.
+    StreamAbort {
+        xid: u32,
+        subxid: u32,
+    },
+    /// Type, Origin and anything else that changes no row.
     Other(u8),
+}
+
+/// The tags of messages that carry a (sub)transaction id inside a stream block.
+pub fn carries_xid(tag: u8) -> bool {
+    matches!(tag, b'R' | b'Y' | b'I' | b'U' | b'D' | b'T' | b'M')
 }
 
 struct Rd<'a> {
@@ -95,6 +135,9 @@ impl<'a> Rd<'a> {
     }
     fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4")))
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_be_bytes(self.take(8)?.try_into().expect("8")))
     }
     fn cstr(&mut self) -> Result<&'a str, DecodeError> {
         let rest = &self.b[self.at..];
@@ -133,11 +176,73 @@ impl<'a> Rd<'a> {
     }
 }
 
-/// Parse one pgoutput message.
+/// Split the (sub)transaction id off a message inside a stream block: (xid, the
+/// message as outside a stream).
+pub fn split_xid(b: &[u8]) -> Result<(u32, Vec<u8>), DecodeError> {
+    if b.len() < 5 || !carries_xid(b[0]) {
+        return Err(format!(
+            "pgoutput: a message {:?} of {} bytes inside a stream block",
+            b.first().map(|c| *c as char),
+            b.len()
+        )
+        .into());
+    }
+    let xid = u32::from_be_bytes(b[1..5].try_into().expect("4"));
+    let mut out = Vec::with_capacity(b.len() - 4);
+    out.push(b[0]);
+    out.extend_from_slice(&b[5..]);
+    Ok((xid, out))
+}
+
+/// Parse one pgoutput message (outside a stream block; see `split_xid`).
 pub fn parse(b: &[u8]) -> Result<Msg<'_>, DecodeError> {
     let mut r = Rd { b, at: 0 };
     let tag = r.u8()?;
     Ok(match tag {
+        b'B' => Msg::Begin {
+            final_lsn: r.u64()?,
+            time: r.u64()? as i64,
+            xid: r.u32()?,
+        },
+        b'C' => {
+            let _flags = r.u8()?;
+            let _commit_lsn = r.u64()?;
+            Msg::Commit {
+                end_lsn: r.u64()?,
+                time: r.u64()? as i64,
+            }
+        }
+        b'M' => {
+            let flags = r.u8()?;
+            let _lsn = r.u64()?;
+            let prefix = r.cstr()?;
+            let n = r.u32()? as usize;
+            Msg::Message {
+                transactional: flags & 1 == 1,
+                prefix,
+                content: r.take(n)?,
+            }
+        }
+        b'S' => {
+            let xid = r.u32()?;
+            let _first = r.u8()?;
+            Msg::StreamStart { xid }
+        }
+        b'E' => Msg::StreamStop,
+        b'c' => {
+            let xid = r.u32()?;
+            let _flags = r.u8()?;
+            Msg::StreamCommit {
+                xid,
+                commit_lsn: r.u64()?,
+                end_lsn: r.u64()?,
+                time: r.u64()? as i64,
+            }
+        }
+        b'A' => Msg::StreamAbort {
+            xid: r.u32()?,
+            subxid: r.u32()?,
+        },
         b'R' => {
             let oid = r.u32()?;
             let namespace = r.cstr()?;
@@ -305,5 +410,65 @@ mod tests {
             assert!(parse(&ins[..cut]).is_err(), "cut at {cut}");
         }
         assert!(parse(&ins).is_ok());
+    }
+
+    #[test]
+    fn transaction_and_stream_messages_parse() {
+        let mut b = vec![b'B'];
+        b.extend(0x1_0000_0010u64.to_be_bytes());
+        b.extend(5i64.to_be_bytes());
+        b.extend(77u32.to_be_bytes());
+        assert_eq!(
+            parse(&b).unwrap(),
+            Msg::Begin {
+                final_lsn: 0x1_0000_0010,
+                time: 5,
+                xid: 77
+            }
+        );
+        let mut c = vec![b'c'];
+        c.extend(77u32.to_be_bytes());
+        c.push(0);
+        c.extend(100u64.to_be_bytes());
+        c.extend(120u64.to_be_bytes());
+        c.extend(9i64.to_be_bytes());
+        assert_eq!(
+            parse(&c).unwrap(),
+            Msg::StreamCommit {
+                xid: 77,
+                commit_lsn: 100,
+                end_lsn: 120,
+                time: 9
+            }
+        );
+        let mut a = vec![b'A'];
+        a.extend(77u32.to_be_bytes());
+        a.extend(78u32.to_be_bytes());
+        assert_eq!(
+            parse(&a).unwrap(),
+            Msg::StreamAbort {
+                xid: 77,
+                subxid: 78
+            }
+        );
+        // A message inside a stream block: the xid follows the tag.
+        let mut m = vec![b'M'];
+        m.extend(78u32.to_be_bytes());
+        m.push(1);
+        m.extend(42u64.to_be_bytes());
+        m.extend(b"lakeshift\0");
+        m.extend(3u32.to_be_bytes());
+        m.extend(b"abc");
+        let (xid, rest) = split_xid(&m).unwrap();
+        assert_eq!(xid, 78);
+        assert_eq!(
+            parse(&rest).unwrap(),
+            Msg::Message {
+                transactional: true,
+                prefix: "lakeshift",
+                content: b"abc"
+            }
+        );
+        assert!(split_xid(&[b'B', 0, 0, 0, 1]).is_err());
     }
 }
