@@ -1371,3 +1371,76 @@ async fn large_transactions_stream_while_they_run() {
         .get(0);
     assert!(streamed >= 2, "the server streamed {streamed} transactions");
 }
+
+/// The replication session authenticates with SCRAM-SHA-256 and with MD5 (roles
+/// with passwords, `pg_hba.conf` asking for them), and a wrong password is a
+/// definite error naming the cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_source_authenticates_with_scram_and_md5() {
+    let (server, pg, tmp, _) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.t (id int PRIMARY KEY, v text);
+         INSERT INTO shop.t VALUES (1, 'a'), (2, 'b');
+         CREATE PUBLICATION lakeshift FOR ALL TABLES;
+         SET password_encryption = 'scram-sha-256';
+         CREATE ROLE rscram LOGIN REPLICATION PASSWORD 'pw scram';
+         SET password_encryption = 'md5';
+         CREATE ROLE rmd5 LOGIN REPLICATION PASSWORD 'pw md5';
+         GRANT USAGE ON SCHEMA shop TO rscram, rmd5;
+         GRANT SELECT ON ALL TABLES IN SCHEMA shop TO rscram, rmd5;",
+    )
+    .await;
+    let hba: String = pg.query_one("SHOW hba_file", &[]).await.unwrap().get(0);
+    let old = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(
+        &hba,
+        format!(
+            "host all rscram 127.0.0.1/32 scram-sha-256\nhost all rmd5 127.0.0.1/32 md5\n{old}"
+        ),
+    )
+    .unwrap();
+    pg.batch_execute("SELECT pg_reload_conf()").await.unwrap();
+    let dir = tmp.path();
+    let job_for = |user: &str, password: &str| {
+        let d = dir.join(user);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: postgres\n  hostname: 127.0.0.1\n  port: {}\n  username: {user}\n  password: '{password}'\n  database: app\n  tables: ['shop\\..*']\n  slot: {user}\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: {user}\n  state: {}\n",
+                server.port,
+                d.join("warehouse").display(),
+                d.join("state").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let bad = spawn(&job_for("rscram", "wrong"), true)
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("password authentication failed"),
+        "{err}"
+    );
+    for (user, password) in [("rscram", "pw scram"), ("rmd5", "pw md5")] {
+        let job = job_for(user, password);
+        finish(spawn(&job, true));
+        pg.batch_execute(&format!(
+            "INSERT INTO shop.t VALUES (10 + length('{user}'), '{user}')"
+        ))
+        .await
+        .unwrap();
+        let log = finish(spawn(&job, true));
+        let want = source(&pg, "SELECT id::text, v FROM shop.t").await;
+        let cat = Catalog::open(&CatalogConfig::local(dir.join(user).join("warehouse")))
+            .await
+            .unwrap();
+        let got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "t", None)
+            .await
+            .unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&got, &want, &format!("{user}\n{log}"));
+    }
+}
