@@ -1444,3 +1444,69 @@ async fn the_source_authenticates_with_scram_and_md5() {
         lakeshift_tests::assert_rows_eq(&got, &want, &format!("{user}\n{log}"));
     }
 }
+
+/// A table whose REPLICA IDENTITY is an index over other columns than its primary
+/// key: a delete carries only the index's columns, so the job stops with the fix
+/// (it failed on a NULL key before, or with another sink deleted nothing). A table
+/// without a primary key whose identity is a unique index, given that index's
+/// columns as its key (`key-overrides`), mirrors deletes and changes of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_identity_index_without_the_key_is_refused_or_followed() {
+    let (server, pg, tmp, job) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.ri (id int PRIMARY KEY, code text NOT NULL, v int);
+         CREATE UNIQUE INDEX ri_code ON shop.ri (code);
+         ALTER TABLE shop.ri REPLICA IDENTITY USING INDEX ri_code;
+         INSERT INTO shop.ri VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3);
+         CREATE TABLE shop.nk (code text NOT NULL, v int);
+         CREATE UNIQUE INDEX nk_code ON shop.nk (code);
+         ALTER TABLE shop.nk REPLICA IDENTITY USING INDEX nk_code;
+         INSERT INTO shop.nk VALUES ('a', 1), ('b', 2), ('c', 3);",
+    )
+    .await;
+    let dir = tmp.path();
+    finish(spawn(&job, true));
+    pg.batch_execute("DELETE FROM shop.ri WHERE id = 2")
+        .await
+        .unwrap();
+    let out = spawn(&job, true).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("REPLICA IDENTITY (code) does not hold the table's key (id)")
+            && err.contains("REPLICA IDENTITY FULL"),
+        "{err}"
+    );
+    // The keyless table through a job keyed by its identity's column.
+    let d = dir.join("by-code");
+    std::fs::create_dir_all(&d).unwrap();
+    let job = d.join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: postgres\n  hostname: 127.0.0.1\n  port: {}\n  username: postgres\n  database: app\n  tables: ['shop\\.nk']\n  slot: bycode\n  key-overrides:\n    shop.nk: [code]\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: bycode\n  state: {}\n",
+            server.port,
+            d.join("warehouse").display(),
+            d.join("state").display()
+        ),
+    )
+    .unwrap();
+    finish(spawn(&job, true));
+    pg.batch_execute(
+        "DELETE FROM shop.nk WHERE code = 'a';
+         UPDATE shop.nk SET code = 'cc', v = 30 WHERE code = 'c';
+         INSERT INTO shop.nk VALUES ('d', 4);
+         UPDATE shop.nk SET v = 40 WHERE code = 'd';",
+    )
+    .await
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    let want = source(&pg, "SELECT code, v::text FROM shop.nk").await;
+    let cat = Catalog::open(&CatalogConfig::local(d.join("warehouse")))
+        .await
+        .unwrap();
+    let got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "nk", None)
+        .await
+        .unwrap_or_default();
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.nk\n{log}"));
+}

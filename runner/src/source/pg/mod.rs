@@ -1729,6 +1729,41 @@ impl Stream {
             )
         };
         let keyless = t.table.key.is_empty();
+        // An old key image ('K') must hold the table's key: a REPLICA IDENTITY USING
+        // INDEX over other columns would delete or re-key rows by NULLs.
+        let k_image = match &c {
+            pgoutput::Change::Delete { old, .. } => old.0 == b'K',
+            pgoutput::Change::Update { old, .. } => matches!(old, Some((b'K', _))),
+            pgoutput::Change::Insert { .. } => false,
+        };
+        if k_image
+            && !keyless
+            && !t
+                .table
+                .key
+                .iter()
+                .all(|&j| rel.map[j].is_some_and(|i| rel.rel.columns[i].key))
+        {
+            let key: Vec<&str> = t
+                .table
+                .key
+                .iter()
+                .map(|&j| t.table.columns[j].name.as_str())
+                .collect();
+            let ident: Vec<&str> = rel
+                .rel
+                .columns
+                .iter()
+                .filter(|c| c.key)
+                .map(|c| c.name.as_str())
+                .collect();
+            return Err(err(format!(
+                "its REPLICA IDENTITY ({}) does not hold the table's key ({}), so this delete or key change cannot be matched to a row: ALTER TABLE {} REPLICA IDENTITY FULL (or DEFAULT) for the changes to come, and take a new snapshot of the table (changes already written this way carry no key)",
+                ident.join(", "),
+                key.join(", "),
+                rel.rel.name,
+            )));
+        }
         let entry = &mut self.open[idx];
         let row = entry.positions.len() as u32;
         let mut bytes = 0usize;
