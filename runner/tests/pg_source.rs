@@ -450,7 +450,15 @@ async fn record(pg: &tokio_postgres::Client) -> ((u64, u64), lakeshift_tests::Du
 /// its watermark, and the end equals the source.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_committed_snapshot_equals_the_source_through_24_kills() {
-    let server = PgServer::start_logical().await;
+    // Decoding memory at its minimum: the workload's large transactions stream
+    // while they run, so kills land inside streamed transactions too.
+    let server = PgServer::start_with(&[
+        "wal_level=logical",
+        "max_replication_slots=10",
+        "max_wal_senders=10",
+        "logical_decoding_work_mem=64kB",
+    ])
+    .await;
     let pg = server.create_db("app").await;
     pg.batch_execute(KILL_SCHEMA).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -532,6 +540,15 @@ async fn every_committed_snapshot_equals_the_source_through_24_kills() {
         lake(dir, "side2").await.is_none(),
         "the dropped table is gone"
     );
+    let streamed: i64 = pg
+        .query_one(
+            "SELECT coalesce(sum(stream_txns), 0)::bigint FROM pg_stat_replication_slots WHERE slot_name = 'mirror'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(streamed > 0, "no transaction was streamed");
 }
 
 /// The same workload restored into MariaDB (translated DDL, upserts by key), with
