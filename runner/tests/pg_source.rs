@@ -896,8 +896,9 @@ async fn a_kill_while_the_schema_history_is_rewritten_keeps_it() {
 }
 
 /// DDL without the capture (not installed): the stream's relation messages show the
-/// new columns and tables; the history follows them (dropped and added columns, a
-/// new table), reported, and rows land in the right columns.
+/// new columns, types and tables; the history follows them (dropped and added
+/// columns, a widened integer, a numeric of another scale, a new table), reported,
+/// and rows land in the right columns with their values.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ddl_without_the_capture_is_resolved_from_the_relation_and_reported() {
     let (_server, pg, tmp, job) = start(
@@ -917,19 +918,32 @@ async fn ddl_without_the_capture_is_resolved_from_the_relation_and_reported() {
          ALTER TABLE shop.items DROP COLUMN gone;
          INSERT INTO shop.items VALUES (2, 'two', 2.50, '2024-01-02 03:04:05+00');
          UPDATE shop.items SET price = 1.25 WHERE id = 1;
-         CREATE TABLE shop.later (k varchar(8) PRIMARY KEY, n int);
-         INSERT INTO shop.later VALUES ('a', 1);",
+         CREATE TABLE shop.later (k varchar(8) PRIMARY KEY, n int, d numeric(6,1));
+         INSERT INTO shop.later VALUES ('a', 1, 1.5);",
     )
     .await
     .unwrap();
     let log = finish(spawn(&job, true));
     assert!(log.contains("resolved from the stream's relation"), "{log}");
+    // Types changed without the capture: the values need the new types.
+    pg.batch_execute(
+        "ALTER TABLE shop.later ALTER COLUMN n TYPE bigint, ALTER COLUMN d TYPE numeric(12,1);
+         INSERT INTO shop.later VALUES ('b', 5000000000, 12345678901.5);",
+    )
+    .await
+    .unwrap();
+    let log = format!("{log}\n{}", finish(spawn(&job, true)));
+    assert!(
+        log.contains("ALTER COLUMN \"n\" TYPE bigint")
+            || log.contains("ALTER COLUMN n TYPE bigint"),
+        "{log}"
+    );
     let checks = [
         (
             "items",
             "SELECT id::text, name, price::text, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || 'Z' FROM shop.items",
         ),
-        ("later", "SELECT k, n::text FROM shop.later"),
+        ("later", "SELECT k, n::text, d::text FROM shop.later"),
     ];
     assert_converges(&pg, dir, &checks, "after DDL without the capture", || {
         log.clone()

@@ -123,7 +123,17 @@ fn main() {
         .unwrap();
         let (_, snap1_rows, snap1_secs) = drain(src, &snap1_dir, Resume::default()).await;
         assert_eq!(snap1_rows as usize, TABLES * 200_000, "every row read");
-        pg.batch_execute("SELECT pg_drop_replication_slot('snap1')").await.unwrap();
+        // (Once its walsender has let go of it.)
+        for _ in 0..200 {
+            let n = pg
+                .execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'snap1' AND NOT active", &[])
+                .await
+                .unwrap();
+            if n > 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
         let (_, src) = parse_job(&job_text(server.port, "snap", &snap_dir), |_| None).unwrap();
         let (_, snap_rows, snap_secs) = drain(src, &snap_dir, Resume::default()).await;
         assert_eq!(snap_rows as usize, TABLES * 200_000, "every row read");

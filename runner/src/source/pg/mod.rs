@@ -1596,26 +1596,50 @@ impl Stream {
                 let ours: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
                 let theirs: Vec<&str> = r.columns.iter().map(|c| c.name.as_str()).collect();
                 if ours == theirs {
-                    return Ok(true);
-                }
-                let mut v: Vec<String> = ours
-                    .iter()
-                    .filter(|c| !theirs.contains(c))
-                    .map(|c| format!("ALTER TABLE {q} DROP COLUMN {}", ident(c)))
-                    .collect();
-                v.extend(
-                    r.columns
+                    // Same columns: a type changed where the stream's built-in type
+                    // decodes otherwise than the history's.
+                    let pt = pg_table(&self.src, db, t)?;
+                    let changed: Vec<String> = r
+                        .columns
                         .iter()
-                        .filter(|c| !ours.contains(&c.name.as_str()))
-                        .map(|c| {
+                        .enumerate()
+                        .filter(|(j, c)| {
+                            decoder_of_oid(c.type_oid, c.typmod).is_some_and(|(kind, form)| {
+                                kind != pt.table.columns[*j].kind || form != pt.forms[*j]
+                            })
+                        })
+                        .map(|(_, c)| {
                             format!(
-                                "ALTER TABLE {q} ADD COLUMN {} {}",
+                                "ALTER TABLE {q} ALTER COLUMN {} TYPE {}",
                                 ident(&c.name),
                                 type_text(c.type_oid, c.typmod)
                             )
-                        }),
-                );
-                v
+                        })
+                        .collect();
+                    if changed.is_empty() {
+                        return Ok(true);
+                    }
+                    changed
+                } else {
+                    let mut v: Vec<String> = ours
+                        .iter()
+                        .filter(|c| !theirs.contains(c))
+                        .map(|c| format!("ALTER TABLE {q} DROP COLUMN {}", ident(c)))
+                        .collect();
+                    v.extend(
+                        r.columns
+                            .iter()
+                            .filter(|c| !ours.contains(&c.name.as_str()))
+                            .map(|c| {
+                                format!(
+                                    "ALTER TABLE {q} ADD COLUMN {} {}",
+                                    ident(&c.name),
+                                    type_text(c.type_oid, c.typmod)
+                                )
+                            }),
+                    );
+                    v
+                }
             }
         };
         if stmts.is_empty() {
@@ -2050,6 +2074,59 @@ fn statement_for(query: &str, tag: &str, from: usize) -> Option<(usize, String)>
         }
     }
     None
+}
+
+/// How a built-in type of a relation message is decoded (kind and text form), for
+/// the types whose mapping is certain; None for the rest (domains, enums and other
+/// types of the database's own, arrays, ...), which are not compared.
+fn decoder_of_oid(oid: u32, typmod: i32) -> Option<(super::decode::Kind, Form)> {
+    use ddl_core::DataType as D;
+    let int = |bytes| D::Int {
+        bytes,
+        unsigned: false,
+    };
+    let m = typmod - 4;
+    let t = match oid {
+        16 => D::Boolean,
+        21 => int(2),
+        23 => int(4),
+        20 => int(8),
+        700 => D::Float {
+            bytes: 4,
+            unsigned: false,
+        },
+        701 => D::Float {
+            bytes: 8,
+            unsigned: false,
+        },
+        1700 if typmod >= 4 => D::Decimal {
+            precision: Some(((m >> 16) & 0xffff) as u32),
+            scale: Some(m & 0xffff),
+            unsigned: false,
+        },
+        1700 => D::Decimal {
+            precision: None,
+            scale: None,
+            unsigned: false,
+        },
+        17 => D::Blob { max_bytes: None },
+        25 | 1043 | 1042 => D::Text {
+            max_bytes: None,
+            national: false,
+        },
+        2950 => D::Uuid,
+        1082 => D::Date,
+        1114 => D::Timestamp {
+            precision: 6,
+            tz: ddl_core::TimeZone::None,
+        },
+        1184 => D::Timestamp {
+            precision: 6,
+            tz: ddl_core::TimeZone::Instant,
+        },
+        _ => return None,
+    };
+    Some(values::kind_of(&t))
 }
 
 /// A column type as PostgreSQL writes it, from the OID and type modifier a relation
