@@ -552,11 +552,19 @@ async fn every_committed_snapshot_equals_the_source_through_24_kills() {
 }
 
 /// The same workload restored into MariaDB (translated DDL, upserts by key), with
-/// SIGKILLs along the way: at the end every table equals its PostgreSQL source.
+/// 20 SIGKILLs along the way (large transactions streamed): at the end every table
+/// equals its PostgreSQL source.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_database_restores_into_mariadb_through_kills() {
-    let (server, maria) =
-        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let (server, maria) = tokio::join!(
+        PgServer::start_with(&[
+            "wal_level=logical",
+            "max_replication_slots=10",
+            "max_wal_senders=10",
+            "logical_decoding_work_mem=64kB",
+        ]),
+        lakeshift_tests::MariaDb::start()
+    );
     let pg = server.create_db("app").await;
     pg.batch_execute(KILL_SCHEMA).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -576,12 +584,40 @@ async fn a_postgres_database_restores_into_mariadb_through_kills() {
     let log = || std::fs::read_to_string(job.with_extension("log")).unwrap_or_default();
     let mut rng = Rng(0xfeed_5678);
     let mut i = 0u64;
-    for kill in 0..6 {
+    let mut my = maria.conn(None).await;
+    for kill in 0..20 {
         let mut running = spawn(&job, false);
-        let steps = 10 + rng.below(30);
+        let steps = 3 + rng.below(10);
         for _ in 0..steps {
             kill_step(&pg, &mut rng, i).await;
             i += 1;
+        }
+        // Some kills land at once, some after the target has caught up.
+        if kill % 3 == 0 {
+            let deadline = std::time::Instant::now() + Duration::from_secs(90);
+            loop {
+                let mut equal = true;
+                for t in KILL_TABLES {
+                    let sql = format!("SELECT * FROM shop.{t}");
+                    let Ok(want) = lakeshift_tests::try_pg_text_rows(&pg, &sql).await else {
+                        continue; // not created yet, or dropped
+                    };
+                    let got = lakeshift_tests::try_mysql_text_rows(&mut my, &sql).await;
+                    if got.ok().as_ref() != Some(&want) {
+                        equal = false;
+                        break;
+                    }
+                }
+                if equal {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "kill {kill}: MariaDB did not catch up in 90 s\n{}",
+                    log()
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
         }
         running.kill().unwrap();
         let _ = running.wait();
@@ -592,7 +628,6 @@ async fn a_postgres_database_restores_into_mariadb_through_kills() {
         i += 1;
     }
     let end = finish(spawn(&job, true));
-    let mut my = maria.conn(None).await;
     for t in KILL_TABLES {
         let want = source(&pg, &format!("SELECT * FROM shop.{t}")).await;
         let got =

@@ -536,8 +536,16 @@ impl Drop for Broker {
 
 /// A query's rows with every value as text (NULL as None), sorted.
 pub async fn mysql_text_rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Option<String>>> {
+    try_mysql_text_rows(c, sql).await.expect("query")
+}
+
+/// [`mysql_text_rows`], its error returned (polls that may race a job's DDL).
+pub async fn try_mysql_text_rows(
+    c: &mut mysql_async::Conn,
+    sql: &str,
+) -> Result<Vec<Vec<Option<String>>>, mysql_async::Error> {
     use mysql_async::prelude::Queryable;
-    let rows: Vec<mysql_async::Row> = c.query(sql).await.expect("query");
+    let rows: Vec<mysql_async::Row> = c.query(sql).await?;
     let mut out: Vec<Vec<Option<String>>> = rows
         .into_iter()
         .map(|r| {
@@ -551,7 +559,7 @@ pub async fn mysql_text_rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Op
         })
         .collect();
     out.sort();
-    out
+    Ok(out)
 }
 
 /// A PostgreSQL query's rows as text (simple protocol; NULL as None), sorted.
