@@ -42,13 +42,127 @@ pub struct Progress {
 }
 
 pub struct Session {
-    rd: OwnedReadHalf,
+    /// The reading side; moved to the reader task at `start`.
+    reader: Option<Reader>,
+    /// While streaming: frames from the reader task, which reads and frames the
+    /// socket beside the decoding.
+    frames: Option<tokio::sync::mpsc::Receiver<Result<Vec<Frame>, SourceError>>>,
+    pending: std::collections::VecDeque<Frame>,
     wr: Arc<Mutex<OwnedWriteHalf>>,
-    buf: BytesMut,
     /// The server's major version (from its `server_version` parameter).
     pub server_major: u32,
     status: Option<tokio::task::JoinHandle<()>>,
+    read_task: Option<tokio::task::JoinHandle<()>>,
     pub progress: Arc<Progress>,
+}
+
+/// The socket's reading side and what was read of it.
+struct Reader {
+    rd: OwnedReadHalf,
+    buf: BytesMut,
+}
+
+impl Reader {
+    /// The next message: (tag, body). Cancel-safe (what was read stays in the
+    /// buffer).
+    async fn read_msg(&mut self) -> Result<(u8, BytesMut), SourceError> {
+        loop {
+            if self.buf.len() >= 5 {
+                let len = u32::from_be_bytes(self.buf[1..5].try_into().expect("4")) as usize;
+                if len < 4 {
+                    return Err(SourceError::Protocol(format!(
+                        "a message of length {len} from the server"
+                    )));
+                }
+                if self.buf.len() > len {
+                    let tag = self.buf[0];
+                    let mut m = self.buf.split_to(1 + len);
+                    m.advance(5);
+                    return Ok((tag, m));
+                }
+                self.buf.reserve(1 + len - self.buf.len());
+            }
+            let n = self
+                .rd
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| lost("reading", e))?;
+            if n == 0 {
+                return Err(SourceError::Lost(
+                    "the replication session was closed by the server".into(),
+                ));
+            }
+        }
+    }
+
+    /// The next frame of the stream (answering a keepalive that asks for a status
+    /// update), and every further one already read.
+    async fn frames(
+        &mut self,
+        wr: &Mutex<OwnedWriteHalf>,
+        progress: &Progress,
+    ) -> Result<Vec<Frame>, SourceError> {
+        let mut out = vec![self.frame(wr, progress).await?];
+        while out.len() < 256 && self.complete() {
+            out.push(self.frame(wr, progress).await?);
+        }
+        Ok(out)
+    }
+
+    /// Whether a whole CopyData message is buffered (one that yields a frame without
+    /// waiting for the socket).
+    fn complete(&self) -> bool {
+        self.buf.len() >= 5
+            && self.buf[0] == b'd'
+            && self.buf.len() > u32::from_be_bytes(self.buf[1..5].try_into().expect("4")) as usize
+    }
+
+    async fn frame(
+        &mut self,
+        wr: &Mutex<OwnedWriteHalf>,
+        progress: &Progress,
+    ) -> Result<Frame, SourceError> {
+        loop {
+            let (tag, mut body) = self.read_msg().await?;
+            match tag {
+                b'd' if !body.is_empty() => match body.get_u8() {
+                    b'w' if body.len() >= 24 => {
+                        let start = body.get_u64();
+                        let _end = body.get_u64();
+                        let _time = body.get_i64();
+                        progress.received.fetch_max(start, Ordering::Relaxed);
+                        return Ok(Frame::XLog {
+                            data: body.freeze(),
+                        });
+                    }
+                    b'k' if body.len() >= 17 => {
+                        let end = body.get_u64();
+                        let _time = body.get_i64();
+                        let reply = body.get_u8() != 0;
+                        if reply {
+                            send_status(wr, progress)
+                                .await
+                                .map_err(|e| lost("status update", e))?;
+                        }
+                        return Ok(Frame::KeepAlive { end });
+                    }
+                    other => {
+                        return Err(SourceError::Protocol(format!(
+                            "replication stream: unknown CopyData kind {:?}",
+                            other as char
+                        )))
+                    }
+                },
+                b'E' => return Err(server_error("replication stream", &body)),
+                b'c' => {
+                    return Err(SourceError::Lost(
+                        "the server ended the replication stream".into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 fn lost(what: &str, e: impl std::fmt::Display) -> SourceError {
@@ -102,11 +216,16 @@ impl Session {
         let _ = sock.set_nodelay(true);
         let (rd, wr) = sock.into_split();
         let mut s = Session {
-            rd,
+            reader: Some(Reader {
+                rd,
+                buf: BytesMut::with_capacity(64 << 10),
+            }),
+            frames: None,
+            pending: std::collections::VecDeque::new(),
             wr: Arc::new(Mutex::new(wr)),
-            buf: BytesMut::with_capacity(64 << 10),
             server_major: 0,
             status: None,
+            read_task: None,
             progress: Arc::new(Progress::default()),
         };
         let mut out = BytesMut::new();
@@ -209,36 +328,12 @@ impl Session {
             .map_err(|e| lost("writing", e))
     }
 
-    /// The next message: (tag, body). Cancel-safe (what was read stays in the
-    /// buffer).
     async fn read_msg(&mut self) -> Result<(u8, BytesMut), SourceError> {
-        loop {
-            if self.buf.len() >= 5 {
-                let len = u32::from_be_bytes(self.buf[1..5].try_into().expect("4")) as usize;
-                if len < 4 {
-                    return Err(SourceError::Protocol(format!(
-                        "a message of length {len} from the server"
-                    )));
-                }
-                if self.buf.len() > len {
-                    let tag = self.buf[0];
-                    let mut m = self.buf.split_to(1 + len);
-                    m.advance(5);
-                    return Ok((tag, m));
-                }
-                self.buf.reserve(1 + len - self.buf.len());
-            }
-            let n = self
-                .rd
-                .read_buf(&mut self.buf)
-                .await
-                .map_err(|e| lost("reading", e))?;
-            if n == 0 {
-                return Err(SourceError::Lost(
-                    "the replication session was closed by the server".into(),
-                ));
-            }
-        }
+        self.reader
+            .as_mut()
+            .ok_or_else(|| SourceError::Protocol("the session is streaming".into()))?
+            .read_msg()
+            .await
     }
 
     /// Run a replication command; its rows, every value as text.
@@ -311,6 +406,20 @@ impl Session {
         }
         self.progress.received.store(lsn, Ordering::Relaxed);
         let (wr, progress) = (self.wr.clone(), self.progress.clone());
+        let mut reader = self.reader.take().expect("not streaming yet");
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        self.frames = Some(rx);
+        let (wr2, progress2) = (self.wr.clone(), self.progress.clone());
+        self.read_task = Some(tokio::spawn(async move {
+            loop {
+                // Every frame already buffered goes in one batch.
+                let batch = reader.frames(&wr2, &progress2).await;
+                let end = batch.is_err();
+                if tx.send(batch).await.is_err() || end {
+                    return;
+                }
+            }
+        }));
         self.status = Some(tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
@@ -328,43 +437,21 @@ impl Session {
     /// The next frame of the stream.
     pub async fn recv(&mut self) -> Result<Frame, SourceError> {
         loop {
-            let (tag, mut body) = self.read_msg().await?;
-            match tag {
-                b'd' if !body.is_empty() => match body.get_u8() {
-                    b'w' if body.len() >= 24 => {
-                        let start = body.get_u64();
-                        let _end = body.get_u64();
-                        let _time = body.get_i64();
-                        self.progress.received.fetch_max(start, Ordering::Relaxed);
-                        return Ok(Frame::XLog {
-                            data: body.freeze(),
-                        });
-                    }
-                    b'k' if body.len() >= 17 => {
-                        let end = body.get_u64();
-                        let _time = body.get_i64();
-                        let reply = body.get_u8() != 0;
-                        if reply {
-                            send_status(&self.wr, &self.progress)
-                                .await
-                                .map_err(|e| lost("status update", e))?;
-                        }
-                        return Ok(Frame::KeepAlive { end });
-                    }
-                    other => {
-                        return Err(SourceError::Protocol(format!(
-                            "replication stream: unknown CopyData kind {:?}",
-                            other as char
-                        )))
-                    }
-                },
-                b'E' => return Err(server_error("replication stream", &body)),
-                b'c' => {
+            if let Some(f) = self.pending.pop_front() {
+                return Ok(f);
+            }
+            let rx = self
+                .frames
+                .as_mut()
+                .ok_or_else(|| SourceError::Protocol("the stream is not started".into()))?;
+            match rx.recv().await {
+                Some(Ok(batch)) => self.pending.extend(batch),
+                Some(Err(e)) => return Err(e),
+                None => {
                     return Err(SourceError::Lost(
-                        "the server ended the replication stream".into(),
+                        "the replication stream's reader ended".into(),
                     ))
                 }
-                _ => {}
             }
         }
     }
@@ -373,6 +460,9 @@ impl Session {
     pub async fn stop(mut self) {
         self.progress.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.status.take() {
+            t.abort();
+        }
+        if let Some(t) = self.read_task.take() {
             t.abort();
         }
         let _ = send_status(&self.wr, &self.progress).await;
@@ -386,6 +476,9 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if let Some(t) = self.status.take() {
+            t.abort();
+        }
+        if let Some(t) = self.read_task.take() {
             t.abort();
         }
     }
