@@ -15,14 +15,15 @@ fi
 export PATH="$(pg_config --bindir):$PATH"
 
 # The interop tests read lakeshift's Iceberg tables with pyiceberg and DuckDB (with its
-# iceberg, avro and parquet extensions from PyPI, loaded offline) from a virtualenv.
+# iceberg, avro and parquet extensions from PyPI, loaded offline) from a virtualenv;
+# the S3 tests run moto's S3 server from it.
 VENV=target/interop-venv
-if ! "$VENV/bin/python" -c "import pyiceberg, duckdb, duckdb_ext" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import pyiceberg, duckdb, duckdb_ext, moto, boto3" 2>/dev/null; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check \
     "pyiceberg[sql-sqlite,pyarrow]==0.12.0" duckdb==1.4.4 \
     duckdb-ext-iceberg==1.4.4.20260205 duckdb-ext-avro==1.4.4.20260205 \
-    duckdb-ext-parquet==1.4.4.20260205
+    duckdb-ext-parquet==1.4.4.20260205 "moto[server]==5.2.5"
 fi
 export LAKESHIFT_INTEROP_PYTHON="$PWD/$VENV/bin/python"
 

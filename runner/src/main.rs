@@ -225,7 +225,7 @@ enum Command {
         /// Source dialect (mariadb is an alias of mysql).
         #[arg(long, value_enum)]
         from: SourceArg,
-        /// Warehouse folder (created if missing).
+        /// Warehouse folder (created if missing), or s3://bucket/prefix (needs --catalog; endpoint and credentials from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the AWS credential chain).
         #[arg(long, value_name = "DIR")]
         warehouse: std::path::PathBuf,
         /// Catalog database URI: sqlite:///path/file.db or postgresql://user@host/db.

@@ -534,6 +534,107 @@ impl Drop for Broker {
     }
 }
 
+/// An S3-compatible server for tests: moto's server mode (from the interop
+/// virtualenv `scripts/test.sh` installs) on a free port, with one bucket.
+pub struct S3Server {
+    pub port: u16,
+    pub bucket: String,
+    child: Child,
+}
+
+impl S3Server {
+    pub async fn start(bucket: &str) -> S3Server {
+        let port = free_port();
+        let child = Command::new(interop_python())
+            .args([
+                "-m",
+                "moto.server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start moto's S3 server ({e}); scripts/test.sh installs it")
+            });
+        let s = S3Server {
+            port,
+            bucket: bucket.to_owned(),
+            child,
+        };
+        wait_until("the S3 server accepts connections", || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+        })
+        .await;
+        let out = Command::new(interop_python())
+            .args([
+                "-c",
+                &format!(
+                    "import boto3; boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1').create_bucket(Bucket='{bucket}')",
+                    s.endpoint()
+                ),
+            ])
+            .output()
+            .expect("python");
+        assert!(
+            out.status.success(),
+            "creating bucket {bucket}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        s
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The environment a lakeshift process (or this one) reads the server from.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ACCESS_KEY_ID", "test".into()),
+            ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ]
+    }
+
+    /// Keys of the objects under `prefix`.
+    pub fn keys(&self, prefix: &str) -> Vec<String> {
+        let out = Command::new(interop_python())
+            .args([
+                "-c",
+                &format!(
+                    "import boto3\nc = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1')\nfor page in c.get_paginator('list_objects_v2').paginate(Bucket='{}', Prefix='{prefix}'):\n    for o in page.get('Contents', []): print(o['Key'])",
+                    self.endpoint(),
+                    self.bucket
+                ),
+            ])
+            .output()
+            .expect("python");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A query's rows with every value as text (NULL as None), sorted.
 pub async fn mysql_text_rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Option<String>>> {
     try_mysql_text_rows(c, sql).await.expect("query")

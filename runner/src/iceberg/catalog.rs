@@ -112,8 +112,57 @@ pub(crate) async fn create_table(pool: &sqlx::AnyPool, sql: &str) -> Result<()> 
     }
 }
 
+/// The FileIO of an `s3://` warehouse: endpoint, region and credentials from the
+/// environment (`AWS_ENDPOINT_URL`, `AWS_REGION` or `AWS_DEFAULT_REGION`,
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), else the
+/// standard AWS credential chain (config files, instance metadata); never from the
+/// job file. A custom endpoint (MinIO, moto, ...) gets path-style addressing unless
+/// `AWS_S3_PATH_STYLE=false`.
+fn s3_file_io() -> FileIO {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut b = iceberg::io::FileIOBuilder::new(Arc::new(
+        iceberg_storage_opendal::OpenDalStorageFactory::S3 {
+            customized_credential_load: None,
+        },
+    ));
+    let endpoint = env("AWS_ENDPOINT_URL_S3").or_else(|| env("AWS_ENDPOINT_URL"));
+    if let Some(e) = &endpoint {
+        b = b.with_prop(iceberg::io::S3_ENDPOINT, e);
+        let path_style = env("AWS_S3_PATH_STYLE").is_none_or(|v| v != "false");
+        b = b.with_prop(iceberg::io::S3_PATH_STYLE_ACCESS, path_style);
+    }
+    if let Some(r) = env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION")) {
+        b = b.with_prop(iceberg::io::S3_REGION, r);
+    }
+    for (var, prop) in [
+        ("AWS_ACCESS_KEY_ID", iceberg::io::S3_ACCESS_KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", iceberg::io::S3_SECRET_ACCESS_KEY),
+        ("AWS_SESSION_TOKEN", iceberg::io::S3_SESSION_TOKEN),
+    ] {
+        if let Some(v) = env(var) {
+            b = b.with_prop(prop, v);
+        }
+    }
+    b.build()
+}
+
 impl Catalog {
     pub async fn open(cfg: &CatalogConfig) -> Result<Catalog> {
+        let wh = cfg.warehouse.display().to_string();
+        if let Some(rest) = wh.strip_prefix("s3://") {
+            let warehouse = format!("s3://{}", rest.trim_end_matches('/'));
+            if rest.split('/').next().is_none_or(str::is_empty) {
+                return Err(Error::Invalid(format!(
+                    "warehouse {wh}: an S3 warehouse is s3://bucket or s3://bucket/prefix"
+                )));
+            }
+            let Some(uri) = cfg.uri.clone() else {
+                return Err(Error::Invalid(format!(
+                    "warehouse {wh}: an S3 warehouse needs a catalog URI (catalog: postgresql://... shared by every process, or sqlite:///path/catalog.db for one host); the catalog cannot live in the bucket"
+                )));
+            };
+            return Self::open_at(cfg, uri, warehouse, s3_file_io()).await;
+        }
         std::fs::create_dir_all(&cfg.warehouse).map_err(|e| {
             Error::Invalid(format!(
                 "cannot create warehouse folder {}: {e}",
@@ -128,6 +177,29 @@ impl Catalog {
                 "sqlite://{}?mode=rwc",
                 warehouse_abs.join("catalog.db").display()
             ),
+        };
+        Self::open_at(
+            cfg,
+            uri,
+            format!("file://{}", warehouse_abs.display()),
+            FileIO::new_with_fs(),
+        )
+        .await
+    }
+
+    /// The catalog at `uri` over warehouse URL `warehouse` whose files `file_io` reads
+    /// and writes.
+    async fn open_at(
+        cfg: &CatalogConfig,
+        uri: String,
+        warehouse: String,
+        file_io: FileIO,
+    ) -> Result<Catalog> {
+        // A SQLite catalog named by the user is made when missing, as the default is.
+        let uri = if uri.starts_with("sqlite:") && !uri.contains("mode=") {
+            format!("{uri}{}mode=rwc", if uri.contains('?') { '&' } else { '?' })
+        } else {
+            uri
         };
         let postgres = uri.starts_with("postgres");
         install_default_drivers();
@@ -197,9 +269,9 @@ impl Catalog {
         Ok(Catalog {
             pool,
             name: cfg.name.clone(),
-            warehouse: format!("file://{}", warehouse_abs.display()),
+            warehouse,
             postgres,
-            file_io: FileIO::new_with_fs(),
+            file_io,
             lose_replies: Arc::new(AtomicU32::new(0)),
             owner: None,
         })
@@ -421,6 +493,22 @@ impl Catalog {
         .execute(&self.pool)
         .await?;
         if purge {
+            if let Some(t) = loaded
+                .as_ref()
+                .filter(|t| local_path(t.metadata.location()).is_none())
+            {
+                // Object storage: every object under the table's location.
+                self.file_io
+                    .delete_prefix(format!("{}/", t.metadata.location().trim_end_matches('/')))
+                    .await
+                    .map_err(|e| {
+                        Error::Invalid(format!(
+                            "table {} dropped, but its files at {} could not be removed: {e}",
+                            display(id),
+                            t.metadata.location()
+                        ))
+                    })?;
+            }
             if let Some(t) = loaded {
                 if let Some(path) = local_path(t.metadata.location()) {
                     if path.exists() {

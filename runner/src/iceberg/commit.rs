@@ -321,9 +321,14 @@ impl<'a> Committer<'a> {
             return;
         }
         for e in expired {
+            // Best effort: a file left behind costs space, not correctness.
             if let Some(p) = local_path(&e.metadata_file) {
-                // Best effort: a file left behind costs space, not correctness.
                 let _ = std::fs::remove_file(p);
+            } else {
+                let (io, f) = (self.catalog.file_io.clone(), e.metadata_file.clone());
+                tokio::spawn(async move {
+                    let _ = io.delete(f).await;
+                });
             }
         }
     }
