@@ -399,3 +399,155 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
         lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.{t} at the end"));
     }
 }
+
+/// Faults on the S3 side, through a proxy in front of the server: the server refusing
+/// every request while a job is checkpointing (the job stops with the object store's
+/// error, never half a commit), then serving again (the next run resumes exactly);
+/// a slow server (the job finishes, exact).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
+    let (s3, maria) = tokio::join!(S3Server::start("faulty"), MariaDb::start());
+    for (k, v) in s3.env() {
+        std::env::set_var(k, v);
+    }
+    let proxy = lakeshift_tests::FaultProxy::start(s3.port).await;
+    let mut env = s3.env();
+    env[0].1 = format!("http://127.0.0.1:{}", proxy.port);
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(40));
+         INSERT INTO shop.items VALUES (1, 'a'), (2, 'b');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let catalog = format!("sqlite://{}/catalog.db", dir.display());
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 904\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://faulty/lake\n  catalog: {catalog}\npipeline:\n  name: faulty\n  state: {}\n  checkpoint-interval-seconds: 0.1\n",
+            maria.port,
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    let cat = Catalog::open(&CatalogConfig {
+        name: "lakeshift".into(),
+        warehouse: "s3://faulty/lake".into(),
+        uri: Some(catalog.clone()),
+    })
+    .await
+    .unwrap();
+    // Whether the lake's table equals the source's (a connection of its own).
+    let equal = || {
+        let (cat, maria) = (&cat, &maria);
+        async move {
+            let mut c = maria.conn(None).await;
+            let want = lakeshift_tests::mysql_text_rows(&mut c, "SELECT * FROM shop.items").await;
+            lakeshift_tests::iceberg_text_rows(cat, "shop", "items", None)
+                .await
+                .is_some_and(|got| got == want)
+        }
+    };
+    let mut running = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", &job.display().to_string()])
+        .envs(env.clone())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    lakeshift_tests::wait_until("the snapshot is in S3", equal).await;
+    // The server refuses everything; the job has changes to checkpoint.
+    proxy.set(lakeshift_tests::FaultProxy::REFUSE);
+    c.query_drop(
+        "INSERT INTO shop.items VALUES (3, 'c'); UPDATE shop.items SET name = 'A' WHERE id = 1",
+    )
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = running.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job neither stopped nor committed while S3 refused every request"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    running
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!status.success(), "{err}");
+    assert!(
+        err.contains("error:") && err.contains("faulty/lake"),
+        "{err}"
+    );
+    eprintln!(
+        "with S3 refusing: {}",
+        err.lines()
+            .find(|l| l.contains("error:"))
+            .unwrap_or_default()
+    );
+    // Nothing half-committed: the table reads as the snapshot left it.
+    let rows = lakeshift_tests::iceberg_text_rows(&cat, "shop", "items", None)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // Served again: the next run resumes exactly.
+    proxy.set(lakeshift_tests::FaultProxy::PASS);
+    c.query_drop("DELETE FROM shop.items WHERE id = 2; INSERT INTO shop.items VALUES (4, 'd')")
+        .await
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args([
+            "sync",
+            "--config",
+            &job.display().to_string(),
+            "--until-end",
+        ])
+        .envs(env.clone())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(equal().await, "the lake after the resume");
+    // A slow server: every chunk 20 ms late.
+    proxy.set(lakeshift_tests::FaultProxy::slow(20));
+    c.query_drop(
+        "UPDATE shop.items SET name = 'slow' WHERE id = 3; INSERT INTO shop.items VALUES (5, 'e')",
+    )
+    .await
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args([
+            "sync",
+            "--config",
+            &job.display().to_string(),
+            "--until-end",
+        ])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(equal().await, "the lake after a slow server");
+    // No data file committed twice.
+    let _ = lakeshift_tests::check_every_snapshot(&cat, "shop", &["items"], &[], |w| {
+        (w.file_index(), w.offset)
+    })
+    .await;
+}

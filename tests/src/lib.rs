@@ -635,6 +635,94 @@ impl Drop for S3Server {
     }
 }
 
+/// A TCP proxy in front of a server, for fault injection: it passes traffic, refuses
+/// it (open connections cut, new ones closed at once), or passes it slowly.
+pub struct FaultProxy {
+    pub port: u16,
+    mode: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FaultProxy {
+    /// Pass everything.
+    pub const PASS: u64 = 0;
+    /// Refuse: cut every connection.
+    pub const REFUSE: u64 = 1;
+    /// Above 1: pass, each chunk after this many milliseconds.
+    pub fn slow(ms: u64) -> u64 {
+        ms.max(2)
+    }
+
+    pub async fn start(target: u16) -> FaultProxy {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mode = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(Self::PASS));
+        let m = mode.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                if m.load(Ordering::Relaxed) == Self::REFUSE {
+                    drop(client);
+                    continue;
+                }
+                let m = m.clone();
+                tokio::spawn(async move {
+                    let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", target)).await
+                    else {
+                        return;
+                    };
+                    let (cr, cw) = client.into_split();
+                    let (sr, sw) = server.into_split();
+                    let pipe =
+                        |mut r: tokio::net::tcp::OwnedReadHalf,
+                         mut w: tokio::net::tcp::OwnedWriteHalf,
+                         m: std::sync::Arc<std::sync::atomic::AtomicU64>| async move {
+                            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                            let mut buf = vec![0u8; 64 << 10];
+                            loop {
+                                let n = match tokio::time::timeout(
+                                    Duration::from_millis(100),
+                                    r.read(&mut buf),
+                                )
+                                .await
+                                {
+                                    Err(_) => {
+                                        if m.load(Ordering::Relaxed) == Self::REFUSE {
+                                            return;
+                                        }
+                                        continue;
+                                    }
+                                    Ok(Ok(0)) | Ok(Err(_)) => return,
+                                    Ok(Ok(n)) => n,
+                                };
+                                match m.load(Ordering::Relaxed) {
+                                    Self::REFUSE => return,
+                                    Self::PASS => {}
+                                    ms => tokio::time::sleep(Duration::from_millis(ms)).await,
+                                }
+                                if w.write_all(&buf[..n]).await.is_err() {
+                                    return;
+                                }
+                            }
+                        };
+                    tokio::join!(pipe(cr, sw, m.clone()), pipe(sr, cw, m));
+                });
+            }
+        });
+        FaultProxy { port, mode, task }
+    }
+
+    pub fn set(&self, mode: u64) {
+        self.mode.store(mode, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// A query's rows with every value as text (NULL as None), sorted.
 pub async fn mysql_text_rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Option<String>>> {
     try_mysql_text_rows(c, sql).await.expect("query")
