@@ -18,12 +18,14 @@ export PATH="$(pg_config --bindir):$PATH"
 # iceberg, avro and parquet extensions from PyPI, loaded offline) from a virtualenv;
 # the S3 tests run moto's S3 server from it.
 VENV=target/interop-venv
-if ! "$VENV/bin/python" -c "import pyiceberg, duckdb, duckdb_ext, moto, boto3" 2>/dev/null; then
+if ! { "$VENV/bin/python" -c "import pyiceberg, duckdb, duckdb_ext, moto, boto3" 2>/dev/null \
+    && ls "$VENV"/lib/python3*/site-packages/duckdb_ext/extensions/*/*/httpfs.duckdb_extension >/dev/null 2>&1; }; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check \
     "pyiceberg[sql-sqlite,pyarrow]==0.12.0" duckdb==1.4.4 \
     duckdb-ext-iceberg==1.4.4.20260205 duckdb-ext-avro==1.4.4.20260205 \
-    duckdb-ext-parquet==1.4.4.20260205 "moto[server]==5.2.5"
+    duckdb-ext-parquet==1.4.4.20260205 duckdb-ext-httpfs==1.4.4.20260205 \
+    "moto[server]==5.2.5"
 fi
 export LAKESHIFT_INTEROP_PYTHON="$PWD/$VENV/bin/python"
 

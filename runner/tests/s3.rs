@@ -55,6 +55,33 @@ print(json.dumps([[None if v is None else str(v) for v in r.values()] for r in r
     rows
 }
 
+/// DuckDB's rows of the Iceberg table whose metadata file is `metadata` (an s3://
+/// URL), read with its iceberg and httpfs extensions over S3.
+fn duckdb_rows(s3: &S3Server, metadata: &str) -> Vec<Vec<Option<String>>> {
+    let script = format!(
+        r#"{}
+con.execute(f"LOAD '{{base}}/httpfs.duckdb_extension'")
+con.execute("CREATE SECRET (TYPE s3, KEY_ID 'test', SECRET 'test', REGION 'us-east-1', ENDPOINT '127.0.0.1:{}', URL_STYLE 'path', USE_SSL false)")
+rows = con.execute("SELECT * FROM iceberg_scan(?)", [sys.argv[1]]).fetchall()
+print(json.dumps([[None if v is None else str(v) for v in r] for r in rows]))
+"#,
+        lakeshift_tests::DUCKDB_PRELUDE,
+        s3.port
+    );
+    let out = Command::new(lakeshift_tests::interop_python())
+        .args(["-c", &script, metadata])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "duckdb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rows: Vec<Vec<Option<String>>> = serde_json::from_slice(&out.stdout).unwrap();
+    rows.sort();
+    rows
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
     let (s3, maria) = tokio::join!(S3Server::start("lake"), MariaDb::start());
@@ -117,6 +144,13 @@ async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
         let py_uri = format!("sqlite:///{}/catalog.db", dir.display());
         let py = pyiceberg_rows(&s3, &py_uri, t);
         lakeshift_tests::assert_rows_eq(&py, &want, &format!("shop.{t} (pyiceberg over S3)"));
+        let loc = cat
+            .metadata_location(&runner::iceberg::catalog::ident("shop", t).unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        let duck = duckdb_rows(&s3, &loc);
+        lakeshift_tests::assert_rows_eq(&duck, &want, &format!("shop.{t} (DuckDB over S3)"));
     }
     // Everything of the tables is in the bucket; nothing in a local warehouse.
     let keys = s3.keys("wh/shop/items/");
