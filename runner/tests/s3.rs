@@ -585,3 +585,118 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
     })
     .await;
 }
+
+/// Two jobs, each with its own local state folder (as on two hosts), share one
+/// bucket and one PostgreSQL catalog and write disjoint tables at the same time:
+/// every table equals its source; one job is then killed and run again (same state
+/// folder) while the other goes on, and both stay exact. (Moving a job to a host
+/// without its state folder is not built.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_jobs_share_a_bucket_and_a_catalog() {
+    let (s3, maria, pg) = tokio::join!(
+        S3Server::start("shared"),
+        MariaDb::start(),
+        lakeshift_tests::PgServer::start()
+    );
+    for (k, v) in s3.env() {
+        std::env::set_var(k, v);
+    }
+    pg.create_db("catalog").await;
+    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE a; CREATE DATABASE b;
+         CREATE TABLE a.t (id INT PRIMARY KEY, v VARCHAR(20));
+         CREATE TABLE b.t (id INT PRIMARY KEY, v VARCHAR(20));
+         INSERT INTO a.t VALUES (1, 'a1'); INSERT INTO b.t VALUES (1, 'b1');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = |name: &str, db: &str, id: u32| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {id}\n  tables: ['{db}\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://shared/lake\n  catalog: {catalog}\npipeline:\n  name: {name}\n  state: {}\n  checkpoint-interval-seconds: 0.1\n",
+                maria.port,
+                d.join("state").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let (ja, jb) = (job("ja", "a", 911), job("jb", "b", 912));
+    let spawn = |j: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(["sync", "--config", &j.display().to_string()])
+            .envs(s3.env())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut pa, mut pb) = (spawn(&ja), spawn(&jb));
+    for i in 2..40 {
+        c.query_drop(format!(
+            "INSERT INTO a.t VALUES ({i}, 'a{i}'); INSERT INTO b.t VALUES ({i}, 'b{i}'); UPDATE a.t SET v = 'x{i}' WHERE id = {}; DELETE FROM b.t WHERE id = {}",
+            i / 2,
+            i / 3
+        ))
+        .await
+        .unwrap();
+    }
+    let cat = Catalog::open(&CatalogConfig {
+        name: "lakeshift".into(),
+        warehouse: "s3://shared/lake".into(),
+        uri: Some(catalog.clone()),
+    })
+    .await
+    .unwrap();
+    for db in ["a", "b"] {
+        let want = lakeshift_tests::mysql_text_rows(&mut c, &format!("SELECT * FROM {db}.t")).await;
+        let cat = &cat;
+        lakeshift_tests::wait_until(&format!("{db}.t is in the shared lake"), || {
+            let want = want.clone();
+            async move {
+                lakeshift_tests::iceberg_text_rows(cat, db, "t", None)
+                    .await
+                    .is_some_and(|got| got == want)
+            }
+        })
+        .await;
+    }
+    assert!(pa.try_wait().unwrap().is_none() && pb.try_wait().unwrap().is_none());
+    pa.kill().unwrap();
+    let _ = pa.wait();
+    // Job a goes on in another process while b runs.
+    c.query_drop("INSERT INTO a.t VALUES (100, 'later'); UPDATE b.t SET v = 'late' WHERE id = 30")
+        .await
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", &ja.display().to_string(), "--until-end"])
+        .envs(s3.env())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for db in ["a", "b"] {
+        let want = lakeshift_tests::mysql_text_rows(&mut c, &format!("SELECT * FROM {db}.t")).await;
+        let cat = &cat;
+        lakeshift_tests::wait_until(&format!("{db}.t after the hand-over"), || {
+            let want = want.clone();
+            async move {
+                lakeshift_tests::iceberg_text_rows(cat, db, "t", None)
+                    .await
+                    .is_some_and(|got| got == want)
+            }
+        })
+        .await;
+    }
+    pb.kill().unwrap();
+    let _ = pb.wait();
+}
