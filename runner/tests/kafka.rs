@@ -626,6 +626,12 @@ async fn iceberg_table(dir: &Path, t: &str) -> Vec<Vec<Option<String>>> {
     let cat = Catalog::open(&CatalogConfig::local(dir.join("warehouse")))
         .await
         .unwrap();
+    iceberg_table_of(&cat, t).await
+}
+
+/// Rows of Iceberg table `shop.<t>` in catalog `cat`, as text, sorted (empty when
+/// the table does not exist).
+async fn iceberg_table_of(cat: &runner::iceberg::Catalog, t: &str) -> Vec<Vec<Option<String>>> {
     let Some(lt) = cat
         .load(&runner::iceberg::catalog::ident("shop", t).unwrap())
         .await
@@ -722,6 +728,98 @@ async fn debezium_topics_into_iceberg_exactly_once() {
                 "run {run}: Iceberg shop.{t} differs from the topics"
             );
         }
+    }
+}
+
+/// A Kafka consumer group whose two members share the tables of one S3 warehouse
+/// (moto) with the catalog in PostgreSQL: both commit through the catalog's
+/// compare-and-swap; one is killed, changes (a column added, a truncate) arrive
+/// while it is gone, it comes back; every table equals the topics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debezium_topics_into_an_s3_lake_with_two_consumers_and_a_kill() {
+    let (broker, pgs, s3) = tokio::join!(
+        Broker::start(),
+        PgServer::start(),
+        lakeshift_tests::S3Server::start("kafka")
+    );
+    // The jobs inherit the S3 endpoint and credentials; this process reads too.
+    for (k, v) in s3.env() {
+        std::env::set_var(k, v);
+    }
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap).await;
+    pgs.create_db("catalog").await;
+    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pgs.port);
+    let mut feed = Feed::new();
+    schema_ddl(&mut feed);
+    feed.workload(12, 0);
+    let rename_at = feed.next_pos();
+    let mut data = std::mem::take(&mut feed.msgs);
+    feed.ddl(
+        "items",
+        "ALTER TABLE items CHANGE name title VARCHAR(40)",
+        rename_at,
+    );
+    let mut schema_msgs = std::mem::take(&mut feed.msgs);
+    feed.renamed = true;
+    feed.workload(12, 100);
+    data.append(&mut feed.msgs);
+    let (mut ddl_first, rest): (Vec<_>, Vec<_>) = data.into_iter().partition(|(t, _)| t == PREFIX);
+    ddl_first.append(&mut schema_msgs);
+    produce(&bootstrap, ddl_first).await;
+    produce(&bootstrap, rest).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!("  type: iceberg\n  warehouse: s3://kafka/lake\n  catalog: {catalog}\n");
+    let job_a = write_job(&tmp.path().join("a"), &bootstrap, "to-s3", &sink);
+    let job_b = write_job(&tmp.path().join("b"), &bootstrap, "to-s3", &sink);
+    let cat = runner::iceberg::Catalog::open(&runner::iceberg::CatalogConfig {
+        name: "lakeshift".into(),
+        warehouse: "s3://kafka/lake".into(),
+        uri: Some(catalog.clone()),
+    })
+    .await
+    .unwrap();
+    let lake_matches = |feed: &Feed| {
+        let want: Vec<_> = TABLES.iter().map(|t| expected(feed, t)).collect();
+        let cat = &cat;
+        async move {
+            for (t, w) in TABLES.iter().zip(&want) {
+                if iceberg_table_of(cat, t).await != *w {
+                    return false;
+                }
+            }
+            true
+        }
+    };
+    let mut a = spawn(&job_a, false);
+    let b = spawn(&job_b, false);
+    wait_until("the topics are in the S3 lake", || lake_matches(&feed)).await;
+    wait_until("both consumers hold partitions", || async {
+        let assigned = |j: &Path| log_of(j).contains("kafka: assigned dbz");
+        assigned(&job_a) && assigned(&job_b)
+    })
+    .await;
+    a.kill().unwrap();
+    let _ = a.wait();
+    feed.vip = true;
+    for r in feed.model.get_mut("users").unwrap().values_mut() {
+        r.push(None);
+    }
+    let add_at = feed.next_pos();
+    feed.ddl("users", "ALTER TABLE users ADD COLUMN vip TINYINT", add_at);
+    feed.workload(10, 200);
+    feed.truncate("events");
+    feed.workload(4, 300);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    wait_until("after the kill, by the survivor", || lake_matches(&feed)).await;
+    let a = spawn(&job_a, false);
+    feed.workload(8, 400);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    wait_until("after the restart", || lake_matches(&feed)).await;
+    for (mut p, j) in [(a, &job_a), (b, &job_b)] {
+        let _ = Command::new("kill").arg(p.id().to_string()).status();
+        let st = p.wait().unwrap();
+        assert!(st.success(), "{}", log_of(j));
     }
 }
 
