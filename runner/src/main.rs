@@ -405,6 +405,7 @@ fn main() -> ExitCode {
                     name: catalog_name,
                     warehouse,
                     uri: catalog,
+                    s3_env: None,
                 },
                 iceberg: iceberg.options(),
                 ansi_quotes,

@@ -776,6 +776,7 @@ async fn debezium_topics_into_an_s3_lake_with_two_consumers_and_a_kill() {
         name: "lakeshift".into(),
         warehouse: "s3://kafka/lake".into(),
         uri: Some(catalog.clone()),
+        s3_env: Some(s3.env_pairs()),
     })
     .await
     .unwrap();

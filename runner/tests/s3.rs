@@ -85,10 +85,6 @@ print(json.dumps([[None if v is None else str(v) for v in r] for r in rows]))
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
     let (s3, maria) = tokio::join!(S3Server::start("lake"), MariaDb::start());
-    // This process reads the lake too.
-    for (k, v) in s3.env() {
-        std::env::set_var(k, v);
-    }
     let mut c = maria.conn(None).await;
     c.query_drop(
         "CREATE DATABASE shop;
@@ -128,6 +124,7 @@ async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
         name: "lakeshift".into(),
         warehouse: "s3://lake/wh".into(),
         uri: Some(catalog.clone()),
+        s3_env: Some(s3.env_pairs()),
     })
     .await
     .unwrap();
@@ -152,6 +149,58 @@ async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
         let duck = duckdb_rows(&s3, &loc);
         lakeshift_tests::assert_rows_eq(&duck, &want, &format!("shop.{t} (DuckDB over S3)"));
     }
+    // `maintain` on the S3 lake: compaction and expiry through the object store
+    // (orphan removal is for local warehouses); the rows stay the same.
+    let before = s3.keys("wh/shop/items/").len();
+    std::fs::write(
+        &job,
+        std::fs::read_to_string(&job).unwrap().replace(
+            "  catalog: ",
+            "  maintenance:\n    retain-snapshots: 1\n    snapshot-age-hours: 0\n    min-small-files: 2\n  catalog: ",
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["maintain", "--config", &job.display().to_string()])
+        .envs(s3.env())
+        .output()
+        .unwrap();
+    let mlog =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "maintain: {mlog}");
+    let cat = Catalog::open(&CatalogConfig {
+        name: "lakeshift".into(),
+        warehouse: "s3://lake/wh".into(),
+        uri: Some(catalog.clone()),
+        s3_env: Some(s3.env_pairs()),
+    })
+    .await
+    .unwrap();
+    for (t, sql) in [
+        ("items", "SELECT id, name, price, qty FROM shop.items"),
+        ("log", "SELECT k, note FROM shop.log"),
+    ] {
+        let want = lakeshift_tests::mysql_text_rows(&mut c, sql).await;
+        let got = lakeshift_tests::iceberg_text_rows(&cat, "shop", t, None)
+            .await
+            .unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.{t} after maintain\n{mlog}"));
+    }
+    let items = cat
+        .load(&runner::iceberg::catalog::ident("shop", "items").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        items.metadata.snapshots().count(),
+        1,
+        "expired to one snapshot\n{mlog}"
+    );
+    let after = s3.keys("wh/shop/items/").len();
+    assert!(
+        after < before,
+        "expiry deleted objects: {before} -> {after}\n{mlog}"
+    );
     // Everything of the tables is in the bucket; nothing in a local warehouse.
     let keys = s3.keys("wh/shop/items/");
     assert!(
@@ -310,9 +359,6 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
         MariaDb::start(),
         lakeshift_tests::PgServer::start()
     );
-    for (k, v) in s3.env() {
-        std::env::set_var(k, v);
-    }
     pg.create_db("catalog").await;
     let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
     let mut c = maria.conn(None).await;
@@ -369,6 +415,7 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
                 name: "lakeshift".into(),
                 warehouse: "s3://killed/lake".into(),
                 uri: Some(catalog.clone()),
+                s3_env: Some(s3.env_pairs()),
             })
             .await
             .unwrap();
@@ -410,6 +457,7 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
         name: "lakeshift".into(),
         warehouse: "s3://killed/lake".into(),
         uri: Some(catalog.clone()),
+        s3_env: Some(s3.env_pairs()),
     })
     .await
     .unwrap();
@@ -441,9 +489,6 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
     let (s3, maria) = tokio::join!(S3Server::start("faulty"), MariaDb::start());
-    for (k, v) in s3.env() {
-        std::env::set_var(k, v);
-    }
     let proxy = lakeshift_tests::FaultProxy::start(s3.port).await;
     let mut env = s3.env();
     env[0].1 = format!("http://127.0.0.1:{}", proxy.port);
@@ -472,6 +517,7 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
         name: "lakeshift".into(),
         warehouse: "s3://faulty/lake".into(),
         uri: Some(catalog.clone()),
+        s3_env: Some(s3.env_pairs()),
     })
     .await
     .unwrap();
@@ -598,9 +644,6 @@ async fn two_jobs_share_a_bucket_and_a_catalog() {
         MariaDb::start(),
         lakeshift_tests::PgServer::start()
     );
-    for (k, v) in s3.env() {
-        std::env::set_var(k, v);
-    }
     pg.create_db("catalog").await;
     let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
     let mut c = maria.conn(None).await;
@@ -651,6 +694,7 @@ async fn two_jobs_share_a_bucket_and_a_catalog() {
         name: "lakeshift".into(),
         warehouse: "s3://shared/lake".into(),
         uri: Some(catalog.clone()),
+        s3_env: Some(s3.env_pairs()),
     })
     .await
     .unwrap();

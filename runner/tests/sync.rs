@@ -1948,6 +1948,7 @@ async fn the_lease_holds_on_a_postgresql_catalog() {
         name: "lakeshift".into(),
         warehouse: tmp.path().join("warehouse"),
         uri: Some(catalog.clone()),
+        s3_env: None,
     })
     .await
     .unwrap();
@@ -1990,6 +1991,7 @@ async fn a_new_postgresql_catalog_opened_by_many_at_once_opens_for_all() {
             name: "lakeshift".into(),
             warehouse: tmp.path().join(&db),
             uri: Some(format!("postgresql://postgres@127.0.0.1:{}/{db}", pgs.port)),
+            s3_env: None,
         };
         let opens = (0..8).map(|_| Catalog::open(&cfg));
         for r in futures::future::join_all(opens).await {

@@ -603,6 +603,14 @@ impl S3Server {
         ]
     }
 
+    /// [`S3Server::env`] as owned pairs (a catalog's `s3_env`).
+    pub fn env_pairs(&self) -> Vec<(String, String)> {
+        self.env()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
+    }
+
     /// Keys of the objects under `prefix`.
     pub fn keys(&self, prefix: &str) -> Vec<String> {
         let out = Command::new(interop_python())
@@ -636,11 +644,54 @@ impl Drop for S3Server {
 }
 
 /// A TCP proxy in front of a server, for fault injection: it passes traffic, refuses
-/// it (open connections cut, new ones closed at once), or passes it slowly.
+/// it (open connections cut, new ones closed at once), or passes it slowly; and it
+/// counts the HTTP requests it passed.
 pub struct FaultProxy {
     pub port: u16,
-    mode: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    mode: Arc<AtomicU64>,
+    requests: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
+}
+
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+/// One direction of a proxied connection; `count`: HTTP request lines seen.
+async fn proxy_pipe(
+    mut r: tokio::net::tcp::OwnedReadHalf,
+    mut w: tokio::net::tcp::OwnedWriteHalf,
+    mode: Arc<AtomicU64>,
+    count: Option<Arc<AtomicU64>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match tokio::time::timeout(Duration::from_millis(100), r.read(&mut buf)).await {
+            Err(_) => {
+                if mode.load(AtomicOrdering::Relaxed) == FaultProxy::REFUSE {
+                    return;
+                }
+                continue;
+            }
+            Ok(Ok(0)) | Ok(Err(_)) => return,
+            Ok(Ok(n)) => n,
+        };
+        if let Some(c) = &count {
+            let seen = buf[..n]
+                .windows(11)
+                .filter(|x| *x == b" HTTP/1.1\r\n")
+                .count();
+            c.fetch_add(seen as u64, AtomicOrdering::Relaxed);
+        }
+        match mode.load(AtomicOrdering::Relaxed) {
+            FaultProxy::REFUSE => return,
+            FaultProxy::PASS => {}
+            ms => tokio::time::sleep(Duration::from_millis(ms)).await,
+        }
+        if w.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl FaultProxy {
@@ -654,18 +705,18 @@ impl FaultProxy {
     }
 
     pub async fn start(target: u16) -> FaultProxy {
-        use std::sync::atomic::Ordering;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let mode = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(Self::PASS));
-        let m = mode.clone();
+        let mode = Arc::new(AtomicU64::new(Self::PASS));
+        let requests = Arc::new(AtomicU64::new(0));
+        let (m, counted) = (mode.clone(), requests.clone());
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                if m.load(Ordering::Relaxed) == Self::REFUSE {
+                if m.load(AtomicOrdering::Relaxed) == Self::REFUSE {
                     drop(client);
                     continue;
                 }
-                let m = m.clone();
+                let (m, counted) = (m.clone(), counted.clone());
                 tokio::spawn(async move {
                     let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", target)).await
                     else {
@@ -673,47 +724,28 @@ impl FaultProxy {
                     };
                     let (cr, cw) = client.into_split();
                     let (sr, sw) = server.into_split();
-                    let pipe =
-                        |mut r: tokio::net::tcp::OwnedReadHalf,
-                         mut w: tokio::net::tcp::OwnedWriteHalf,
-                         m: std::sync::Arc<std::sync::atomic::AtomicU64>| async move {
-                            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                            let mut buf = vec![0u8; 64 << 10];
-                            loop {
-                                let n = match tokio::time::timeout(
-                                    Duration::from_millis(100),
-                                    r.read(&mut buf),
-                                )
-                                .await
-                                {
-                                    Err(_) => {
-                                        if m.load(Ordering::Relaxed) == Self::REFUSE {
-                                            return;
-                                        }
-                                        continue;
-                                    }
-                                    Ok(Ok(0)) | Ok(Err(_)) => return,
-                                    Ok(Ok(n)) => n,
-                                };
-                                match m.load(Ordering::Relaxed) {
-                                    Self::REFUSE => return,
-                                    Self::PASS => {}
-                                    ms => tokio::time::sleep(Duration::from_millis(ms)).await,
-                                }
-                                if w.write_all(&buf[..n]).await.is_err() {
-                                    return;
-                                }
-                            }
-                        };
-                    tokio::join!(pipe(cr, sw, m.clone()), pipe(sr, cw, m));
+                    tokio::join!(
+                        proxy_pipe(cr, sw, m.clone(), Some(counted)),
+                        proxy_pipe(sr, cw, m, None)
+                    );
                 });
             }
         });
-        FaultProxy { port, mode, task }
+        FaultProxy {
+            port,
+            mode,
+            requests,
+            task,
+        }
     }
 
     pub fn set(&self, mode: u64) {
-        self.mode.store(mode, std::sync::atomic::Ordering::Relaxed);
+        self.mode.store(mode, AtomicOrdering::Relaxed);
+    }
+
+    /// HTTP requests passed so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(AtomicOrdering::Relaxed)
     }
 }
 

@@ -26,6 +26,9 @@ pub struct CatalogConfig {
     /// `sqlite:///path/catalog.db` or `postgresql://...`; default: a SQLite file
     /// `catalog.db` in the warehouse.
     pub uri: Option<String>,
+    /// An `s3://` warehouse's settings (`AWS_ENDPOINT_URL`, `AWS_REGION`, ... as
+    /// name/value pairs) instead of the process environment's; None: the environment.
+    pub s3_env: Option<Vec<(String, String)>>,
 }
 
 impl CatalogConfig {
@@ -34,6 +37,7 @@ impl CatalogConfig {
             name: "lakeshift".into(),
             warehouse: warehouse.into(),
             uri: None,
+            s3_env: None,
         }
     }
 }
@@ -118,8 +122,14 @@ pub(crate) async fn create_table(pool: &sqlx::AnyPool, sql: &str) -> Result<()> 
 /// standard AWS credential chain (config files, instance metadata); never from the
 /// job file. A custom endpoint (MinIO, moto, ...) gets path-style addressing unless
 /// `AWS_S3_PATH_STYLE=false`.
-fn s3_file_io() -> FileIO {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+fn s3_file_io(given: Option<&[(String, String)]>) -> FileIO {
+    let env = |k: &str| {
+        match given {
+            Some(vars) => vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()),
+            None => std::env::var(k).ok(),
+        }
+        .filter(|v| !v.is_empty())
+    };
     let mut b = iceberg::io::FileIOBuilder::new(Arc::new(
         iceberg_storage_opendal::OpenDalStorageFactory::S3 {
             customized_credential_load: None,
@@ -161,7 +171,7 @@ impl Catalog {
                     "warehouse {wh}: an S3 warehouse needs a catalog URI (catalog: postgresql://... shared by every process, or sqlite:///path/catalog.db for one host); the catalog cannot live in the bucket"
                 )));
             };
-            return Self::open_at(cfg, uri, warehouse, s3_file_io()).await;
+            return Self::open_at(cfg, uri, warehouse, s3_file_io(cfg.s3_env.as_deref())).await;
         }
         std::fs::create_dir_all(&cfg.warehouse).map_err(|e| {
             Error::Invalid(format!(

@@ -182,6 +182,7 @@ impl IcebergSink {
             name: self.catalog_name.clone(),
             warehouse: self.warehouse.clone(),
             uri: self.catalog.clone(),
+            s3_env: None,
         }
     }
 }
