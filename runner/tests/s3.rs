@@ -8,20 +8,58 @@ use mysql_async::prelude::Queryable;
 use runner::iceberg::{Catalog, CatalogConfig};
 use std::process::Command;
 
+/// `lakeshift sync --until-end` of `job` with the S3 server's environment; its log.
 fn sync(job: &std::path::Path, s3: &S3Server) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
-        .args([
+    lakeshift(
+        &[
             "sync",
             "--config",
             &job.display().to_string(),
             "--until-end",
-        ])
-        .envs(s3.env())
+        ],
+        s3.env(),
+    )
+}
+
+/// A lakeshift command that must succeed, with `env`; its standard error and output.
+fn lakeshift(args: &[&str], env: Vec<(&'static str, String)>) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(args)
+        .envs(env)
         .output()
         .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "sync failed: {log}");
+    let log =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "lakeshift {args:?} failed: {log}");
     log
+}
+
+/// The catalog at `catalog` over S3 warehouse `warehouse` of server `s3`.
+async fn lake(s3: &S3Server, warehouse: &str, catalog: &str) -> Catalog {
+    Catalog::open(&CatalogConfig {
+        name: "lakeshift".into(),
+        warehouse: warehouse.into(),
+        uri: Some(catalog.to_owned()),
+        s3_env: Some(s3.env_pairs()),
+    })
+    .await
+    .unwrap()
+}
+
+/// Each `(table, source query)`: the lake's `shop.<table>` equals the source's rows.
+async fn assert_lake(
+    c: &mut mysql_async::Conn,
+    cat: &Catalog,
+    checks: &[(&str, &str)],
+    what: &str,
+) {
+    for (t, sql) in checks {
+        let want = lakeshift_tests::mysql_text_rows(c, sql).await;
+        let got = lakeshift_tests::iceberg_text_rows(cat, "shop", t, None)
+            .await
+            .unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.{t} {what}"));
+    }
 }
 
 /// pyiceberg's rows of `shop.<table>` from the catalog, its files read over S3.
@@ -120,14 +158,7 @@ async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
     .await
     .unwrap();
     let log = sync(&job, &s3);
-    let cat = Catalog::open(&CatalogConfig {
-        name: "lakeshift".into(),
-        warehouse: "s3://lake/wh".into(),
-        uri: Some(catalog.clone()),
-        s3_env: Some(s3.env_pairs()),
-    })
-    .await
-    .unwrap();
+    let cat = lake(&s3, "s3://lake/wh", &catalog).await;
     for (t, sql) in [
         ("items", "SELECT id, name, price, qty FROM shop.items"),
         ("log", "SELECT k, note FROM shop.log"),
@@ -160,32 +191,21 @@ async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
-        .args(["maintain", "--config", &job.display().to_string()])
-        .envs(s3.env())
-        .output()
-        .unwrap();
-    let mlog =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "maintain: {mlog}");
-    let cat = Catalog::open(&CatalogConfig {
-        name: "lakeshift".into(),
-        warehouse: "s3://lake/wh".into(),
-        uri: Some(catalog.clone()),
-        s3_env: Some(s3.env_pairs()),
-    })
-    .await
-    .unwrap();
-    for (t, sql) in [
-        ("items", "SELECT id, name, price, qty FROM shop.items"),
-        ("log", "SELECT k, note FROM shop.log"),
-    ] {
-        let want = lakeshift_tests::mysql_text_rows(&mut c, sql).await;
-        let got = lakeshift_tests::iceberg_text_rows(&cat, "shop", t, None)
-            .await
-            .unwrap_or_default();
-        lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.{t} after maintain\n{mlog}"));
-    }
+    let mlog = lakeshift(
+        &["maintain", "--config", &job.display().to_string()],
+        s3.env(),
+    );
+    let cat = lake(&s3, "s3://lake/wh", &catalog).await;
+    assert_lake(
+        &mut c,
+        &cat,
+        &[
+            ("items", "SELECT id, name, price, qty FROM shop.items"),
+            ("log", "SELECT k, note FROM shop.log"),
+        ],
+        &format!("after maintain\n{mlog}"),
+    )
+    .await;
     let items = cat
         .load(&runner::iceberg::catalog::ident("shop", "items").unwrap())
         .await
@@ -411,14 +431,7 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
         }
         // Some kills at once, some after the lake caught up with the source.
         if kill % 3 == 0 {
-            let cat = Catalog::open(&CatalogConfig {
-                name: "lakeshift".into(),
-                warehouse: "s3://killed/lake".into(),
-                uri: Some(catalog.clone()),
-                s3_env: Some(s3.env_pairs()),
-            })
-            .await
-            .unwrap();
+            let cat = lake(&s3, "s3://killed/lake", &catalog).await;
             let want = lakeshift_tests::mysql_text_rows(&mut c, "SELECT * FROM shop.items").await;
             lakeshift_tests::wait_until("the S3 lake caught up", || {
                 let (cat, want) = (&cat, &want);
@@ -438,29 +451,16 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
         child.kill().unwrap();
         let _ = child.wait();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
-        .args([
+    lakeshift(
+        &[
             "sync",
             "--config",
             &job.display().to_string(),
             "--until-end",
-        ])
-        .envs(s3.env())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        s3.env(),
     );
-    let cat = Catalog::open(&CatalogConfig {
-        name: "lakeshift".into(),
-        warehouse: "s3://killed/lake".into(),
-        uri: Some(catalog.clone()),
-        s3_env: Some(s3.env_pairs()),
-    })
-    .await
-    .unwrap();
+    let cat = lake(&s3, "s3://killed/lake", &catalog).await;
     let (checked, files) =
         lakeshift_tests::check_every_snapshot(&cat, "shop", &KILL_TABLES, &oracle, |w| {
             (w.file_index(), w.offset)
@@ -513,14 +513,7 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
         ),
     )
     .unwrap();
-    let cat = Catalog::open(&CatalogConfig {
-        name: "lakeshift".into(),
-        warehouse: "s3://faulty/lake".into(),
-        uri: Some(catalog.clone()),
-        s3_env: Some(s3.env_pairs()),
-    })
-    .await
-    .unwrap();
+    let cat = lake(&s3, "s3://faulty/lake", &catalog).await;
     // Whether the lake's table equals the source's (a connection of its own).
     let equal = || {
         let (cat, maria) = (&cat, &maria);
@@ -586,20 +579,14 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
     c.query_drop("DELETE FROM shop.items WHERE id = 2; INSERT INTO shop.items VALUES (4, 'd')")
         .await
         .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
-        .args([
+    lakeshift(
+        &[
             "sync",
             "--config",
             &job.display().to_string(),
             "--until-end",
-        ])
-        .envs(env.clone())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        env.clone(),
     );
     assert!(equal().await, "the lake after the resume");
     // A slow server: every chunk 20 ms late.
@@ -609,20 +596,14 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
     )
     .await
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
-        .args([
+    lakeshift(
+        &[
             "sync",
             "--config",
             &job.display().to_string(),
             "--until-end",
-        ])
-        .envs(env)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        env,
     );
     assert!(equal().await, "the lake after a slow server");
     // No data file committed twice.
@@ -690,14 +671,7 @@ async fn two_jobs_share_a_bucket_and_a_catalog() {
         .await
         .unwrap();
     }
-    let cat = Catalog::open(&CatalogConfig {
-        name: "lakeshift".into(),
-        warehouse: "s3://shared/lake".into(),
-        uri: Some(catalog.clone()),
-        s3_env: Some(s3.env_pairs()),
-    })
-    .await
-    .unwrap();
+    let cat = lake(&s3, "s3://shared/lake", &catalog).await;
     for db in ["a", "b"] {
         let want = lakeshift_tests::mysql_text_rows(&mut c, &format!("SELECT * FROM {db}.t")).await;
         let cat = &cat;
@@ -718,15 +692,9 @@ async fn two_jobs_share_a_bucket_and_a_catalog() {
     c.query_drop("INSERT INTO a.t VALUES (100, 'later'); UPDATE b.t SET v = 'late' WHERE id = 30")
         .await
         .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
-        .args(["sync", "--config", &ja.display().to_string(), "--until-end"])
-        .envs(s3.env())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    lakeshift(
+        &["sync", "--config", &ja.display().to_string(), "--until-end"],
+        s3.env(),
     );
     for db in ["a", "b"] {
         let want = lakeshift_tests::mysql_text_rows(&mut c, &format!("SELECT * FROM {db}.t")).await;

@@ -230,18 +230,7 @@ impl Target {
                     .map_err(pg_err)
             }
             (Target::My(c), Step::Exec { sql, params }) => {
-                let values: Vec<mysql_async::Value> = params
-                    .vals()
-                    .map(|p| match p {
-                        Val::Null | Val::Default => mysql_async::Value::NULL,
-                        Val::Int(v) => mysql_async::Value::Int(v),
-                        Val::UInt(v) => mysql_async::Value::UInt(v),
-                        Val::Float(v) => mysql_async::Value::Double(v),
-                        Val::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
-                        Val::Bytes(b) => mysql_async::Value::Bytes(b.to_vec()),
-                    })
-                    .collect();
-                c.exec_drop(sql.as_str(), mysql_async::Params::Positional(values))
+                c.exec_drop(sql.as_str(), my_params(params))
                     .await
                     .map_err(my_err)?;
                 Ok(c.affected_rows())
@@ -261,7 +250,6 @@ impl Target {
         sql: &str,
         params: &super::render::Row,
     ) -> Result<Vec<Vec<Option<Vec<u8>>>>, TargetError> {
-        use super::render::Val;
         let Target::My(c) = self else {
             return Err(TargetError {
                 message: "a prepared SELECT is for MySQL targets".into(),
@@ -269,19 +257,8 @@ impl Target {
                 code: None,
             });
         };
-        let values: Vec<mysql_async::Value> = params
-            .vals()
-            .map(|p| match p {
-                Val::Null | Val::Default => mysql_async::Value::NULL,
-                Val::Int(v) => mysql_async::Value::Int(v),
-                Val::UInt(v) => mysql_async::Value::UInt(v),
-                Val::Float(v) => mysql_async::Value::Double(v),
-                Val::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
-                Val::Bytes(b) => mysql_async::Value::Bytes(b.to_vec()),
-            })
-            .collect();
         let rows: Vec<mysql_async::Row> = c
-            .exec(sql, mysql_async::Params::Positional(values))
+            .exec(sql, my_params(params))
             .await
             .map_err(my_err)?;
         Ok(rows
@@ -358,4 +335,23 @@ impl Target {
                 .collect(),
         ))
     }
+}
+
+/// A row's values as MySQL's binary-protocol parameters (numbers as numbers, text
+/// and bytes as bytes).
+fn my_params(params: &super::render::Row) -> mysql_async::Params {
+    use super::render::Val;
+    mysql_async::Params::Positional(
+        params
+            .vals()
+            .map(|p| match p {
+                Val::Null | Val::Default => mysql_async::Value::NULL,
+                Val::Int(v) => mysql_async::Value::Int(v),
+                Val::UInt(v) => mysql_async::Value::UInt(v),
+                Val::Float(v) => mysql_async::Value::Double(v),
+                Val::Text(s) => mysql_async::Value::Bytes(s.as_bytes().to_vec()),
+                Val::Bytes(b) => mysql_async::Value::Bytes(b.to_vec()),
+            })
+            .collect(),
+    )
 }
