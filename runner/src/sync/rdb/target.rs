@@ -257,10 +257,7 @@ impl Target {
                 code: None,
             });
         };
-        let rows: Vec<mysql_async::Row> = c
-            .exec(sql, my_params(params))
-            .await
-            .map_err(my_err)?;
+        let rows: Vec<mysql_async::Row> = c.exec(sql, my_params(params)).await.map_err(my_err)?;
         Ok(rows
             .into_iter()
             .map(|r| {
