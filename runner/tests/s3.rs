@@ -712,3 +712,48 @@ async fn two_jobs_share_a_bucket_and_a_catalog() {
     pb.kill().unwrap();
     let _ = pb.wait();
 }
+
+/// A data file of several row groups (16 MiB each, written as each completes) goes
+/// up as a multipart upload in parts of at least S3's 5 MiB (the object store layer's
+/// default chunking), and reads back whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_files_go_up_in_parts() {
+    let (s3, maria) = tokio::join!(S3Server::start("large"), MariaDb::start());
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.big (id INT PRIMARY KEY, v TEXT);
+         INSERT INTO shop.big SELECT seq, CONCAT(SHA2(seq, 512), SHA2(seq + 1000000, 512))
+           FROM shop.seq_1_to_150000;",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let catalog = format!("sqlite://{}/catalog.db", tmp.path().display());
+    let job = tmp.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 905\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://large/lake\n  catalog: {catalog}\npipeline:\n  name: large\n  state: {}\n",
+            maria.port,
+            tmp.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    sync(&job, &s3);
+    let objects = s3.objects("lake/shop/big/data/");
+    assert!(
+        objects
+            .iter()
+            .any(|(_, size, etag)| *size > 5 << 20 && etag.contains('-')),
+        "no multipart data file above 5 MiB: {objects:?}"
+    );
+    let cat = lake(&s3, "s3://large/lake", &catalog).await;
+    assert_lake(
+        &mut c,
+        &cat,
+        &[("big", "SELECT id, v FROM shop.big")],
+        "(multipart)",
+    )
+    .await;
+}

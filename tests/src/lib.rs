@@ -611,6 +611,38 @@ impl S3Server {
             .collect()
     }
 
+    /// (key, size, ETag) of the objects under `prefix` (a multipart upload's ETag
+    /// ends in `-<parts>`).
+    pub fn objects(&self, prefix: &str) -> Vec<(String, u64, String)> {
+        let out = Command::new(interop_python())
+            .args([
+                "-c",
+                &format!(
+                    "import boto3\nc = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1')\nfor page in c.get_paginator('list_objects_v2').paginate(Bucket='{}', Prefix='{prefix}'):\n    for o in page.get('Contents', []): print(o['Key'], o['Size'], o['ETag'].strip('\"'))",
+                    self.endpoint(),
+                    self.bucket
+                ),
+            ])
+            .output()
+            .expect("python");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split(' ');
+                Some((
+                    w.next()?.to_owned(),
+                    w.next()?.parse().ok()?,
+                    w.next()?.to_owned(),
+                ))
+            })
+            .collect()
+    }
+
     /// Keys of the objects under `prefix`.
     pub fn keys(&self, prefix: &str) -> Vec<String> {
         let out = Command::new(interop_python())
