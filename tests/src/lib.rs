@@ -645,26 +645,7 @@ impl S3Server {
 
     /// Keys of the objects under `prefix`.
     pub fn keys(&self, prefix: &str) -> Vec<String> {
-        let out = Command::new(interop_python())
-            .args([
-                "-c",
-                &format!(
-                    "import boto3\nc = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1')\nfor page in c.get_paginator('list_objects_v2').paginate(Bucket='{}', Prefix='{prefix}'):\n    for o in page.get('Contents', []): print(o['Key'])",
-                    self.endpoint(),
-                    self.bucket
-                ),
-            ])
-            .output()
-            .expect("python");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.objects(prefix).into_iter().map(|o| o.0).collect()
     }
 }
 
