@@ -34,6 +34,34 @@ fn lakeshift(args: &[&str], env: Vec<(&'static str, String)>) -> String {
     log
 }
 
+/// `sync --until-end` of `job`, run again while the job's lease is held by a run
+/// that is gone (bounded); the logs of every attempt.
+async fn sync_when_free(job: &std::path::Path, s3: &S3Server) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut logs = String::new();
+    loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args([
+                "sync",
+                "--config",
+                &job.display().to_string(),
+                "--until-end",
+            ])
+            .envs(s3.env())
+            .output()
+            .unwrap();
+        logs += &String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            return logs;
+        }
+        assert!(
+            logs.contains("its lease ends in") && std::time::Instant::now() < deadline,
+            "sync failed: {logs}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
 /// The catalog at `catalog` over S3 warehouse `warehouse` of server `s3`.
 async fn lake(s3: &S3Server, warehouse: &str, catalog: &str) -> Catalog {
     Catalog::open(&CatalogConfig {
@@ -754,6 +782,218 @@ async fn large_files_go_up_in_parts() {
         &cat,
         &[("big", "SELECT id, v FROM shop.big")],
         "(multipart)",
+    )
+    .await;
+}
+
+/// A job moves to another host: the warehouse in S3 mirrors the job's state folder at
+/// every checkpoint, so a process with an empty state folder (the new host) takes the
+/// job over after the first one was killed, without a new snapshot, and stays exact;
+/// the old host coming back with its stale folder is refused with the fix, and with
+/// its folder emptied takes the newest state from the warehouse in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_moves_to_another_host_through_the_bucket() {
+    let (s3, maria, pg) = tokio::join!(
+        S3Server::start("moving"),
+        MariaDb::start(),
+        lakeshift_tests::PgServer::start()
+    );
+    pg.create_db("catalog").await;
+    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id INT PRIMARY KEY, v VARCHAR(20));
+         CREATE TABLE shop.nokey (k INT, v VARCHAR(20));
+         INSERT INTO shop.items VALUES (1, 'a'), (2, 'b'); INSERT INTO shop.nokey VALUES (1, 'x'), (1, 'x');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let host = |name: &str| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 921\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://moving/lake\n  catalog: {catalog}\npipeline:\n  name: moving\n  state: {}\n  checkpoint-interval-seconds: 0.1\n  owner-lease-seconds: 1.5\n",
+                maria.port,
+                d.join("state").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let (a, b) = (host("a"), host("b"));
+    let checks = [
+        ("items", "SELECT * FROM shop.items"),
+        ("nokey", "SELECT * FROM shop.nokey"),
+    ];
+    let cat = lake(&s3, "s3://moving/lake", &catalog).await;
+    let caught_up = || {
+        let (cat, maria) = (&cat, &maria);
+        async move {
+            let mut c = maria.conn(None).await;
+            for (t, sql) in checks {
+                let want = lakeshift_tests::mysql_text_rows(&mut c, sql).await;
+                if lakeshift_tests::iceberg_text_rows(cat, "shop", t, None).await != Some(want) {
+                    return false;
+                }
+            }
+            true
+        }
+    };
+    // Host a runs the job and is killed with changes in flight.
+    let mut on_a = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", &a.display().to_string()])
+        .envs(s3.env())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for i in 3..30 {
+        c.query_drop(format!(
+            "INSERT INTO shop.items VALUES ({i}, 'v{i}'); UPDATE shop.items SET v = 'u{i}' WHERE id = {}; INSERT INTO shop.nokey VALUES ({}, 'x'); DELETE FROM shop.nokey WHERE k = {} LIMIT 1",
+            i / 2,
+            i % 4,
+            (i + 1) % 4
+        ))
+        .await
+        .unwrap();
+        if i == 15 {
+            lakeshift_tests::wait_until("host a caught up once", caught_up).await;
+        }
+    }
+    on_a.kill().unwrap();
+    let _ = on_a.wait();
+    c.query_drop("ALTER TABLE shop.items ADD COLUMN n INT DEFAULT 7; INSERT INTO shop.items VALUES (100, 'later', 1)")
+        .await
+        .unwrap();
+    // Host b, an empty state folder: the job's state comes from the bucket (b runs
+    // once the killed run's lease in the catalog has run out).
+    let log = sync_when_free(&b, &s3).await;
+    assert!(log.contains("read from the warehouse"), "{log}");
+    assert!(caught_up().await, "the lake after the move\n{log}");
+    // Host a comes back with its stale folder: refused, with the fix.
+    c.query_drop("UPDATE shop.items SET v = 'back' WHERE id = 1")
+        .await
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", &a.display().to_string(), "--until-end"])
+        .envs(s3.env())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("takes its newest state from the warehouse"),
+        "{err}"
+    );
+    // Emptied, it takes the newest state and goes on.
+    std::fs::remove_dir_all(tmp.path().join("a").join("state")).unwrap();
+    let log = sync_when_free(&a, &s3).await;
+    assert!(log.contains("read from the warehouse"), "{log}");
+    assert!(caught_up().await, "the lake back on host a\n{log}");
+    // No data file committed twice over all of it.
+    let _ = lakeshift_tests::check_every_snapshot(&cat, "shop", &["items", "nokey"], &[], |w| {
+        (w.file_index(), w.offset)
+    })
+    .await;
+}
+
+/// The job moves between two hosts eight times, each time killed at a seeded moment
+/// (some after it caught up) and taken up on the other host from an emptied state
+/// folder, while the workload runs: every committed snapshot equals the source at its
+/// watermark, no data file is committed twice, and the end equals the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_snapshot_stays_exact_while_the_job_moves_between_hosts() {
+    let (s3, maria, pg) = tokio::join!(
+        S3Server::start("roaming"),
+        MariaDb::start(),
+        lakeshift_tests::PgServer::start()
+    );
+    pg.create_db("catalog").await;
+    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), price DECIMAL(10,2));
+         CREATE TABLE shop.nokey (k INT, v VARCHAR(20));",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let host = |name: &str| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 931\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://roaming/lake\n  catalog: {catalog}\npipeline:\n  name: roaming\n  state: {}\n  checkpoint-interval-seconds: 0.1\n  owner-lease-seconds: 1\n",
+                maria.port,
+                d.join("state").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let hosts = [host("a"), host("b")];
+    let cat = lake(&s3, "s3://roaming/lake", &catalog).await;
+    let mut rng = Rng(0x40a1_e5);
+    let mut oracle = vec![record(&mut c).await];
+    let mut i = 0u64;
+    for m in 0..8 {
+        let job = &hosts[m % 2];
+        // The other host's folder is stale now: this host starts from the bucket.
+        let _ = std::fs::remove_dir_all(job.parent().unwrap().join("state"));
+        sync_when_free(job, &s3).await;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(["sync", "--config", &job.display().to_string()])
+            .envs(s3.env())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..2 + rng.below(8) {
+            step(&mut c, &mut rng, i).await;
+            i += 1;
+            oracle.push(record(&mut c).await);
+        }
+        if m % 3 == 0 {
+            let want = lakeshift_tests::mysql_text_rows(&mut c, "SELECT * FROM shop.items").await;
+            let cat = &cat;
+            lakeshift_tests::wait_until("the job caught up on this host", || {
+                let want = want.clone();
+                async move {
+                    lakeshift_tests::iceberg_text_rows(cat, "shop", "items", None)
+                        .await
+                        .is_some_and(|got| got == want)
+                }
+            })
+            .await;
+        }
+        child.kill().unwrap();
+        let _ = child.wait();
+    }
+    let last = &hosts[0];
+    let _ = std::fs::remove_dir_all(last.parent().unwrap().join("state"));
+    let log = sync_when_free(last, &s3).await;
+    let (checked, files) =
+        lakeshift_tests::check_every_snapshot(&cat, "shop", &KILL_TABLES, &oracle, |w| {
+            (w.file_index(), w.offset)
+        })
+        .await;
+    assert!(
+        checked >= 8,
+        "only {checked} snapshots checked ({files} files)\n{log}"
+    );
+    assert_lake(
+        &mut c,
+        &cat,
+        &[
+            ("items", "SELECT * FROM shop.items"),
+            ("nokey", "SELECT * FROM shop.nokey"),
+        ],
+        &format!("after eight moves\n{log}"),
     )
     .await;
 }

@@ -131,8 +131,9 @@ impl Catalog {
     /// Claim the job for `o` for `lease`: free, expired, or this state folder's row
     /// (its run is gone: this process holds the folder's lock). Refused otherwise,
     /// naming the holder. From then on every metadata write is fenced by it.
-    /// Returns the last checkpoint the job recorded as committed (0: none).
-    pub async fn claim(&mut self, o: &Owner, lease: Duration) -> Result<u64> {
+    /// Returns the last checkpoint the job recorded as committed (0: none), and the
+    /// state folder (`host:path`) of the run before when it was another one.
+    pub async fn claim(&mut self, o: &Owner, lease: Duration) -> Result<(u64, Option<String>)> {
         self.ensure_owner_table().await?;
         let until = now_ms() + lease.as_millis() as i64;
         let inserted = sqlx::query(&self.q(
@@ -151,6 +152,7 @@ impl Catalog {
         .rows_affected()
             == 1;
         let mut checkpoint = 0u64;
+        let mut other = None;
         if !inserted {
             let r = sqlx::query(&self.q(
                 "SELECT run_id, host, pid, state, lease_until_ms, checkpoint FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
@@ -168,6 +170,9 @@ impl Catalog {
             );
             checkpoint = r.try_get::<i64, _>(5)?.max(0) as u64;
             let mine = host == o.host && state == o.state;
+            if !mine {
+                other = Some(format!("{host}:{state}"));
+            }
             let left = lease_until - now_ms();
             if !mine && left > 0 {
                 return Err(Error::Fenced(format!(
@@ -206,7 +211,7 @@ impl Catalog {
             }
         }
         self.owner = Some((o.job.clone(), o.run.clone()));
-        Ok(checkpoint)
+        Ok((checkpoint, other))
     }
 
     /// Record that checkpoint `n` of the job is committed (a state folder older than

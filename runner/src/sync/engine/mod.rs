@@ -21,6 +21,7 @@ mod ddl;
 pub mod defaults;
 mod parked;
 mod rows;
+mod shared;
 pub(crate) mod state;
 mod tables;
 mod write;
@@ -174,6 +175,11 @@ pub struct Engine {
     /// When the job last maintained its tables (`sink.maintenance.interval-seconds`;
     /// kept in the state folder, so restarts do not postpone it).
     maintained: Option<std::time::SystemTime>,
+    /// The state folder's mirror in an object-store warehouse (None: local, or a
+    /// Kafka source, whose members keep folders of their own).
+    shared: Option<shared::Shared>,
+    /// This run's state was read from the mirror.
+    pulled: bool,
 }
 
 /// `ns.table` of the DDL log into the engine's table key.
@@ -200,6 +206,23 @@ impl Engine {
         let state_dir = job.pipeline.state.clone();
         std::fs::create_dir_all(state_dir.join("pending"))
             .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
+        // An object-store warehouse holds the job's state for any host: a state
+        // folder without a checkpoint record takes it (the job ran elsewhere).
+        let mut shared = shared::Shared::for_job(&catalog, &job.pipeline.name)
+            .filter(|_| job.source.kafka().is_none());
+        let mut pulled = false;
+        if let Some(sh) = shared.as_mut() {
+            if State::load(&state_dir)?.is_none() {
+                let n = sh.pull(&state_dir).await?;
+                pulled = n > 0;
+                if n > 0 {
+                    tracing::info!(
+                        "job {}: its state ({n} files) read from the warehouse; it ran on another host or state folder before",
+                        job.pipeline.name
+                    );
+                }
+            }
+        }
         let stored = State::load(&state_dir)?;
         let fresh = stored.is_none();
         let state = stored.unwrap_or(State {
@@ -254,6 +277,8 @@ impl Engine {
             lease: Duration::from_secs_f64(job_lease),
             renewed: Instant::now(),
             maintained,
+            shared,
+            pulled,
         })
     }
 }
@@ -267,16 +292,35 @@ impl super::pipeline::Sink for Engine {
                 &self.job.pipeline.name,
                 &self.state_dir,
             );
-            let recorded = self
+            let (recorded, before) = self
                 .catalog
                 .claim(&me, self.lease)
                 .await
                 .map_err(|e| SyncError::fenced(e.to_string()))?;
             self.renewed = Instant::now();
+            // With the state mirrored in the warehouse, a folder the job did not last
+            // run from may hold a checkpoint that never reached the mirror (written,
+            // then the process died before the push and the commits) under a number
+            // another host has used since: only the mirror's state is trusted then.
+            if let (Some(before), Some(_), false, false) =
+                (before, &self.shared, self.pulled, self.fresh)
+            {
+                return Err(format!(
+                    "job `{}` last ran from state folder {before}, not from {}: this folder may be behind or apart from the job's state; empty it and the job takes its newest state from the warehouse",
+                    self.job.pipeline.name,
+                    self.state_dir.display()
+                )
+                .into());
+            }
             // (A missing folder is told apart below, by the tables' commits.)
             if !self.fresh && recorded > self.state.checkpoint {
+                let shared = if self.shared.is_some() {
+                    "; the warehouse holds the job's newest state: empty this folder and the job takes it from there"
+                } else {
+                    ""
+                };
                 return Err(format!(
-                    "the state folder {} is at checkpoint {}, but job `{}` committed checkpoint {recorded} to the catalog: the folder is older than the tables (restored from a backup, or another copy). Resuming from it would apply committed changes again. Use the folder the job last ran with; or, to start over, drop the job's tables (or use a new pipeline.name)",
+                    "the state folder {} is at checkpoint {}, but job `{}` committed checkpoint {recorded} to the catalog: the folder is older than the tables (restored from a backup, another copy, or the job ran on another host since). Resuming from it would apply committed changes again. Use the folder the job last ran with; or, to start over, drop the job's tables (or use a new pipeline.name){shared}",
                     self.state_dir.display(),
                     self.state.checkpoint,
                     self.job.pipeline.name

@@ -366,6 +366,11 @@ impl Engine {
             replace,
         };
         state.store(&self.state_dir)?;
+        // The record and its pending lists reach the shared mirror before any table
+        // commits (a host taking the job over is never behind the catalog).
+        if let Some(sh) = self.shared.as_mut() {
+            sh.push(&self.state_dir).await?;
+        }
         self.state = state;
         for (i, (key, w)) in staged.into_iter().enumerate() {
             if i == 1 {

@@ -1,0 +1,174 @@
+//! The job's state folder mirrored into an object-store warehouse, so that another
+//! host can take the job over: at every checkpoint, once the checkpoint record and its
+//! pending file lists are durable locally and before any table commits, the state
+//! files that changed go to `<warehouse>/_lakeshift/<job>/files/...` and then a
+//! manifest naming every file and its hash; a new host whose state folder has no
+//! checkpoint record reads them back before it starts. The mirror is therefore never
+//! behind the catalog's record of the job (which refuses an older state), and the new
+//! host completes or repeats the last checkpoint exactly as a restart on the old one
+//! would. The catalog's lease decides which host runs the job.
+//!
+//! Left local: the row indexes (rebuilt from the tables), the PostgreSQL source's
+//! spill files of streamed transactions (sent again by the server), the dead-letter
+//! file.
+
+use crate::iceberg::Catalog;
+use crate::sync::error::SyncError;
+use iceberg::io::FileIO;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const MANIFEST: &str = "manifest.json";
+/// Top-level entries of the state folder that stay on the host.
+const PRIVATE: &[&str] = &["index", "streamed", "dead-letter.jsonl"];
+
+pub(super) struct Shared {
+    io: FileIO,
+    /// `<warehouse>/_lakeshift/<job>`.
+    base: String,
+    /// Relative path -> hash of what the mirror holds.
+    sent: BTreeMap<String, String>,
+}
+
+fn hash(bytes: &[u8]) -> String {
+    format!("{:032x}", twox_hash::XxHash3_128::oneshot(bytes))
+}
+
+/// Every shared file of the state folder: relative path (with `/`) -> absolute path.
+fn files(dir: &Path) -> BTreeMap<String, PathBuf> {
+    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let rel = p
+                .strip_prefix(root)
+                .expect("under the root")
+                .to_string_lossy()
+                .replace('\\', "/");
+            if d == root && PRIVATE.contains(&rel.as_str()) {
+                continue;
+            }
+            // (Temporary files of an atomic replace are not state.)
+            if rel.ends_with(".tmp") {
+                continue;
+            }
+            match e.file_type() {
+                Ok(t) if t.is_dir() => walk(root, &p, out),
+                Ok(t) if t.is_file() => {
+                    out.insert(rel, p);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+impl Shared {
+    /// The mirror of job `job`, for warehouses in object storage (None: a local
+    /// warehouse, whose host keeps the state folder).
+    pub fn for_job(catalog: &Catalog, job: &str) -> Option<Shared> {
+        let wh = catalog.warehouse();
+        if wh.starts_with("file:") {
+            return None;
+        }
+        Some(Shared {
+            io: catalog.file_io.clone(),
+            base: format!("{}/_lakeshift/{job}", wh.trim_end_matches('/')),
+            sent: BTreeMap::new(),
+        })
+    }
+
+    fn err(&self, what: &str, e: impl std::fmt::Display) -> SyncError {
+        format!("the job's shared state at {}: {what}: {e}", self.base).into()
+    }
+
+    async fn manifest(&self) -> Result<Option<BTreeMap<String, String>>, SyncError> {
+        let path = format!("{}/{MANIFEST}", self.base);
+        if !self
+            .io
+            .exists(&path)
+            .await
+            .map_err(|e| self.err("reading", e))?
+        {
+            return Ok(None);
+        }
+        let bytes = self
+            .io
+            .new_input(&path)
+            .map_err(|e| self.err("reading", e))?
+            .read()
+            .await
+            .map_err(|e| self.err("reading", e))?;
+        Ok(Some(
+            serde_json::from_slice(&bytes).map_err(|e| self.err(MANIFEST, e))?,
+        ))
+    }
+
+    /// A state folder without a checkpoint record takes the mirror's files (another
+    /// host ran the job). Returns how many files were read.
+    pub async fn pull(&mut self, dir: &Path) -> Result<usize, SyncError> {
+        let Some(manifest) = self.manifest().await? else {
+            return Ok(0);
+        };
+        for (rel, h) in &manifest {
+            let bytes = self
+                .io
+                .new_input(format!("{}/files/{rel}", self.base))
+                .map_err(|e| self.err(rel, e))?
+                .read()
+                .await
+                .map_err(|e| self.err(rel, e))?;
+            if hash(&bytes) != *h {
+                return Err(self.err(rel, "its content does not match the manifest"));
+            }
+            let p = dir.join(rel);
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            }
+            crate::durable::replace(&p, &bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        self.sent = manifest;
+        Ok(self.sent.len())
+    }
+
+    /// Mirror the state folder: changed files, then the manifest, then files gone
+    /// from it are deleted.
+    pub async fn push(&mut self, dir: &Path) -> Result<(), SyncError> {
+        let mut now = BTreeMap::new();
+        for (rel, p) in files(dir) {
+            let bytes = match std::fs::read(&p) {
+                Ok(b) => b,
+                // Removed while listed (an older pending file): not state any more.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(format!("{}: {e}", p.display()).into()),
+            };
+            let h = hash(&bytes);
+            if self.sent.get(&rel) != Some(&h) {
+                let w = self
+                    .io
+                    .new_output(format!("{}/files/{rel}", self.base))
+                    .map_err(|e| self.err(&rel, e))?;
+                w.write(bytes.into()).await.map_err(|e| self.err(&rel, e))?;
+            }
+            now.insert(rel, h);
+        }
+        let manifest = serde_json::to_vec(&now).expect("serialises");
+        self.io
+            .new_output(format!("{}/{MANIFEST}", self.base))
+            .map_err(|e| self.err(MANIFEST, e))?
+            .write(manifest.into())
+            .await
+            .map_err(|e| self.err(MANIFEST, e))?;
+        for gone in self.sent.keys().filter(|k| !now.contains_key(*k)) {
+            // Best effort: an object left behind is not in the manifest.
+            let _ = self.io.delete(format!("{}/files/{gone}", self.base)).await;
+        }
+        self.sent = now;
+        Ok(())
+    }
+}
