@@ -430,7 +430,7 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
     )
     .unwrap();
     let log = dir.join("sync.log");
-    let mut rng = Rng(0x53_6b11);
+    let mut rng = Rng(0x0053_6b11);
     let mut oracle = vec![record(&mut c).await];
     let mut i = 0u64;
     for kill in 0..20 {
@@ -939,7 +939,7 @@ async fn every_snapshot_stays_exact_while_the_job_moves_between_hosts() {
     };
     let hosts = [host("a"), host("b")];
     let cat = lake(&s3, "s3://roaming/lake", &catalog).await;
-    let mut rng = Rng(0x40a1_e5);
+    let mut rng = Rng(0x0040_a1e5);
     let mut oracle = vec![record(&mut c).await];
     let mut i = 0u64;
     for m in 0..8 {
