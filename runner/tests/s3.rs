@@ -208,14 +208,16 @@ async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
         let duck = duckdb_rows(&s3, &loc);
         lakeshift_tests::assert_rows_eq(&duck, &want, &format!("shop.{t} (DuckDB over S3)"));
     }
-    // `maintain` on the S3 lake: compaction and expiry through the object store
-    // (orphan removal is for local warehouses); the rows stay the same.
+    // `maintain` on the S3 lake: compaction, expiry and orphan removal through the
+    // object store (a stray object under the table's prefix, referenced by nothing,
+    // goes; the mirrored job state under _lakeshift stays); the rows stay the same.
+    s3.put("wh/shop/items/data/stray.parquet", "not referenced");
     let before = s3.keys("wh/shop/items/").len();
     std::fs::write(
         &job,
         std::fs::read_to_string(&job).unwrap().replace(
             "  catalog: ",
-            "  maintenance:\n    retain-snapshots: 1\n    snapshot-age-hours: 0\n    min-small-files: 2\n  catalog: ",
+            "  maintenance:\n    retain-snapshots: 1\n    snapshot-age-hours: 0\n    min-small-files: 2\n    orphan-age-hours: 0\n  catalog: ",
         ),
     )
     .unwrap();
@@ -244,10 +246,20 @@ async fn a_database_mirrors_into_an_s3_warehouse_with_its_ddl() {
         1,
         "expired to one snapshot\n{mlog}"
     );
-    let after = s3.keys("wh/shop/items/").len();
+    let after = s3.keys("wh/shop/items/");
     assert!(
-        after < before,
-        "expiry deleted objects: {before} -> {after}\n{mlog}"
+        after.len() < before,
+        "expiry deleted objects: {before} -> {}\n{mlog}",
+        after.len()
+    );
+    assert!(
+        !after.iter().any(|k| k.ends_with("stray.parquet")),
+        "the orphan object stayed\n{mlog}"
+    );
+    assert!(mlog.contains("orphan"), "{mlog}");
+    assert!(
+        !s3.keys("wh/_lakeshift/s3/").is_empty(),
+        "the job's mirrored state"
     );
     // Everything of the tables is in the bucket; nothing in a local warehouse.
     let keys = s3.keys("wh/shop/items/");

@@ -643,6 +643,28 @@ impl S3Server {
             .collect()
     }
 
+    /// Put an object `key` holding `body`.
+    pub fn put(&self, key: &str, body: &str) {
+        let out = Command::new(interop_python())
+            .args([
+                "-c",
+                &format!(
+                    "import boto3, sys\nboto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1').put_object(Bucket='{}', Key=sys.argv[1], Body=sys.argv[2].encode())",
+                    self.endpoint(),
+                    self.bucket
+                ),
+                key,
+                body,
+            ])
+            .output()
+            .expect("python");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Keys of the objects under `prefix`.
     pub fn keys(&self, prefix: &str) -> Vec<String> {
         self.objects(prefix).into_iter().map(|o| o.0).collect()

@@ -73,8 +73,22 @@ pub struct Catalog {
     /// the same statement, that the run still holds the job's lease row.
     pub(super) owner: Option<(String, String)>,
     pub file_io: FileIO,
+    /// An `s3://` warehouse's settings, for listing (FileIO does not list).
+    s3: Option<S3Settings>,
     /// Fault injection: the next N swaps apply but report their reply as lost.
     lose_replies: Arc<AtomicU32>,
+}
+
+/// Where an S3 warehouse is served and with which credentials (None: the AWS
+/// chain's).
+#[derive(Clone, Default)]
+struct S3Settings {
+    endpoint: Option<String>,
+    region: Option<String>,
+    key: Option<String>,
+    secret: Option<String>,
+    token: Option<String>,
+    virtual_host: bool,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -122,13 +136,21 @@ pub(crate) async fn create_table(pool: &sqlx::AnyPool, sql: &str) -> Result<()> 
 /// standard AWS credential chain (config files, instance metadata); never from the
 /// job file. A custom endpoint (MinIO, moto, ...) gets path-style addressing unless
 /// `AWS_S3_PATH_STYLE=false`.
-fn s3_file_io(given: Option<&[(String, String)]>) -> FileIO {
+fn s3_file_io(given: Option<&[(String, String)]>) -> (FileIO, S3Settings) {
     let env = |k: &str| {
         match given {
             Some(vars) => vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()),
             None => std::env::var(k).ok(),
         }
         .filter(|v| !v.is_empty())
+    };
+    let settings = S3Settings {
+        endpoint: env("AWS_ENDPOINT_URL_S3").or_else(|| env("AWS_ENDPOINT_URL")),
+        region: env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION")),
+        key: env("AWS_ACCESS_KEY_ID"),
+        secret: env("AWS_SECRET_ACCESS_KEY"),
+        token: env("AWS_SESSION_TOKEN"),
+        virtual_host: env("AWS_S3_PATH_STYLE").is_some_and(|v| v == "false"),
     };
     let mut b = iceberg::io::FileIOBuilder::new(Arc::new(
         iceberg_storage_opendal::OpenDalStorageFactory::S3 {
@@ -153,7 +175,7 @@ fn s3_file_io(given: Option<&[(String, String)]>) -> FileIO {
             b = b.with_prop(prop, v);
         }
     }
-    b.build()
+    (b.build(), settings)
 }
 
 impl Catalog {
@@ -171,7 +193,10 @@ impl Catalog {
                     "warehouse {wh}: an S3 warehouse needs a catalog URI (catalog: postgresql://... shared by every process, or sqlite:///path/catalog.db for one host); the catalog cannot live in the bucket"
                 )));
             };
-            return Self::open_at(cfg, uri, warehouse, s3_file_io(cfg.s3_env.as_deref())).await;
+            let (io, settings) = s3_file_io(cfg.s3_env.as_deref());
+            let mut c = Self::open_at(cfg, uri, warehouse, io).await?;
+            c.s3 = Some(settings);
+            return Ok(c);
         }
         std::fs::create_dir_all(&cfg.warehouse).map_err(|e| {
             Error::Invalid(format!(
@@ -282,6 +307,7 @@ impl Catalog {
             warehouse,
             postgres,
             file_io,
+            s3: None,
             lose_replies: Arc::new(AtomicU32::new(0)),
             owner: None,
         })
@@ -289,6 +315,62 @@ impl Catalog {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Every object under `prefix` (an `s3://bucket/key/` URL of this S3 warehouse):
+    /// its URL, size and last modification. (The iceberg crate's FileIO reads,
+    /// writes and deletes, but does not list.)
+    pub async fn list_objects(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, u64, std::time::SystemTime)>> {
+        let s3 = self
+            .s3
+            .clone()
+            .ok_or_else(|| Error::Invalid(format!("{prefix}: listing is for S3 warehouses")))?;
+        let rest = prefix
+            .strip_prefix("s3://")
+            .ok_or_else(|| Error::Invalid(format!("{prefix}: not an s3:// URL")))?;
+        let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+        let mut b = opendal::services::S3::default().bucket(bucket).root("/");
+        if let Some(e) = &s3.endpoint {
+            b = b.endpoint(e);
+        }
+        if let Some(r) = &s3.region {
+            b = b.region(r);
+        }
+        if let Some(k) = &s3.key {
+            b = b.access_key_id(k);
+        }
+        if let Some(k) = &s3.secret {
+            b = b.secret_access_key(k);
+        }
+        if let Some(t) = &s3.token {
+            b = b.session_token(t);
+        }
+        if s3.virtual_host {
+            b = b.enable_virtual_host_style();
+        }
+        let err = |e: opendal::Error| Error::Invalid(format!("listing {prefix}: {e}"));
+        let op = opendal::Operator::new(b).map_err(err)?.finish();
+        let dir = format!("{}/", key.trim_end_matches('/'));
+        let mut out = Vec::new();
+        for e in op.list_with(&dir).recursive(true).await.map_err(err)? {
+            let m = e.metadata();
+            if m.is_dir() {
+                continue;
+            }
+            let at = m
+                .last_modified()
+                .map(std::time::SystemTime::from)
+                .unwrap_or_else(std::time::SystemTime::now);
+            out.push((
+                format!("s3://{bucket}/{}", e.path().trim_start_matches('/')),
+                m.content_length(),
+                at,
+            ));
+        }
+        Ok(out)
     }
 
     /// The warehouse as a `file://` URL.

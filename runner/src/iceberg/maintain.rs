@@ -384,18 +384,16 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, SystemTime)>) {
     }
 }
 
-/// Orphan files of one table (local warehouses): in its folder, referenced by no
-/// snapshot and no metadata file of its log, not in `protect`, older than the window.
+/// Orphan files of one table: under its location (its folder, or its prefix in an
+/// S3 warehouse), referenced by no snapshot and no metadata file of its log, not in
+/// `protect` (files of a checkpoint not yet committed), older than the window.
 pub async fn remove_orphans(
     catalog: &Catalog,
     t: &LoadedTable,
-    protect: &HashSet<PathBuf>,
+    protect: &HashSet<String>,
     o: &Options,
 ) -> Result<Option<String>> {
     let m = &t.metadata;
-    let Some(root) = local_path(m.location()) else {
-        return Ok(None); // object storage: not listed here
-    };
     let mut refs = HashSet::new();
     for s in m.snapshots() {
         referenced(catalog, m, s.snapshot_id(), &mut refs).await?;
@@ -404,12 +402,39 @@ pub async fn remove_orphans(
     for l in m.metadata_log() {
         refs.insert(l.metadata_file.clone());
     }
-    let refs: HashSet<PathBuf> = refs.iter().filter_map(|r| local_path(r)).collect();
-    let mut all = Vec::new();
-    walk(&root, &mut all);
     let cutoff = SystemTime::now()
         .checked_sub(o.orphan_age)
         .unwrap_or(SystemTime::UNIX_EPOCH);
+    let Some(root) = local_path(m.location()) else {
+        // Object storage: the table's objects listed.
+        let prefix = format!("{}/", m.location().trim_end_matches('/'));
+        let orphans: Vec<(String, u64)> = catalog
+            .list_objects(&prefix)
+            .await?
+            .into_iter()
+            .filter(|(url, _, at)| *at < cutoff && !refs.contains(url) && !protect.contains(url))
+            .map(|(url, size, _)| (url, size))
+            .collect();
+        if orphans.is_empty() {
+            return Ok(None);
+        }
+        let what = format!(
+            "{} orphan objects, {:.1} MiB",
+            orphans.len(),
+            orphans.iter().map(|o| o.1).sum::<u64>() as f64 / (1024.0 * 1024.0)
+        );
+        if o.dry_run {
+            return Ok(Some(format!("would remove {what}")));
+        }
+        for (url, _) in &orphans {
+            catalog.file_io.delete(url).await?;
+        }
+        return Ok(Some(format!("removed {what}")));
+    };
+    let protect: HashSet<PathBuf> = protect.iter().filter_map(|p| local_path(p)).collect();
+    let refs: HashSet<PathBuf> = refs.iter().filter_map(|r| local_path(r)).collect();
+    let mut all = Vec::new();
+    walk(&root, &mut all);
     let orphans: Vec<&PathBuf> = all
         .iter()
         .filter(|(p, at)| *at < cutoff && !refs.contains(p) && !protect.contains(p))

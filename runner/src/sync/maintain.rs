@@ -9,7 +9,6 @@ use crate::iceberg::catalog::ident;
 use crate::iceberg::maintain::{self, Options};
 use crate::iceberg::Catalog;
 use std::collections::HashSet;
-use std::path::PathBuf;
 
 /// Maintain the job's tables; `say` gets a line per table and step. `inside`: the
 /// job's own process runs it (between checkpoints), so its lease is no obstacle.
@@ -134,7 +133,7 @@ fn pending_files(
     job: &SyncJob,
     state: Option<&State>,
     t: &crate::iceberg::LoadedTable,
-) -> HashSet<PathBuf> {
+) -> HashSet<String> {
     let name = format!("{}.{}", t.ident.namespace().join("."), t.ident.name());
     let Some((avro, _)) = state.and_then(|s| s.pending.get(&name)) else {
         return HashSet::new();
@@ -142,6 +141,6 @@ fn pending_files(
     super::engine::state::read_files(&job.pipeline.state.join(avro), t)
         .unwrap_or_default()
         .iter()
-        .filter_map(|f| crate::iceberg::catalog::local_path(f.file_path()))
+        .map(|f| f.file_path().to_owned())
         .collect()
 }
