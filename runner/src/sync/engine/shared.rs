@@ -19,8 +19,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const MANIFEST: &str = "manifest.json";
-/// Top-level entries of the state folder that stay on the host.
-const PRIVATE: &[&str] = &["index", "streamed", "dead-letter.jsonl"];
+/// Entries of the state folder that stay on the host: the row indexes, the
+/// PostgreSQL source's spill files (`source/streamed`), the dead-letter file.
+const PRIVATE: &[&str] = &["index", "source/streamed", "dead-letter.jsonl"];
 
 pub(super) struct Shared {
     io: FileIO,
@@ -47,7 +48,7 @@ fn files(dir: &Path) -> BTreeMap<String, PathBuf> {
                 .expect("under the root")
                 .to_string_lossy()
                 .replace('\\', "/");
-            if d == root && PRIVATE.contains(&rel.as_str()) {
+            if PRIVATE.contains(&rel.as_str()) {
                 continue;
             }
             // (Temporary files of an atomic replace are not state.)
@@ -170,5 +171,37 @@ impl Shared {
         }
         self.sent = now;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_files_stay_out_of_the_mirror() {
+        let d = tempfile::tempdir().unwrap();
+        for f in [
+            "checkpoint.json",
+            "pending/3-shop.t.avro",
+            "source/history.json",
+            "source/streamed/77.bin",
+            "index/shop.t.idx",
+            "dead-letter.jsonl",
+            "ddl-log.json.tmp",
+        ] {
+            let p = d.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, b"x").unwrap();
+        }
+        let got: Vec<String> = files(d.path()).into_keys().collect();
+        assert_eq!(
+            got,
+            [
+                "checkpoint.json",
+                "pending/3-shop.t.avro",
+                "source/history.json"
+            ]
+        );
     }
 }
