@@ -829,7 +829,7 @@ async fn a_job_moves_to_another_host_through_the_bucket() {
         std::fs::write(
             &p,
             format!(
-                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 921\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://moving/lake\n  catalog: {catalog}\npipeline:\n  name: moving\n  state: {}\n  checkpoint-interval-seconds: 0.1\n  owner-lease-seconds: 1.5\n",
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 921\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://moving/lake\n  catalog: {catalog}\npipeline:\n  name: moving\n  state: {}\n  checkpoint-interval-seconds: 0.1\n  owner-lease-seconds: 3\n",
                 maria.port,
                 d.join("state").display()
             ),
@@ -881,10 +881,12 @@ async fn a_job_moves_to_another_host_through_the_bucket() {
     c.query_drop("ALTER TABLE shop.items ADD COLUMN n INT DEFAULT 7; INSERT INTO shop.items VALUES (100, 'later', 1)")
         .await
         .unwrap();
-    // Host b, an empty state folder: the job's state comes from the bucket (b runs
-    // once the killed run's lease in the catalog has run out).
+    // Host b, an empty state folder: the job's state comes from the bucket; its first
+    // try is refused while the killed run's lease lasts, and the folder it read keeps
+    // the right to take the job over once the lease runs out.
     let log = sync_when_free(&b, &s3).await;
     assert!(log.contains("read from the warehouse"), "{log}");
+    assert!(log.contains("its lease ends in"), "{log}");
     assert!(caught_up().await, "the lake after the move\n{log}");
     // Host a comes back with its stale folder: refused, with the fix.
     c.query_drop("UPDATE shop.items SET v = 'back' WHERE id = 1")

@@ -214,8 +214,9 @@ impl Engine {
         if let Some(sh) = shared.as_mut() {
             if State::load(&state_dir)?.is_none() {
                 let n = sh.pull(&state_dir).await?;
-                pulled = n > 0;
                 if n > 0 {
+                    crate::durable::replace(&state_dir.join(shared::PULLED), b"")
+                        .map_err(|e| format!("{}: {e}", state_dir.display()))?;
                     tracing::info!(
                         "job {}: its state ({n} files) read from the warehouse; it ran on another host or state folder before",
                         job.pipeline.name
@@ -223,6 +224,7 @@ impl Engine {
                 }
             }
         }
+        pulled |= shared.is_some() && state_dir.join(shared::PULLED).exists();
         let stored = State::load(&state_dir)?;
         let fresh = stored.is_none();
         let state = stored.unwrap_or(State {
@@ -326,6 +328,10 @@ impl super::pipeline::Sink for Engine {
                     self.job.pipeline.name
                 )
                 .into());
+            }
+            // This folder holds the job now: a later start is an ordinary restart.
+            if self.pulled {
+                let _ = std::fs::remove_file(self.state_dir.join(shared::PULLED));
             }
         }
         if self.fresh && self.job.source.kafka().is_none() {

@@ -1,8 +1,9 @@
 //! The job's state folder mirrored into an object-store warehouse, so that another
 //! host can take the job over: at every checkpoint, once the checkpoint record and its
 //! pending file lists are durable locally and before any table commits, the state
-//! files that changed go to `<warehouse>/_lakeshift/<job>/files/...` and then a
-//! manifest naming every file and its hash; a new host whose state folder has no
+//! files that changed go to `<warehouse>/_lakeshift/<job>/files/<path>@<hash>` (each
+//! version an object of its own) and then a manifest naming every file and its hash
+//! replaces the old one; a new host whose state folder has no
 //! checkpoint record reads them back before it starts. The mirror is therefore never
 //! behind the catalog's record of the job (which refuses an older state), and the new
 //! host completes or repeats the last checkpoint exactly as a restart on the old one
@@ -21,7 +22,10 @@ use std::path::{Path, PathBuf};
 const MANIFEST: &str = "manifest.json";
 /// Entries of the state folder that stay on the host: the row indexes, the
 /// PostgreSQL source's spill files (`source/streamed`), the dead-letter file.
-const PRIVATE: &[&str] = &["index", "source/streamed", "dead-letter.jsonl"];
+const PRIVATE: &[&str] = &["index", "source/streamed", "dead-letter.jsonl", PULLED];
+/// Marks a state folder read from the mirror that has not yet claimed the job (a
+/// first try refused by the lease of a run that is gone keeps the right to resume).
+pub(super) const PULLED: &str = "pulled-from-warehouse";
 
 pub(super) struct Shared {
     io: FileIO,
@@ -84,6 +88,13 @@ impl Shared {
         })
     }
 
+    /// The object holding version `h` of file `rel`: versions are objects of their
+    /// own, so a push cut short leaves the manifest before it whole (the objects it
+    /// names are deleted only once a newer manifest is in place).
+    fn object(&self, rel: &str, h: &str) -> String {
+        format!("{}/files/{rel}@{h}", self.base)
+    }
+
     fn err(&self, what: &str, e: impl std::fmt::Display) -> SyncError {
         format!("the job's shared state at {}: {what}: {e}", self.base).into()
     }
@@ -119,7 +130,7 @@ impl Shared {
         for (rel, h) in &manifest {
             let bytes = self
                 .io
-                .new_input(format!("{}/files/{rel}", self.base))
+                .new_input(self.object(rel, h))
                 .map_err(|e| self.err(rel, e))?
                 .read()
                 .await
@@ -152,7 +163,7 @@ impl Shared {
             if self.sent.get(&rel) != Some(&h) {
                 let w = self
                     .io
-                    .new_output(format!("{}/files/{rel}", self.base))
+                    .new_output(self.object(&rel, &h))
                     .map_err(|e| self.err(&rel, e))?;
                 w.write(bytes.into()).await.map_err(|e| self.err(&rel, e))?;
             }
@@ -165,9 +176,12 @@ impl Shared {
             .write(manifest.into())
             .await
             .map_err(|e| self.err(MANIFEST, e))?;
-        for gone in self.sent.keys().filter(|k| !now.contains_key(*k)) {
-            // Best effort: an object left behind is not in the manifest.
-            let _ = self.io.delete(format!("{}/files/{gone}", self.base)).await;
+        // The objects only the old manifest named (best effort: one left behind is
+        // named by no manifest).
+        for (rel, h) in &self.sent {
+            if now.get(rel) != Some(h) {
+                let _ = self.io.delete(self.object(rel, h)).await;
+            }
         }
         self.sent = now;
         Ok(())
