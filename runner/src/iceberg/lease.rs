@@ -181,7 +181,13 @@ impl Catalog {
                     left as f64 / 1000.0
                 )));
             }
-            if !mine {
+            if !mine && lease_until <= 0 {
+                // (A clean stop gives its lease back.)
+                tracing::info!(
+                    "job `{}`: taking over from process {pid} on {host} (state folder {state}), which stopped cleanly",
+                    o.job
+                );
+            } else if !mine {
                 tracing::warn!(
                     "job `{}`: taking over from process {pid} on {host} (state folder {state}), whose lease ran out {:.1} s ago",
                     o.job,
