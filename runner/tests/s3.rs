@@ -62,6 +62,19 @@ async fn sync_when_free(job: &std::path::Path, s3: &S3Server) -> String {
     }
 }
 
+/// An S3 server with bucket `bucket`, a MariaDB source, and a PostgreSQL catalog
+/// database (its URI last): what jobs sharing a lake across hosts use.
+async fn shared_setup(bucket: &str) -> (S3Server, MariaDb, lakeshift_tests::PgServer, String) {
+    let (s3, maria, pg) = tokio::join!(
+        S3Server::start(bucket),
+        MariaDb::start(),
+        lakeshift_tests::PgServer::start()
+    );
+    pg.create_db("catalog").await;
+    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
+    (s3, maria, pg, catalog)
+}
+
 /// The catalog at `catalog` over S3 warehouse `warehouse` of server `s3`.
 async fn lake(s3: &S3Server, warehouse: &str, catalog: &str) -> Catalog {
     Catalog::open(&CatalogConfig {
@@ -414,13 +427,7 @@ async fn step(c: &mut mysql_async::Conn, rng: &mut Rng, i: u64) {
 /// twice, and the end equals the source.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
-    let (s3, maria, pg) = tokio::join!(
-        S3Server::start("killed"),
-        MariaDb::start(),
-        lakeshift_tests::PgServer::start()
-    );
-    pg.create_db("catalog").await;
-    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
+    let (s3, maria, _pg, catalog) = shared_setup("killed").await;
     let mut c = maria.conn(None).await;
     c.query_drop(
         "CREATE DATABASE shop;
@@ -657,16 +664,10 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
 /// bucket and one PostgreSQL catalog and write disjoint tables at the same time:
 /// every table equals its source; one job is then killed and run again (same state
 /// folder) while the other goes on, and both stay exact. (Moving a job to a host
-/// without its state folder is not built.)
+/// without its state folder: `a_job_moves_to_another_host_through_the_bucket`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_jobs_share_a_bucket_and_a_catalog() {
-    let (s3, maria, pg) = tokio::join!(
-        S3Server::start("shared"),
-        MariaDb::start(),
-        lakeshift_tests::PgServer::start()
-    );
-    pg.create_db("catalog").await;
-    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
+    let (s3, maria, _pg, catalog) = shared_setup("shared").await;
     let mut c = maria.conn(None).await;
     c.query_drop(
         "CREATE DATABASE a; CREATE DATABASE b;
@@ -805,13 +806,7 @@ async fn large_files_go_up_in_parts() {
 /// its folder emptied takes the newest state from the warehouse in turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_moves_to_another_host_through_the_bucket() {
-    let (s3, maria, pg) = tokio::join!(
-        S3Server::start("moving"),
-        MariaDb::start(),
-        lakeshift_tests::PgServer::start()
-    );
-    pg.create_db("catalog").await;
-    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
+    let (s3, maria, _pg, catalog) = shared_setup("moving").await;
     let mut c = maria.conn(None).await;
     c.query_drop(
         "CREATE DATABASE shop;
@@ -920,13 +915,7 @@ async fn a_job_moves_to_another_host_through_the_bucket() {
 /// watermark, no data file is committed twice, and the end equals the source.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_snapshot_stays_exact_while_the_job_moves_between_hosts() {
-    let (s3, maria, pg) = tokio::join!(
-        S3Server::start("roaming"),
-        MariaDb::start(),
-        lakeshift_tests::PgServer::start()
-    );
-    pg.create_db("catalog").await;
-    let catalog = format!("postgresql://postgres@127.0.0.1:{}/catalog", pg.port);
+    let (s3, maria, _pg, catalog) = shared_setup("roaming").await;
     let mut c = maria.conn(None).await;
     c.query_drop(
         "CREATE DATABASE shop;

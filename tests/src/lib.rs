@@ -571,21 +571,7 @@ impl S3Server {
                 .is_ok()
         })
         .await;
-        let out = Command::new(interop_python())
-            .args([
-                "-c",
-                &format!(
-                    "import boto3; boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1').create_bucket(Bucket='{bucket}')",
-                    s.endpoint()
-                ),
-            ])
-            .output()
-            .expect("python");
-        assert!(
-            out.status.success(),
-            "creating bucket {bucket}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        s.boto3(&format!("c.create_bucket(Bucket='{bucket}')"), &[]);
         s
     }
 
@@ -614,24 +600,14 @@ impl S3Server {
     /// (key, size, ETag) of the objects under `prefix` (a multipart upload's ETag
     /// ends in `-<parts>`).
     pub fn objects(&self, prefix: &str) -> Vec<(String, u64, String)> {
-        let out = Command::new(interop_python())
-            .args([
-                "-c",
-                &format!(
-                    "import boto3\nc = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1')\nfor page in c.get_paginator('list_objects_v2').paginate(Bucket='{}', Prefix='{prefix}'):\n    for o in page.get('Contents', []): print(o['Key'], o['Size'], o['ETag'].strip('\"'))",
-                    self.endpoint(),
-                    self.bucket
-                ),
-            ])
-            .output()
-            .expect("python");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = self.boto3(
+            &format!(
+                "for page in c.get_paginator('list_objects_v2').paginate(Bucket='{}', Prefix='{prefix}'):\n    for o in page.get('Contents', []): print(o['Key'], o['Size'], o['ETag'].strip('\"'))",
+                self.bucket
+            ),
+            &[],
         );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
+        out.lines()
             .filter_map(|l| {
                 let mut w = l.split(' ');
                 Some((
@@ -645,24 +621,34 @@ impl S3Server {
 
     /// Put an object `key` holding `body`.
     pub fn put(&self, key: &str, body: &str) {
+        self.boto3(
+            &format!(
+                "c.put_object(Bucket='{}', Key=sys.argv[1], Body=sys.argv[2].encode())",
+                self.bucket
+            ),
+            &[key, body],
+        );
+    }
+
+    /// Run `script` in Python with `c`, a boto3 S3 client of this server, and `sys`;
+    /// `args` are its `sys.argv[1..]`. Its standard output.
+    fn boto3(&self, script: &str, args: &[&str]) -> String {
         let out = Command::new(interop_python())
-            .args([
-                "-c",
-                &format!(
-                    "import boto3, sys\nboto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1').put_object(Bucket='{}', Key=sys.argv[1], Body=sys.argv[2].encode())",
-                    self.endpoint(),
-                    self.bucket
-                ),
-                key,
-                body,
-            ])
+            .arg("-c")
+            .arg(format!(
+                "import boto3, sys\nc = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1')\n{script}",
+                self.endpoint()
+            ))
+            .args(args)
             .output()
             .expect("python");
         assert!(
             out.status.success(),
-            "{}",
+            "boto3 against {}: {}",
+            self.endpoint(),
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Keys of the objects under `prefix`.
