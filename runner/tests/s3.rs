@@ -1000,3 +1000,66 @@ async fn every_snapshot_stays_exact_while_the_job_moves_between_hosts() {
     )
     .await;
 }
+
+/// A process dies after it uploaded new versions of the state files but before the
+/// manifest naming them (failpoint `shared-before-manifest`, at its third checkpoint):
+/// the mirror still reads as the checkpoint before, and a host with an empty folder
+/// takes the job over from there, exactly. (Files were overwritten in place before: the
+/// next host stopped with "does not match the manifest".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_between_the_state_files_and_their_manifest_leaves_the_mirror_whole() {
+    let (s3, maria, _pg, catalog) = shared_setup("torn").await;
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id INT PRIMARY KEY, v VARCHAR(20));
+         INSERT INTO shop.items VALUES (1, 'a');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let host = |name: &str| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 941\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://torn/lake\n  catalog: {catalog}\npipeline:\n  name: torn\n  state: {}\n  checkpoint-interval-seconds: 0.1\n  owner-lease-seconds: 1\n",
+                maria.port,
+                d.join("state").display()
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let (a, b) = (host("a"), host("b"));
+    sync(&a, &s3);
+    c.query_drop("INSERT INTO shop.items VALUES (2, 'b')")
+        .await
+        .unwrap();
+    sync(&a, &s3);
+    c.query_drop(
+        "UPDATE shop.items SET v = 'A' WHERE id = 1; INSERT INTO shop.items VALUES (3, 'c')",
+    )
+    .await
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", &a.display().to_string(), "--until-end"])
+        .envs(s3.env())
+        .env("LAKESHIFT_FAILPOINT", "shared-before-manifest")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(86), "{err}");
+    let log = sync_when_free(&b, &s3).await;
+    assert!(log.contains("read from the warehouse"), "{log}");
+    let cat = lake(&s3, "s3://torn/lake", &catalog).await;
+    assert_lake(
+        &mut c,
+        &cat,
+        &[("items", "SELECT * FROM shop.items")],
+        &format!("after a kill between files and manifest\n{log}"),
+    )
+    .await;
+}

@@ -169,6 +169,7 @@ impl Shared {
             }
             now.insert(rel, h);
         }
+        crate::failpoint::hit("shared-before-manifest");
         let manifest = serde_json::to_vec(&now).expect("serialises");
         self.io
             .new_output(format!("{}/{MANIFEST}", self.base))
