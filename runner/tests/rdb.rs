@@ -932,6 +932,49 @@ async fn unique_values_swapped_inside_a_checkpoint_reach_both_targets() {
     }
 }
 
+/// Rows of keys new to the target go straight into it (PostgreSQL: `COPY` into the
+/// table, no staging, no conflict handling); a key the target holds after all (a row
+/// put there by hand) makes that fail with a unique violation, and the checkpoint
+/// runs again as upserts: the target still ends equal to the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_keys_go_straight_in_and_a_key_the_target_holds_is_still_replaced() {
+    let t = TwoTargets::start(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.k (id INT PRIMARY KEY, v VARCHAR(20));
+         INSERT INTO shop.k VALUES (1, 'a'), (2, 'b');",
+        "fresh",
+        750,
+    )
+    .await;
+    t.assert_equal(&["k"]).await;
+    // Rows the source never had: key 100 is about to be inserted there.
+    t.pg.batch_execute("INSERT INTO shop.k VALUES (100, 'stale'), (7, 'stray')")
+        .await
+        .unwrap();
+    t.dst
+        .conn(None)
+        .await
+        .query_drop("INSERT INTO shop.k VALUES (100, 'stale'), (7, 'stray')")
+        .await
+        .unwrap();
+    t.src
+        .conn(None)
+        .await
+        .query_drop(
+            "BEGIN; INSERT INTO shop.k VALUES (99, 'x'), (100, 'y'), (101, 'z'); UPDATE shop.k SET v = 'b2' WHERE id = 2; COMMIT;
+             INSERT INTO shop.k VALUES (7, 'seven');",
+        )
+        .await
+        .unwrap();
+    t.catch_up();
+    t.assert_equal(&["k"]).await;
+    let log = std::fs::read_to_string(t.jobs[0].with_file_name("sync.log")).unwrap();
+    assert!(
+        log.contains("every changed key deleted first"),
+        "the COPY of new keys met key 100 and the checkpoint ran again: {log}"
+    );
+}
+
 /// ON DELETE CASCADE (two levels) and SET NULL: MariaDB does not log the rows these
 /// actions change, so the sink runs them, in source order with the changes around
 /// them, on targets created without foreign keys (`foreign-keys: drop`, PostgreSQL

@@ -85,6 +85,9 @@ struct KeyChange {
     row: Option<Row>,
     /// The source deleted the row in this checkpoint (perhaps to insert it again).
     deleted: bool,
+    /// The key's first change in this checkpoint inserted it: the target, a copy of
+    /// the source as of the last checkpoint, holds no row of it.
+    absent: bool,
 }
 
 pub struct RdbEngine {

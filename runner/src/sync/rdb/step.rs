@@ -38,6 +38,9 @@ pub enum Step {
     /// PostgreSQL: `COPY stage (cols, ord) FROM STDIN` of these rows (each row's
     /// index is its order).
     Copy { copy: String, rows: Vec<Row> },
+    /// PostgreSQL: `COPY table (cols) FROM STDIN` of rows straight into the target
+    /// table (rows of keys it does not hold).
+    Load { load: String, rows: Vec<Row> },
     /// A statement with placeholders and its parameters (in order).
     Exec { sql: String, params: Row },
 }
@@ -47,7 +50,9 @@ impl Step {
     pub fn shape(&self) -> String {
         match self {
             Step::Sql(s) => super::write::clip(s),
-            Step::Copy { copy, rows } => format!("{copy} ({} rows)", rows.len()),
+            Step::Copy { copy: sql, rows } | Step::Load { load: sql, rows } => {
+                format!("{sql} ({} rows)", rows.len())
+            }
             Step::Exec { sql, params } => {
                 format!(
                     "{} ({} parameters)",
@@ -72,9 +77,12 @@ impl Step {
 }
 
 /// Rows as `COPY` text: tab-separated, `\N` for NULL, backslash escapes for
-/// backslash, tab, newline and carriage return; each row's index last.
-pub fn copy_text(out: &mut Vec<u8>, row: &Row, ord: usize) {
-    for c in row.vals() {
+/// backslash, tab, newline and carriage return; the row's index last when given.
+pub fn copy_text(out: &mut Vec<u8>, row: &Row, ord: Option<usize>) {
+    for (i, c) in row.vals().enumerate() {
+        if i > 0 {
+            out.push(b'\t');
+        }
         match c {
             Val::Null | Val::Default => out.extend_from_slice(b"\\N"),
             Val::Int(v) => {
@@ -94,9 +102,13 @@ pub fn copy_text(out: &mut Vec<u8>, row: &Row, ord: usize) {
                 }
             }
         }
-        out.push(b'\t');
     }
-    let _ = writeln!(out, "{ord}");
+    match ord {
+        Some(ord) => {
+            let _ = writeln!(out, "\t{ord}");
+        }
+        None => out.push(b'\n'),
+    }
 }
 
 fn escape(out: &mut Vec<u8>, mut s: &[u8]) {
@@ -366,6 +378,26 @@ impl Plan {
         }
     }
 
+    /// PostgreSQL: rows of keys the target does not hold, copied straight into the
+    /// table (no staging, no conflict handling: a key that is there after all makes
+    /// the COPY fail with a unique violation, and the checkpoint runs again the
+    /// general way). Other targets: [`insert`](Self::insert).
+    pub fn load(&mut self, t: &Cols<'_>, rows: Vec<Row>, out: &mut Vec<Step>) {
+        if rows.is_empty() {
+            return;
+        }
+        if !self.pg() {
+            return self.insert(t, rows, &mut Vec::new(), out);
+        }
+        for (present, rows) in by_columns(rows) {
+            let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();
+            out.push(Step::Load {
+                load: format!("COPY {} ({}) FROM STDIN", t.table, names.join(", ")),
+                rows,
+            });
+        }
+    }
+
     /// Keyless tables: delete one row equal to each of `rows` (in the columns the
     /// source has; NULL equal to NULL), as many as there are equal rows in `rows`.
     pub fn delete_rows(
@@ -464,9 +496,12 @@ mod tests {
         copy_text(
             &mut out,
             &Row::of([Val::Text("a\tb\nc\\d\re'"), Val::Null, Val::Int(-3)]),
-            7,
+            Some(7),
         );
         assert_eq!(out, b"a\\tb\\nc\\\\d\\re'\t\\N\t-3\t7\n");
+        out.clear();
+        copy_text(&mut out, &Row::of([Val::Int(1), Val::Null]), None);
+        assert_eq!(out, b"1\t\\N\n");
     }
 
     #[test]

@@ -187,12 +187,14 @@ impl Target {
         use super::step::Step;
         match (self, step) {
             (t, Step::Sql(sql)) => t.exec(sql).await,
-            (Target::Pg(c), Step::Copy { copy, rows }) => {
+            (Target::Pg(c), Step::Copy { copy, rows } | Step::Load { load: copy, rows }) => {
+                // Staging tables take each row's order as a last column.
+                let ordered = matches!(step, Step::Copy { .. });
                 let mut w = c.copy_in_raw(copy).await.map_err(pg_err)?;
                 let mut buf = Vec::with_capacity(COPY_CHUNK + (64 << 10));
                 let mut sent = Ok(());
                 for (i, r) in rows.iter().enumerate() {
-                    super::step::copy_text(&mut buf, r, i);
+                    super::step::copy_text(&mut buf, r, ordered.then_some(i));
                     if buf.len() >= COPY_CHUNK {
                         if let Err(e) = w.send(std::mem::take(&mut buf)).await {
                             sent = Err(e);
@@ -235,11 +237,13 @@ impl Target {
                     .map_err(my_err)?;
                 Ok(c.affected_rows())
             }
-            (Target::My(_), Step::Copy { copy, .. }) => Err(TargetError {
-                message: format!("a MySQL target takes no COPY ({copy})"),
-                connection: false,
-                code: None,
-            }),
+            (Target::My(_), Step::Copy { copy, .. } | Step::Load { load: copy, .. }) => {
+                Err(TargetError {
+                    message: format!("a MySQL target takes no COPY ({copy})"),
+                    connection: false,
+                    code: None,
+                })
+            }
         }
     }
 

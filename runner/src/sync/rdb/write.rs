@@ -145,7 +145,10 @@ impl RdbEngine {
                 + ENTRY_BYTES;
             if is_keyed {
                 let kt = kt.expect("key");
-                let e = p.keyed.entry(kt).or_default();
+                let e = p.keyed.entry(kt).or_insert_with(|| KeyChange {
+                    absent: op == Op::Insert,
+                    ..KeyChange::default()
+                });
                 e.seq = self.seq;
                 e.row = row;
                 e.deleted |= deleted;
@@ -383,6 +386,9 @@ impl RdbEngine {
         rewrite: bool,
         plan: &mut step::Plan,
     ) -> Result<[Vec<Step>; 4], SyncError> {
+        // Rows of keys the target does not hold go straight in (PostgreSQL COPY),
+        // unless this is the checkpoint's second try after a unique violation.
+        let direct = !rewrite;
         let rewrite = rewrite && !self.fk_actions.contains_key(k);
         let tt = self.ttable(k)?;
         let t = step::Cols {
@@ -409,11 +415,20 @@ impl RdbEngine {
                 .map(|(k, _)| (*k).clone())
                 .collect();
             plan.delete_keys(&t, keys, &mut stage, &mut dels);
-            let rows: Vec<Row> = entries
-                .into_iter()
-                .filter_map(|(_, c)| c.row.clone())
-                .collect();
+            let (mut fresh, mut rows) = (Vec::new(), Vec::new());
+            for (_, c) in entries {
+                if let Some(r) = &c.row {
+                    if direct && (p.replace || (c.absent && !c.deleted)) {
+                        fresh.push(r.clone());
+                    } else {
+                        rows.push(r.clone());
+                    }
+                }
+            }
+            // Keys the target holds first: an update that frees a unique value goes
+            // before the new row that takes it.
             plan.insert(&t, rows, &mut stage, &mut ups);
+            plan.load(&t, fresh, &mut ups);
         }
         // Keyless: runs of inserts and runs of deletes, in order.
         let no_key = step::Cols { key: &[], ..t };
