@@ -20,9 +20,10 @@ pub struct Lowerer<'a> {
 }
 
 /// A lowering failure (unknown table or column in a statement that needs the previous
-/// definition).
+/// definition): the message, and the tables the catalog does not know (a caller
+/// holding only part of a database can read them and try again).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LowerError(pub String);
+pub struct LowerError(pub String, pub Vec<TableName>);
 
 impl<'a> Lowerer<'a> {
     pub fn name(&self, id: &Ident) -> String {
@@ -356,9 +357,10 @@ impl<'a> Lowerer<'a> {
         if let Some(like) = &d.like {
             let src = self.table_name(like);
             let Some(t) = self.catalog.table(&src) else {
-                return Err(LowerError(format!(
-                    "CREATE TABLE ... LIKE {src}: table {src} is not known"
-                )));
+                return Err(LowerError(
+                    format!("CREATE TABLE ... LIKE {src}: table {src} is not known"),
+                    vec![name, src],
+                ));
             };
             let mut t = t.clone();
             t.name = name;
@@ -377,9 +379,10 @@ impl<'a> Lowerer<'a> {
                 .resolve_table(&pn)
                 .and_then(|k| self.catalog.table(k))
             else {
-                return Err(LowerError(format!(
-                    "CREATE TABLE {name} INHERITS {pn}: table {pn} is not known"
-                )));
+                return Err(LowerError(
+                    format!("CREATE TABLE {name} INHERITS {pn}: table {pn} is not known"),
+                    vec![name, pn],
+                ));
             };
             for c in &parent.columns {
                 if !table.columns.iter().any(|x| x.name == c.name) {
@@ -525,7 +528,10 @@ impl<'a> Lowerer<'a> {
             }
             return Ok(Vec::new());
         } else if !d.if_exists {
-            return Err(LowerError(format!("table {table} is not known")));
+            return Err(LowerError(
+                format!("table {table} is not known"),
+                vec![table],
+            ));
         }
         let mut out: Vec<ChangeRequest> = Vec::new();
         let ch = |c: SchemaChange| ChangeRequest::Change(c);
@@ -625,9 +631,10 @@ impl<'a> Lowerer<'a> {
                         let name = self.resolve_col(&table, &cd.name);
                         let Some(old) = self.catalog.table(&table).and_then(|t| t.column(&name))
                         else {
-                            return Err(LowerError(format!(
-                                "column {name} of table {table} is not known"
-                            )));
+                            return Err(LowerError(
+                                format!("column {name} of table {table} is not known"),
+                                Vec::new(),
+                            ));
                         };
                         let mut new = old.clone();
                         if let Some(ty) = &cd.ty {
@@ -669,9 +676,10 @@ impl<'a> Lowerer<'a> {
                         .and_then(|t| t.indexes.iter().find(|i| i.name.as_deref() == Some(&from)))
                         .cloned();
                     let Some(mut ix) = ix else {
-                        return Err(LowerError(format!(
-                            "index {from} of table {table} is not known"
-                        )));
+                        return Err(LowerError(
+                            format!("index {from} of table {table} is not known"),
+                            Vec::new(),
+                        ));
                     };
                     out.push(ch(SchemaChange::DropIndex {
                         table: table.clone(),

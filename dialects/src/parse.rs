@@ -25,6 +25,8 @@ pub enum Parsed {
 pub struct ParseError {
     pub offset: usize,
     pub message: String,
+    /// Tables the statement names that the catalog does not know.
+    pub unknown: Vec<TableName>,
 }
 
 impl From<LowerError> for ParseError {
@@ -32,6 +34,7 @@ impl From<LowerError> for ParseError {
         ParseError {
             offset: 0,
             message: e.0,
+            unknown: e.1,
         }
     }
 }
@@ -133,6 +136,7 @@ impl StatementParser<'_> {
                         .map_err(|e| ParseError {
                             offset: e.offset,
                             message: e.message,
+                            unknown: Vec::new(),
                         })?;
                 return Ok(Parsed::Requests(self.lowerer().create_table(&d)?));
             }
@@ -141,6 +145,7 @@ impl StatementParser<'_> {
                     .map_err(|e| ParseError {
                         offset: e.offset,
                         message: e.message,
+                        unknown: Vec::new(),
                     })?;
                 return Ok(Parsed::Requests(self.lowerer().alter_table(&d)?));
             }
@@ -295,6 +300,7 @@ impl StatementParser<'_> {
         ParseError {
             offset: e.offset,
             message: e.message,
+            unknown: Vec::new(),
         }
     }
 
@@ -565,6 +571,7 @@ impl StatementParser<'_> {
                                             "index {} is not known, so its table is not either",
                                             ix.name
                                         ),
+                                        unknown: Vec::new(),
                                     })
                                 }
                             }
@@ -821,6 +828,7 @@ fn sq_error(text: &str, e: &sqlparser::parser::ParserError) -> ParseError {
     ParseError {
         offset,
         message: lower_first(&message),
+        unknown: Vec::new(),
     }
 }
 

@@ -246,6 +246,7 @@ impl Translator {
             Err(e) => {
                 o.diagnostics
                     .push((At::Offset(e.offset), Diagnostic::error(e.message)));
+                o.tables = e.unknown;
                 return o.with(diags);
             }
             Ok(Parsed::Skipped(why)) => {

@@ -43,9 +43,10 @@ async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize, Defs) {
         .await
         .unwrap();
     // The schema as of the start (the backlog has a DDL in it).
-    let defs: Defs = runner::source::snapshot::read_definitions(&mut c)
+    let defs: Defs = runner::source::snapshot::read_definitions(&mut c, |_, _| true)
         .await
         .unwrap()
+        .0
         .into_iter()
         .map(|(d, _, _, ddl)| (d, ddl))
         .collect();
@@ -120,7 +121,7 @@ fn job(db: &MariaDb) -> runner::source::config::Source {
 
 async fn lakeshift_binlog(db: &MariaDb, from: &Position, defs: &Defs) -> (u64, f64) {
     let src = Arc::new(job(db));
-    let history = SchemaHistory::create(None, from, defs.clone()).unwrap();
+    let history = SchemaHistory::create(None, from, defs.clone(), Vec::new()).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let t0 = Instant::now();
     let from = from.clone();
@@ -178,7 +179,7 @@ fn value_row(b: &arrow_array::RecordBatch, i: usize) -> serde_json::Value {
 async fn lakeshift_tail(db: &MariaDb, from: &Position, defs: &Defs, how: Tail) -> (u64, u64, f64) {
     use std::io::Write;
     let src = Arc::new(job(db));
-    let history = SchemaHistory::create(None, from, defs.clone()).unwrap();
+    let history = SchemaHistory::create(None, from, defs.clone(), Vec::new()).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let t0 = Instant::now();
     let from = from.clone();
@@ -274,7 +275,7 @@ async fn lakeshift_sync(
     let dir = tempfile::tempdir().unwrap();
     // A job that resumes at the backlog's start, with the schema history of then.
     let state = dir.path().join("state");
-    SchemaHistory::create(Some(&state.join("source")), from, defs.clone()).unwrap();
+    SchemaHistory::create(Some(&state.join("source")), from, defs.clone(), Vec::new()).unwrap();
     let st = runner::sync::engine::State {
         job: "bench".into(),
         checkpoint: 0,

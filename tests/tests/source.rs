@@ -824,3 +824,103 @@ async fn heartbeats_move_an_idle_position_and_an_unparsable_ddl_stops_with_its_t
         "{msg}"
     );
 }
+
+/// Startup reads only the captured tables' definitions (and their online schema
+/// change helpers'); the server's other tables are listed by name. A DDL on the
+/// captured tables that needs one of them (`CREATE TABLE ... LIKE`) reads it from the
+/// server then; a DDL on the others alone is passed over; a restart before that DDL
+/// decodes as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn startup_reads_only_the_captured_definitions_and_others_when_a_ddl_needs_them() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    let mut setup = String::from(
+        "CREATE DATABASE shop; CREATE DATABASE other; CREATE TABLE shop.a (id INT PRIMARY KEY, v INT);
+         CREATE TABLE shop._a_gho (id INT PRIMARY KEY, v INT, w INT);
+         CREATE TABLE other.tpl (id BIGINT PRIMARY KEY, name VARCHAR(20), price DECIMAL(8,2));",
+    );
+    for i in 0..30 {
+        setup.push_str(&format!("CREATE TABLE other.t{i} (id INT PRIMARY KEY);"));
+    }
+    c.query_drop(setup).await.unwrap();
+    let state = tempfile::tempdir().unwrap();
+    collect(
+        source(&db, "{mode: latest}"),
+        to_end(Some(state.path()), None, false),
+    )
+    .await
+    .unwrap();
+    let initial: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(state.path().join("schema-initial.json")).unwrap())
+            .unwrap();
+    let described: Vec<&str> = initial["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t[1].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        described.len(),
+        2,
+        "shop.a and its shadow only: {described:?}"
+    );
+    assert!(
+        described.iter().any(|d| d.contains("`_a_gho`")),
+        "{described:?}"
+    );
+    assert_eq!(initial["unread"].as_array().unwrap().len(), 31);
+
+    let before = master_position(&db).await;
+    c.query_drop(
+        "ALTER TABLE other.t1 ADD COLUMN z INT;
+         CREATE TABLE shop.copy LIKE other.tpl;
+         INSERT INTO shop.copy VALUES (1, 'x', 2.50);",
+    )
+    .await
+    .unwrap();
+    let check = |events: &[SourceEvent]| {
+        let schema = events
+            .iter()
+            .find_map(|e| match e {
+                SourceEvent::Schema { after, .. } => Some(after.clone()),
+                _ => None,
+            })
+            .expect("the CREATE ... LIKE reaches the sink");
+        let cols: Vec<&str> = schema[0].columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(cols, ["id", "name", "price"]);
+        let rows: usize = events
+            .iter()
+            .map(|e| match e {
+                SourceEvent::Rows(b) if b.table.name == "copy" => {
+                    b.after.as_ref().map_or(0, |a| a.num_rows())
+                }
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(rows, 1, "the new table's row is decoded");
+    };
+    let events = collect(
+        source(&db, "{mode: latest}"),
+        to_end(Some(state.path()), Some(before.clone()), false),
+    )
+    .await
+    .unwrap();
+    check(&events);
+    let initial: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(state.path().join("schema-initial.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        initial["tables"].as_array().unwrap().len(),
+        3,
+        "other.tpl was read"
+    );
+    assert_eq!(initial["unread"].as_array().unwrap().len(), 30);
+    // A restart before the DDL: the stored history has what it needs.
+    let again = collect(
+        source(&db, "{mode: latest}"),
+        to_end(Some(state.path()), Some(before), false),
+    )
+    .await
+    .unwrap();
+    check(&again);
+}

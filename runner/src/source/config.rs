@@ -247,6 +247,12 @@ impl Source {
         self.matches(db, table)
     }
 
+    /// Whether the schema history needs `db.table`'s definition: a captured table, or
+    /// an online schema change's helper table of one.
+    pub fn describes(&self, db: &str, table: &str) -> bool {
+        self.matches(db, table) || osc_helper(table).is_some_and(|(base, _)| self.matches(db, base))
+    }
+
     fn matches(&self, db: &str, table: &str) -> bool {
         let name = format!("{db}.{table}");
         self.tables.iter().any(|r| r.is_match(&name))

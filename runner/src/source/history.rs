@@ -24,6 +24,12 @@ struct Initial {
     /// whose definitions are CREATE TABLE statements built from its catalog).
     #[serde(default = "mysql_name")]
     dialect: String,
+    /// Tables that existed at `position` but are not captured: their definitions
+    /// were not read (a server's other tables cost nothing at start). One is read
+    /// from the server when a DDL that concerns the capture names it, or when the
+    /// table list comes to capture it; it then joins `tables`.
+    #[serde(default)]
+    unread: Vec<(String, String)>,
 }
 
 fn mysql_name() -> String {
@@ -74,6 +80,9 @@ pub struct SchemaHistory {
     /// Changes made to online-schema-change shadow tables, by (db, real table), with
     /// their positions; they become the real table's at the cut-over.
     pub shadow: std::collections::BTreeMap<(String, String), Shadow>,
+    /// Tables of the server at the history's start whose definitions were not read
+    /// (see `Initial::unread`), less those read since.
+    unread: std::collections::BTreeSet<(String, String)>,
 }
 
 /// One online schema change in progress (or done): when the shadow table was
@@ -104,16 +113,19 @@ impl SchemaHistory {
             tr: translator(Dialect::MySql),
             dir: None,
             shadow: Default::default(),
+            unread: Default::default(),
         }
     }
 
     /// Start a history from table definitions read at `position`; stored in `dir`.
+    /// `unread`: the server's other tables there, whose definitions were not read.
     pub fn create(
         dir: Option<&Path>,
         position: &Position,
         tables: Vec<(String, String)>,
+        unread: Vec<(String, String)>,
     ) -> Result<Self, super::SourceError> {
-        Self::create_in(Dialect::MySql, dir, position, tables)
+        Self::create_in(Dialect::MySql, dir, position, tables, unread)
     }
 
     /// [`create`](Self::create) for a source whose DDL is in dialect `d`.
@@ -122,11 +134,13 @@ impl SchemaHistory {
         dir: Option<&Path>,
         position: &Position,
         tables: Vec<(String, String)>,
+        unread: Vec<(String, String)>,
     ) -> Result<Self, super::SourceError> {
         let mut h = SchemaHistory {
             tr: translator(dialect),
             dir: dir.map(Path::to_path_buf),
             shadow: Default::default(),
+            unread: unread.iter().cloned().collect(),
         };
         for (db, ddl) in &tables {
             h.seed(db, ddl)?;
@@ -143,6 +157,7 @@ impl SchemaHistory {
                 } else {
                     mysql_name()
                 },
+                unread,
             };
             let fin = d.join("schema-initial.json");
             let write = || -> std::io::Result<()> {
@@ -177,6 +192,7 @@ impl SchemaHistory {
             tr: translator(dialect_named(&init.dialect)),
             dir: Some(dir.to_path_buf()),
             shadow: Default::default(),
+            unread: init.unread.iter().cloned().collect(),
         };
         for (db, ddl) in &init.tables {
             h.seed(db, ddl)?;
@@ -312,6 +328,34 @@ impl SchemaHistory {
         let fin = d.join("osc-shadow.json");
         crate::durable::replace(&fin, &serde_json::to_vec(&all).expect("serialises"))
             .map_err(|e| super::SourceError::Schema(format!("{}: {e}", fin.display())))
+    }
+
+    /// Whether `db.name` existed at the history's start with its definition unread.
+    pub fn is_unread(&self, db: &str, name: &str) -> bool {
+        self.unread.contains(&(db.to_owned(), name.to_owned()))
+    }
+
+    /// The unread tables (see [`is_unread`](Self::is_unread)).
+    pub fn unread(&self) -> impl Iterator<Item = &(String, String)> {
+        self.unread.iter()
+    }
+
+    /// Take in the definition of unread table `db.name` (`ddl`: its CREATE TABLE as
+    /// the server shows it now): the table joins the history's initial tables, stored
+    /// before it is used. No DDL naming it was ever applied (it was unknown), so its
+    /// definition as of now stands for it at the history's start.
+    pub fn adopt(&mut self, db: &str, name: &str, ddl: &str) -> Result<(), super::SourceError> {
+        self.seed(db, ddl)?;
+        self.unread.remove(&(db.to_owned(), name.to_owned()));
+        let Some(d) = &self.dir else { return Ok(()) };
+        let fin = d.join("schema-initial.json");
+        let err = |e: String| super::SourceError::Schema(format!("{}: {e}", fin.display()));
+        let bytes = std::fs::read(&fin).map_err(|e| err(e.to_string()))?;
+        let mut init: Initial = serde_json::from_slice(&bytes).map_err(|e| err(e.to_string()))?;
+        init.unread.retain(|(d, n)| !(d == db && n == name));
+        init.tables.push((db.to_owned(), ddl.to_owned()));
+        crate::durable::replace(&fin, &serde_json::to_vec(&init).expect("serialises"))
+            .map_err(|e| err(e.to_string()))
     }
 
     pub fn table(&self, db: &str, name: &str) -> Option<&Table> {

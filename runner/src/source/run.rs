@@ -24,6 +24,8 @@ pub struct RunOptions {
     pub snapshot_resume: Option<snapshot::SnapshotResume>,
 }
 
+/// The captured tables the history knows of: those it describes, and tables it
+/// left unread at its start that the table list captures now.
 fn captured_tables(src: &Source, h: &SchemaHistory) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = h
         .tables()
@@ -32,6 +34,7 @@ fn captured_tables(src: &Source, h: &SchemaHistory) -> Vec<(String, String)> {
             src.captures(&db, &t.name.name)
                 .then(|| (db, t.name.name.clone()))
         })
+        .chain(h.unread().filter(|(d, n)| src.captures(d, n)).cloned())
         .collect();
     v.sort();
     v
@@ -230,7 +233,8 @@ async fn start_at(
         .await
         .map_err(|e| SourceError::connect(&src.at(), e))?;
     let here = snapshot::current_position(&mut conn).await?;
-    let defs = snapshot::read_definitions(&mut conn).await?;
+    let (defs, unread) =
+        snapshot::read_definitions(&mut conn, |db, name| src.describes(db, name)).await?;
     let _ = conn.disconnect().await;
     let p = match start {
         Start::Position(p) => p.clone(),
@@ -240,6 +244,7 @@ async fn start_at(
         opts.state_dir.as_deref(),
         &p,
         defs.into_iter().map(|(db, _, _, ddl)| (db, ddl)).collect(),
+        unread,
     )?;
     let from = match start {
         Start::Gtid(g) => ReadFrom::Gtid(g.clone()),

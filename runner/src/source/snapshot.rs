@@ -127,11 +127,14 @@ pub fn quote(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
-/// Every base table of the server's non-system databases with its definition, read
-/// in `conn`'s current transaction. Returns (db, name, estimated rows, DDL).
+/// The base tables of the server's non-system databases, read in `conn`'s current
+/// transaction: those `wanted` with their definitions, (db, name, estimated rows,
+/// DDL), and the names of the others (their definitions are not read: a server's
+/// thousands of other tables cost one listing, not a round trip each).
 pub async fn read_definitions(
     conn: &mut mysql_async::Conn,
-) -> Result<Vec<(String, String, u64, String)>, SourceError> {
+    wanted: impl Fn(&str, &str) -> bool,
+) -> Result<(Vec<(String, String, u64, String)>, Vec<(String, String)>), SourceError> {
     let tables: Vec<(String, String, Option<u64>)> = conn
         .query(format!(
             "SELECT table_schema, table_name, table_rows FROM information_schema.tables
@@ -141,7 +144,12 @@ pub async fn read_definitions(
         .await
         .map_err(SourceError::sql)?;
     let mut out = Vec::new();
+    let mut unread = Vec::new();
     for (db, name, rows) in tables {
+        if !wanted(&db, &name) {
+            unread.push((db, name));
+            continue;
+        }
         let ddl: Option<(String, String)> = match conn
             .query_first(format!("SHOW CREATE TABLE {}.{}", quote(&db), quote(&name)))
             .await
@@ -156,7 +164,27 @@ pub async fn read_definitions(
             out.push((db, name, rows.unwrap_or(0), ddl));
         }
     }
-    Ok(out)
+    Ok((out, unread))
+}
+
+/// One table's definition as the server shows it now (None: it does not exist).
+pub async fn definition(
+    conn: &mut mysql_async::Conn,
+    db: &str,
+    name: &str,
+) -> Result<Option<String>, SourceError> {
+    match conn
+        .query_first::<(String, String), _>(format!(
+            "SHOW CREATE TABLE {}.{}",
+            quote(db),
+            quote(name)
+        ))
+        .await
+    {
+        Ok(d) => Ok(d.map(|(_, ddl)| ddl)),
+        Err(mysql_async::Error::Server(e)) if e.code == 1146 => Ok(None),
+        Err(e) => Err(SourceError::sql(e)),
+    }
 }
 
 /// The server's binlog position now, with the GTID state there.
@@ -227,7 +255,7 @@ pub async fn snapshot(
     };
     let mut position = Position::new(file, pos.parse().unwrap_or(4));
     position.gtid = gtid_at(&mut conn, &position).await?;
-    let defs = read_definitions(&mut conn).await?;
+    let (defs, unread) = read_definitions(&mut conn, |db, name| src.describes(db, name)).await?;
     let (history, report_at) = match (&scope, stored) {
         (Scope::All, _) => (
             SchemaHistory::create(
@@ -236,11 +264,21 @@ pub async fn snapshot(
                 defs.iter()
                     .map(|(db, _, _, ddl)| (db.clone(), ddl.clone()))
                     .collect(),
+                unread,
             )?,
             position.clone(),
         ),
         (Scope::Resume(r), Some(h)) => (h, r.position.clone()),
-        (Scope::Only(_, at), Some(h)) => (h, at.clone()),
+        (Scope::Only(tables, at), Some(mut h)) => {
+            // Tables the history did not describe (uncaptured at its start): their
+            // definitions as this snapshot reads them.
+            for (db, name, _, ddl) in &defs {
+                if h.table(db, name).is_none() && tables.contains(&(db.clone(), name.clone())) {
+                    h.adopt(db, name, ddl)?;
+                }
+            }
+            (h, at.clone())
+        }
         (_, None) => {
             return Err(SourceError::Schema(
                 "resuming a snapshot needs the stored schema history".into(),

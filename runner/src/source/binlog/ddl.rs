@@ -63,7 +63,16 @@ impl BinlogReader {
             return Ok(true);
         }
         let db_opt = (!db.is_empty()).then_some(db);
-        let out = match self.history.apply(&pos, db_opt, ansi, sql) {
+        let mut applied = self.history.apply(&pos, db_opt, ansi, sql);
+        if let Err(e) = &applied {
+            // A table the history left unread at its start, named by a DDL that
+            // concerns the capture (renamed into it, copied by CREATE ... LIKE): its
+            // definition from the server, then the DDL again.
+            if self.src.concerns(&e.tables, db) && self.adopt_unread(&e.tables, db).await? {
+                applied = self.history.apply(&pos, db_opt, ansi, sql);
+            }
+        }
+        let out = match applied {
             Ok(out) => out,
             Err(e) if !self.src.concerns(&e.tables, db) => {
                 tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
@@ -109,6 +118,41 @@ impl BinlogReader {
             Some(ev) => Ok(self.send(ev).await),
             None => Ok(true),
         }
+    }
+
+    /// Read the definitions of the tables among `tables` (default database `db`) that
+    /// the history left unread, as the server holds them now. Whether any was read.
+    async fn adopt_unread(
+        &mut self,
+        tables: &[ddl_core::TableName],
+        db: &str,
+    ) -> Result<bool, SourceError> {
+        let unread: Vec<(String, String)> = tables
+            .iter()
+            .map(|t| {
+                (
+                    t.schema.clone().unwrap_or_else(|| db.to_owned()),
+                    t.name.clone(),
+                )
+            })
+            .filter(|(d, n)| self.history.is_unread(d, n))
+            .collect();
+        if unread.is_empty() {
+            return Ok(false);
+        }
+        let mut conn = mysql_async::Conn::new(self.src.opts())
+            .await
+            .map_err(|e| SourceError::connect(&self.src.at(), e))?;
+        let mut any = false;
+        for (d, n) in unread {
+            if let Some(ddl) = crate::source::snapshot::definition(&mut conn, &d, &n).await? {
+                tracing::info!("reading the definition of {d}.{n}, which a DDL on the captured tables names (as the server holds it now)");
+                self.history.adopt(&d, &n, &ddl)?;
+                any = true;
+            }
+        }
+        let _ = conn.disconnect().await;
+        Ok(any)
     }
 
     /// Online schema change tools: a shadow table's changes are kept as the real

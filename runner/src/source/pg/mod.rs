@@ -541,7 +541,7 @@ async fn new_history(
 ) -> Result<SchemaHistory, SourceError> {
     let mut seed = catalog::types(c).await?;
     seed.extend(defs.iter().map(|d| (d.schema.clone(), d.ddl.clone())));
-    SchemaHistory::create_in(dialects::Dialect::Postgres, Some(dir), at, seed)
+    SchemaHistory::create_in(dialects::Dialect::Postgres, Some(dir), at, seed, Vec::new())
 }
 
 /// A session in a read-only repeatable-read transaction (the snapshot's).
