@@ -138,7 +138,7 @@ fn pending_files(
     let Some((avro, _)) = state.and_then(|s| s.pending.get(&name)) else {
         return HashSet::new();
     };
-    super::engine::state::read_files(&job.pipeline.state.join(avro), t)
+    super::engine::state::read_files(&job.pipeline.state, avro, t)
         .unwrap_or_default()
         .iter()
         .map(|f| f.file_path().to_owned())

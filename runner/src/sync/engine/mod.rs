@@ -28,7 +28,7 @@ mod write;
 
 use ddl::mark_schema_position;
 use rows::snapshot_changelog_columns;
-use state::write_files;
+use state::{files_avro, write_lists};
 
 use super::convert::{key_bytes, to_iceberg};
 use super::ddllog::{DdlLog, Entry, Status};

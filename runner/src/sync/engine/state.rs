@@ -127,7 +127,7 @@ impl Engine {
             if ck.is_some_and(|c| c >= n) {
                 continue;
             }
-            let files = read_files(&self.state_dir.join(&avro), &table)?;
+            let files = read_files(&self.state_dir, &avro, &table)?;
             let (data, deletes): (Vec<_>, Vec<_>) = files
                 .into_iter()
                 .partition(|f| f.content_type() == iceberg::spec::DataContentType::Data);
@@ -140,11 +140,12 @@ impl Engine {
     }
 }
 
-pub(super) fn write_files<'a>(
-    path: &Path,
+/// A table's data and delete files as an Avro list (the pending list of one table
+/// in a checkpoint).
+pub(super) fn files_avro<'a>(
     t: &LoadedTable,
     files: impl Iterator<Item = &'a iceberg::spec::DataFile>,
-) -> Result<(), SyncError> {
+) -> Result<Vec<u8>, SyncError> {
     let spec = t.metadata.default_partition_spec();
     let ptype = spec
         .partition_type(t.metadata.current_schema())
@@ -157,22 +158,61 @@ pub(super) fn write_files<'a>(
         iceberg::spec::FormatVersion::V2,
     )
     .map_err(|e| e.to_string())?;
-    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(f.write_all(&buf)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| format!("{}: {e}", path.display()))?)
+    Ok(buf)
 }
 
+/// The pending lists of every table of checkpoint `n`, in one file (one write and one
+/// sync however many tables it commits): `lists` as (table, Avro list). Returns each
+/// table's reference to its list, `pending/<n>.lists#<offset>+<length>`.
+pub(super) fn write_lists(
+    state_dir: &Path,
+    n: u64,
+    lists: Vec<(String, Vec<u8>)>,
+) -> Result<Vec<(String, String)>, SyncError> {
+    let rel = format!("pending/{n}.lists");
+    let path = state_dir.join(&rel);
+    let mut all = Vec::with_capacity(lists.iter().map(|(_, b)| b.len()).sum());
+    let mut refs = Vec::with_capacity(lists.len());
+    for (name, bytes) in lists {
+        refs.push((name, format!("{rel}#{}+{}", all.len(), bytes.len())));
+        all.extend_from_slice(&bytes);
+    }
+    let mut f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(&all)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(refs)
+}
+
+/// A table's pending list: `rel` (in `state_dir`) names a file of its own (older
+/// state folders) or a part of a checkpoint's lists file (`file#offset+length`).
 pub(crate) fn read_files(
-    path: &Path,
+    state_dir: &Path,
+    rel: &str,
     t: &LoadedTable,
 ) -> Result<Vec<iceberg::spec::DataFile>, SyncError> {
     let spec = t.metadata.default_partition_spec();
     let schema = t.metadata.current_schema();
     let ptype = spec.partition_type(schema).map_err(|e| e.to_string())?;
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (file, part) = match rel.rsplit_once('#') {
+        Some((f, part)) => (f, Some(part)),
+        None => (rel, None),
+    };
+    let path = state_dir.join(file);
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = match part {
+        None => &bytes[..],
+        Some(part) => {
+            let range = part
+                .split_once('+')
+                .and_then(|(o, l)| Some((o.parse::<usize>().ok()?, l.parse::<usize>().ok()?)))
+                .filter(|(o, l)| o.checked_add(*l).is_some_and(|end| end <= bytes.len()))
+                .ok_or_else(|| format!("{}: no part {part} in it", path.display()))?;
+            &bytes[range.0..range.0 + range.1]
+        }
+    };
     Ok(iceberg::spec::read_data_files_from_avro(
-        &mut bytes.as_slice(),
+        &mut &bytes[..],
         schema,
         spec.spec_id(),
         &ptype,

@@ -326,6 +326,7 @@ impl Engine {
         let mut kafka = BTreeMap::new();
         let mut replace = std::collections::BTreeSet::new();
         let mut staged = Vec::new();
+        let mut lists = Vec::new();
         let keys: Vec<(String, String)> = self.sinks.keys().cloned().collect();
         for key in keys {
             if self.sinks[&key].pending.is_empty() {
@@ -334,13 +335,14 @@ impl Engine {
             let w = self.write_pending(&key).await?;
             let sink = &self.sinks[&key];
             let name = format!("{}.{}", key.0, key.1);
-            let rel = format!("pending/{n}-{name}.avro");
-            write_files(
-                &self.state_dir.join(&rel),
-                &sink.table,
-                w.data.iter().chain(&w.deletes),
-            )?;
-            pending.insert(name.clone(), (rel, sink.pending.watermark.clone()));
+            lists.push((
+                name.clone(),
+                files_avro(&sink.table, w.data.iter().chain(&w.deletes))?,
+            ));
+            pending.insert(
+                name.clone(),
+                (String::new(), sink.pending.watermark.clone()),
+            );
             if let Some(k) = self.kafka_commit(sink) {
                 kafka.insert(name.clone(), k);
             }
@@ -348,6 +350,13 @@ impl Engine {
                 replace.insert(name.clone());
             }
             staged.push((key, w));
+        }
+        if !lists.is_empty() {
+            for (name, rel) in write_lists(&self.state_dir, n, lists)? {
+                if let Some(p) = pending.get_mut(&name) {
+                    p.0 = rel;
+                }
+            }
         }
         // Changes of parked tables, durably before the state that moves past them.
         for (k, items) in std::mem::take(&mut self.held) {
@@ -400,10 +409,9 @@ impl Engine {
         // Files of older checkpoints are no longer needed for recovery.
         if let Ok(rd) = std::fs::read_dir(self.state_dir.join("pending")) {
             for e in rd.flatten() {
-                let keep = e
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{n}-"));
+                let f = e.file_name();
+                let f = f.to_string_lossy();
+                let keep = f.starts_with(&format!("{n}-")) || f == format!("{n}.lists");
                 if !keep {
                     let _ = std::fs::remove_file(e.path());
                 }
