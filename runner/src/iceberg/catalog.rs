@@ -77,7 +77,20 @@ pub struct Catalog {
     s3: Option<S3Settings>,
     /// Fault injection: the next N swaps apply but report their reply as lost.
     lose_replies: Arc<AtomicU32>,
+    /// Metadata files this process wrote or read lately, by location.
+    recent: Arc<std::sync::Mutex<Recent>>,
 }
+
+/// Metadata files by location: a metadata file never changes once written, so a
+/// table loaded again (a commit's base, a table just created) is not read back while
+/// its file is among the last `RECENT` seen.
+#[derive(Default)]
+struct Recent {
+    by_location: std::collections::HashMap<String, TableMetadata>,
+    order: std::collections::VecDeque<String>,
+}
+
+const RECENT: usize = 4096;
 
 /// Where an S3 warehouse is served and with which credentials (None: the AWS
 /// chain's).
@@ -242,12 +255,24 @@ impl Catalog {
         // where the pool would only time out.
         {
             use sqlx::Connection;
-            let conn = sqlx::AnyConnection::connect(&uri).await.map_err(|e| {
+            let mut conn = sqlx::AnyConnection::connect(&uri).await.map_err(|e| {
                 Error::Invalid(format!(
                     "cannot open the catalog database {}: {e}",
                     redact(&uri)
                 ))
             })?;
+            if !postgres {
+                // Write-ahead logging: a commit appends to the log and syncs it once,
+                // where the default rollback journal creates, syncs and deletes a
+                // journal file per transaction (two to three syncs; the cost of a
+                // job's every table commit). Durability is unchanged (synchronous
+                // stays at its default, FULL: a commit is synced before it is
+                // reported, as expiry and orphan removal need). Kept in the file; a catalog another process holds
+                // open keeps its mode until it is alone (best effort).
+                let _ = sqlx::query("PRAGMA journal_mode = WAL")
+                    .fetch_optional(&mut conn)
+                    .await;
+            }
             let _ = conn.close().await;
         }
         let pool = AnyPoolOptions::new()
@@ -309,6 +334,7 @@ impl Catalog {
             file_io,
             s3: None,
             lose_replies: Arc::new(AtomicU32::new(0)),
+            recent: Default::default(),
             owner: None,
         })
     }
@@ -524,12 +550,41 @@ impl Catalog {
         let Some(location) = self.metadata_location(id).await? else {
             return Ok(None);
         };
-        let metadata = TableMetadata::read_from(&self.file_io, &location).await?;
+        let cached = self
+            .recent
+            .lock()
+            .expect("not poisoned")
+            .by_location
+            .get(&location)
+            .cloned();
+        let metadata = match cached {
+            Some(m) => m,
+            None => {
+                let m = TableMetadata::read_from(&self.file_io, &location).await?;
+                self.remember(&location, &m);
+                m
+            }
+        };
         Ok(Some(LoadedTable {
             ident: id.clone(),
             metadata_location: location,
             metadata,
         }))
+    }
+
+    /// Keep `metadata`, written or read at `location`, for later loads.
+    pub(crate) fn remember(&self, location: &str, metadata: &TableMetadata) {
+        let mut r = self.recent.lock().expect("not poisoned");
+        if r.by_location.contains_key(location) {
+            return;
+        }
+        if r.order.len() >= RECENT {
+            if let Some(old) = r.order.pop_front() {
+                r.by_location.remove(&old);
+            }
+        }
+        r.order.push_back(location.to_owned());
+        r.by_location.insert(location.to_owned(), metadata.clone());
     }
 
     pub async fn load_required(&self, id: &TableIdent) -> Result<LoadedTable> {

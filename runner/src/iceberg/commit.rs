@@ -211,6 +211,7 @@ impl<'a> Committer<'a> {
         }
         let loc = MetadataLocation::new_with_metadata(location, &metadata);
         metadata.write_to(&self.catalog.file_io, &loc).await?;
+        self.catalog.remember(&loc.to_string(), &metadata);
         self.catalog.insert_table(&id, &loc.to_string()).await?;
         Ok(LoadedTable {
             ident: id,
@@ -277,6 +278,7 @@ impl<'a> Committer<'a> {
                 .with_new_metadata(&built.metadata);
             built.metadata.write_to(&self.catalog.file_io, &loc).await?;
             let new_location = loc.to_string();
+            self.catalog.remember(&new_location, &built.metadata);
             written.push(new_location.clone());
             match self
                 .catalog
