@@ -23,6 +23,21 @@ fn index_path(state: &Path, key: &(String, String)) -> PathBuf {
 }
 
 /// A table's pending changes written as files, ready to commit.
+/// A table's pending changes being written (`Engine::start_pending`).
+pub(super) struct Started {
+    tasks: Vec<tokio::task::JoinHandle<Result<WrittenFiles, SyncError>>>,
+    /// Rows holding keys to delete from older data, in order.
+    del: Vec<(u32, u32)>,
+    /// Position mode with an index: the new rows' identities are kept for it.
+    track: bool,
+}
+
+/// Data files with their rows' identities, and equality delete files.
+type WrittenFiles = (
+    Vec<(iceberg::spec::DataFile, Vec<u128>)>,
+    Vec<iceberg::spec::DataFile>,
+);
+
 pub(super) struct Written {
     pub data: Vec<iceberg::spec::DataFile>,
     pub deletes: Vec<iceberg::spec::DataFile>,
@@ -32,6 +47,10 @@ pub(super) struct Written {
     /// another writer removed or rewrote files since).
     pub base: Option<Option<i64>>,
 }
+
+/// Tables whose files a checkpoint writes at once (the machine's cores are shared by
+/// their encoding; each holds a row group's buffer per writer shard).
+const WRITE_AHEAD: usize = 2;
 
 impl Engine {
     /// Position mode: the table's row index, fresh for its current snapshot and
@@ -124,6 +143,16 @@ impl Engine {
         &mut self,
         key: &(String, String),
     ) -> Result<Written, SyncError> {
+        let started = self.start_pending(key).await?;
+        self.finish_pending(key, started).await
+    }
+
+    /// Start writing a table's pending changes: its data (and equality delete) files
+    /// are written by tasks of their own while the caller goes on.
+    pub(super) async fn start_pending(
+        &mut self,
+        key: &(String, String),
+    ) -> Result<Started, SyncError> {
         self.prepare_index(key).await?;
         let sink = &self.sinks[key];
         let p = &sink.pending;
@@ -173,12 +202,23 @@ impl Engine {
                 Ok::<_, SyncError>((data, deletes))
             }));
         }
+        Ok(Started { tasks, del, track })
+    }
+
+    /// The files of a started write, with the position deletes its changes make.
+    pub(super) async fn finish_pending(
+        &mut self,
+        key: &(String, String),
+        Started { tasks, del, track }: Started,
+    ) -> Result<Written, SyncError> {
         let (mut data, mut deletes) = (Vec::new(), Vec::new());
         for t in tasks {
             let (d, x) = t.await.map_err(|e| e.to_string())??;
             data.extend(d);
             deletes.extend(x);
         }
+        let sink = &self.sinks[key];
+        let p = &sink.pending;
         let Some(ix) = sink.index.as_ref().filter(|_| track) else {
             return Ok(Written {
                 data: data.into_iter().map(|(f, _)| f).collect(),
@@ -328,11 +368,28 @@ impl Engine {
         let mut staged = Vec::new();
         let mut lists = Vec::new();
         let keys: Vec<(String, String)> = self.sinks.keys().cloned().collect();
+        // Tables' files are written WRITE_AHEAD at a time (by tasks of their own), in
+        // table order; each then joins the checkpoint's lists in that order.
+        let mut writing: std::collections::VecDeque<((String, String), Started)> =
+            Default::default();
+        let mut finished = Vec::new();
         for key in keys {
             if self.sinks[&key].pending.is_empty() {
                 continue;
             }
-            let w = self.write_pending(&key).await?;
+            let started = self.start_pending(&key).await?;
+            writing.push_back((key, started));
+            if writing.len() >= WRITE_AHEAD {
+                let (key, started) = writing.pop_front().expect("not empty");
+                let w = self.finish_pending(&key, started).await?;
+                finished.push((key, w));
+            }
+        }
+        while let Some((key, started)) = writing.pop_front() {
+            let w = self.finish_pending(&key, started).await?;
+            finished.push((key, w));
+        }
+        for (key, w) in finished {
             let sink = &self.sinks[&key];
             let name = format!("{}.{}", key.0, key.1);
             lists.push((
