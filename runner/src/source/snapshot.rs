@@ -135,21 +135,38 @@ pub async fn read_definitions(
     conn: &mut mysql_async::Conn,
     wanted: impl Fn(&str, &str) -> bool,
 ) -> Result<(Vec<(String, String, u64, String)>, Vec<(String, String)>), SourceError> {
-    let tables: Vec<(String, String, Option<u64>)> = conn
+    // Names only: the row estimate makes the server open every table it lists.
+    let tables: Vec<(String, String)> = conn
         .query(format!(
-            "SELECT table_schema, table_name, table_rows FROM information_schema.tables
+            "SELECT table_schema, table_name FROM information_schema.tables
               WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ({SYSTEM})
               ORDER BY table_schema, table_name"
         ))
         .await
         .map_err(SourceError::sql)?;
+    let (tables, unread): (Vec<_>, Vec<_>) =
+        tables.into_iter().partition(|(db, name)| wanted(db, name));
+    // Row estimates (for progress) of the databases that hold wanted tables.
+    let mut dbs: Vec<&String> = tables.iter().map(|(db, _)| db).collect();
+    dbs.dedup();
+    let mut estimates = std::collections::HashMap::new();
+    if !dbs.is_empty() {
+        let marks = vec!["?"; dbs.len()].join(", ");
+        let rows: Vec<(String, String, Option<u64>)> = conn
+            .exec(
+                format!(
+                    "SELECT table_schema, table_name, table_rows FROM information_schema.tables
+                      WHERE table_type = 'BASE TABLE' AND table_schema IN ({marks})"
+                ),
+                dbs,
+            )
+            .await
+            .map_err(SourceError::sql)?;
+        estimates.extend(rows.into_iter().map(|(d, n, r)| ((d, n), r)));
+    }
     let mut out = Vec::new();
-    let mut unread = Vec::new();
-    for (db, name, rows) in tables {
-        if !wanted(&db, &name) {
-            unread.push((db, name));
-            continue;
-        }
+    for (db, name) in tables {
+        let rows = estimates.remove(&(db.clone(), name.clone())).flatten();
         let ddl: Option<(String, String)> = match conn
             .query_first(format!("SHOW CREATE TABLE {}.{}", quote(&db), quote(&name)))
             .await
