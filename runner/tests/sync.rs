@@ -1437,6 +1437,66 @@ async fn a_snapshot_stopped_in_or_after_a_keyless_table_does_not_double_it() {
     }
 }
 
+/// A large table whose snapshot is read commits when the snapshot moves on to the
+/// next table (its files are written while the source reads ahead), not at the
+/// checkpoint. A kill right after that commit, before any checkpoint: the next run
+/// takes the snapshot again and the keyless table is not doubled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_snapshotted_table_commits_when_the_snapshot_moves_on() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.a_nokey (k INT, v TEXT);
+         CREATE TABLE shop.b_items (id BIGINT PRIMARY KEY, v INT);",
+    )
+    .await
+    .unwrap();
+    // About 6 MB: past the size from which a finished table commits at once.
+    for part in 0..6 {
+        let values: Vec<String> = (0..1000)
+            .map(|k| format!("({}, REPEAT('{}', 1000))", k % 7, part))
+            .collect();
+        c.query_drop(format!(
+            "INSERT INTO shop.a_nokey VALUES {}",
+            values.join(",")
+        ))
+        .await
+        .unwrap();
+    }
+    let values: Vec<String> = (0..3000).map(|k| format!("({k}, {k})")).collect();
+    c.query_drop(format!(
+        "INSERT INTO shop.b_items VALUES {}",
+        values.join(",")
+    ))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    // No checkpoint before the snapshot ends: only the move to b_items commits a_nokey.
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        "checkpoint-interval-seconds: 0.1",
+        "checkpoint-interval-seconds: 3600",
+    );
+    std::fs::write(&job, text).unwrap();
+    stop_at(&job, "after-swap");
+    let state =
+        std::fs::read_to_string(dir.path().join("state/checkpoint.json")).unwrap_or_default();
+    let checkpoint = serde_json::from_str::<serde_json::Value>(&state)
+        .ok()
+        .and_then(|v| v["checkpoint"].as_u64())
+        .unwrap_or(0);
+    assert_eq!(
+        checkpoint, 0,
+        "a_nokey committed before any checkpoint: {state}"
+    );
+    let cat = warehouse(dir.path()).await;
+    let committed = iceberg_rows(&cat, "a_nokey").await.unwrap_or_default();
+    assert_eq!(committed.len(), 6000, "a_nokey landed whole at the move");
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["a_nokey", "b_items"]).await;
+}
+
 /// Values a target cannot hold follow `pipeline.row-error-policy`: a TINYINT(1) value
 /// of -128 (Iceberg stored it as `true` without a word; PostgreSQL's boolean refused
 /// it and blocked the job), a NUL in text (PostgreSQL refused it, `08P01`). Under

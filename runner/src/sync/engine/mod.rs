@@ -131,6 +131,9 @@ struct Sink {
     index: Option<crate::iceberg::locate::RowIndex>,
 }
 
+/// Pending bytes from which a table whose snapshot is read commits at once.
+const SNAPSHOT_COMMIT_BYTES: usize = 4 << 20;
+
 pub struct Engine {
     job: SyncJob,
     catalog: Catalog,
@@ -180,6 +183,10 @@ pub struct Engine {
     shared: Option<shared::Shared>,
     /// This run's state was read from the mirror.
     pulled: bool,
+    /// The table the last snapshot rows went into: when the snapshot moves on to
+    /// another, a large finished table commits at once (its files are written while
+    /// the source reads ahead), not at the checkpoint.
+    snapshotting: Option<(String, String)>,
 }
 
 /// `ns.table` of the DDL log into the engine's table key.
@@ -264,6 +271,7 @@ impl Engine {
             index_bytes: 0,
             pending_bytes: 0,
             last_checkpoint: Instant::now(),
+            snapshotting: None,
             rows: 0,
             commits: 0,
             ddl_stalls: Vec::new(),
@@ -417,6 +425,16 @@ impl super::pipeline::Sink for Engine {
                 "{name} is parked behind a DDL and cannot be snapshotted: resolve it first (`lakeshift ddl-log`)"
             )
             .into());
+        }
+        let key = (ns_of(&routed.db), routed.table.clone());
+        if let Some(done) = self.snapshotting.replace(key.clone()).filter(|d| *d != key) {
+            if self
+                .sinks
+                .get(&done)
+                .is_some_and(|s| s.pending.bytes >= SNAPSHOT_COMMIT_BYTES)
+            {
+                self.flush_table(&done).await?;
+            }
         }
         let rows = rename_batch(&rows, &routed)?;
         let arrow = self.sink(table, position).await?.arrow.clone();

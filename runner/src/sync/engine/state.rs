@@ -14,7 +14,11 @@ impl Engine {
                 let Some(t) = self.catalog.load(&id).await? else {
                     continue;
                 };
-                if let (Some(ck), _) = self.committed(&t) {
+                // Commits before the first checkpoint (a table committed early
+                // during the first snapshot, or under memory pressure) are no lost
+                // state: a new start takes the snapshot again, which replaces the
+                // table, and changes at or below the table's watermark are skipped.
+                if let (Some(ck @ 1..), _) = self.committed(&t) {
                     return Err(format!(
                         "the state folder {} holds no state, but table {ns}.{name} has commits of job `{}` up to checkpoint {ck}: the folder was lost or replaced. Restore it; or, to start over, drop the job's tables (or use a new pipeline.name) and run again",
                         self.state_dir.display(),
