@@ -132,7 +132,7 @@ struct Sink {
 }
 
 /// Pending bytes from which a table whose snapshot is read commits at once.
-const SNAPSHOT_COMMIT_BYTES: usize = 4 << 20;
+const SNAPSHOT_COMMIT_BYTES: usize = 1 << 20;
 
 pub struct Engine {
     job: SyncJob,
