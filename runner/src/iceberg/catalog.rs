@@ -267,8 +267,9 @@ impl Catalog {
                 // journal file per transaction (two to three syncs; the cost of a
                 // job's every table commit). Durability is unchanged (synchronous
                 // stays at its default, FULL: a commit is synced before it is
-                // reported, as expiry and orphan removal need). Kept in the file; a catalog another process holds
-                // open keeps its mode until it is alone (best effort).
+                // reported, as expiry and orphan removal need). Kept in the file; a
+                // catalog another process holds open keeps its mode until it is
+                // alone (best effort).
                 let _ = sqlx::query("PRAGMA journal_mode = WAL")
                     .fetch_optional(&mut conn)
                     .await;

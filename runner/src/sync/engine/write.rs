@@ -366,7 +366,7 @@ impl Engine {
         let mut kafka = BTreeMap::new();
         let mut replace = std::collections::BTreeSet::new();
         let mut staged = Vec::new();
-        let mut lists = Vec::new();
+        let (mut lists, mut watermarks) = (Vec::new(), Vec::new());
         let keys: Vec<(String, String)> = self.sinks.keys().cloned().collect();
         // Tables' files are written WRITE_AHEAD at a time (by tasks of their own), in
         // table order; each then joins the checkpoint's lists in that order.
@@ -396,10 +396,7 @@ impl Engine {
                 name.clone(),
                 files_avro(&sink.table, w.data.iter().chain(&w.deletes))?,
             ));
-            pending.insert(
-                name.clone(),
-                (String::new(), sink.pending.watermark.clone()),
-            );
+            watermarks.push(sink.pending.watermark.clone());
             if let Some(k) = self.kafka_commit(sink) {
                 kafka.insert(name.clone(), k);
             }
@@ -409,11 +406,12 @@ impl Engine {
             staged.push((key, w));
         }
         if !lists.is_empty() {
-            for (name, rel) in write_lists(&self.state_dir, n, lists)? {
-                if let Some(p) = pending.get_mut(&name) {
-                    p.0 = rel;
-                }
-            }
+            let refs = write_lists(&self.state_dir, n, lists)?;
+            pending.extend(
+                refs.into_iter()
+                    .zip(watermarks)
+                    .map(|((name, rel), wm)| (name, (rel, wm))),
+            );
         }
         // Changes of parked tables, durably before the state that moves past them.
         for (k, items) in std::mem::take(&mut self.held) {
@@ -466,9 +464,7 @@ impl Engine {
         // Files of older checkpoints are no longer needed for recovery.
         if let Ok(rd) = std::fs::read_dir(self.state_dir.join("pending")) {
             for e in rd.flatten() {
-                let f = e.file_name();
-                let f = f.to_string_lossy();
-                let keep = f.starts_with(&format!("{n}-")) || f == format!("{n}.lists");
+                let keep = e.file_name().to_string_lossy() == format!("{n}.lists");
                 if !keep {
                     let _ = std::fs::remove_file(e.path());
                 }
