@@ -198,10 +198,7 @@ pub(crate) fn read_files(
     let spec = t.metadata.default_partition_spec();
     let schema = t.metadata.current_schema();
     let ptype = spec.partition_type(schema).map_err(|e| e.to_string())?;
-    let (file, part) = match rel.rsplit_once('#') {
-        Some((f, part)) => (f, Some(part)),
-        None => (rel, None),
-    };
+    let (file, part) = list_ref(rel);
     let path = state_dir.join(file);
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let bytes = match part {
@@ -223,4 +220,32 @@ pub(crate) fn read_files(
         iceberg::spec::FormatVersion::V2,
     )
     .map_err(|e| format!("{}: {e}", path.display()))?)
+}
+
+/// A pending-list reference as (file, part): `pending/<n>.lists#offset+length`, or a
+/// file of its own (older state folders: `pending/<n>-<table>.avro`, whose table name
+/// may hold a `#`).
+fn list_ref(rel: &str) -> (&str, Option<&str>) {
+    match rel.rsplit_once('#') {
+        Some((f, part)) if f.ends_with(".lists") => (f, Some(part)),
+        _ => (rel, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::list_ref;
+
+    #[test]
+    fn list_references_of_both_layouts() {
+        assert_eq!(
+            list_ref("pending/7.lists#120+64"),
+            ("pending/7.lists", Some("120+64"))
+        );
+        // regression: an older per-table file of a table named `a#b` read as a part.
+        assert_eq!(
+            list_ref("pending/3-shop.a#b.avro"),
+            ("pending/3-shop.a#b.avro", None)
+        );
+    }
 }
