@@ -101,6 +101,51 @@ pub(crate) fn append_decimal_text(
     bytes: &[u8],
     scale: i8,
 ) -> Result<(), DecodeError> {
+    // The common case, `[-]digits[.digits]` into a 128-bit decimal, without the
+    // allocations of the general path (a snapshot's decimals all come this way).
+    if let ColBuilder::D128(db, ..) = b {
+        if let Some(v) = decimal_i128(bytes, scale.max(0) as usize) {
+            db.append_value(v);
+            return Ok(());
+        }
+    }
+    decimal_text_general(b, bytes, scale)
+}
+
+/// `[-]digits[.digits]` scaled to `scale` fraction digits; `None` for any other text
+/// (the general path parses it or says why not) or on overflow.
+fn decimal_i128(bytes: &[u8], scale: usize) -> Option<i128> {
+    let (neg, digits) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    let mut v: i128 = 0;
+    let mut frac: Option<usize> = None;
+    let mut any = false;
+    for &c in digits {
+        match c {
+            b'0'..=b'9' => {
+                any = true;
+                v = v.checked_mul(10)?.checked_add((c - b'0') as i128)?;
+                if let Some(f) = frac.as_mut() {
+                    *f += 1;
+                }
+            }
+            b'.' if frac.is_none() => frac = Some(0),
+            _ => return None,
+        }
+    }
+    let frac = frac.unwrap_or(0);
+    if !any || frac > scale {
+        return None;
+    }
+    for _ in frac..scale {
+        v = v.checked_mul(10)?;
+    }
+    Some(if neg { -v } else { v })
+}
+
+fn decimal_text_general(b: &mut ColBuilder, bytes: &[u8], scale: i8) -> Result<(), DecodeError> {
     let s = std::str::from_utf8(bytes)
         .map_err(|e| e.to_string())?
         .trim();
@@ -109,6 +154,9 @@ pub(crate) fn append_decimal_text(
         None => (false, s),
     };
     let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if int.is_empty() && frac.is_empty() {
+        return Err(format!("decimal {s:?} has no digits").into());
+    }
     let mut frac = frac.to_owned();
     let scale = scale.max(0) as usize;
     if frac.len() > scale {
@@ -130,4 +178,63 @@ pub(crate) fn append_decimal_text(
         _ => return Err("decimal into a non-decimal column".into()),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(text: &str, scale: i8) -> (Option<i128>, Option<i128>) {
+        let kind = Kind::Decimal {
+            precision: 38,
+            scale,
+        };
+        let read = |fast: bool| {
+            let mut b = ColBuilder::new(&kind);
+            let r = if fast {
+                append_decimal_text(&mut b, text.as_bytes(), scale)
+            } else {
+                decimal_text_general(&mut b, text.as_bytes(), scale)
+            };
+            r.ok().map(|_| {
+                let a = b.finish();
+                let a = a
+                    .as_any()
+                    .downcast_ref::<arrow_array::Decimal128Array>()
+                    .expect("decimal")
+                    .clone();
+                a.value(0)
+            })
+        };
+        (read(true), read(false))
+    }
+
+    #[test]
+    fn decimal_text_fast_path_reads_as_the_general_one() {
+        for (text, scale, want) in [
+            ("-1234567890.1234", 4, Some(-12345678901234)),
+            ("12.5", 4, Some(125000)),
+            ("7", 2, Some(700)),
+            ("-0.05", 2, Some(-5)),
+            ("1.", 1, Some(10)),
+            (".5", 1, Some(5)),
+            (" 3.25 ", 2, Some(325)),
+            ("+3.25", 2, Some(325)),
+            (
+                "99999999999999999999999999999999999999",
+                0,
+                Some(99999999999999999999999999999999999999),
+            ),
+            ("1.234", 2, None),
+            ("-", 2, None),
+            (".", 2, None),
+            ("1.2.3", 2, None),
+            ("1e5", 0, None),
+            ("", 0, None),
+        ] {
+            let (fast, general) = both(text, scale);
+            assert_eq!(fast, want, "{text:?} at scale {scale}");
+            assert_eq!(fast, general, "{text:?} at scale {scale}: both paths");
+        }
+    }
 }
