@@ -2643,17 +2643,20 @@ async fn compaction_leaves_large_clean_files_alone() {
     catch_up(&job);
     let cat = warehouse(dir.path()).await;
     let id = ident("shop", "items").unwrap();
-    let big: Vec<String> = {
+    let (big, big_bytes): (Vec<String>, u64) = {
         let t = cat.load(&id).await.unwrap().unwrap();
-        runner::iceberg::commit::live_files(&cat, &t)
+        let live = runner::iceberg::commit::live_entries(&cat, &t.metadata)
             .await
-            .unwrap()
-            .into_iter()
-            .map(|f| f.1)
-            .collect()
+            .unwrap();
+        (
+            live.iter().map(|f| f.file_path().to_owned()).collect(),
+            live.iter().map(|f| f.file_size_in_bytes()).sum(),
+        )
     };
     assert_eq!(big.len(), 1, "the snapshot wrote one file: {big:?}");
-    // Files above 20,000 bytes count as large (the 3,000-row file is).
+    assert!(big_bytes > 8000, "the 3,000-row file: {big_bytes} bytes");
+    // The target size is the 3,000-row file's size: it counts as large (small is
+    // below 3/4 of the target), and files of two rows count as small.
     runner::iceberg::Committer::new(&cat)
         .commit(
             &id,
@@ -2661,7 +2664,7 @@ async fn compaction_leaves_large_clean_files_alone() {
             &runner::iceberg::commit::Change::Metadata(runner::iceberg::commit::MetadataChange {
                 set_properties: BTreeMap::from([(
                     "write.target-file-size-bytes".to_owned(),
-                    "20000".to_owned(),
+                    big_bytes.to_string(),
                 )]),
                 ..Default::default()
             }),

@@ -553,13 +553,23 @@ fn raw_select(db: &MariaDb) -> (u64, f64) {
 /// The snapshot rows: lakeshift's snapshot into Arrow and into Iceberg against the
 /// mariadb client's `SELECT *`, then many small tables into Iceberg; a table each.
 async fn snapshots(db: &MariaDb) {
-    let (srows, ssecs) = lakeshift_snapshot(db, "bench\\..*").await;
-    let (rrows, rsecs) = raw_select(db);
-    assert_eq!(srows, rrows, "snapshot rows");
-    reset_peak_rss();
-    let (irows, isecs) = snapshot_into_iceberg(db).await;
-    let snap_rss = peak_rss_mib();
-    assert_eq!(irows, rrows, "snapshot rows into Iceberg");
+    // Each path run three times, alternating, the fastest kept: these runs take
+    // tenths of a second, and one run of each swung by half between runs.
+    let (mut ssecs, mut rsecs, mut isecs) = (f64::MAX, f64::MAX, f64::MAX);
+    let (mut srows, mut rrows, mut irows) = (0, 0, 0);
+    let mut snap_rss = 0.0f64;
+    for _ in 0..3 {
+        let (rows, secs) = lakeshift_snapshot(db, "bench\\..*").await;
+        (srows, ssecs) = (rows, ssecs.min(secs));
+        let (rows, secs) = raw_select(db);
+        (rrows, rsecs) = (rows, rsecs.min(secs));
+        assert_eq!(srows, rrows, "snapshot rows");
+        reset_peak_rss();
+        let (rows, secs) = snapshot_into_iceberg(db).await;
+        (irows, isecs) = (rows, isecs.min(secs));
+        snap_rss = snap_rss.max(peak_rss_mib());
+        assert_eq!(irows, rrows, "snapshot rows into Iceberg");
+    }
     // LAKESHIFT_BENCH_MANY: table counts, e.g. 1000,5000,10000.
     let counts: Vec<usize> = std::env::var("LAKESHIFT_BENCH_MANY")
         .unwrap_or_else(|_| "1000".into())
@@ -598,7 +608,9 @@ async fn snapshots(db: &MariaDb) {
         "| reading every table's definition (what its startup added before) | {every_secs:.2} |"
     );
     println!();
-    println!("| snapshot path | rows | seconds | rows/s | vs baseline |");
+    println!(
+        "| snapshot path (fastest of 3 alternating runs) | rows | seconds | rows/s | vs baseline |"
+    );
     println!("|---|---:|---:|---:|---:|");
     let rrate = rrows as f64 / rsecs;
     println!("| mariadb --quick SELECT * (baseline) | {rrows} | {rsecs:.2} | {rrate:.0} | 1.00x |");
