@@ -278,3 +278,53 @@ fn translate_reports_an_unterminated_comment_and_a_client_command() {
     assert!(text(&o.stdout).contains("CREATE TABLE t"));
     assert!(!text(&o.stdout).contains("CREATE TABLE u"));
 }
+
+/// A snapshot of more tables than the server's table caches hold says how to make it
+/// fast (the server reopens tables for every read past them); a smaller one says
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_of_more_tables_than_the_server_caches_says_how_to_raise_them() {
+    use mysql_async::prelude::Queryable;
+    let db = lakeshift_tests::MariaDb::start_with(&[
+        "--table-definition-cache=400",
+        "--table-open-cache=400",
+    ])
+    .await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE many").await.unwrap();
+    let creates: Vec<String> = (0..420)
+        .map(|i| format!("CREATE TABLE many.t{i} (id INT PRIMARY KEY)"))
+        .collect();
+    c.query_drop(creates.join(";")).await.unwrap();
+    c.query_drop("INSERT INTO many.t7 VALUES (1)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tail = |tables: &str| {
+        let job = dir.path().join("job.yaml");
+        std::fs::write(
+            &job,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 98\n  tables: ['{tables}']\n",
+                db.port
+            ),
+        )
+        .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(["tail", "--config", job.to_str().unwrap(), "--until-end"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stdout).contains(r#""id":1"#), "{}", text(&o.stdout));
+        text(&o.stderr)
+    };
+    let err = tail(r"many\..*");
+    assert!(
+        err.contains("reads 420 tables in one transaction")
+            && err.contains("table_definition_cache 400, table_open_cache 400")
+            && err.contains("SET GLOBAL table_definition_cache = 920, table_open_cache = 920"),
+        "{err}"
+    );
+    let err = tail(r"many\.t[0-9]");
+    assert!(!err.contains("table caches"), "{err}");
+}
