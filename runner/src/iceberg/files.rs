@@ -112,7 +112,7 @@ fn mostly_distinct(a: &dyn arrow_array::Array) -> bool {
     let a = a.slice(0, a.len().min(SAMPLE_ROWS));
     let rows = (0..a.len()).filter(|i| a.is_valid(*i));
     let mut seen: HashSet<&[u8]> = HashSet::with_capacity(a.len());
-    let data = a.to_data();
+    let data;
     if let Some(s) = a.as_string_opt::<i32>() {
         seen.extend(rows.map(|i| s.value(i).as_bytes()));
     } else if let Some(s) = a.as_string_opt::<i64>() {
@@ -124,6 +124,7 @@ fn mostly_distinct(a: &dyn arrow_array::Array) -> bool {
     } else if let Some(s) = a.as_fixed_size_binary_opt() {
         seen.extend(rows.map(|i| s.value(i)));
     } else if let Some(w) = a.data_type().primitive_width() {
+        data = a.to_data();
         let values = data.buffers()[0].as_slice();
         let off = data.offset();
         seen.extend(rows.map(|i| &values[(off + i) * w..(off + i + 1) * w]));
@@ -319,7 +320,10 @@ where
             let i = match found {
                 Some(i) => i,
                 None => {
-                    let w = build(key, &group[0]).await?;
+                    let Some(first) = group.first() else {
+                        continue;
+                    };
+                    let w = build(key, first).await?;
                     writers.push((id, w, Vec::new()));
                     writers.len() - 1
                 }
