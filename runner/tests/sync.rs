@@ -116,6 +116,13 @@ fn stop_at(job: &Path, failpoint: &str) -> String {
     log
 }
 
+/// One multi-row `INSERT INTO table VALUES ...` of `values` (each `(...)`).
+async fn insert_values(c: &mut mysql_async::Conn, table: &str, values: &[String]) {
+    c.query_drop(format!("INSERT INTO {table} VALUES {}", values.join(",")))
+        .await
+        .unwrap();
+}
+
 fn catch_up(job: &Path) {
     let out = spawn(job, true, None).wait_with_output().unwrap();
     eprintln!("catch-up: {}", String::from_utf8_lossy(&out.stderr));
@@ -320,12 +327,7 @@ async fn sync_mirrors_exactly_through_kills_failpoints_and_ddl() {
     let values: Vec<String> = (0..1200)
         .map(|k| format!("({}, 'seed', {k}.50, '2023-05-06 07:08:09')", 100_000 + k))
         .collect();
-    c.query_drop(format!(
-        "INSERT INTO shop.items VALUES {}",
-        values.join(",")
-    ))
-    .await
-    .unwrap();
+    insert_values(&mut c, "shop.items", &values).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job(dir.path(), db.port);
     // The job compacts its tables every 0.5 s while it runs (and is killed in the
@@ -811,12 +813,7 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
         let values: Vec<String> = (part * 3000..(part + 1) * 3000)
             .map(|k| format!("({k}, 'seed', {k}.50, NULL)"))
             .collect();
-        c.query_drop(format!(
-            "INSERT INTO shop.items VALUES {}",
-            values.join(",")
-        ))
-        .await
-        .unwrap();
+        insert_values(&mut c, "shop.items", &values).await;
     }
     let dir = tempfile::tempdir().unwrap();
     let job = job(dir.path(), db.port);
@@ -911,12 +908,7 @@ async fn layout_options_partition_new_tables_by_key_bucket() {
     let values: Vec<String> = (0..300)
         .map(|k| format!("({k}, 'n{k}', {k}.25, NULL)"))
         .collect();
-    c.query_drop(format!(
-        "INSERT INTO shop.items VALUES {}",
-        values.join(",")
-    ))
-    .await
-    .unwrap();
+    insert_values(&mut c, "shop.items", &values).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job(dir.path(), db.port);
     let text = std::fs::read_to_string(&job).unwrap().replace(
@@ -988,12 +980,7 @@ async fn a_huge_transaction_spills_within_the_memory_budget() {
         let values: Vec<String> = (part * 1000..(part + 1) * 1000)
             .map(|k| format!("({k}, 'a rather long name for row {k}', {k}.25, NULL)"))
             .collect();
-        c.query_drop(format!(
-            "INSERT INTO shop.items VALUES {}",
-            values.join(",")
-        ))
-        .await
-        .unwrap();
+        insert_values(&mut c, "shop.items", &values).await;
     }
     c.query_drop("UPDATE shop.items SET price = 1 WHERE id % 7 = 0")
         .await
@@ -1399,19 +1386,9 @@ async fn a_snapshot_stopped_in_or_after_a_keyless_table_does_not_double_it() {
     .await
     .unwrap();
     let values: Vec<String> = (0..3000).map(|k| format!("({}, 'x')", k % 7)).collect();
-    c.query_drop(format!(
-        "INSERT INTO shop.a_nokey VALUES {}",
-        values.join(",")
-    ))
-    .await
-    .unwrap();
+    insert_values(&mut c, "shop.a_nokey", &values).await;
     let values: Vec<String> = (0..3000).map(|k| format!("({k}, {k})")).collect();
-    c.query_drop(format!(
-        "INSERT INTO shop.b_items VALUES {}",
-        values.join(",")
-    ))
-    .await
-    .unwrap();
+    insert_values(&mut c, "shop.b_items", &values).await;
     // A checkpoint after every 500-row chunk: a_nokey is chunks 1-6, b_items 7-12.
     for (nth, inside) in [(3, "a_nokey"), (8, "b_items")] {
         let dir = tempfile::tempdir().unwrap();
@@ -1456,20 +1433,10 @@ async fn a_large_snapshotted_table_commits_when_the_snapshot_moves_on() {
         let values: Vec<String> = (0..1000)
             .map(|k| format!("({}, REPEAT('{}', 1000))", k % 7, part))
             .collect();
-        c.query_drop(format!(
-            "INSERT INTO shop.a_nokey VALUES {}",
-            values.join(",")
-        ))
-        .await
-        .unwrap();
+        insert_values(&mut c, "shop.a_nokey", &values).await;
     }
     let values: Vec<String> = (0..3000).map(|k| format!("({k}, {k})")).collect();
-    c.query_drop(format!(
-        "INSERT INTO shop.b_items VALUES {}",
-        values.join(",")
-    ))
-    .await
-    .unwrap();
+    insert_values(&mut c, "shop.b_items", &values).await;
     let dir = tempfile::tempdir().unwrap();
     let job = job(dir.path(), db.port);
     // No checkpoint before the snapshot ends: only the move to b_items commits a_nokey.
@@ -2353,12 +2320,7 @@ async fn shop_with_items(c: &mut mysql_async::Conn, n: usize) {
     let values: Vec<String> = (0..n)
         .map(|i| format!("({i}, 'n{i}', {i}.5, NULL)"))
         .collect();
-    c.query_drop(format!(
-        "INSERT INTO shop.items VALUES {}",
-        values.join(",")
-    ))
-    .await
-    .unwrap();
+    insert_values(c, "shop.items", &values).await;
 }
 
 /// Add `sink.maintenance` settings (`key: value` lines) to an Iceberg job file.

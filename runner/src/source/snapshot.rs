@@ -203,7 +203,7 @@ async fn warn_table_caches(conn: &mut mysql_async::Conn, tables: usize) {
 }
 
 /// The advice [`warn_table_caches`] gives, if any.
-pub fn table_cache_advice(tables: usize, defs: u64, open: u64) -> Option<String> {
+fn table_cache_advice(tables: usize, defs: u64, open: u64) -> Option<String> {
     let small = defs.min(open);
     if tables as u64 <= small {
         return None;

@@ -197,13 +197,11 @@ mod tests {
                 decimal_text_general(&mut b, text.as_bytes(), scale)
             };
             r.ok().map(|_| {
-                let a = b.finish();
-                let a = a
+                b.finish()
                     .as_any()
                     .downcast_ref::<arrow_array::Decimal128Array>()
                     .expect("decimal")
-                    .clone();
-                a.value(0)
+                    .value(0)
             })
         };
         (read(true), read(false))
