@@ -915,3 +915,116 @@ async fn kafka_offsets_are_merged_and_a_stale_consumer_is_fenced() {
         "the zombie's row is not there"
     );
 }
+
+/// `Committer::commit_many`: every table's metadata first, one sync and one catalog
+/// transaction for all; a table whose change cannot apply fails alone; a batch whose
+/// reply was lost is found applied, not repeated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_many_lands_tables_together_and_fails_them_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = CatalogConfig::local(dir.path());
+    ok(
+        &cfg,
+        "CREATE TABLE app.a (id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(20) NOT NULL, qty INT NOT NULL);
+         CREATE TABLE app.b (id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(20) NOT NULL, qty INT NOT NULL);
+         CREATE TABLE app.c (id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(20) NOT NULL, qty INT NOT NULL);",
+    )
+    .await;
+    let cat = Catalog::open(&cfg).await.unwrap();
+    let c = Committer::new(&cat);
+    let ids: Vec<TableIdent> = ["a", "b", "c"]
+        .iter()
+        .map(|t| ident("app", t).unwrap())
+        .collect();
+    let mut items = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let t = cat.load_required(id).await.unwrap();
+        let data = files::write_data(
+            &t,
+            &cat.file_io,
+            &[orders_batch(
+                &t,
+                &[(i as i64, "x", 1), (10 + i as i64, "y", 2)],
+            )],
+        )
+        .await
+        .unwrap();
+        items.push((
+            id.clone(),
+            format!("batch-1:{i}"),
+            Change::Snapshot(SnapshotChange {
+                data_files: data,
+                // Table c's change expects a snapshot it does not have.
+                base_snapshot: (i == 2).then_some(Some(42)),
+                ..Default::default()
+            }),
+        ));
+    }
+    assert!(cat.unsynced_files() >= 3, "data files wait for a barrier");
+    let done = c.commit_many(&items).await;
+    assert!(
+        done[0].is_ok() && done[1].is_ok(),
+        "{:?}",
+        done[..2]
+            .iter()
+            .map(|r| r.as_ref().err())
+            .collect::<Vec<_>>()
+    );
+    let e = done[2].as_ref().unwrap_err();
+    assert!(matches!(e, Error::BaseMoved { .. }), "{e}");
+    assert_eq!(
+        cat.unsynced_files(),
+        0,
+        "everything a swap names is synced first"
+    );
+    assert_eq!(
+        scan(&cat, &ids[0]).await,
+        vec![(0, "x".into(), 1), (10, "y".into(), 2)]
+    );
+    assert_eq!(
+        scan(&cat, &ids[1]).await,
+        vec![(1, "x".into(), 1), (11, "y".into(), 2)]
+    );
+    let c_table = cat.load_required(&ids[2]).await.unwrap();
+    assert!(c_table.metadata.current_snapshot().is_none());
+
+    // The next batch's reply is lost: each table is found committed, once.
+    let mut items = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let t = cat.load_required(id).await.unwrap();
+        let data = files::write_data(
+            &t,
+            &cat.file_io,
+            &[orders_batch(&t, &[(100 + i as i64, "z", 3)])],
+        )
+        .await
+        .unwrap();
+        items.push((
+            id.clone(),
+            format!("batch-2:{i}"),
+            Change::Snapshot(SnapshotChange {
+                data_files: data,
+                ..Default::default()
+            }),
+        ));
+    }
+    cat.lose_next_replies(1);
+    let done = c.commit_many(&items).await;
+    for (d, id) in done.iter().zip(&ids) {
+        let d = d.as_ref().unwrap();
+        assert!(d.recovered, "{id}: found applied after the lost reply");
+        let t = cat.load_required(id).await.unwrap();
+        let ours = t
+            .metadata
+            .snapshots()
+            .filter(|s| {
+                s.summary()
+                    .additional_properties
+                    .get(COMMIT_ID)
+                    .is_some_and(|c| c.starts_with("batch-2"))
+            })
+            .count();
+        assert_eq!(ours, 1, "{id}: committed once");
+    }
+    assert_eq!(scan(&cat, &ids[2]).await, vec![(102, "z".into(), 3)]);
+}

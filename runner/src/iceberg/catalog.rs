@@ -79,6 +79,9 @@ pub struct Catalog {
     lose_replies: Arc<AtomicU32>,
     /// Metadata files this process wrote or read lately, by location.
     recent: Arc<std::sync::Mutex<Recent>>,
+    /// A local warehouse's files written and not yet synced (object stores make
+    /// each write durable themselves).
+    unsynced: Option<Arc<super::localfs::Unsynced>>,
 }
 
 /// Metadata files by location: a metadata file never changes once written, so a
@@ -226,13 +229,15 @@ impl Catalog {
                 warehouse_abs.join("catalog.db").display()
             ),
         };
-        Self::open_at(
-            cfg,
-            uri,
-            format!("file://{}", warehouse_abs.display()),
-            FileIO::new_with_fs(),
-        )
-        .await
+        let unsynced = Arc::new(super::localfs::Unsynced::default());
+        let io = iceberg::io::FileIOBuilder::new(Arc::new(super::localfs::LocalFilesFactory {
+            unsynced: unsynced.clone(),
+        }))
+        .build();
+        let mut c =
+            Self::open_at(cfg, uri, format!("file://{}", warehouse_abs.display()), io).await?;
+        c.unsynced = Some(unsynced);
+        Ok(c)
     }
 
     /// The catalog at `uri` over warehouse URL `warehouse` whose files `file_io` reads
@@ -337,6 +342,7 @@ impl Catalog {
             lose_replies: Arc::new(AtomicU32::new(0)),
             recent: Default::default(),
             owner: None,
+            unsynced: None,
         })
     }
 
@@ -594,8 +600,29 @@ impl Catalog {
             .ok_or_else(|| Error::NoSuchTable(display(id)))
     }
 
+    /// Make every file written through `file_io` so far durable: before the catalog
+    /// names a metadata file (and so the files it names), and before a job's state
+    /// lists data files.
+    pub async fn barrier(&self) -> Result<()> {
+        if let Some(u) = &self.unsynced {
+            u.barrier().await.map_err(|e| {
+                Error::Invalid(format!(
+                    "syncing files of warehouse {}: {e}",
+                    self.warehouse
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Files written through `file_io` and not yet made durable (local warehouses).
+    pub fn unsynced_files(&self) -> usize {
+        self.unsynced.as_ref().map_or(0, |u| u.waiting())
+    }
+
     /// Register a new table whose first metadata file is already written.
     pub async fn insert_table(&self, id: &TableIdent, metadata_location: &str) -> Result<()> {
+        self.barrier().await?;
         // `WHERE 1 = 1` so that the owner's condition can follow.
         let sql = format!(
             "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) SELECT ?, ?, ?, ?, 'TABLE' WHERE 1 = 1{}",
@@ -707,23 +734,10 @@ impl Catalog {
                 display(id)
             )));
         }
-        let sql = format!(
-            "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?
-              WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
-                AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)
-                AND metadata_location = ?{}",
-            self.owned_sql()
-        );
+        self.barrier().await?;
+        let sql = self.swap_sql();
         let r = self
-            .bind_owner(
-                sqlx::query(&self.q(&sql))
-                    .bind(new)
-                    .bind(expected)
-                    .bind(&self.name)
-                    .bind(id.namespace().join("."))
-                    .bind(id.name())
-                    .bind(expected),
-            )
+            .bind_swap(&sql, id, expected, new)
             .execute(&self.pool)
             .await?;
         let swapped = r.rows_affected() == 1;
@@ -734,15 +748,78 @@ impl Catalog {
             // The swap is done; its reply to the caller is not (recovery tests).
             crate::failpoint::hit("after-swap");
         }
-        if swapped
-            && self
-                .lose_replies
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok()
-        {
+        if swapped && self.lose_reply() {
             return Err(Error::ReplyLost(display(id)));
         }
         Ok(swapped)
+    }
+
+    /// Several compare-and-swaps in one catalog transaction (one durable write for
+    /// all): `(table, expected, new)`, each swapped where the table still names
+    /// `expected`. Whether each swapped, in order.
+    pub async fn swap_many(&self, swaps: &[(TableIdent, String, String)]) -> Result<Vec<bool>> {
+        if std::env::var_os("LAKESHIFT_FAIL_SWAPS").is_some() {
+            return Err(Error::Invalid(
+                "the catalog refused the metadata swaps (LAKESHIFT_FAIL_SWAPS)".into(),
+            ));
+        }
+        self.barrier().await?;
+        let sql = self.swap_sql();
+        let mut tx = self.pool.begin().await?;
+        let mut swapped = Vec::with_capacity(swaps.len());
+        for (id, expected, new) in swaps {
+            let r = self
+                .bind_swap(&sql, id, expected, new)
+                .execute(&mut *tx)
+                .await?;
+            swapped.push(r.rows_affected() == 1);
+        }
+        tx.commit().await?;
+        if swapped.iter().any(|s| !s) {
+            self.check_owner().await?;
+        }
+        if swapped.iter().any(|s| *s) {
+            crate::failpoint::hit("after-swap");
+            if self.lose_reply() {
+                return Err(Error::ReplyLost(format!("{} tables", swaps.len())));
+            }
+        }
+        Ok(swapped)
+    }
+
+    fn swap_sql(&self) -> String {
+        self.q(&format!(
+            "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?
+              WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
+                AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)
+                AND metadata_location = ?{}",
+            self.owned_sql()
+        ))
+    }
+
+    fn bind_swap<'q>(
+        &'q self,
+        sql: &'q str,
+        id: &TableIdent,
+        expected: &'q str,
+        new: &'q str,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        self.bind_owner(
+            sqlx::query(sql)
+                .bind(new)
+                .bind(expected)
+                .bind(&self.name)
+                .bind(id.namespace().join("."))
+                .bind(id.name().to_owned())
+                .bind(expected),
+        )
+    }
+
+    /// Fault injection: whether this swap's reply is to be reported lost.
+    fn lose_reply(&self) -> bool {
+        self.lose_replies
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
     }
 }
 

@@ -113,6 +113,16 @@ pub struct Committed {
     pub snapshot_id: Option<i64>,
 }
 
+/// A commit's new metadata, written and not yet swapped in.
+struct Prepared {
+    /// The metadata location it was built on.
+    base: String,
+    location: String,
+    metadata: TableMetadata,
+    expired: Vec<iceberg::spec::MetadataLog>,
+    snapshot_id: Option<i64>,
+}
+
 pub struct Committer<'a> {
     pub catalog: &'a Catalog,
 }
@@ -228,9 +238,87 @@ impl<'a> Committer<'a> {
         commit_id: &str,
         change: &Change,
     ) -> Result<Committed> {
-        let mut written: Vec<String> = Vec::new();
-        let mut reply_lost = false;
-        for attempt in 1..=MAX_ATTEMPTS {
+        self.commit_from(id, commit_id, change, Vec::new(), false, 1)
+            .await
+    }
+
+    /// Commit a change to each of several tables: every table's files and metadata
+    /// first, then one durability barrier and one catalog transaction that swaps them
+    /// all. A table whose swap lost a race (or whose reply was lost) goes on alone,
+    /// as [`Committer::commit`] would. One result per item, in order.
+    pub async fn commit_many(
+        &self,
+        items: &[(TableIdent, String, Change)],
+    ) -> Vec<Result<Committed>> {
+        let mut out: Vec<Option<Result<Committed>>> = items.iter().map(|_| None).collect();
+        let mut staged = Vec::with_capacity(items.len());
+        for (i, (id, commit_id, change)) in items.iter().enumerate() {
+            let prepared = match self.catalog.load_required(id).await {
+                Ok(base) => self.prepare(&base, commit_id, change, 1).await,
+                Err(e) => Err(e),
+            };
+            match prepared {
+                Ok(p) => staged.push((i, p)),
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        let swaps: Vec<_> = staged
+            .iter()
+            .map(|(i, p)| (items[*i].0.clone(), p.base.clone(), p.location.clone()))
+            .collect();
+        let swapped = if swaps.is_empty() {
+            Ok(Vec::new())
+        } else {
+            self.catalog.swap_many(&swaps).await
+        };
+        let lost = matches!(swapped, Err(Error::ReplyLost(_)) | Err(Error::Sql(_)));
+        let swapped = match swapped {
+            Ok(s) => s,
+            Err(_) if lost => vec![false; staged.len()],
+            Err(e) => {
+                let why = e.to_string();
+                for (i, _) in &staged {
+                    out[*i] = Some(Err(Error::Invalid(why.clone())));
+                }
+                return out.into_iter().map(|r| r.expect("filled")).collect();
+            }
+        };
+        for ((i, p), done) in staged.into_iter().zip(swapped) {
+            let (id, commit_id, change) = &items[i];
+            out[i] = Some(if done {
+                self.expire_metadata(&p.metadata, &p.expired);
+                Ok(Committed {
+                    table: LoadedTable {
+                        ident: id.clone(),
+                        metadata_location: p.location,
+                        metadata: p.metadata,
+                    },
+                    attempts: 1,
+                    recovered: false,
+                    snapshot_id: p.snapshot_id,
+                })
+            } else {
+                // Unknown outcome (`lost`) or a lost race: on alone, looking for
+                // this commit first.
+                self.commit_from(id, commit_id, change, vec![p.location], lost, 2)
+                    .await
+            });
+        }
+        out.into_iter().map(|r| r.expect("filled")).collect()
+    }
+
+    /// The attempts of a commit from attempt `first` on; `written`: metadata files
+    /// of earlier attempts, `reply_lost`: whether one of them may have applied.
+    async fn commit_from(
+        &self,
+        id: &TableIdent,
+        commit_id: &str,
+        change: &Change,
+        mut written: Vec<String>,
+        mut reply_lost: bool,
+        first: u32,
+    ) -> Result<Committed> {
+        for attempt in first..=MAX_ATTEMPTS {
             let base = self.catalog.load_required(id).await?;
             if attempt > 1 {
                 if let Some(snap) = already_applied(&base, commit_id, &written) {
@@ -242,60 +330,20 @@ impl<'a> Committer<'a> {
                     });
                 }
             }
-            let fenced;
-            let change = match change {
-                Change::Snapshot(sc) if sc.kafka.is_some() => {
-                    let k = sc.kafka.as_ref().expect("checked");
-                    let have = fence_offsets(&display(id), kafka_offsets(&base.metadata), k)?;
-                    let mut sc = sc.clone();
-                    sc.summary.insert(
-                        KAFKA_OFFSETS.to_owned(),
-                        serde_json::to_string(&have).expect("serialise"),
-                    );
-                    fenced = Change::Snapshot(sc);
-                    &fenced
-                }
-                c => c,
-            };
-            let (updates, requirements, snapshot_id) =
-                self.stage(&base, commit_id, change, attempt).await?;
-            for r in &requirements {
-                r.check(Some(&base.metadata)).map_err(|e| Error::Stale {
-                    table: display(id),
-                    reason: e.message().to_string(),
-                })?;
-            }
-            let mut b = TableMetadataBuilder::new_from_metadata(
-                base.metadata.clone(),
-                Some(base.metadata_location.clone()),
-            );
-            for u in updates {
-                b = u.apply(b)?;
-            }
-            let built = b.build()?;
-            let loc = MetadataLocation::from_str(&base.metadata_location)?
-                .with_next_version()
-                .with_new_metadata(&built.metadata);
-            built.metadata.write_to(&self.catalog.file_io, &loc).await?;
-            let new_location = loc.to_string();
-            self.catalog.remember(&new_location, &built.metadata);
-            written.push(new_location.clone());
-            match self
-                .catalog
-                .swap(id, &base.metadata_location, &new_location)
-                .await
-            {
+            let p = self.prepare(&base, commit_id, change, attempt).await?;
+            written.push(p.location.clone());
+            match self.catalog.swap(id, &p.base, &p.location).await {
                 Ok(true) => {
-                    self.expire_metadata(&built.metadata, &built.expired_metadata_logs);
+                    self.expire_metadata(&p.metadata, &p.expired);
                     return Ok(Committed {
                         table: LoadedTable {
                             ident: id.clone(),
-                            metadata_location: new_location,
-                            metadata: built.metadata,
+                            metadata_location: p.location,
+                            metadata: p.metadata,
                         },
                         attempts: attempt,
                         recovered: false,
-                        snapshot_id,
+                        snapshot_id: p.snapshot_id,
                     });
                 }
                 Ok(false) => continue,
@@ -310,6 +358,62 @@ impl<'a> Committer<'a> {
         Err(Error::Contention {
             table: display(id),
             attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// One attempt's new metadata on top of `base`, written (with the manifests it
+    /// names) but not yet swapped in.
+    async fn prepare(
+        &self,
+        base: &LoadedTable,
+        commit_id: &str,
+        change: &Change,
+        attempt: u32,
+    ) -> Result<Prepared> {
+        let id = &base.ident;
+        let fenced;
+        let change = match change {
+            Change::Snapshot(sc) if sc.kafka.is_some() => {
+                let k = sc.kafka.as_ref().expect("checked");
+                let have = fence_offsets(&display(id), kafka_offsets(&base.metadata), k)?;
+                let mut sc = sc.clone();
+                sc.summary.insert(
+                    KAFKA_OFFSETS.to_owned(),
+                    serde_json::to_string(&have).expect("serialise"),
+                );
+                fenced = Change::Snapshot(sc);
+                &fenced
+            }
+            c => c,
+        };
+        let (updates, requirements, snapshot_id) =
+            self.stage(base, commit_id, change, attempt).await?;
+        for r in &requirements {
+            r.check(Some(&base.metadata)).map_err(|e| Error::Stale {
+                table: display(id),
+                reason: e.message().to_string(),
+            })?;
+        }
+        let mut b = TableMetadataBuilder::new_from_metadata(
+            base.metadata.clone(),
+            Some(base.metadata_location.clone()),
+        );
+        for u in updates {
+            b = u.apply(b)?;
+        }
+        let built = b.build()?;
+        let loc = MetadataLocation::from_str(&base.metadata_location)?
+            .with_next_version()
+            .with_new_metadata(&built.metadata);
+        built.metadata.write_to(&self.catalog.file_io, &loc).await?;
+        let location = loc.to_string();
+        self.catalog.remember(&location, &built.metadata);
+        Ok(Prepared {
+            base: base.metadata_location.clone(),
+            location,
+            metadata: built.metadata,
+            expired: built.expired_metadata_logs,
+            snapshot_id,
         })
     }
 

@@ -14,6 +14,7 @@ pub mod commit;
 pub mod convert;
 pub mod files;
 pub mod lease;
+pub mod localfs;
 pub mod locate;
 pub mod maintain;
 pub mod plan;

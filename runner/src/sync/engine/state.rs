@@ -73,26 +73,40 @@ impl Engine {
         id: &iceberg::TableIdent,
         n: u64,
         name: &str,
-        (data, deletes): (Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>),
+        files: (Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>),
         wm: &Option<Position>,
         base: Option<Option<i64>>,
     ) -> crate::iceberg::Result<crate::iceberg::commit::Committed> {
-        let kafka = self.state.kafka.get(name).cloned();
+        let (id, commit_id, change) = self.checkpoint_change(id, n, name, files, wm, base);
         Committer::new(&self.catalog)
-            .commit(
-                id,
-                &format!("{}:{n}:{name}", self.job.pipeline.name),
-                &Change::Snapshot(SnapshotChange {
-                    data_files: data,
-                    delete_files: deletes,
-                    truncate: self.state.replace.contains(name),
-                    summary: self.summary(n, wm),
-                    kafka,
-                    base_snapshot: base,
-                    ..Default::default()
-                }),
-            )
+            .commit(&id, &commit_id, &change)
             .await
+    }
+
+    /// A table's commit of checkpoint `n`: (table, commit id, change).
+    pub(super) fn checkpoint_change(
+        &self,
+        id: &iceberg::TableIdent,
+        n: u64,
+        name: &str,
+        (data, deletes): (Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>),
+        wm: &Option<Position>,
+        base: Option<Option<i64>>,
+    ) -> (iceberg::TableIdent, String, Change) {
+        let kafka = self.state.kafka.get(name).cloned();
+        (
+            id.clone(),
+            format!("{}:{n}:{name}", self.job.pipeline.name),
+            Change::Snapshot(SnapshotChange {
+                data_files: data,
+                delete_files: deletes,
+                truncate: self.state.replace.contains(name),
+                summary: self.summary(n, wm),
+                kafka,
+                base_snapshot: base,
+                ..Default::default()
+            }),
+        )
     }
 
     /// Kafka: the offsets a table's pending changes move (what it held before, from
