@@ -1028,3 +1028,68 @@ async fn commit_many_lands_tables_together_and_fails_them_one_by_one() {
     }
     assert_eq!(scan(&cat, &ids[2]).await, vec![(102, "z".into(), 3)]);
 }
+
+/// Tables created by a deferring committer are seen by their own catalog at once and
+/// registered (files synced, one catalog transaction) with its next write or listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_tables_are_registered_with_the_next_catalog_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cfg, cat, id) = orders_table(dir.path()).await;
+    let t = cat.load_required(&id).await.unwrap();
+    let c = Committer::new(&cat).deferring_creations();
+    let names = ["o1", "o2"];
+    for n in names {
+        c.create_table("app", n, &t_planned(&t, n), None, &[])
+            .await
+            .unwrap();
+    }
+    let other = Catalog::open(&cfg).await.unwrap();
+    let o1 = ident("app", "o1").unwrap();
+    assert!(
+        cat.load(&o1).await.unwrap().is_some(),
+        "its own catalog sees it"
+    );
+    assert!(
+        other.metadata_location(&o1).await.unwrap().is_none(),
+        "not registered yet"
+    );
+    assert!(cat.unsynced_files() >= 2, "the new metadata files wait too");
+    let e = c
+        .create_table("app", "o1", &t_planned(&t, "o1"), None, &[])
+        .await;
+    assert!(matches!(e, Err(Error::TableExists(_))), "{e:?}");
+
+    // A commit to one of them registers both first.
+    let o1t = cat.load_required(&o1).await.unwrap();
+    let data = files::write_data(&o1t, &cat.file_io, &[orders_batch(&o1t, &[(1, "a", 1)])])
+        .await
+        .unwrap();
+    Committer::new(&cat)
+        .commit(
+            &o1,
+            "first",
+            &Change::Snapshot(SnapshotChange {
+                data_files: data,
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(cat.unsynced_files(), 0);
+    assert_eq!(
+        other.list_tables("app").await.unwrap(),
+        vec!["o1".to_owned(), "o2".to_owned(), "orders".to_owned()]
+    );
+    assert_eq!(scan(&other, &o1).await, vec![(1, "a".into(), 1)]);
+    assert!(other
+        .load(&ident("app", "o2").unwrap())
+        .await
+        .unwrap()
+        .is_some_and(|t| t.metadata.current_snapshot().is_none()));
+}
+
+fn t_planned(t: &runner::iceberg::LoadedTable, name: &str) -> dialects::iceberg::IceTable {
+    let mut planned = runner::iceberg::convert::ice_table("app", name, &t.metadata).unwrap();
+    planned.name = name.to_owned();
+    planned
+}

@@ -82,6 +82,18 @@ pub struct Catalog {
     /// A local warehouse's files written and not yet synced (object stores make
     /// each write durable themselves).
     unsynced: Option<Arc<super::localfs::Unsynced>>,
+    /// Tables this process created whose rows in `iceberg_tables` are still to be
+    /// inserted (see [`Catalog::defer_table`]).
+    deferred: Arc<Deferred>,
+}
+
+/// New tables not yet registered: metadata location by table. The lock is held
+/// through a registration, so a caller that finds the map empty waits for one that
+/// took its tables to finish.
+#[derive(Default)]
+struct Deferred {
+    tables: std::sync::Mutex<std::collections::HashMap<TableIdent, String>>,
+    registering: tokio::sync::Mutex<()>,
 }
 
 /// Metadata files by location: a metadata file never changes once written, so a
@@ -343,6 +355,7 @@ impl Catalog {
             recent: Default::default(),
             owner: None,
             unsynced: None,
+            deferred: Default::default(),
         })
     }
 
@@ -504,6 +517,7 @@ impl Catalog {
     }
 
     pub async fn list_namespaces(&self) -> Result<Vec<String>> {
+        self.register_deferred().await?;
         let rows = sqlx::query(&self.q(
             "SELECT DISTINCT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?
              UNION SELECT DISTINCT table_namespace FROM iceberg_tables WHERE catalog_name = ?",
@@ -522,6 +536,7 @@ impl Catalog {
     }
 
     pub async fn list_tables(&self, ns: &str) -> Result<Vec<String>> {
+        self.register_deferred().await?;
         let rows = sqlx::query(&self.q(
             "SELECT table_name FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?
                AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL) ORDER BY table_name",
@@ -538,6 +553,9 @@ impl Catalog {
 
     /// The metadata location the catalog names for a table.
     pub async fn metadata_location(&self, id: &TableIdent) -> Result<Option<String>> {
+        if let Some(loc) = self.deferred_location(id) {
+            return Ok(Some(loc));
+        }
         let row = sqlx::query(&self.q(
             "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
                AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
@@ -622,20 +640,11 @@ impl Catalog {
 
     /// Register a new table whose first metadata file is already written.
     pub async fn insert_table(&self, id: &TableIdent, metadata_location: &str) -> Result<()> {
+        self.register_deferred().await?;
         self.barrier().await?;
-        // `WHERE 1 = 1` so that the owner's condition can follow.
-        let sql = format!(
-            "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) SELECT ?, ?, ?, ?, 'TABLE' WHERE 1 = 1{}",
-            self.owned_sql()
-        );
+        let sql = self.insert_sql();
         let r = self
-            .bind_owner(
-                sqlx::query(&self.q(&sql))
-                    .bind(&self.name)
-                    .bind(id.namespace().join("."))
-                    .bind(id.name())
-                    .bind(metadata_location),
-            )
+            .bind_insert(&sql, id, metadata_location)
             .execute(&self.pool)
             .await;
         match r {
@@ -654,9 +663,100 @@ impl Catalog {
         }
     }
 
+    /// A new table whose first metadata file is written, registered later: by the
+    /// next [`Catalog::register_deferred`], which every write naming a table (swap,
+    /// rename, drop) and every listing runs first. Until then this process sees the
+    /// table and others do not. Many tables created in a row (a snapshot's) are
+    /// registered with one sync of their files and one catalog transaction, where
+    /// each would cost a sync and a catalog write of its own.
+    pub fn defer_table(&self, id: &TableIdent, metadata_location: &str) {
+        self.deferred
+            .tables
+            .lock()
+            .expect("not poisoned")
+            .insert(id.clone(), metadata_location.to_owned());
+    }
+
+    fn deferred_location(&self, id: &TableIdent) -> Option<String> {
+        let t = self.deferred.tables.lock().expect("not poisoned");
+        if t.is_empty() {
+            return None;
+        }
+        t.get(id).cloned()
+    }
+
+    /// Register the tables [`Catalog::defer_table`] holds: their files synced, then
+    /// one transaction inserting them all.
+    pub async fn register_deferred(&self) -> Result<()> {
+        let _one = self.deferred.registering.lock().await;
+        let tables: Vec<(TableIdent, String)> = {
+            let t = self.deferred.tables.lock().expect("not poisoned");
+            if t.is_empty() {
+                return Ok(());
+            }
+            t.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        self.barrier().await?;
+        let sql = self.insert_sql();
+        let mut tx = self.pool.begin().await?;
+        for (id, loc) in &tables {
+            let r = self.bind_insert(&sql, id, loc).execute(&mut *tx).await;
+            match r {
+                Ok(r) if r.rows_affected() == 1 => {}
+                Ok(_) => {
+                    drop(tx);
+                    self.check_owner().await?;
+                    return Err(Error::Invalid(format!(
+                        "table {}: not created",
+                        display(id)
+                    )));
+                }
+                Err(e) => {
+                    return Err(Error::Invalid(format!(
+                        "table {}: registering it in the catalog: {e}",
+                        display(id)
+                    )))
+                }
+            }
+        }
+        tx.commit().await?;
+        let mut t = self.deferred.tables.lock().expect("not poisoned");
+        for (id, loc) in tables {
+            // Unless it moved on meanwhile (it cannot: swaps register first).
+            if t.get(&id) == Some(&loc) {
+                t.remove(&id);
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_sql(&self) -> String {
+        // `WHERE 1 = 1` so that the owner's condition can follow.
+        self.q(&format!(
+            "INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, iceberg_type) SELECT ?, ?, ?, ?, 'TABLE' WHERE 1 = 1{}",
+            self.owned_sql()
+        ))
+    }
+
+    fn bind_insert<'q>(
+        &'q self,
+        sql: &'q str,
+        id: &TableIdent,
+        metadata_location: &str,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        self.bind_owner(
+            sqlx::query(sql)
+                .bind(&self.name)
+                .bind(id.namespace().join("."))
+                .bind(id.name().to_owned())
+                .bind(metadata_location.to_owned()),
+        )
+    }
+
     /// Remove a table from the catalog; with `purge`, delete its files as well (local
     /// warehouses). Returns whether it existed.
     pub async fn drop_table(&self, id: &TableIdent, purge: bool) -> Result<bool> {
+        self.register_deferred().await?;
         let loaded = self.load(id).await?;
         let r = sqlx::query(&self.q(
             "DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
@@ -702,6 +802,7 @@ impl Catalog {
     }
 
     pub async fn rename_table(&self, from: &TableIdent, to: &TableIdent) -> Result<()> {
+        self.register_deferred().await?;
         if self.metadata_location(to).await?.is_some() {
             return Err(Error::TableExists(display(to)));
         }
@@ -734,6 +835,7 @@ impl Catalog {
                 display(id)
             )));
         }
+        self.register_deferred().await?;
         self.barrier().await?;
         let sql = self.swap_sql();
         let r = self
@@ -763,6 +865,7 @@ impl Catalog {
                 "the catalog refused the metadata swaps (LAKESHIFT_FAIL_SWAPS)".into(),
             ));
         }
+        self.register_deferred().await?;
         self.barrier().await?;
         let sql = self.swap_sql();
         let mut tx = self.pool.begin().await?;

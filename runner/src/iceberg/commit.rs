@@ -125,11 +125,28 @@ struct Prepared {
 
 pub struct Committer<'a> {
     pub catalog: &'a Catalog,
+    /// New tables are registered with the catalog's next write instead of at once
+    /// ([`Catalog::defer_table`]).
+    defer_creations: bool,
 }
 
 impl<'a> Committer<'a> {
     pub fn new(catalog: &'a Catalog) -> Self {
-        Committer { catalog }
+        Committer {
+            catalog,
+            defer_creations: false,
+        }
+    }
+
+    /// A committer whose new tables are registered later, many at a time
+    /// ([`Catalog::defer_table`]); the caller registers them
+    /// ([`Catalog::register_deferred`]) before anything outside the catalog
+    /// depends on them.
+    pub fn deferring_creations(self) -> Self {
+        Committer {
+            defer_creations: true,
+            ..self
+        }
     }
 
     /// Create a table from a planned schema (`CreateTable` action).
@@ -222,7 +239,11 @@ impl<'a> Committer<'a> {
         let loc = MetadataLocation::new_with_metadata(location, &metadata);
         metadata.write_to(&self.catalog.file_io, &loc).await?;
         self.catalog.remember(&loc.to_string(), &metadata);
-        self.catalog.insert_table(&id, &loc.to_string()).await?;
+        if self.defer_creations {
+            self.catalog.defer_table(&id, &loc.to_string());
+        } else {
+            self.catalog.insert_table(&id, &loc.to_string()).await?;
+        }
         Ok(LoadedTable {
             ident: id,
             metadata_location: loc.to_string(),

@@ -516,6 +516,7 @@ impl super::pipeline::Sink for Engine {
     }
 
     async fn stopped(&mut self) -> Result<(), SyncError> {
+        self.catalog.register_deferred().await?;
         self.store_indexes()?;
         Ok(self.catalog.release().await.map_err(|e| e.to_string())?)
     }

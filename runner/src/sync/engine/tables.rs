@@ -83,8 +83,11 @@ impl Engine {
                     }
                     mark_schema_position(&mut plan, at);
                     let mut known = BTreeMap::new();
+                    // Registered in the catalog with the next checkpoint's state
+                    // (or any catalog write before it): a snapshot of many tables
+                    // registers them together.
                     let done = crate::iceberg::plan::execute(
-                        &Committer::new(&self.catalog),
+                        &Committer::new(&self.catalog).deferring_creations(),
                         &plan,
                         &mut known,
                     )

@@ -430,7 +430,9 @@ impl Engine {
             kafka,
             replace,
         };
-        // The data files the state lists are durable before it is.
+        // The tables the state names are in the catalog, and the data files it
+        // lists durable, before it is stored.
+        self.catalog.register_deferred().await?;
         self.catalog.barrier().await?;
         state.store(&self.state_dir)?;
         // The record and its pending lists reach the shared mirror before any table
