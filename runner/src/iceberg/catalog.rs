@@ -85,6 +85,8 @@ pub struct Catalog {
     /// Tables this process created whose rows in `iceberg_tables` are still to be
     /// inserted (see [`Catalog::defer_table`]).
     deferred: Arc<Deferred>,
+    /// Namespaces seen to exist (a table creation asks twice per table).
+    namespaces: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// New tables not yet registered: metadata location by table. The lock is held
@@ -356,6 +358,7 @@ impl Catalog {
             owner: None,
             unsynced: None,
             deferred: Default::default(),
+            namespaces: Default::default(),
         })
     }
 
@@ -479,7 +482,11 @@ impl Catalog {
     /// Create a namespace unless it exists. Returns whether it was created.
     pub async fn ensure_namespace(&self, ns: &str) -> Result<bool> {
         ns_ident(ns)?;
+        if self.namespaces.lock().expect("not poisoned").contains(ns) {
+            return Ok(false);
+        }
         if self.namespace_exists(ns).await? {
+            self.known_namespace(ns);
             return Ok(false);
         }
         let r = sqlx::query(&self.q(
@@ -490,15 +497,26 @@ impl Catalog {
         .execute(&self.pool)
         .await;
         match r {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                self.known_namespace(ns);
+                Ok(true)
+            }
             // Created concurrently: fine.
             Err(_) if self.namespace_exists(ns).await? => Ok(false),
             Err(e) => Err(e.into()),
         }
     }
 
+    fn known_namespace(&self, ns: &str) {
+        self.namespaces
+            .lock()
+            .expect("not poisoned")
+            .insert(ns.to_owned());
+    }
+
     /// Drop an empty namespace. Returns whether it existed.
     pub async fn drop_namespace(&self, ns: &str) -> Result<bool> {
+        self.namespaces.lock().expect("not poisoned").remove(ns);
         let tables = self.list_tables(ns).await?;
         if !tables.is_empty() {
             return Err(Error::Invalid(format!(
