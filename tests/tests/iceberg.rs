@@ -268,17 +268,7 @@ async fn refused_changes_follow_the_policy() {
         assert_eq!(cols.len(), n);
         let batch = RecordBatch::try_new(schema, cols).unwrap();
         let data = files::write_data(&t, &cat.file_io, &[batch]).await.unwrap();
-        Committer::new(&cat)
-            .commit(
-                &id,
-                "rows",
-                &Change::Snapshot(SnapshotChange {
-                    data_files: data,
-                    ..Default::default()
-                }),
-            )
-            .await
-            .unwrap();
+        append(&cat, &id, "rows", data).await;
     }
     let narrowing = "ALTER TABLE s.t MODIFY amount INT;";
     let family = "ALTER TABLE s.t MODIFY code VARCHAR(10);";
@@ -476,6 +466,26 @@ async fn orders_table(dir: &Path) -> (CatalogConfig, Catalog, TableIdent) {
     (cfg, cat, ident("app", "orders").unwrap())
 }
 
+/// Commit `data` to a table as an append.
+async fn append(
+    cat: &Catalog,
+    id: &TableIdent,
+    commit_id: &str,
+    data: Vec<iceberg::spec::DataFile>,
+) -> runner::iceberg::commit::Committed {
+    Committer::new(cat)
+        .commit(
+            id,
+            commit_id,
+            &Change::Snapshot(SnapshotChange {
+                data_files: data,
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap()
+}
+
 fn summary(t: &runner::iceberg::LoadedTable, key: &str) -> Option<String> {
     t.metadata
         .current_snapshot()
@@ -603,17 +613,7 @@ async fn row_delta_fails_when_its_base_moved() {
         .await
         .unwrap();
     let path = data[0].file_path().to_owned();
-    let base = c
-        .commit(
-            &id,
-            "a",
-            &Change::Snapshot(SnapshotChange {
-                data_files: data,
-                ..Default::default()
-            }),
-        )
-        .await
-        .unwrap();
+    let base = append(&cat, &id, "a", data).await;
     let t = base.table.clone();
     let pos = files::write_position_deletes(&t, &cat.file_io, vec![(path.clone(), 0)])
         .await
@@ -628,16 +628,7 @@ async fn row_delta_fails_when_its_base_moved() {
     let more = files::write_data(&t, &cat.file_io, &[orders_batch(&t, &[(2, "b", 2)])])
         .await
         .unwrap();
-    c.commit(
-        &id,
-        "b",
-        &Change::Snapshot(SnapshotChange {
-            data_files: more,
-            ..Default::default()
-        }),
-    )
-    .await
-    .unwrap();
+    append(&cat, &id, "b", more).await;
     // ... a concurrent truncate does.
     ok(&cfg, "TRUNCATE TABLE app.orders;").await;
     let before = cat.metadata_location(&id).await.unwrap();
@@ -1064,17 +1055,7 @@ async fn deferred_tables_are_registered_with_the_next_catalog_write() {
     let data = files::write_data(&o1t, &cat.file_io, &[orders_batch(&o1t, &[(1, "a", 1)])])
         .await
         .unwrap();
-    Committer::new(&cat)
-        .commit(
-            &o1,
-            "first",
-            &Change::Snapshot(SnapshotChange {
-                data_files: data,
-                ..Default::default()
-            }),
-        )
-        .await
-        .unwrap();
+    append(&cat, &o1, "first", data).await;
     assert_eq!(cat.unsynced_files(), 0);
     assert_eq!(
         other.list_tables("app").await.unwrap(),
