@@ -927,29 +927,13 @@ async fn commit_many_lands_tables_together_and_fails_them_one_by_one() {
         .iter()
         .map(|t| ident("app", t).unwrap())
         .collect();
-    let mut items = Vec::new();
-    for (i, id) in ids.iter().enumerate() {
-        let t = cat.load_required(id).await.unwrap();
-        let data = files::write_data(
-            &t,
-            &cat.file_io,
-            &[orders_batch(
-                &t,
-                &[(i as i64, "x", 1), (10 + i as i64, "y", 2)],
-            )],
-        )
-        .await
-        .unwrap();
-        items.push((
-            id.clone(),
-            format!("batch-1:{i}"),
-            Change::Snapshot(SnapshotChange {
-                data_files: data,
-                // Table c's change expects a snapshot it does not have.
-                base_snapshot: (i == 2).then_some(Some(42)),
-                ..Default::default()
-            }),
-        ));
+    let mut items = batch_of_appends(&cat, &ids, "batch-1", |i| {
+        vec![(i as i64, "x", 1), (10 + i as i64, "y", 2)]
+    })
+    .await;
+    // Table c's change expects a snapshot it does not have.
+    if let Change::Snapshot(sc) = &mut items[2].2 {
+        sc.base_snapshot = Some(Some(42));
     }
     assert!(cat.unsynced_files() >= 3, "data files wait for a barrier");
     let done = c.commit_many(&items).await;
@@ -980,25 +964,7 @@ async fn commit_many_lands_tables_together_and_fails_them_one_by_one() {
     assert!(c_table.metadata.current_snapshot().is_none());
 
     // The next batch's reply is lost: each table is found committed, once.
-    let mut items = Vec::new();
-    for (i, id) in ids.iter().enumerate() {
-        let t = cat.load_required(id).await.unwrap();
-        let data = files::write_data(
-            &t,
-            &cat.file_io,
-            &[orders_batch(&t, &[(100 + i as i64, "z", 3)])],
-        )
-        .await
-        .unwrap();
-        items.push((
-            id.clone(),
-            format!("batch-2:{i}"),
-            Change::Snapshot(SnapshotChange {
-                data_files: data,
-                ..Default::default()
-            }),
-        ));
-    }
+    let items = batch_of_appends(&cat, &ids, "batch-2", |i| vec![(100 + i as i64, "z", 3)]).await;
     cat.lose_next_replies(1);
     let done = c.commit_many(&items).await;
     for (d, id) in done.iter().zip(&ids) {
@@ -1018,6 +984,31 @@ async fn commit_many_lands_tables_together_and_fails_them_one_by_one() {
         assert_eq!(ours, 1, "{id}: committed once");
     }
     assert_eq!(scan(&cat, &ids[2]).await, vec![(102, "z".into(), 3)]);
+}
+
+/// An append of `rows(i)` to the i-th table each, with commit ids `<prefix>:<i>`.
+async fn batch_of_appends(
+    cat: &Catalog,
+    ids: &[TableIdent],
+    prefix: &str,
+    rows: impl Fn(usize) -> Vec<(i64, &'static str, i32)>,
+) -> Vec<(TableIdent, String, Change)> {
+    let mut items = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let t = cat.load_required(id).await.unwrap();
+        let data = files::write_data(&t, &cat.file_io, &[orders_batch(&t, &rows(i))])
+            .await
+            .unwrap();
+        items.push((
+            id.clone(),
+            format!("{prefix}:{i}"),
+            Change::Snapshot(SnapshotChange {
+                data_files: data,
+                ..Default::default()
+            }),
+        ));
+    }
+    items
 }
 
 /// Tables created by a deferring committer are seen by their own catalog at once and

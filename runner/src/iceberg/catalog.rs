@@ -574,6 +574,12 @@ impl Catalog {
         if let Some(loc) = self.deferred_location(id) {
             return Ok(Some(loc));
         }
+        self.stored_location(id).await
+    }
+
+    /// The metadata location `iceberg_tables` holds for a table (tables this
+    /// process has not registered yet left out).
+    async fn stored_location(&self, id: &TableIdent) -> Result<Option<String>> {
         let row = sqlx::query(&self.q(
             "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
                AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
@@ -665,6 +671,16 @@ impl Catalog {
             .bind_insert(&sql, id, metadata_location)
             .execute(&self.pool)
             .await;
+        self.inserted(id, r).await
+    }
+
+    /// What an insert into `iceberg_tables` came to: no row (this run no longer
+    /// holds the job, or it did not apply), or an error (the table exists).
+    async fn inserted(
+        &self,
+        id: &TableIdent,
+        r: std::result::Result<sqlx::any::AnyQueryResult, sqlx::Error>,
+    ) -> Result<()> {
         match r {
             Ok(r) if r.rows_affected() == 1 => Ok(()),
             Ok(_) => {
@@ -674,7 +690,7 @@ impl Catalog {
                     display(id)
                 )))
             }
-            Err(_) if self.metadata_location(id).await?.is_some() => {
+            Err(_) if self.stored_location(id).await?.is_some() => {
                 Err(Error::TableExists(display(id)))
             }
             Err(e) => Err(e.into()),
@@ -719,22 +735,9 @@ impl Catalog {
         let mut tx = self.pool.begin().await?;
         for (id, loc) in &tables {
             let r = self.bind_insert(&sql, id, loc).execute(&mut *tx).await;
-            match r {
-                Ok(r) if r.rows_affected() == 1 => {}
-                Ok(_) => {
-                    drop(tx);
-                    self.check_owner().await?;
-                    return Err(Error::Invalid(format!(
-                        "table {}: not created",
-                        display(id)
-                    )));
-                }
-                Err(e) => {
-                    return Err(Error::Invalid(format!(
-                        "table {}: registering it in the catalog: {e}",
-                        display(id)
-                    )))
-                }
+            if let Err(e) = self.inserted(id, r).await {
+                drop(tx);
+                return Err(e);
             }
         }
         tx.commit().await?;

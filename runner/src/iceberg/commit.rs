@@ -307,17 +307,7 @@ impl<'a> Committer<'a> {
         for ((i, p), done) in staged.into_iter().zip(swapped) {
             let (id, commit_id, change) = &items[i];
             out[i] = Some(if done {
-                self.expire_metadata(&p.metadata, &p.expired);
-                Ok(Committed {
-                    table: LoadedTable {
-                        ident: id.clone(),
-                        metadata_location: p.location,
-                        metadata: p.metadata,
-                    },
-                    attempts: 1,
-                    recovered: false,
-                    snapshot_id: p.snapshot_id,
-                })
+                Ok(self.landed(id, p, 1))
             } else {
                 // Unknown outcome (`lost`) or a lost race: on alone, looking for
                 // this commit first.
@@ -354,19 +344,7 @@ impl<'a> Committer<'a> {
             let p = self.prepare(&base, commit_id, change, attempt).await?;
             written.push(p.location.clone());
             match self.catalog.swap(id, &p.base, &p.location).await {
-                Ok(true) => {
-                    self.expire_metadata(&p.metadata, &p.expired);
-                    return Ok(Committed {
-                        table: LoadedTable {
-                            ident: id.clone(),
-                            metadata_location: p.location,
-                            metadata: p.metadata,
-                        },
-                        attempts: attempt,
-                        recovered: false,
-                        snapshot_id: p.snapshot_id,
-                    });
-                }
+                Ok(true) => return Ok(self.landed(id, p, attempt)),
                 Ok(false) => continue,
                 Err(Error::ReplyLost(_)) | Err(Error::Sql(_)) => {
                     // Unknown outcome: the next attempt looks for this commit first.
@@ -380,6 +358,22 @@ impl<'a> Committer<'a> {
             table: display(id),
             attempts: MAX_ATTEMPTS,
         })
+    }
+
+    /// A prepared commit whose swap landed: the table as it now is (metadata files
+    /// the builder expired are removed when the table asks for it).
+    fn landed(&self, id: &TableIdent, p: Prepared, attempts: u32) -> Committed {
+        self.expire_metadata(&p.metadata, &p.expired);
+        Committed {
+            table: LoadedTable {
+                ident: id.clone(),
+                metadata_location: p.location,
+                metadata: p.metadata,
+            },
+            attempts,
+            recovered: false,
+            snapshot_id: p.snapshot_id,
+        }
     }
 
     /// One attempt's new metadata on top of `base`, written (with the manifests it
