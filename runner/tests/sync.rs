@@ -832,6 +832,40 @@ async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
     assert_mirrored(&mut c, &cat, &["items", "counter", "nokey"]).await;
 }
 
+/// Tables a snapshot creates enter the catalog with its first checkpoint: a job
+/// stopped before that leaves the catalog without them, and the next run mirrors
+/// exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_stopped_before_its_new_tables_are_registered_starts_them_again() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop").await.unwrap();
+    let tables: Vec<String> = (0..12).map(|i| format!("t{i}")).collect();
+    for t in &tables {
+        c.query_drop(format!(
+            "CREATE TABLE shop.{t} (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO shop.{t} VALUES (1, 'a'), (2, 'b')"
+        ))
+        .await
+        .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    stop_at(&job, "before-tables-registered");
+    let cat = warehouse(dir.path()).await;
+    assert_eq!(
+        cat.list_tables("shop").await.unwrap(),
+        Vec::<String>::new(),
+        "no table is registered before the state that names it"
+    );
+    c.query_drop("UPDATE shop.t3 SET v = 'c' WHERE id = 1; DELETE FROM shop.t7 WHERE id = 2; INSERT INTO shop.t0 VALUES (3, 'd')")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let names: Vec<&str> = tables.iter().map(String::as_str).collect();
+    assert_mirrored(&mut c, &cat, &names).await;
+    assert_eq!(cat.list_tables("shop").await.unwrap().len(), tables.len());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changelog_tables_keep_every_change() {
     let db = MariaDb::start().await;

@@ -432,6 +432,7 @@ impl Engine {
         };
         // The tables the state names are in the catalog, and the data files it
         // lists durable, before it is stored.
+        failpoint("before-tables-registered");
         self.catalog.register_deferred().await?;
         self.catalog.barrier().await?;
         state.store(&self.state_dir)?;
