@@ -864,6 +864,11 @@ async fn a_job_stopped_before_its_new_tables_are_registered_starts_them_again() 
     let names: Vec<&str> = tables.iter().map(String::as_str).collect();
     assert_mirrored(&mut c, &cat, &names).await;
     assert_eq!(cat.list_tables("shop").await.unwrap().len(), tables.len());
+    // The folders the stopped run made are taken again, not left behind.
+    let folders = std::fs::read_dir(dir.path().join("warehouse/shop"))
+        .unwrap()
+        .count();
+    assert_eq!(folders, tables.len(), "one folder per table");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -577,6 +577,32 @@ impl Catalog {
         self.stored_location(id).await
     }
 
+    /// Whether a table of the catalog (or one this process created) keeps its
+    /// metadata under the folder `location`. Errs towards yes: `_` and `%` in the
+    /// folder's name match any character.
+    pub async fn location_in_use(&self, location: &str) -> Result<bool> {
+        let folder = format!("{}/", location.trim_end_matches('/'));
+        if self
+            .deferred
+            .tables
+            .lock()
+            .expect("not poisoned")
+            .values()
+            .any(|l| l.starts_with(&folder))
+        {
+            return Ok(true);
+        }
+        let row =
+            sqlx::query(&self.q(
+                "SELECT 1 FROM iceberg_tables WHERE catalog_name = ? AND metadata_location LIKE ?",
+            ))
+            .bind(&self.name)
+            .bind(format!("{folder}%"))
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
+    }
+
     /// The metadata location `iceberg_tables` holds for a table (tables this
     /// process has not registered yet left out).
     async fn stored_location(&self, id: &TableIdent) -> Result<Option<String>> {

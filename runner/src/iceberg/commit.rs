@@ -195,8 +195,11 @@ impl<'a> Committer<'a> {
         }
         let order = order.build(&schema)?;
         let mut location = self.catalog.table_location(ns, name);
-        // A renamed table keeps its folder: never share one with it.
-        if local_path(&location).is_some_and(|p| p.exists()) {
+        // A renamed table keeps its folder: never share one with it. A folder no
+        // table names (a creation a killed job never registered) is taken again.
+        if local_path(&location).is_some_and(|p| p.exists())
+            && self.catalog.location_in_use(&location).await?
+        {
             location = format!(
                 "{location}-{}",
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
