@@ -486,6 +486,19 @@ async fn append(
         .unwrap()
 }
 
+/// How many of a table's snapshots were made by commits whose id `is`.
+fn snapshots_committed(t: &runner::iceberg::LoadedTable, is: impl Fn(&str) -> bool) -> usize {
+    t.metadata
+        .snapshots()
+        .filter(|s| {
+            s.summary()
+                .additional_properties
+                .get(COMMIT_ID)
+                .is_some_and(|c| is(c))
+        })
+        .count()
+}
+
 fn summary(t: &runner::iceberg::LoadedTable, key: &str) -> Option<String> {
     t.metadata
         .current_snapshot()
@@ -724,16 +737,7 @@ async fn a_lost_reply_is_not_applied_twice() {
         "the committer saw its own commit after the lost reply"
     );
     let t = cat.load_required(&id).await.unwrap();
-    let with_id = t
-        .metadata
-        .snapshots()
-        .filter(|s| {
-            s.summary()
-                .additional_properties
-                .get(COMMIT_ID)
-                .is_some_and(|v| v == "once")
-        })
-        .count();
+    let with_id = snapshots_committed(&t, |v| v == "once");
     assert_eq!(with_id, 1);
     assert_eq!(t.metadata.snapshots().count(), 1);
     assert_eq!(scan(&cat, &id).await.len(), 2);
@@ -971,16 +975,7 @@ async fn commit_many_lands_tables_together_and_fails_them_one_by_one() {
         let d = d.as_ref().unwrap();
         assert!(d.recovered, "{id}: found applied after the lost reply");
         let t = cat.load_required(id).await.unwrap();
-        let ours = t
-            .metadata
-            .snapshots()
-            .filter(|s| {
-                s.summary()
-                    .additional_properties
-                    .get(COMMIT_ID)
-                    .is_some_and(|c| c.starts_with("batch-2"))
-            })
-            .count();
+        let ours = snapshots_committed(&t, |c| c.starts_with("batch-2"));
         assert_eq!(ours, 1, "{id}: committed once");
     }
     assert_eq!(scan(&cat, &ids[2]).await, vec![(102, "z".into(), 3)]);
