@@ -631,6 +631,32 @@ async fn iceberg_table(dir: &Path, t: &str) -> Vec<Vec<Option<String>>> {
 
 /// Rows of Iceberg table `shop.<t>` in catalog `cat`, as text, sorted (empty when
 /// the table does not exist).
+/// Wait (bounded) until the lake holds the model; on timeout, show both jobs' logs
+/// and the first table that differs.
+async fn wait_lake(what: &str, cat: &runner::iceberg::Catalog, feed: &Feed, jobs: &[&Path]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let mut differs = None;
+        for t in TABLES {
+            let (got, want) = (iceberg_table_of(cat, t).await, expected(feed, t));
+            if got != want {
+                differs = Some((t, got, want));
+                break;
+            }
+        }
+        let Some((t, got, want)) = differs else {
+            return;
+        };
+        if std::time::Instant::now() > deadline {
+            for j in jobs {
+                eprintln!("--- {}:\n{}", j.display(), log_of(j));
+            }
+            assert_eq!(got, want, "{what}: shop.{t}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn iceberg_table_of(cat: &runner::iceberg::Catalog, t: &str) -> Vec<Vec<Option<String>>> {
     let Some(lt) = cat
         .load(&runner::iceberg::catalog::ident("shop", t).unwrap())
@@ -780,21 +806,10 @@ async fn debezium_topics_into_an_s3_lake_with_two_consumers_and_a_kill() {
     })
     .await
     .unwrap();
-    let lake_matches = |feed: &Feed| {
-        let want: Vec<_> = TABLES.iter().map(|t| expected(feed, t)).collect();
-        let cat = &cat;
-        async move {
-            for (t, w) in TABLES.iter().zip(&want) {
-                if iceberg_table_of(cat, t).await != *w {
-                    return false;
-                }
-            }
-            true
-        }
-    };
     let mut a = spawn(&job_a, false);
     let b = spawn(&job_b, false);
-    wait_until("the topics are in the S3 lake", || lake_matches(&feed)).await;
+    let jobs = [job_a.as_path(), job_b.as_path()];
+    wait_lake("the topics are in the S3 lake", &cat, &feed, &jobs).await;
     wait_until("both consumers hold partitions", || async {
         let assigned = |j: &Path| log_of(j).contains("kafka: assigned dbz");
         assigned(&job_a) && assigned(&job_b)
@@ -812,11 +827,11 @@ async fn debezium_topics_into_an_s3_lake_with_two_consumers_and_a_kill() {
     feed.truncate("events");
     feed.workload(4, 300);
     produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
-    wait_until("after the kill, by the survivor", || lake_matches(&feed)).await;
+    wait_lake("after the kill, by the survivor", &cat, &feed, &jobs).await;
     let a = spawn(&job_a, false);
     feed.workload(8, 400);
     produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
-    wait_until("after the restart", || lake_matches(&feed)).await;
+    wait_lake("after the restart", &cat, &feed, &jobs).await;
     for (mut p, j) in [(a, &job_a), (b, &job_b)] {
         let _ = Command::new("kill").arg(p.id().to_string()).status();
         let st = p.wait().unwrap();

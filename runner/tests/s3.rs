@@ -660,6 +660,95 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
     .await;
 }
 
+/// A DDL whose barrier commit waits on an object store slower than the barrier's
+/// time limit (5 s here; checkpoints every 4 s, so the DDL finds its table's insert
+/// pending): the job says so, waits, applies the DDL and stays exact.
+/// regression: the job stopped ("the DDL barrier ... did not complete within 5 s"),
+/// as a Kafka consumer writing to S3 did under load in CI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ddl_barrier_slowed_by_the_object_store_waits_and_lands() {
+    let (s3, maria) = tokio::join!(S3Server::start("slowddl"), MariaDb::start());
+    let proxy = lakeshift_tests::FaultProxy::start(s3.port).await;
+    let mut env = s3.env();
+    env[0].1 = format!("http://127.0.0.1:{}", proxy.port);
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(40));
+         INSERT INTO shop.items VALUES (1, 'a'), (2, 'b');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let catalog = format!("sqlite://{}/catalog.db", dir.display());
+    let job = dir.join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 905\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://slowddl/lake\n  catalog: {catalog}\npipeline:\n  name: slowddl\n  state: {}\n  checkpoint-interval-seconds: 4\n  barrier-timeout-intervals: 1\n",
+            maria.port,
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    let cat = lake(&s3, "s3://slowddl/lake", &catalog).await;
+    let equal = || {
+        let (cat, maria) = (&cat, &maria);
+        async move {
+            let mut c = maria.conn(None).await;
+            let want = lakeshift_tests::mysql_text_rows(&mut c, "SELECT * FROM shop.items").await;
+            lakeshift_tests::iceberg_text_rows(cat, "shop", "items", None)
+                .await
+                .is_some_and(|got| got == want)
+        }
+    };
+    let log = dir.join("sync.log");
+    let mut running = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", &job.display().to_string()])
+        .envs(env)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    lakeshift_tests::wait_until("the snapshot is in S3", equal).await;
+    // An update first, at full speed (it builds the table's row index).
+    c.query_drop("UPDATE shop.items SET name = 'A' WHERE id = 1")
+        .await
+        .unwrap();
+    lakeshift_tests::wait_until("the update is in S3", equal).await;
+    // Every chunk a second late: the barrier's commit (data file, manifest, manifest
+    // list, metadata: a request and a reply each) takes well over 5 s.
+    proxy.set(lakeshift_tests::FaultProxy::slow(1000));
+    c.query_drop("INSERT INTO shop.items VALUES (3, 'c'); ALTER TABLE shop.items ADD COLUMN n INT")
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while !equal().await {
+        if let Some(st) = running.try_wait().unwrap() {
+            panic!(
+                "the job stopped ({st}) on a slow object store: {}",
+                log_text()
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the DDL did not land within 180 s: {}",
+            log_text()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let text = log_text();
+    assert!(
+        text.contains("the DDL barrier at") && text.contains("is taking"),
+        "the slow barrier was not reported: {text}"
+    );
+    proxy.set(lakeshift_tests::FaultProxy::PASS);
+    let _ = Command::new("kill").arg(running.id().to_string()).status();
+    let st = running.wait().unwrap();
+    assert!(st.success(), "{}", log_text());
+}
+
 /// Two jobs, each with its own local state folder (as on two hosts), share one
 /// bucket and one PostgreSQL catalog and write disjoint tables at the same time:
 /// every table equals its source; one job is then killed and run again (same state

@@ -219,6 +219,9 @@ fn drain_point(
     (pending || moved).then_some(at)
 }
 
+/// A DDL barrier is given up after this many barrier time limits.
+const BARRIER_GIVE_UP: u32 = 10;
+
 /// A source joined to a sink.
 pub struct Pipeline<S: Sink> {
     pub sink: S,
@@ -629,19 +632,50 @@ impl<S: Sink> Pipeline<S> {
             changes,
             after,
         };
-        // A barrier that cannot complete stops the job with a clear error.
+        // A slow barrier (its commit waits on a slow object store or catalog) is
+        // reported at the limit and waited for; one that cannot complete stops the
+        // job with a clear error at ten times the limit. (Stopping at the limit
+        // failed jobs whose storage was merely slow, and cut commits off midway.)
         let limit = self.barrier_limit;
-        match tokio::time::timeout(limit, self.sink.schema(d)).await {
-            Ok(r) => r,
-            Err(_) => Err(format!(
-                "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
-                limit.as_secs_f64(),
-                changes
-                    .iter()
-                    .filter_map(|c| c.table().map(|t| t.to_string()))
-                    .collect::<Vec<_>>()
-            )
-            .into()),
+        let tables = || {
+            changes
+                .iter()
+                .filter_map(|c| c.table().map(|t| t.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let started = Instant::now();
+        let fut = self.sink.schema(d);
+        tokio::pin!(fut);
+        let mut warned = 0u32;
+        loop {
+            match tokio::time::timeout(limit, &mut fut).await {
+                Ok(r) => {
+                    if warned > 0 {
+                        tracing::info!(
+                            "the DDL barrier at {position} completed after {:.1} s",
+                            started.elapsed().as_secs_f64()
+                        );
+                    }
+                    return r;
+                }
+                Err(_) if warned + 1 < BARRIER_GIVE_UP => {
+                    warned += 1;
+                    tracing::warn!(
+                        "the DDL barrier at {position} is taking {:.0} s (tables {:?}): still committing their changes before the DDL; the job stops if it takes {:.0} s",
+                        started.elapsed().as_secs_f64(),
+                        tables(),
+                        (limit * BARRIER_GIVE_UP).as_secs_f64()
+                    );
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
+                        started.elapsed().as_secs_f64(),
+                        tables()
+                    )
+                    .into())
+                }
+            }
         }
     }
 
