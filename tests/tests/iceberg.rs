@@ -1011,7 +1011,8 @@ async fn batch_of_appends(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deferred_tables_are_registered_with_the_next_catalog_write() {
     let dir = tempfile::tempdir().unwrap();
-    let (cfg, cat, id) = orders_table(dir.path()).await;
+    let (cfg, mut cat, id) = orders_table(dir.path()).await;
+    claim_job(&mut cat, dir.path()).await;
     let t = cat.load_required(&id).await.unwrap();
     let c = Committer::new(&cat).deferring_creations();
     let names = ["o1", "o2"];
@@ -1053,6 +1054,39 @@ async fn deferred_tables_are_registered_with_the_next_catalog_write() {
         .await
         .unwrap()
         .is_some_and(|t| t.metadata.current_snapshot().is_none()));
+}
+
+/// A catalog that holds no job (as the members of a Kafka group, which share their
+/// tables) registers a deferring committer's new tables at once: another process
+/// finds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_job_new_tables_are_registered_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cfg, cat, id) = orders_table(dir.path()).await;
+    let t = cat.load_required(&id).await.unwrap();
+    Committer::new(&cat)
+        .deferring_creations()
+        .create_table("app", "o1", &t_planned(&t, "o1"), None, &[])
+        .await
+        .unwrap();
+    let other = Catalog::open(&cfg).await.unwrap();
+    assert!(
+        other
+            .metadata_location(&ident("app", "o1").unwrap())
+            .await
+            .unwrap()
+            .is_some(),
+        "registered at once"
+    );
+    assert_eq!(cat.unsynced_files(), 0, "its files synced before");
+}
+
+/// This catalog's run claims a job (as `lakeshift sync` does before it writes).
+async fn claim_job(cat: &mut Catalog, state: &Path) {
+    let me = runner::iceberg::lease::Owner::this_process("deferring", state);
+    cat.claim(&me, std::time::Duration::from_secs(60))
+        .await
+        .unwrap();
 }
 
 fn t_planned(t: &runner::iceberg::LoadedTable, name: &str) -> dialects::iceberg::IceTable {

@@ -139,7 +139,8 @@ impl<'a> Committer<'a> {
     }
 
     /// A committer whose new tables are registered later, many at a time
-    /// ([`Catalog::defer_table`]); the caller registers them
+    /// ([`Catalog::defer_table`]), when its catalog holds a job's lease (else at
+    /// once, as [`Committer::new`]'s); the caller registers them
     /// ([`Catalog::register_deferred`]) before anything outside the catalog
     /// depends on them.
     pub fn deferring_creations(self) -> Self {
@@ -242,7 +243,10 @@ impl<'a> Committer<'a> {
         let loc = MetadataLocation::new_with_metadata(location, &metadata);
         metadata.write_to(&self.catalog.file_io, &loc).await?;
         self.catalog.remember(&loc.to_string(), &metadata);
-        if self.defer_creations {
+        // Only a run that holds its job defers: no other process creates its tables.
+        // Processes that share tables (a Kafka group's members) register at once, so
+        // the member a table's partition moves to finds it.
+        if self.defer_creations && self.catalog.holds_job() {
             self.catalog.defer_table(&id, &loc.to_string());
         } else {
             self.catalog.insert_table(&id, &loc.to_string()).await?;

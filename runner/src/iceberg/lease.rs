@@ -65,6 +65,12 @@ fn now_ms() -> i64 {
 }
 
 impl Catalog {
+    /// Whether this catalog's run holds a job (a claimed lease): no other process
+    /// writes the job's tables.
+    pub fn holds_job(&self) -> bool {
+        self.owner.is_some()
+    }
+
     /// `AND EXISTS (...)`: the owner's fencing condition for a metadata write (empty
     /// when no run claimed the job: `apply`, `status`, tests).
     pub(super) fn owned_sql(&self) -> &'static str {

@@ -85,16 +85,13 @@ impl Engine {
                     let mut known = BTreeMap::new();
                     // Registered in the catalog with the next checkpoint's state
                     // (or any catalog write before it): a snapshot of many tables
-                    // registers them together. Not so for a Kafka group, whose
-                    // members share tables: a table one member created must be
-                    // found by the member its partition moves to.
-                    let committer = Committer::new(&self.catalog);
-                    let committer = if self.job.source.kafka().is_none() {
-                        committer.deferring_creations()
-                    } else {
-                        committer
-                    };
-                    let done = crate::iceberg::plan::execute(&committer, &plan, &mut known).await?;
+                    // registers them together.
+                    let done = crate::iceberg::plan::execute(
+                        &Committer::new(&self.catalog).deferring_creations(),
+                        &plan,
+                        &mut known,
+                    )
+                    .await?;
                     for a in done {
                         tracing::info!("create: {a}");
                     }
