@@ -415,22 +415,44 @@ async fn pg_matches(c: &tokio_postgres::Client, feed: &Feed) -> bool {
     true
 }
 
-/// Wait (bounded) until PostgreSQL holds the model; on timeout, show the first table
-/// that differs and both jobs' logs.
+/// Wait (bounded) until PostgreSQL holds the model.
 async fn wait_pg(what: &str, c: &tokio_postgres::Client, feed: &Feed, jobs: &[&Path]) {
+    wait_model(what, feed, jobs, |t| async move {
+        pg_table(c, t).await.unwrap_or_default()
+    })
+    .await
+}
+
+/// Wait (bounded) until the Iceberg catalog `cat` holds the model.
+async fn wait_lake(what: &str, cat: &runner::iceberg::Catalog, feed: &Feed, jobs: &[&Path]) {
+    wait_model(what, feed, jobs, |t| iceberg_table_of(cat, t)).await
+}
+
+/// Wait (bounded) until `rows` of every table equal the model's; on timeout, show
+/// the jobs' logs and the first table that differs.
+async fn wait_model<F, Fut>(what: &str, feed: &Feed, jobs: &[&Path], rows: F)
+where
+    F: Fn(&'static str) -> Fut,
+    Fut: std::future::Future<Output = Vec<Vec<Option<String>>>>,
+{
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    while !pg_matches(c, feed).await {
+    loop {
+        let mut differs = None;
+        for t in TABLES {
+            let (got, want) = (rows(t).await, expected(feed, t));
+            if got != want {
+                differs = Some((t, got, want));
+                break;
+            }
+        }
+        let Some((t, got, want)) = differs else {
+            return;
+        };
         if std::time::Instant::now() > deadline {
             for j in jobs {
                 eprintln!("--- {}:\n{}", j.display(), log_of(j));
             }
-            for t in TABLES {
-                assert_eq!(
-                    pg_table(c, t).await.unwrap_or_default(),
-                    expected(feed, t),
-                    "{what}: shop.{t}"
-                );
-            }
+            assert_eq!(got, want, "{what}: shop.{t}");
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -631,32 +653,6 @@ async fn iceberg_table(dir: &Path, t: &str) -> Vec<Vec<Option<String>>> {
 
 /// Rows of Iceberg table `shop.<t>` in catalog `cat`, as text, sorted (empty when
 /// the table does not exist).
-/// Wait (bounded) until the lake holds the model; on timeout, show both jobs' logs
-/// and the first table that differs.
-async fn wait_lake(what: &str, cat: &runner::iceberg::Catalog, feed: &Feed, jobs: &[&Path]) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    loop {
-        let mut differs = None;
-        for t in TABLES {
-            let (got, want) = (iceberg_table_of(cat, t).await, expected(feed, t));
-            if got != want {
-                differs = Some((t, got, want));
-                break;
-            }
-        }
-        let Some((t, got, want)) = differs else {
-            return;
-        };
-        if std::time::Instant::now() > deadline {
-            for j in jobs {
-                eprintln!("--- {}:\n{}", j.display(), log_of(j));
-            }
-            assert_eq!(got, want, "{what}: shop.{t}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 async fn iceberg_table_of(cat: &runner::iceberg::Catalog, t: &str) -> Vec<Vec<Option<String>>> {
     let Some(lt) = cat
         .load(&runner::iceberg::catalog::ident("shop", t).unwrap())

@@ -529,49 +529,81 @@ async fn every_committed_snapshot_in_s3_equals_the_source_through_20_kills() {
     }
 }
 
+/// A MariaDB source with `shop.items` (two rows) and a job mirroring it into bucket
+/// `bucket` of an S3 server reached through a [`lakeshift_tests::FaultProxy`], with a
+/// SQLite catalog; `interval`: the rest of the job file's pipeline part after
+/// `checkpoint-interval-seconds: `.
+struct ProxiedJob {
+    maria: MariaDb,
+    proxy: lakeshift_tests::FaultProxy,
+    /// The S3 environment with the proxy as endpoint, for the job's processes.
+    env: Vec<(&'static str, String)>,
+    tmp: tempfile::TempDir,
+    job: std::path::PathBuf,
+    /// The lake, read around the proxy.
+    cat: Catalog,
+    _s3: S3Server,
+}
+
+impl ProxiedJob {
+    async fn start(bucket: &str, server_id: u32, interval: &str) -> ProxiedJob {
+        let (s3, maria) = tokio::join!(S3Server::start(bucket), MariaDb::start());
+        let proxy = lakeshift_tests::FaultProxy::start(s3.port).await;
+        let mut env = s3.env();
+        env[0].1 = format!("http://127.0.0.1:{}", proxy.port);
+        let mut c = maria.conn(None).await;
+        c.query_drop(
+            "CREATE DATABASE shop;
+             CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(40));
+             INSERT INTO shop.items VALUES (1, 'a'), (2, 'b');",
+        )
+        .await
+        .unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let catalog = format!("sqlite://{}/catalog.db", dir.display());
+        let job = dir.join("job.yaml");
+        std::fs::write(
+            &job,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {server_id}\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://{bucket}/lake\n  catalog: {catalog}\npipeline:\n  name: {bucket}\n  state: {}\n  checkpoint-interval-seconds: {interval}",
+                maria.port,
+                dir.join("state").display()
+            ),
+        )
+        .unwrap();
+        let cat = lake(&s3, &format!("s3://{bucket}/lake"), &catalog).await;
+        ProxiedJob {
+            maria,
+            proxy,
+            env,
+            tmp,
+            job,
+            cat,
+            _s3: s3,
+        }
+    }
+
+    /// Whether the lake's `shop.items` equals the source's (a connection of its own).
+    async fn items_equal(&self) -> bool {
+        let mut c = self.maria.conn(None).await;
+        let want = lakeshift_tests::mysql_text_rows(&mut c, "SELECT * FROM shop.items").await;
+        lakeshift_tests::iceberg_text_rows(&self.cat, "shop", "items", None)
+            .await
+            .is_some_and(|got| got == want)
+    }
+}
+
 /// Faults on the S3 side, through a proxy in front of the server: the server refusing
 /// every request while a job is checkpointing (the job stops with the object store's
 /// error, never half a commit), then serving again (the next run resumes exactly);
 /// a slow server (the job finishes, exact).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
-    let (s3, maria) = tokio::join!(S3Server::start("faulty"), MariaDb::start());
-    let proxy = lakeshift_tests::FaultProxy::start(s3.port).await;
-    let mut env = s3.env();
-    env[0].1 = format!("http://127.0.0.1:{}", proxy.port);
-    let mut c = maria.conn(None).await;
-    c.query_drop(
-        "CREATE DATABASE shop;
-         CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(40));
-         INSERT INTO shop.items VALUES (1, 'a'), (2, 'b');",
-    )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let catalog = format!("sqlite://{}/catalog.db", dir.display());
-    let job = dir.join("job.yaml");
-    std::fs::write(
-        &job,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 904\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://faulty/lake\n  catalog: {catalog}\npipeline:\n  name: faulty\n  state: {}\n  checkpoint-interval-seconds: 0.1\n",
-            maria.port,
-            dir.join("state").display()
-        ),
-    )
-    .unwrap();
-    let cat = lake(&s3, "s3://faulty/lake", &catalog).await;
-    // Whether the lake's table equals the source's (a connection of its own).
-    let equal = || {
-        let (cat, maria) = (&cat, &maria);
-        async move {
-            let mut c = maria.conn(None).await;
-            let want = lakeshift_tests::mysql_text_rows(&mut c, "SELECT * FROM shop.items").await;
-            lakeshift_tests::iceberg_text_rows(cat, "shop", "items", None)
-                .await
-                .is_some_and(|got| got == want)
-        }
-    };
+    let p = ProxiedJob::start("faulty", 904, "0.1\n").await;
+    let (proxy, env, job, cat) = (&p.proxy, p.env.clone(), &p.job, &p.cat);
+    let mut c = p.maria.conn(None).await;
+    let equal = || p.items_equal();
     let mut running = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
         .args(["sync", "--config", &job.display().to_string()])
         .envs(env.clone())
@@ -617,7 +649,7 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
             .unwrap_or_default()
     );
     // Nothing half-committed: the table reads as the snapshot left it.
-    let rows = lakeshift_tests::iceberg_text_rows(&cat, "shop", "items", None)
+    let rows = lakeshift_tests::iceberg_text_rows(cat, "shop", "items", None)
         .await
         .unwrap();
     assert_eq!(rows.len(), 2, "{rows:?}");
@@ -654,7 +686,7 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
     );
     assert!(equal().await, "the lake after a slow server");
     // No data file committed twice.
-    let _ = lakeshift_tests::check_every_snapshot(&cat, "shop", &["items"], &[], |w| {
+    let _ = lakeshift_tests::check_every_snapshot(cat, "shop", &["items"], &[], |w| {
         (w.file_index(), w.offset)
     })
     .await;
@@ -667,43 +699,12 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
 /// as a Kafka consumer writing to S3 did under load in CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ddl_barrier_slowed_by_the_object_store_waits_and_lands() {
-    let (s3, maria) = tokio::join!(S3Server::start("slowddl"), MariaDb::start());
-    let proxy = lakeshift_tests::FaultProxy::start(s3.port).await;
-    let mut env = s3.env();
-    env[0].1 = format!("http://127.0.0.1:{}", proxy.port);
-    let mut c = maria.conn(None).await;
-    c.query_drop(
-        "CREATE DATABASE shop;
-         CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(40));
-         INSERT INTO shop.items VALUES (1, 'a'), (2, 'b');",
-    )
-    .await
-    .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let catalog = format!("sqlite://{}/catalog.db", dir.display());
-    let job = dir.join("job.yaml");
-    std::fs::write(
-        &job,
-        format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 905\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: s3://slowddl/lake\n  catalog: {catalog}\npipeline:\n  name: slowddl\n  state: {}\n  checkpoint-interval-seconds: 4\n  barrier-timeout-intervals: 1\n",
-            maria.port,
-            dir.join("state").display()
-        ),
-    )
-    .unwrap();
-    let cat = lake(&s3, "s3://slowddl/lake", &catalog).await;
-    let equal = || {
-        let (cat, maria) = (&cat, &maria);
-        async move {
-            let mut c = maria.conn(None).await;
-            let want = lakeshift_tests::mysql_text_rows(&mut c, "SELECT * FROM shop.items").await;
-            lakeshift_tests::iceberg_text_rows(cat, "shop", "items", None)
-                .await
-                .is_some_and(|got| got == want)
-        }
-    };
-    let log = dir.join("sync.log");
+    // Checkpoints every 4 s; the barrier's limit 5 s.
+    let p = ProxiedJob::start("slowddl", 905, "4\n  barrier-timeout-intervals: 1\n").await;
+    let (proxy, env, job) = (&p.proxy, p.env.clone(), &p.job);
+    let mut c = p.maria.conn(None).await;
+    let equal = || p.items_equal();
+    let log = p.tmp.path().join("sync.log");
     let mut running = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
         .args(["sync", "--config", &job.display().to_string()])
         .envs(env)

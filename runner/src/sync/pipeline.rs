@@ -644,38 +644,34 @@ impl<S: Sink> Pipeline<S> {
                 .collect::<Vec<_>>()
         };
         let started = Instant::now();
+        let give_up = limit * BARRIER_GIVE_UP;
         let fut = self.sink.schema(d);
         tokio::pin!(fut);
-        let mut warned = 0u32;
         loop {
-            match tokio::time::timeout(limit, &mut fut).await {
-                Ok(r) => {
-                    if warned > 0 {
-                        tracing::info!(
-                            "the DDL barrier at {position} completed after {:.1} s",
-                            started.elapsed().as_secs_f64()
-                        );
-                    }
-                    return r;
-                }
-                Err(_) if warned + 1 < BARRIER_GIVE_UP => {
-                    warned += 1;
+            let Ok(r) = tokio::time::timeout(limit, &mut fut).await else {
+                if started.elapsed() < give_up {
                     tracing::warn!(
                         "the DDL barrier at {position} is taking {:.0} s (tables {:?}): still committing their changes before the DDL; the job stops if it takes {:.0} s",
                         started.elapsed().as_secs_f64(),
                         tables(),
-                        (limit * BARRIER_GIVE_UP).as_secs_f64()
+                        give_up.as_secs_f64()
                     );
+                    continue;
                 }
-                Err(_) => {
-                    return Err(format!(
-                        "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
-                        started.elapsed().as_secs_f64(),
-                        tables()
-                    )
-                    .into())
-                }
+                return Err(format!(
+                    "the DDL barrier at {position} did not complete within {:.0} s (tables {:?}); nothing of the DDL was applied after its barrier commit\n  statement: {ddl}",
+                    started.elapsed().as_secs_f64(),
+                    tables()
+                )
+                .into());
+            };
+            if started.elapsed() >= limit {
+                tracing::info!(
+                    "the DDL barrier at {position} completed after {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
             }
+            return r;
         }
     }
 
