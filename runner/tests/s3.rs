@@ -584,6 +584,21 @@ impl ProxiedJob {
         }
     }
 
+    /// `lakeshift sync` of the job, its standard error into `sync.log`.
+    fn spawn(&self) -> std::process::Child {
+        Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(["sync", "--config", &self.job.display().to_string()])
+            .envs(self.env.clone())
+            .stderr(std::fs::File::create(self.tmp.path().join("sync.log")).unwrap())
+            .spawn()
+            .unwrap()
+    }
+
+    /// What the last [`ProxiedJob::spawn`]'s process logged.
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.tmp.path().join("sync.log")).unwrap_or_default()
+    }
+
     /// Whether the lake's `shop.items` equals the source's (a connection of its own).
     async fn items_equal(&self) -> bool {
         let mut c = self.maria.conn(None).await;
@@ -701,17 +716,11 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
 async fn a_ddl_barrier_slowed_by_the_object_store_waits_and_lands() {
     // Checkpoints every 4 s; the barrier's limit 5 s.
     let p = ProxiedJob::start("slowddl", 905, "4\n  barrier-timeout-intervals: 1\n").await;
-    let (proxy, env, job) = (&p.proxy, p.env.clone(), &p.job);
+    let proxy = &p.proxy;
     let mut c = p.maria.conn(None).await;
     let equal = || p.items_equal();
-    let log = p.tmp.path().join("sync.log");
-    let mut running = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
-        .args(["sync", "--config", &job.display().to_string()])
-        .envs(env)
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    let mut running = p.spawn();
+    let log_text = || p.log();
     lakeshift_tests::wait_until("the snapshot is in S3", equal).await;
     // An update first, at full speed (it builds the table's row index).
     c.query_drop("UPDATE shop.items SET name = 'A' WHERE id = 1")
@@ -748,6 +757,45 @@ async fn a_ddl_barrier_slowed_by_the_object_store_waits_and_lands() {
     let _ = Command::new("kill").arg(running.id().to_string()).status();
     let st = running.wait().unwrap();
     assert!(st.success(), "{}", log_text());
+}
+
+/// A job killed (SIGKILL) while it waits on a slow DDL barrier: the next run, with
+/// the object store fast again, applies the DDL and the rows after it once, and no
+/// data file is committed twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_killed_inside_a_slow_ddl_barrier_resumes_exactly() {
+    let p = ProxiedJob::start("killddl", 906, "4\n  barrier-timeout-intervals: 1\n").await;
+    let mut c = p.maria.conn(None).await;
+    let mut running = p.spawn();
+    lakeshift_tests::wait_until("the snapshot is in S3", || p.items_equal()).await;
+    p.proxy.set(lakeshift_tests::FaultProxy::slow(1000));
+    c.query_drop(
+        "INSERT INTO shop.items VALUES (3, 'c'); ALTER TABLE shop.items ADD COLUMN n INT;
+         INSERT INTO shop.items VALUES (4, 'd', 4); UPDATE shop.items SET n = 1 WHERE id = 1",
+    )
+    .await
+    .unwrap();
+    lakeshift_tests::wait_until("the barrier is reported slow", || async {
+        p.log().contains("is taking")
+    })
+    .await;
+    running.kill().unwrap();
+    running.wait().unwrap();
+    p.proxy.set(lakeshift_tests::FaultProxy::PASS);
+    lakeshift(
+        &[
+            "sync",
+            "--config",
+            &p.job.display().to_string(),
+            "--until-end",
+        ],
+        p.env.clone(),
+    );
+    assert!(p.items_equal().await, "the lake after the restart");
+    let _ = lakeshift_tests::check_every_snapshot(&p.cat, "shop", &["items"], &[], |w| {
+        (w.file_index(), w.offset)
+    })
+    .await;
 }
 
 /// Two jobs, each with its own local state folder (as on two hosts), share one
