@@ -45,6 +45,21 @@ pub fn replace_observed(
     fsync_dir(path.parent().unwrap_or(Path::new(".")))
 }
 
+/// Replace `path` with what `write` writes into it (buffered), durably.
+pub fn replace_with<E: From<std::io::Error>>(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<(), E>,
+) -> Result<(), E> {
+    let tmp = temp_path(path);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    write(&mut f)?;
+    let f = f.into_inner().map_err(|e| e.into_error())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    Ok(fsync_dir(path.parent().unwrap_or(Path::new(".")))?)
+}
+
 /// Make a folder's entries (renames, removals, new files) durable.
 pub fn fsync_dir(dir: &Path) -> std::io::Result<()> {
     let dir = if dir.as_os_str().is_empty() {

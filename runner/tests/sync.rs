@@ -2778,3 +2778,107 @@ async fn maintain_does_not_compact_a_table_that_is_owed_a_checkpoint() {
     assert!(!said.contains("is not committed"), "{said}");
     assert_mirrored(&mut c, &cat, &["items", "counter"]).await;
 }
+
+/// Row indexes past their share of the memory budget (a 1 MiB budget: a quarter of it
+/// for all indexes) move their locations to disk, and every update and delete still
+/// finds its row: a keyed table and a keyless one of floats and identical rows, changed
+/// in three runs (the index spilled as the snapshot grows it, built from the table and
+/// spilled as it is read, and read back from a clean stop's file, spilled again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_indexes_past_their_memory_share_spill_to_disk_and_find_every_row() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.big (id INT PRIMARY KEY, v INT);
+         CREATE TABLE shop.nk (k INT, f DOUBLE);",
+    )
+    .await
+    .unwrap();
+    for part in 0..6 {
+        let big: Vec<String> = (part * 5000..(part + 1) * 5000)
+            .map(|i| format!("({i}, {i})"))
+            .collect();
+        insert_values(&mut c, "shop.big", &big).await;
+        // 500 keys, each with rows of three floats: many identical rows.
+        let nk: Vec<String> = (part * 3000..(part + 1) * 3000)
+            .map(|i| format!("({}, {}.5)", i % 500, i % 3))
+            .collect();
+        insert_values(&mut c, "shop.nk", &nk).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(
+        dir.path(),
+        db.port,
+        531,
+        "  snapshot-chunk-rows: 5000\n",
+        None,
+        "  memory-budget-mib: 1\n",
+    );
+    let run = |job: &Path| -> String {
+        let out = spawn(job, true, None).wait_with_output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "catch-up failed: {log}");
+        log
+    };
+    let log = run(&job);
+    assert!(
+        log.contains("shop.big: row index past its memory share"),
+        "the snapshot's index spilled: {log}"
+    );
+    let tables = ["big", "nk"];
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &tables).await;
+    let rounds = [
+        [
+            "UPDATE shop.big SET v = v + 1 WHERE id % 7 = 0",
+            "DELETE FROM shop.big WHERE id % 11 = 0",
+            "DELETE FROM shop.nk WHERE k % 9 = 0 AND f = 1.5 LIMIT 700",
+            "UPDATE shop.nk SET f = 7.25 WHERE k % 13 = 0 LIMIT 400",
+        ],
+        [
+            "UPDATE shop.big SET v = -v WHERE id % 5 = 1",
+            "DELETE FROM shop.big WHERE id BETWEEN 20000 AND 20999",
+            "DELETE FROM shop.nk WHERE f = 0.5 LIMIT 900",
+            "INSERT INTO shop.nk SELECT k, f FROM shop.nk WHERE k < 20",
+        ],
+    ];
+    for (i, round) in rounds.iter().enumerate() {
+        for sql in round {
+            c.query_drop(*sql).await.unwrap();
+        }
+        let log = run(&job);
+        // The first run after the snapshot reads the stored index, or builds it;
+        // either way most of its locations are on disk.
+        let line = log
+            .lines()
+            .find(|l| l.contains("shop.big: row index "))
+            .unwrap_or_else(|| panic!("round {i}: no row index for shop.big: {log}"));
+        let on_disk: usize = line
+            .split(" data files, ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("round {i}: {line}"));
+        assert!(
+            on_disk > 20_000,
+            "round {i}: spilled as it was read: {line}"
+        );
+        let cat = warehouse(dir.path()).await;
+        assert_mirrored(&mut c, &cat, &tables).await;
+    }
+    let cat = warehouse(dir.path()).await;
+    for t in tables {
+        let (pos, eq) = delete_files(&cat, t).await;
+        assert_eq!(
+            (eq > 0, pos > 0),
+            (false, true),
+            "shop.{t}: position deletes only"
+        );
+    }
+    // Scratch files of the last run are gone at the next start; the clean stop's
+    // stored indexes stay.
+    let spill = dir.path().join("state/index/spill");
+    let left = std::fs::read_dir(&spill).map_or(0, |d| d.count());
+    assert_eq!(left, 0, "a clean stop leaves no spill file behind");
+}

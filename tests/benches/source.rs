@@ -350,11 +350,26 @@ struct Lake {
     files: (usize, usize, usize),
 }
 
+/// DuckDB's read of a lake, against plain Parquet files of the same rows.
+struct Read {
+    /// `iceberg_scan` of every table (best of 3), seconds.
+    iceberg: f64,
+    /// The same rows as one Parquet file per table, DuckDB's defaults (snappy).
+    plain: f64,
+    /// The same, zstd (the lake's codec): what the layout alone costs.
+    plain_zstd: f64,
+    /// The query's answer.
+    result: String,
+    /// DuckDB's `COPY ... TO parquet` of the rows (snappy), seconds.
+    copy: f64,
+    /// Manifests per table (all tables').
+    manifests: usize,
+}
+
 /// DuckDB's read of the tables (`SELECT count(*), sum(a), sum(id)` over each
-/// `iceberg_scan`, best of 3) and of plain Parquet files holding the same rows (DuckDB's
-/// `COPY ... TO` of the scan): (seconds over Iceberg, seconds over Parquet, result,
-/// seconds of that COPY).
-fn duckdb_read(lake: &Lake) -> (f64, f64, String, f64) {
+/// `iceberg_scan`, best of 3) and of plain Parquet files holding the same rows
+/// (DuckDB's `COPY ... TO` of the scan, snappy and zstd).
+fn duckdb_read(lake: &Lake) -> Read {
     let py = lakeshift_tests::interop_python();
     let script = lakeshift_tests::DUCKDB_PRELUDE.to_owned()
         + r#"
@@ -370,17 +385,23 @@ def run(srcs):
         best = dt if best is None else min(best, dt)
     return best, [list(map(str, r)) for r in out]
 ice, ice_rows = run([f"iceberg_scan('{m}')" for m in metas])
+manifests = sum(con.execute(f"SELECT count(DISTINCT manifest_path) FROM iceberg_metadata('{m}')").fetchone()[0] for m in metas)
 tmp = tempfile.mkdtemp()
-plain = []
+plain, zstd = [], []
 t0 = time.perf_counter()
 for i, m in enumerate(metas):
     p = os.path.join(tmp, f"t{i}.parquet")
     con.execute(f"COPY (SELECT * FROM iceberg_scan('{m}')) TO '{p}' (FORMAT parquet)")
     plain.append(f"read_parquet('{p}')")
 copy = time.perf_counter() - t0
+for i, m in enumerate(metas):
+    p = os.path.join(tmp, f"z{i}.parquet")
+    con.execute(f"COPY (SELECT * FROM iceberg_scan('{m}')) TO '{p}' (FORMAT parquet, COMPRESSION zstd)")
+    zstd.append(f"read_parquet('{p}')")
 pq, pq_rows = run(plain)
-assert ice_rows == pq_rows, (ice_rows, pq_rows)
-print(json.dumps({"iceberg": ice, "parquet": pq, "rows": ice_rows, "copy": copy}))
+zq, zq_rows = run(zstd)
+assert ice_rows == pq_rows == zq_rows, (ice_rows, pq_rows, zq_rows)
+print(json.dumps({"iceberg": ice, "parquet": pq, "zstd": zq, "rows": ice_rows, "copy": copy, "manifests": manifests}))
 "#;
     let out = Command::new(&py)
         .arg("-c")
@@ -394,15 +415,17 @@ print(json.dumps({"iceberg": ice, "parquet": pq, "rows": ice_rows, "copy": copy}
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    (
-        v["iceberg"].as_f64().unwrap(),
-        v["parquet"].as_f64().unwrap(),
-        v["rows"].to_string(),
-        v["copy"].as_f64().unwrap(),
-    )
+    Read {
+        iceberg: v["iceberg"].as_f64().unwrap(),
+        plain: v["parquet"].as_f64().unwrap(),
+        plain_zstd: v["zstd"].as_f64().unwrap(),
+        result: v["rows"].to_string(),
+        copy: v["copy"].as_f64().unwrap(),
+        manifests: v["manifests"].as_u64().unwrap() as usize,
+    }
 }
 
-/// `maintain`'s compaction and expiry of every table of a lake, in process: seconds,
+/// `maintain`'s compaction, manifest merge and expiry of every table of a lake, in process: seconds,
 /// and the lake as it is after (new metadata files, file counts).
 async fn maintain_lake(lake: &mut Lake) -> f64 {
     let cat = runner::iceberg::Catalog::open(&runner::iceberg::CatalogConfig::local(
@@ -421,6 +444,10 @@ async fn maintain_lake(lake: &mut Lake) -> f64 {
         let id = runner::iceberg::catalog::ident("bench", &format!("t{t}")).unwrap();
         let table = cat.load(&id).await.unwrap().unwrap();
         runner::iceberg::maintain::compact(&cat, &table, &o)
+            .await
+            .unwrap();
+        let table = cat.load(&id).await.unwrap().unwrap();
+        runner::iceberg::maintain::merge_manifests(&cat, &table, &o)
             .await
             .unwrap();
         let table = cat.load(&id).await.unwrap().unwrap();
@@ -676,14 +703,13 @@ fn main() {
         }
         let mut reads = Vec::new();
         for (mode, every, _, _, lake) in &lakes {
-            let (ice, plain, result, _) = duckdb_read(lake);
-            reads.push((*mode, *every, ice, plain, result, lake.files));
+            reads.push((*mode, *every, duckdb_read(lake), lake.files));
         }
         // `maintain` on the lake of position deletes and 0.2 s checkpoints: its
         // rewrite against DuckDB's COPY of the same rows, and the read after it.
         let before_files = lakes[2].4.files;
         let maintain_secs = maintain_lake(&mut lakes[2].4).await;
-        let (m_ice, m_plain, m_result, m_copy) = duckdb_read(&lakes[2].4);
+        let maintained = duckdb_read(&lakes[2].4);
         // The source's answer to the same query.
         let mut c = db.conn(None).await;
         let mut truth = Vec::new();
@@ -696,12 +722,12 @@ fn main() {
             truth.push(vec![r.0.to_string(), r.1, r.2]);
         }
         let truth = serde_json::to_string(&truth).unwrap();
-        for (mode, every, _, _, result, _) in &reads {
+        for (mode, every, read, _) in &reads {
             if *mode == "position" {
-                assert_eq!(result, &truth, "DuckDB reads the {mode}-delete lake ({every} s) as the source");
+                assert_eq!(read.result, truth, "DuckDB reads the {mode}-delete lake ({every} s) as the source");
             }
         }
-        assert_eq!(m_result, truth, "DuckDB reads the maintained lake as the source");
+        assert_eq!(maintained.result, truth, "DuckDB reads the maintained lake as the source");
         println!();
         println!("| path | rows | seconds | rows/s | vs baseline |");
         println!("|---|---:|---:|---:|---:|");
@@ -723,19 +749,26 @@ fn main() {
         }
         println!("peak RSS (process, reset before each): sync catch-up {sync_rss:.0} MiB");
         println!();
-        println!("| lake after catch-up | files (data / position deletes / equality deletes) | DuckDB over Iceberg s | over plain Parquet s | ratio |");
-        println!("|---|---|---:|---:|---:|");
-        for (mode, every, ice, plain, result, (d, p, e)) in &reads {
-            let wrong = if *result == truth { "" } else { " (DuckDB's answer differs from the source)" };
-            println!("| {mode} deletes, checkpoints every {every} s{wrong} | {d} / {p} / {e} | {ice:.3} | {plain:.3} | {:.2}x |", ice / plain);
+        println!("| lake after catch-up | files (data / position deletes / equality deletes) | manifests | DuckDB over Iceberg s | plain Parquet (snappy) s | ratio | plain Parquet (zstd, as the lake) s | ratio |");
+        println!("|---|---|---:|---:|---:|---:|---:|---:|");
+        let row = |what: String, (d, p, e): (usize, usize, usize), r: &Read| {
+            let wrong = if r.result == truth { "" } else { " (DuckDB's answer differs from the source)" };
+            println!(
+                "| {what}{wrong} | {d} / {p} / {e} | {} | {:.3} | {:.3} | {:.2}x | {:.3} | {:.2}x |",
+                r.manifests, r.iceberg, r.plain, r.iceberg / r.plain, r.plain_zstd, r.iceberg / r.plain_zstd
+            );
+        };
+        for (mode, every, read, files) in &reads {
+            row(format!("{mode} deletes, checkpoints every {every} s"), *files, read);
         }
         let (d, p, e) = lakes[2].4.files;
-        println!("| position deletes, 0.2 s, after `maintain` | {d} / {p} / {e} | {m_ice:.3} | {m_plain:.3} | {:.2}x |", m_ice / m_plain);
+        row("position deletes, 0.2 s, after `maintain`".into(), (d, p, e), &maintained);
         println!();
         println!(
-            "maintain (compaction + expiry of the 10 tables, files {} / {} / {} -> {d} / {p} / {e}): {maintain_secs:.2} s; DuckDB COPY of the same rows to Parquet: {m_copy:.2} s; ratio {:.2}x",
+            "maintain (compaction, manifest merge and expiry of the 10 tables, files {} / {} / {} -> {d} / {p} / {e}): {maintain_secs:.2} s; DuckDB COPY of the same rows to Parquet: {:.2} s; ratio {:.2}x",
             before_files.0, before_files.1, before_files.2,
-            m_copy / maintain_secs
+            maintained.copy,
+            maintained.copy / maintain_secs
         );
         snapshots(&db).await;
     });

@@ -1094,3 +1094,146 @@ fn t_planned(t: &runner::iceberg::LoadedTable, name: &str) -> dialects::iceberg:
     planned.name = name.to_owned();
     planned
 }
+
+/// The manifests of a table's current snapshot: (deletes?, live entries).
+async fn manifests(cat: &Catalog, t: &runner::iceberg::LoadedTable) -> Vec<(bool, usize)> {
+    let s = t.metadata.current_snapshot().unwrap();
+    let bytes = cat
+        .file_io
+        .new_input(s.manifest_list())
+        .unwrap()
+        .read()
+        .await
+        .unwrap();
+    let list = iceberg::spec::ManifestList::parse_with_version(&bytes, t.metadata.format_version())
+        .unwrap();
+    let mut out = Vec::new();
+    for mf in list.entries() {
+        let m = mf.load_manifest(&cat.file_io).await.unwrap();
+        out.push((
+            mf.content == iceberg::spec::ManifestContentType::Deletes,
+            m.entries().iter().filter(|e| e.is_alive()).count(),
+        ));
+    }
+    out
+}
+
+/// Commits merge the small manifests they carry once a kind has
+/// `MERGE_MANIFESTS_AT` of them, keeping each entry's sequence numbers: an equality
+/// delete still removes the older row of its key and not the newer one, and a
+/// rewrite's manifests without live entries are not carried. A merge of its own
+/// (maintenance) is a `replace` snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_merge_small_manifests_and_keep_sequence_numbers() {
+    use runner::iceberg::commit::MERGE_MANIFESTS_AT;
+    let dir = tempfile::tempdir().unwrap();
+    let (_cfg, cat, id) = orders_table(dir.path()).await;
+    let c = Committer::new(&cat);
+    // Key 1 written, deleted by equality, written again: only the newer row lives.
+    let t = cat.load_required(&id).await.unwrap();
+    let old = files::write_data(&t, &cat.file_io, &[orders_batch(&t, &[(1, "old", 1)])])
+        .await
+        .unwrap();
+    let t = append(&cat, &id, "c-old", old).await.table;
+    let eq = files::write_equality_deletes(
+        &t,
+        &cat.file_io,
+        &[1],
+        &[orders_batch(&t, &[(1, "old", 1)])],
+    )
+    .await
+    .unwrap();
+    let new = files::write_data(&t, &cat.file_io, &[orders_batch(&t, &[(1, "new", 2)])])
+        .await
+        .unwrap();
+    c.commit(
+        &id,
+        "c-eq",
+        &Change::Snapshot(SnapshotChange {
+            delete_files: eq,
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap();
+    let mut t = append(&cat, &id, "c-new", new).await.table;
+    let mut expect = vec![(1, "new".to_owned(), 2)];
+    let mut most = 0;
+    for i in 0..(MERGE_MANIFESTS_AT as i64 + 8) {
+        let k = 100 + i;
+        let data = files::write_data(&t, &cat.file_io, &[orders_batch(&t, &[(k, "x", 3)])])
+            .await
+            .unwrap();
+        t = append(&cat, &id, &format!("c-{k}"), data).await.table;
+        expect.push((k, "x".to_owned(), 3));
+        most = most.max(manifests(&cat, &t).await.len());
+    }
+    assert!(
+        most <= MERGE_MANIFESTS_AT + 1,
+        "carried manifests were merged ({most} at most)"
+    );
+    expect.sort();
+    assert_eq!(
+        scan(&cat, &id).await,
+        expect,
+        "the equality delete applies as before"
+    );
+    // A rewrite of every data file leaves manifests of deleted entries only; a
+    // maintenance merge drops them and merges the rest, in a replace snapshot.
+    let live: Vec<String> = live_files(&cat, &t)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, p, _)| p)
+        .collect();
+    let rows: Vec<(i64, &str, i32)> = expect
+        .iter()
+        .map(|(a, b, c)| (*a, b.as_str(), *c))
+        .collect();
+    let rewritten = files::write_data(&t, &cat.file_io, &[orders_batch(&t, &rows)])
+        .await
+        .unwrap();
+    let t = c
+        .commit(
+            &id,
+            "c-rewrite",
+            &Change::Snapshot(SnapshotChange {
+                data_files: rewritten,
+                removed_files: live,
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap()
+        .table;
+    assert_eq!(
+        t.metadata.current_snapshot().unwrap().summary().operation,
+        iceberg::spec::Operation::Replace,
+        "a rewrite is a replace, not an append readers would read again"
+    );
+    let before = manifests(&cat, &t).await;
+    assert!(before.iter().any(|(_, live)| *live == 0), "{before:?}");
+    let o = runner::iceberg::maintain::Options {
+        min_manifests: 2,
+        ..Default::default()
+    };
+    let said = runner::iceberg::maintain::merge_manifests(&cat, &t, &o)
+        .await
+        .unwrap()
+        .expect("a merge");
+    let t = cat.load_required(&id).await.unwrap();
+    let after = manifests(&cat, &t).await;
+    assert_eq!(after, vec![(false, 1)], "{said}: {before:?} -> {after:?}");
+    assert_eq!(
+        t.metadata.current_snapshot().unwrap().summary().operation,
+        iceberg::spec::Operation::Replace
+    );
+    assert_eq!(scan(&cat, &id).await, expect);
+    assert_eq!(
+        runner::iceberg::maintain::merge_manifests(&cat, &t, &o)
+            .await
+            .unwrap(),
+        None,
+        "nothing left to merge"
+    );
+}

@@ -54,7 +54,19 @@ pub struct SnapshotChange {
     pub exact_base: bool,
     /// Kafka partition offsets moved by this commit (fenced, merged into the summary).
     pub kafka: Option<KafkaCommit>,
+    /// Carried small manifests of one kind (data or deletes, one partition spec) are
+    /// merged into one once there are this many (None: [`MERGE_MANIFESTS_AT`]).
+    pub merge_manifests_at: Option<usize>,
 }
+
+/// A commit merges the small manifests it carries, per kind and partition spec, once
+/// there are this many: every checkpoint adds a data and a delete manifest, and
+/// every reader opens each one (Iceberg's Java writers merge at 100 by default; a
+/// local reader pays about a millisecond per manifest).
+pub const MERGE_MANIFESTS_AT: usize = 32;
+/// Manifests at least this large are never merged (rewriting them costs more than
+/// opening them).
+const SMALL_MANIFEST: i64 = 8 << 20;
 
 /// Kafka offsets a commit moves: per `topic/partition`, the next offset the table
 /// held before (None: none) and the one it holds after. The commit fails if the
@@ -583,6 +595,13 @@ impl<'a> Committer<'a> {
             }
             None => Vec::new(),
         };
+        // A manifest whose every entry an earlier snapshot deleted describes nothing
+        // live: it is not carried (readers would open it for nothing).
+        let carried_before = existing.len();
+        let existing: Vec<ManifestFile> = existing
+            .into_iter()
+            .filter(|mf| !(mf.added_files_count == Some(0) && mf.existing_files_count == Some(0)))
+            .collect();
         self.check_referenced(&existing, sc, &table).await?;
         let seq = m.last_sequence_number() + 1;
         let snapshot_id = new_snapshot_id(m);
@@ -590,6 +609,7 @@ impl<'a> Committer<'a> {
         let spec = m.default_partition_spec().as_ref().clone();
         let mut collector = SnapshotSummaryCollector::default();
         let mut manifests: Vec<ManifestFile> = Vec::new();
+        let mut merged_any = false;
         let prefix = format!("{}/metadata/{}", m.location(), uuid::Uuid::new_v4());
         let mut n = 0;
         let mut out_path = || {
@@ -648,7 +668,12 @@ impl<'a> Committer<'a> {
                 .await?;
             manifests.extend(kept);
         } else {
-            manifests.extend(existing);
+            let at = sc.merge_manifests_at.unwrap_or(MERGE_MANIFESTS_AT);
+            let (carried, merged) = self
+                .merge_small(m, existing, at, snapshot_id, &mut out_path)
+                .await?;
+            merged_any = merged > 0 || carried_before > carried.len();
+            manifests.extend(carried);
         }
         let list_path = format!(
             "{}/metadata/snap-{snapshot_id}-{attempt}-{}.avro",
@@ -670,10 +695,16 @@ impl<'a> Committer<'a> {
             props.insert(k.clone(), v.clone());
         }
         props.insert(COMMIT_ID.to_owned(), commit_id.to_owned());
+        let rewrite = !sc.removed_files.is_empty()
+            || (merged_any && sc.data_files.is_empty() && sc.delete_files.is_empty());
         let operation = if sc.truncate && sc.data_files.is_empty() {
             Operation::Delete
         } else if sc.truncate {
             Operation::Overwrite
+        } else if rewrite {
+            // Files rewritten or manifests merged, the rows unchanged: readers of
+            // appends (streaming, incremental) must not read the rows again.
+            Operation::Replace
         } else if sc.delete_files.is_empty() {
             Operation::Append
         } else {
@@ -784,6 +815,71 @@ impl<'a> Committer<'a> {
             });
         }
         Ok(out)
+    }
+
+    /// The carried manifests with the small ones of each kind and partition spec
+    /// merged into one when there are at least `at` of them (their live entries as
+    /// existing, sequence numbers kept); and how many were merged.
+    async fn merge_small(
+        &self,
+        m: &TableMetadata,
+        existing: Vec<ManifestFile>,
+        at: usize,
+        snapshot_id: i64,
+        out_path: &mut impl FnMut() -> String,
+    ) -> Result<(Vec<ManifestFile>, usize)> {
+        let kind = |mf: &ManifestFile| {
+            (
+                mf.content == ManifestContentType::Deletes,
+                mf.partition_spec_id,
+            )
+        };
+        let mut groups: HashMap<(bool, i32), usize> = HashMap::new();
+        for mf in existing
+            .iter()
+            .filter(|mf| mf.manifest_length < SMALL_MANIFEST)
+        {
+            *groups.entry(kind(mf)).or_default() += 1;
+        }
+        groups.retain(|_, n| *n >= at.max(2));
+        if groups.is_empty() {
+            return Ok((existing, 0));
+        }
+        let mut out = Vec::new();
+        let mut writers: Vec<((bool, i32), iceberg::spec::ManifestWriter)> = Vec::new();
+        let mut merged = 0;
+        for mf in existing {
+            let k = kind(&mf);
+            if mf.manifest_length >= SMALL_MANIFEST || !groups.contains_key(&k) {
+                out.push(mf);
+                continue;
+            }
+            merged += 1;
+            let i = match writers.iter().position(|(wk, _)| *wk == k) {
+                Some(i) => i,
+                None => {
+                    let (_, w) = self.rewritten_manifest(m, &mf, snapshot_id, out_path())?;
+                    writers.push((k, w));
+                    writers.len() - 1
+                }
+            };
+            let w = &mut writers[i].1;
+            for e in mf.load_manifest(&self.catalog.file_io).await?.entries() {
+                if !e.is_alive() {
+                    continue;
+                }
+                w.add_existing_file(
+                    e.data_file().clone(),
+                    e.snapshot_id().unwrap_or(mf.added_snapshot_id),
+                    e.sequence_number().unwrap_or(0),
+                    e.file_sequence_number,
+                )?;
+            }
+        }
+        for (_, w) in writers {
+            out.push(w.write_manifest_file().await?);
+        }
+        Ok((out, merged))
     }
 
     /// A writer for a new version of manifest `mf` in snapshot `snapshot_id` (same

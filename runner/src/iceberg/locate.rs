@@ -14,6 +14,11 @@
 //! Identities are 128-bit XXH3 hashes of the columns' stable bytes: two different
 //! keys of one table share a hash with probability about n²/2¹²⁹ (for 10⁹ rows,
 //! below 10⁻²¹).
+//!
+//! Memory is bounded: an index past the share of the memory budget its job gives it
+//! moves its locations to disk ([`RowIndex::spill`]: an embedded B-tree, redb, in a
+//! scratch file of its own, with a small page cache). Newer locations gather in
+//! memory again until the next spill; a lookup asks memory first, then the file.
 
 use super::catalog::LoadedTable;
 use super::{Error, Result};
@@ -23,8 +28,11 @@ use iceberg::io::FileIO;
 use iceberg::spec::{DataContentType, ManifestContentType, ManifestList, Struct};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
+use redb::{ReadableDatabase, ReadableMultimapTable, ReadableTableMetadata};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A row's location: data file id (into `RowIndex::files`) and row position.
@@ -84,6 +92,137 @@ pub struct RowIndex {
     more: Map<Vec<Loc>>,
     /// Heap bytes held, as of the last change (`bytes` is asked for every batch).
     held: usize,
+    /// Locations moved to disk by `spill`.
+    disk: Option<Spilled>,
+}
+
+/// Where an index may move its locations, and from what size of its memory on.
+#[derive(Debug, Clone)]
+pub struct SpillTo {
+    /// A scratch folder (the job's state folder's `index/spill`).
+    pub dir: PathBuf,
+    /// Heap bytes an index may hold before it spills while it is built or read.
+    pub cap: usize,
+}
+
+/// The page cache of a spilled index's file (counted in `RowIndex::bytes`).
+const SPILL_CACHE: usize = 8 << 20;
+/// Fewer locations in memory than this are not worth a spill (its page cache
+/// outweighs them).
+pub const SPILL_MIN: usize = 16_384;
+/// Locations sorted and written per step of a spill.
+const SPILL_CHUNK: usize = 1 << 20;
+/// Every location of identity `h`, as (h, loc) entries; identical rows are several.
+const SPILLED: redb::MultimapTableDefinition<'static, u128, u64> =
+    redb::MultimapTableDefinition::new("locations");
+
+/// The on-disk part of an index: a redb file, scratch (removed with the index, and at
+/// the start of every run).
+struct Spilled {
+    db: redb::Database,
+    path: PathBuf,
+    /// Locations it holds.
+    len: usize,
+    /// Commits since the last durable one (redb reuses freed pages only after one).
+    light: u32,
+}
+
+impl Drop for Spilled {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn spill_err(e: impl std::fmt::Display) -> Error {
+    Error::Invalid(format!("the row index's file on disk: {e}"))
+}
+
+impl Spilled {
+    fn create(dir: &Path) -> Result<Spilled> {
+        std::fs::create_dir_all(dir).map_err(|e| spill_err(format!("{}: {e}", dir.display())))?;
+        let path = dir.join(format!("{}.redb", uuid::Uuid::new_v4()));
+        let db = redb::Builder::new()
+            .set_cache_size(SPILL_CACHE)
+            .create(&path)
+            .map_err(|e| spill_err(format!("{}: {e}", path.display())))?;
+        Ok(Spilled {
+            db,
+            path,
+            len: 0,
+            light: 0,
+        })
+    }
+
+    /// One write transaction: `remove` then `insert`; returns how many removals found
+    /// their location.
+    fn write(&mut self, remove: &[(u128, Loc)], insert: &[(u128, Loc)]) -> Result<usize> {
+        let mut w = self.db.begin_write().map_err(spill_err)?;
+        // Scratch data: a crash loses nothing (the index is built again), but redb
+        // reuses freed pages only after a durable commit, so every 16th is one.
+        self.light += 1;
+        let durable = self.light >= 16 || !insert.is_empty();
+        if durable {
+            self.light = 0;
+        }
+        w.set_durability(if durable {
+            redb::Durability::Immediate
+        } else {
+            redb::Durability::None
+        })
+        .map_err(spill_err)?;
+        let mut found = 0;
+        {
+            let mut t = w.open_multimap_table(SPILLED).map_err(spill_err)?;
+            for (h, l) in remove {
+                if t.remove(*h, *l).map_err(spill_err)? {
+                    found += 1;
+                }
+            }
+            for (h, l) in insert {
+                if t.insert(*h, *l).map_err(spill_err)? {
+                    // Already there: not a new location.
+                    continue;
+                }
+                self.len += 1;
+            }
+        }
+        w.commit().map_err(spill_err)?;
+        self.len -= found;
+        Ok(found)
+    }
+
+    fn reader(&self) -> Result<redb::ReadOnlyMultimapTable<u128, u64>> {
+        let r = self.db.begin_read().map_err(spill_err)?;
+        match r.open_multimap_table(SPILLED) {
+            Ok(t) => Ok(t),
+            Err(e) => Err(spill_err(e)),
+        }
+    }
+}
+
+/// Lookups in an index: its memory, then its file (one read transaction for all).
+pub struct Lookup<'a> {
+    ix: &'a RowIndex,
+    disk: Option<redb::ReadOnlyMultimapTable<u128, u64>>,
+}
+
+impl Lookup<'_> {
+    /// The `n`-th location of identity `h` (n > 0: identical rows of keyless tables).
+    pub fn nth(&self, h: u128, n: usize) -> Result<Option<Loc>> {
+        let in_memory =
+            self.ix.rows.contains_key(&h) as usize + self.ix.more.get(&h).map_or(0, Vec::len);
+        if n < in_memory {
+            return Ok(self.ix.nth_in_memory(h, n));
+        }
+        let Some(t) = &self.disk else {
+            return Ok(None);
+        };
+        let found = t.get(h).map_err(spill_err)?.nth(n - in_memory);
+        match found {
+            Some(g) => Ok(Some(g.map_err(spill_err)?.value())),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Position deletes of one partition: spec id, partition value, (data file,
@@ -106,12 +245,72 @@ impl RowIndex {
         }
     }
 
+    /// Locations held, in memory and on disk.
     pub fn len(&self) -> usize {
-        self.rows.len() + self.more.values().map(Vec::len).sum::<usize>()
+        self.rows.len()
+            + self.more.values().map(Vec::len).sum::<usize>()
+            + self.disk.as_ref().map_or(0, |d| d.len)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.len() == 0
+    }
+
+    /// Locations held in memory.
+    pub fn in_memory(&self) -> usize {
+        self.rows.len() + self.more.values().map(Vec::len).sum::<usize>()
+    }
+
+    /// Locations moved to disk.
+    pub fn spilled(&self) -> usize {
+        self.disk.as_ref().map_or(0, |d| d.len)
+    }
+
+    /// Lookups against the index as it is now.
+    pub fn lookup(&self) -> Result<Lookup<'_>> {
+        Ok(Lookup {
+            ix: self,
+            disk: self.disk.as_ref().map(Spilled::reader).transpose()?,
+        })
+    }
+
+    /// Move every location held in memory to the index's file on disk (created in
+    /// `dir` on the first spill).
+    pub fn spill(&mut self, dir: &Path) -> Result<()> {
+        if self.disk.is_none() {
+            self.disk = Some(Spilled::create(dir)?);
+        }
+        let disk = self.disk.as_mut().expect("created");
+        let rows = std::mem::take(&mut self.rows);
+        let more = std::mem::take(&mut self.more);
+        let all = rows.into_iter().chain(
+            more.into_iter()
+                .flat_map(|(h, v)| v.into_iter().map(move |l| (h, l))),
+        );
+        // Sorted chunks: the B-tree takes them in order, and only a chunk is copied.
+        let mut chunk = Vec::with_capacity(SPILL_CHUNK);
+        for e in all {
+            chunk.push(e);
+            if chunk.len() == SPILL_CHUNK {
+                chunk.sort_unstable();
+                disk.write(&[], &chunk)?;
+                chunk.clear();
+            }
+        }
+        chunk.sort_unstable();
+        disk.write(&[], &chunk)?;
+        self.recount();
+        Ok(())
+    }
+
+    /// Spill when the memory held passes `to.cap` (checked while building or reading).
+    fn spill_past(&mut self, to: Option<&SpillTo>) -> Result<()> {
+        let Some(to) = to else { return Ok(()) };
+        self.recount();
+        if self.held > to.cap {
+            self.spill(&to.dir)?;
+        }
+        Ok(())
     }
 
     /// Heap bytes the index holds (counted in the job's memory budget).
@@ -126,7 +325,8 @@ impl RowIndex {
             + self.more.capacity() * (16 + 24 + 1)
             + self.more.values().map(|v| v.capacity() * 8).sum::<usize>()
             + self.files.iter().map(|f| f.path.len() + 96).sum::<usize>()
-            + self.by_path.capacity() * 40;
+            + self.by_path.capacity() * 40
+            + if self.disk.is_some() { SPILL_CACHE } else { 0 };
     }
 
     /// The committed rows a change deletes, located: `deleted` are the identities of
@@ -138,7 +338,8 @@ impl RowIndex {
         keyed: bool,
         deleted: impl IntoIterator<Item = u128>,
         written: impl IntoIterator<Item = u128>,
-    ) -> Vec<(u128, Loc)> {
+    ) -> Result<Vec<(u128, Loc)>> {
+        let look = self.lookup()?;
         let mut removed = Vec::new();
         let mut claimed: HashMap<u128, usize> = HashMap::new();
         for h in deleted {
@@ -146,7 +347,7 @@ impl RowIndex {
             if keyed && *n > 0 {
                 continue;
             }
-            if let Some(l) = self.nth(h, *n) {
+            if let Some(l) = look.nth(h, *n)? {
                 removed.push((h, l));
             }
             *n += 1;
@@ -154,14 +355,14 @@ impl RowIndex {
         if keyed {
             for h in written {
                 if let std::collections::hash_map::Entry::Vacant(e) = claimed.entry(h) {
-                    if let Some(l) = self.nth(h, 0) {
+                    if let Some(l) = look.nth(h, 0)? {
                         removed.push((h, l));
                         e.insert(1);
                     }
                 }
             }
         }
-        removed
+        Ok(removed)
     }
 
     /// Located rows as position deletes, grouped by the partition (spec id and
@@ -191,8 +392,14 @@ impl RowIndex {
         out
     }
 
-    /// The `n`-th location of identity `h` (n > 0: identical rows of keyless tables).
-    pub fn nth(&self, h: u128, n: usize) -> Option<Loc> {
+    /// The `n`-th location of identity `h` (n > 0: identical rows of keyless tables);
+    /// for many lookups, [`RowIndex::lookup`] reads the file in one transaction.
+    pub fn nth(&self, h: u128, n: usize) -> Result<Option<Loc>> {
+        self.lookup()?.nth(h, n)
+    }
+
+    /// `nth` among the locations held in memory.
+    fn nth_in_memory(&self, h: u128, n: usize) -> Option<Loc> {
         if n == 0 {
             self.rows.get(&h).copied()
         } else {
@@ -225,7 +432,8 @@ impl RowIndex {
         }
     }
 
-    fn remove(&mut self, h: u128, l: Loc) {
+    /// Remove a location held in memory; false if memory does not hold it.
+    fn remove(&mut self, h: u128, l: Loc) -> bool {
         if self.rows.get(&h) == Some(&l) {
             match self.more.get_mut(&h) {
                 Some(v) => {
@@ -239,24 +447,35 @@ impl RowIndex {
                     self.rows.remove(&h);
                 }
             }
+            true
         } else if let Some(v) = self.more.get_mut(&h) {
-            if let Some(i) = v.iter().position(|x| *x == l) {
-                v.swap_remove(i);
-            }
+            let found = v.iter().position(|x| *x == l).map(|i| v.swap_remove(i));
             if v.is_empty() {
                 self.more.remove(&h);
             }
+            found.is_some()
+        } else {
+            false
         }
     }
 
     /// Apply a commit's change; the index then describes `at`. With `replace`, the
     /// commit removed every older row.
-    pub fn apply(&mut self, delta: Delta, replace: bool, at: (Option<i64>, i32)) {
+    pub fn apply(&mut self, delta: Delta, replace: bool, at: (Option<i64>, i32)) -> Result<()> {
         if replace {
             *self = RowIndex::empty(at);
         }
+        let mut on_disk = Vec::new();
         for (h, l) in delta.removed {
-            self.remove(h, l);
+            if !self.remove(h, l) {
+                on_disk.push((h, l));
+            }
+        }
+        if let Some(disk) = self.disk.as_mut() {
+            if !on_disk.is_empty() {
+                on_disk.sort_unstable();
+                disk.write(&on_disk, &[])?;
+            }
         }
         for (slot, ids) in delta.added {
             let f = self.file_id(slot);
@@ -266,59 +485,73 @@ impl RowIndex {
         }
         self.at = at;
         self.recount();
+        Ok(())
     }
 }
 
-const MAGIC: &[u8; 8] = b"LSRIX01\n";
+const MAGIC: &[u8; 8] = b"LSRIX02\n";
 
 impl RowIndex {
-    /// The index as bytes: a header (snapshot, schema, data files), then the
-    /// locations. (Partitions are not stored: `load` takes them from the manifests.)
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// The index, written out: a header (snapshot, schema, data files), the number of
+    /// locations, then each as identity and location (identical rows one entry each;
+    /// a spilled index's file read in order, never whole into memory). Partitions are
+    /// not stored: `load` takes them from the manifests.
+    pub fn write_to(&self, out: &mut impl Write) -> Result<()> {
+        let io = |e: std::io::Error| Error::Invalid(format!("writing the row index: {e}"));
         let header = serde_json::json!({
             "snapshot": self.at.0,
             "schema": self.at.1,
             "files": self.files.iter().map(|f| (&f.path, f.spec_id)).collect::<Vec<_>>(),
         })
         .to_string();
-        let mut out = Vec::with_capacity(64 + header.len() + self.rows.len() * 24);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(header.len() as u64).to_le_bytes());
-        out.extend_from_slice(header.as_bytes());
-        out.extend_from_slice(&(self.rows.len() as u64).to_le_bytes());
+        out.write_all(MAGIC).map_err(io)?;
+        out.write_all(&(header.len() as u64).to_le_bytes())
+            .map_err(io)?;
+        out.write_all(header.as_bytes()).map_err(io)?;
+        out.write_all(&(self.len() as u64).to_le_bytes())
+            .map_err(io)?;
+        let mut put = |h: u128, l: Loc| -> Result<()> {
+            out.write_all(&h.to_le_bytes()).map_err(io)?;
+            out.write_all(&l.to_le_bytes()).map_err(io)
+        };
         for (h, l) in &self.rows {
-            out.extend_from_slice(&h.to_le_bytes());
-            out.extend_from_slice(&l.to_le_bytes());
+            put(*h, *l)?;
         }
-        out.extend_from_slice(&(self.more.len() as u64).to_le_bytes());
         for (h, v) in &self.more {
-            out.extend_from_slice(&h.to_le_bytes());
-            out.extend_from_slice(&(v.len() as u64).to_le_bytes());
             for l in v {
-                out.extend_from_slice(&l.to_le_bytes());
+                put(*h, *l)?;
             }
         }
-        out
+        if let Some(disk) = &self.disk {
+            let t = disk.reader()?;
+            let mut n = 0;
+            for e in t.iter().map_err(spill_err)? {
+                let (h, locs) = e.map_err(spill_err)?;
+                let h = h.value();
+                for l in locs {
+                    put(h, l.map_err(spill_err)?.value())?;
+                    n += 1;
+                }
+            }
+            if n != t.len().map_err(spill_err)? as usize {
+                return Err(spill_err("the file changed while it was written out"));
+            }
+        }
+        Ok(())
     }
 
-    /// An index stored by `to_bytes`, if it describes the table as it is now (its
+    /// An index stored by `write_to`, if it describes the table as it is now (its
     /// snapshot and schema); None otherwise, or when the bytes are not an index.
-    pub async fn load(bytes: &[u8], file_io: &FileIO, t: &LoadedTable) -> Result<Option<RowIndex>> {
-        struct Cursor<'a>(&'a [u8]);
-        impl Cursor<'_> {
-            fn take(&mut self, n: usize) -> Option<&[u8]> {
-                (self.0.len() >= n).then(|| {
-                    let (a, b) = self.0.split_at(n);
-                    self.0 = b;
-                    a
-                })
-            }
-            fn u64(&mut self) -> Option<u64> {
-                Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-            }
-            fn u128(&mut self) -> Option<u128> {
-                Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
-            }
+    /// Locations past `spill.cap` bytes of memory go to disk as they are read.
+    pub async fn load(
+        mut input: impl Read,
+        file_io: &FileIO,
+        t: &LoadedTable,
+        spill: Option<&SpillTo>,
+    ) -> Result<Option<RowIndex>> {
+        fn take<const N: usize>(r: &mut impl Read) -> Option<[u8; N]> {
+            let mut b = [0u8; N];
+            r.read_exact(&mut b).ok().map(|_| b)
         }
         #[derive(serde::Deserialize)]
         struct Header {
@@ -326,15 +559,17 @@ impl RowIndex {
             schema: i32,
             files: Vec<(String, i32)>,
         }
-        let mut c = Cursor(bytes);
-        if c.take(MAGIC.len()) != Some(MAGIC.as_slice()) {
+        if take::<8>(&mut input).as_ref() != Some(MAGIC) {
             return Ok(None);
         }
-        let Some(header) = c
-            .u64()
-            .and_then(|n| c.take(n as usize))
-            .and_then(|h| serde_json::from_slice::<Header>(h).ok())
-        else {
+        let Some(n) = take::<8>(&mut input).map(u64::from_le_bytes) else {
+            return Ok(None);
+        };
+        let mut header = Vec::new();
+        if (&mut input).take(n).read_to_end(&mut header).ok() != Some(n as usize) {
+            return Ok(None);
+        }
+        let Ok(header) = serde_json::from_slice::<Header>(&header) else {
             return Ok(None);
         };
         if (header.snapshot, header.schema) != table_at(t) {
@@ -368,28 +603,25 @@ impl RowIndex {
                 spec_id,
             });
         }
-        let read = |c: &mut Cursor<'_>, ix: &mut RowIndex| -> Option<()> {
-            let n = c.u64()?;
-            ix.rows.reserve(n as usize);
-            for _ in 0..n {
-                let h = c.u128()?;
-                ix.rows.insert(h, c.u64()?);
-            }
-            for _ in 0..c.u64()? {
-                let h = c.u128()?;
-                let k = c.u64()? as usize;
-                let mut v = Vec::with_capacity(k.min(c.0.len() / 8));
-                for _ in 0..k {
-                    v.push(c.u64()?);
-                }
-                ix.more.insert(h, v);
-            }
-            c.0.is_empty().then_some(())
+        let Some(count) = take::<8>(&mut input).map(u64::from_le_bytes) else {
+            return Ok(None);
         };
-        Ok(read(&mut c, &mut ix).map(|_| {
-            ix.recount();
-            ix
-        }))
+        ix.rows.reserve((count as usize).min(SPILL_CHUNK));
+        for i in 0..count {
+            let (Some(h), Some(l)) = (take::<16>(&mut input), take::<8>(&mut input)) else {
+                return Ok(None);
+            };
+            ix.insert(u128::from_le_bytes(h), u64::from_le_bytes(l));
+            if i % 65_536 == 65_535 {
+                ix.spill_past(spill)?;
+            }
+        }
+        if input.read(&mut [0u8; 1]).ok() != Some(0) {
+            return Ok(None);
+        }
+        ix.spill_past(spill)?;
+        ix.recount();
+        Ok(Some(ix))
     }
 }
 
@@ -578,7 +810,13 @@ pub async fn position_delete_targets(file_io: &FileIO, path: &str) -> Result<Vec
 /// Build the index of a table's live rows over columns `cols` (indexes into the
 /// current schema): every live data file's identity columns read, rows its position
 /// deletes and equality deletes remove left out.
-pub async fn build(file_io: &FileIO, t: &LoadedTable, cols: &[usize]) -> Result<RowIndex> {
+/// Locations past `spill.cap` bytes of memory go to disk as they are found.
+pub async fn build(
+    file_io: &FileIO,
+    t: &LoadedTable,
+    cols: &[usize],
+    spill: Option<&SpillTo>,
+) -> Result<RowIndex> {
     let m = &t.metadata;
     let mut index = RowIndex::empty(table_at(t));
     let Some(s) = m.current_snapshot() else {
@@ -729,6 +967,7 @@ pub async fn build(file_io: &FileIO, t: &LoadedTable, cols: &[usize]) -> Result<
                 let h = identity(&b, &id_cols, r, &mut buf);
                 index.insert(h, loc(f, p));
             }
+            index.spill_past(spill)?;
         }
     }
     index.recount();
@@ -757,11 +996,15 @@ mod tests {
             },
             false,
             (Some(1), 0),
-        );
+        )
+        .unwrap();
         assert_eq!(ix.len(), 3);
-        let (first, second) = (ix.nth(7, 0).unwrap(), ix.nth(7, 1).unwrap());
+        let (first, second) = (
+            ix.nth(7, 0).unwrap().unwrap(),
+            ix.nth(7, 1).unwrap().unwrap(),
+        );
         assert_ne!(first, second);
-        assert_eq!(ix.nth(7, 2), None);
+        assert_eq!(ix.nth(7, 2).unwrap(), None);
         ix.apply(
             Delta {
                 removed: vec![(7, second)],
@@ -769,10 +1012,11 @@ mod tests {
             },
             false,
             (Some(2), 0),
-        );
+        )
+        .unwrap();
         assert_eq!(ix.len(), 2);
-        assert_eq!(ix.nth(7, 0), Some(first));
-        assert_eq!(ix.nth(7, 1), None);
+        assert_eq!(ix.nth(7, 0).unwrap(), Some(first));
+        assert_eq!(ix.nth(7, 1).unwrap(), None);
         ix.apply(
             Delta {
                 removed: vec![(7, first)],
@@ -780,10 +1024,11 @@ mod tests {
             },
             false,
             (Some(3), 0),
-        );
-        assert_eq!(ix.nth(7, 0), None);
-        assert_eq!(ix.file(ix.nth(9, 0).unwrap()).path, "b");
-        assert_eq!(loc_pos(ix.nth(8, 0).unwrap()), 2);
+        )
+        .unwrap();
+        assert_eq!(ix.nth(7, 0).unwrap(), None);
+        assert_eq!(ix.file(ix.nth(9, 0).unwrap().unwrap()).path, "b");
+        assert_eq!(loc_pos(ix.nth(8, 0).unwrap().unwrap()), 2);
         assert_eq!(ix.at, (Some(3), 0));
     }
 
@@ -797,20 +1042,21 @@ mod tests {
             },
             false,
             (Some(1), 0),
-        );
+        )
+        .unwrap();
         assert!(ix.bytes() > 0);
         // Keyed: a key deleted twice is one delete; a new row of a key still held
         // (3) deletes the old one; unknown keys (9) delete nothing.
-        let keyed = ix.locate_deletes(true, [1, 1, 9], [3, 9]);
+        let keyed = ix.locate_deletes(true, [1, 1, 9], [3, 9]).unwrap();
         let mut got: Vec<(u128, i64)> = keyed.iter().map(|(h, l)| (*h, loc_pos(*l))).collect();
         got.sort();
         assert_eq!(got, [(1, 0), (3, 0)]);
         // Keyless: two of three identical rows, two different positions; a third
         // delete of a row the table does not hold more of finds nothing.
-        let keyless = ix.locate_deletes(false, [2, 2], []);
+        let keyless = ix.locate_deletes(false, [2, 2], []).unwrap();
         assert_eq!(keyless.len(), 2);
         assert_ne!(keyless[0].1, keyless[1].1);
-        assert_eq!(ix.locate_deletes(false, [2, 2, 2, 2], []).len(), 3);
+        assert_eq!(ix.locate_deletes(false, [2, 2, 2, 2], []).unwrap().len(), 3);
         // Grouped per partition, each file's positions with its path.
         let groups = ix.by_partition(&keyed);
         assert_eq!(groups.len(), 1);
@@ -829,7 +1075,8 @@ mod tests {
             },
             false,
             (Some(1), 0),
-        );
+        )
+        .unwrap();
         ix.apply(
             Delta {
                 removed: vec![],
@@ -837,9 +1084,107 @@ mod tests {
             },
             true,
             (Some(2), 0),
-        );
+        )
+        .unwrap();
         assert_eq!(ix.len(), 1);
-        assert_eq!(ix.nth(1, 0), None);
-        assert_eq!(ix.file(ix.nth(2, 0).unwrap()).path, "b");
+        assert_eq!(ix.nth(1, 0).unwrap(), None);
+        assert_eq!(ix.file(ix.nth(2, 0).unwrap().unwrap()).path, "b");
+    }
+
+    /// Delta of `added` rows into file `f`, removing `removed`.
+    fn delta(removed: Vec<(u128, Loc)>, f: &str, added: Vec<u128>) -> Delta {
+        Delta {
+            removed,
+            added: vec![(slot(f), added)],
+        }
+    }
+
+    #[test]
+    fn a_spilled_index_finds_its_rows_on_disk_and_in_memory_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill_dir = dir.path().join("spill");
+        let mut ix = RowIndex::empty((None, 0));
+        // Keyed rows 0..5000 and three identical keyless rows (identity 1 << 100).
+        let dup = 1u128 << 100;
+        let mut ids: Vec<u128> = (0..5000).collect();
+        ids.extend([dup, dup, dup]);
+        ix.apply(delta(vec![], "a", ids), false, (Some(1), 0))
+            .unwrap();
+        let before = ix.bytes();
+        ix.spill(&spill_dir).unwrap();
+        assert_eq!((ix.len(), ix.spilled(), ix.in_memory()), (5003, 5003, 0));
+        assert!(ix.bytes() < before + SPILL_CACHE, "memory given back");
+        assert_eq!(std::fs::read_dir(&spill_dir).unwrap().count(), 1);
+        // New rows in memory, beside the spilled ones.
+        ix.apply(
+            delta(vec![], "b", vec![7000, 7001, dup]),
+            false,
+            (Some(2), 0),
+        )
+        .unwrap();
+        assert_eq!((ix.len(), ix.in_memory()), (5006, 3));
+        // Every row is found where it is, identical rows one location each.
+        assert_eq!(loc_pos(ix.nth(4321, 0).unwrap().unwrap()), 4321);
+        assert_eq!(ix.file(ix.nth(7001, 0).unwrap().unwrap()).path, "b");
+        let dups = ix
+            .locate_deletes(false, [dup, dup, dup, dup, dup], [])
+            .unwrap();
+        assert_eq!(dups.len(), 4, "three on disk, one in memory");
+        let mut distinct = dups.iter().map(|(_, l)| *l).collect::<Vec<_>>();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 4);
+        // Deletes of rows on disk and in memory, in one commit.
+        let keyed = ix.locate_deletes(true, [10, 7000, 99_999], [20]).unwrap();
+        assert_eq!(
+            keyed.len(),
+            3,
+            "10, 7000 and the row key 20's new row replaces"
+        );
+        let mut removed = keyed;
+        removed.extend(dups[..2].iter().copied());
+        ix.apply(delta(removed, "c", vec![20]), false, (Some(3), 0))
+            .unwrap();
+        assert_eq!(ix.len(), 5006 - 5 + 1);
+        assert_eq!(ix.nth(10, 0).unwrap(), None);
+        assert_eq!(ix.nth(7000, 0).unwrap(), None);
+        assert_eq!(ix.file(ix.nth(20, 0).unwrap().unwrap()).path, "c");
+        assert_eq!(ix.locate_deletes(false, [dup; 4], []).unwrap().len(), 2);
+        // Written out: every location, from memory and from disk.
+        let mut bytes = Vec::new();
+        ix.write_to(&mut bytes).unwrap();
+        let mut all: Vec<(u128, Loc)> = Vec::new();
+        let look = ix.lookup().unwrap();
+        for h in (0..8000).chain([dup]) {
+            let mut n = 0;
+            while let Some(l) = look.nth(h, n).unwrap() {
+                all.push((h, l));
+                n += 1;
+            }
+        }
+        drop(look);
+        assert_eq!(all.len(), ix.len());
+        // The written index: magic, header, count, then each location once.
+        assert_eq!(&bytes[..8], MAGIC);
+        let header = u64::from_le_bytes(bytes[8..16].try_into().unwrap()) as usize;
+        let at = 16 + header;
+        let count = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        assert_eq!(count, ix.len());
+        assert_eq!(bytes.len(), at + 8 + count * 24);
+        let mut written: Vec<(u128, Loc)> = bytes[at + 8..]
+            .chunks(24)
+            .map(|c| {
+                (
+                    u128::from_le_bytes(c[..16].try_into().unwrap()),
+                    u64::from_le_bytes(c[16..].try_into().unwrap()),
+                )
+            })
+            .collect();
+        written.sort();
+        all.sort();
+        assert_eq!(written, all);
+        // Dropping the index removes its file.
+        drop(ix);
+        assert_eq!(std::fs::read_dir(&spill_dir).unwrap().count(), 0);
     }
 }

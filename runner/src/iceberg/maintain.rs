@@ -5,6 +5,9 @@
 //!   every delete file, committed only directly on that snapshot (any commit in
 //!   between abandons it: nothing is lost or doubled; the next run tries again);
 //!   large files without deletes are left alone;
+//! - manifest merge: manifests without live entries (a rewrite leaves them) are
+//!   dropped and a table's small manifests of one kind merged into one, in a commit
+//!   that changes no file;
 //! - snapshot expiry: snapshots beyond the newest `retain` and older than the age
 //!   limit are removed, never the current one nor the newest that records the job's
 //!   checkpoint or Kafka offsets; files only they referenced are deleted;
@@ -34,6 +37,8 @@ pub struct Options {
     pub snapshot_age: Duration,
     /// Files younger than this are never orphans (a writer may be about to commit them).
     pub orphan_age: Duration,
+    /// Merge a table's small manifests of one kind once it has this many.
+    pub min_manifests: usize,
     /// Report what would be done, do nothing.
     pub dry_run: bool,
 }
@@ -45,6 +50,7 @@ impl Default for Options {
             retain_snapshots: 10,
             snapshot_age: Duration::from_secs(24 * 3600),
             orphan_age: Duration::from_secs(24 * 3600),
+            min_manifests: 8,
             dry_run: false,
         }
     }
@@ -267,6 +273,77 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
         "rewrote {what} into {n_out} data files, {:.1} MiB ({rows} rows)",
         bytes_out as f64 / (1024.0 * 1024.0)
     )))
+}
+
+/// Manifests of one table merged: when its current snapshot carries manifests with
+/// no live entry (left by a rewrite) or at least `min_manifests` small ones of a kind,
+/// one commit on that snapshot drops the former and merges the latter (entries,
+/// sequence numbers and files unchanged). What it did, or None when nothing needs it.
+pub async fn merge_manifests(
+    catalog: &Catalog,
+    t: &LoadedTable,
+    o: &Options,
+) -> Result<Option<String>> {
+    let m = &t.metadata;
+    let Some(s) = m.current_snapshot() else {
+        return Ok(None);
+    };
+    let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
+    let list = ManifestList::parse_with_version(&bytes, m.format_version())?;
+    let all = list.entries();
+    let empty = all
+        .iter()
+        .filter(|mf| mf.added_files_count == Some(0) && mf.existing_files_count == Some(0))
+        .count();
+    let mut kinds: BTreeMap<(bool, i32), usize> = BTreeMap::new();
+    for mf in all {
+        *kinds
+            .entry((
+                mf.content == iceberg::spec::ManifestContentType::Deletes,
+                mf.partition_spec_id,
+            ))
+            .or_default() += 1;
+    }
+    let many = kinds.values().any(|n| *n >= o.min_manifests.max(2));
+    if empty == 0 && !many {
+        return Ok(None);
+    }
+    let what = format!("{} manifests ({empty} without live files)", all.len());
+    if o.dry_run {
+        return Ok(Some(format!("would merge {what}")));
+    }
+    let mut summary = carried(m);
+    summary.insert(MAINTENANCE.to_owned(), "manifests".into());
+    let change = Change::Snapshot(SnapshotChange {
+        summary,
+        base_snapshot: Some(Some(s.snapshot_id())),
+        exact_base: true,
+        merge_manifests_at: Some(o.min_manifests.max(2)),
+        ..Default::default()
+    });
+    let done = match Committer::new(catalog)
+        .commit(&t.ident, &uuid::Uuid::new_v4().to_string(), &change)
+        .await
+    {
+        Ok(done) => done,
+        Err(Error::BaseMoved { .. }) => {
+            return Ok(Some(format!(
+                "manifest merge abandoned: {} was committed to meanwhile (next run tries again)",
+                display(&t.ident)
+            )))
+        }
+        Err(e) => return Err(e),
+    };
+    let after = match done.table.metadata.current_snapshot() {
+        Some(s) => {
+            let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
+            ManifestList::parse_with_version(&bytes, m.format_version())?
+                .entries()
+                .len()
+        }
+        None => 0,
+    };
+    Ok(Some(format!("merged {what} into {after}")))
 }
 
 /// Files a snapshot references: its manifest list, manifests, and live data and

@@ -114,6 +114,10 @@ pub struct Maintenance {
     /// Unreferenced files younger than this are left alone.
     #[serde(default = "default_day")]
     pub orphan_age_hours: f64,
+    /// Merge a table's small manifests of one kind once it has this many (every
+    /// commit also merges them at 32 on its own).
+    #[serde(default = "default_min_small_files")]
+    pub min_manifests: usize,
 }
 
 impl Default for Maintenance {
@@ -124,6 +128,7 @@ impl Default for Maintenance {
             retain_snapshots: default_retain_snapshots(),
             snapshot_age_hours: default_day(),
             orphan_age_hours: default_day(),
+            min_manifests: default_min_small_files(),
         }
     }
 }
@@ -146,6 +151,7 @@ impl Maintenance {
             retain_snapshots: self.retain_snapshots,
             snapshot_age: hours(self.snapshot_age_hours),
             orphan_age: hours(self.orphan_age_hours),
+            min_manifests: self.min_manifests,
             dry_run,
         }
     }
@@ -304,6 +310,12 @@ impl PipelineConfig {
     /// Pending changes past this are committed early.
     pub fn pending_budget(&self) -> usize {
         self.budget_bytes() / 2
+    }
+
+    /// The memory the Iceberg sink's row indexes may hold together: half the pending
+    /// share. Past it, the largest move their locations to disk.
+    pub fn index_budget(&self) -> usize {
+        self.pending_budget() / 2
     }
 
     /// Source batch size and how many batches may wait for the sink: their bytes

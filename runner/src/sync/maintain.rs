@@ -86,6 +86,14 @@ pub async fn run(
                 steps += 1;
             }
             let Some(t) = load().await? else { continue };
+            if let Some(m) = maintain::merge_manifests(catalog, &t, o)
+                .await
+                .map_err(err)?
+            {
+                say(format!("{ns}.{name}: {m}"));
+                steps += 1;
+            }
+            let Some(t) = load().await? else { continue };
             if let Some(m) = maintain::expire(catalog, &t, o).await.map_err(err)? {
                 say(format!("{ns}.{name}: {m}"));
                 steps += 1;

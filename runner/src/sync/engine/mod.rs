@@ -213,6 +213,12 @@ impl Engine {
         let state_dir = job.pipeline.state.clone();
         std::fs::create_dir_all(state_dir.join("pending"))
             .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
+        // Spilled row indexes of an earlier run are scratch (a clean stop stores the
+        // indexes whole beside them).
+        let spill = write::spill_dir(&state_dir);
+        if spill.exists() {
+            std::fs::remove_dir_all(&spill).map_err(|e| format!("{}: {e}", spill.display()))?;
+        }
         // An object-store warehouse holds the job's state for any host: a state
         // folder without a checkpoint record takes it (the job ran elsewhere).
         let mut shared = shared::Shared::for_job(&catalog, &job.pipeline.name)

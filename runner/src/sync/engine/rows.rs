@@ -222,14 +222,17 @@ impl Engine {
             self.ensure_index(key).await?;
             let s = &self.sinks[key];
             let ix = s.index.as_ref().expect("index ensured");
+            let look = ix
+                .lookup()
+                .map_err(|e| format!("{name}: locating updated rows: {e}"))?;
             let locs = committed
                 .iter()
-                .map(|h| {
-                    ix.nth(*h, 0).ok_or_else(|| {
-                        format!(
-                            "{name}: an update left values unchanged of a row the table does not hold"
-                        )
-                    })
+                .map(|h| match look.nth(*h, 0) {
+                    Ok(Some(l)) => Ok(l),
+                    Ok(None) => Err(format!(
+                        "{name}: an update left values unchanged of a row the table does not hold"
+                    )),
+                    Err(e) => Err(format!("{name}: locating updated rows: {e}")),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             fetched = locate::fetch(&self.catalog.file_io, &s.table, ix, &locs, &targets)

@@ -22,6 +22,12 @@ fn index_path(state: &Path, key: &(String, String)) -> PathBuf {
     state.join("index").join(format!("{}.{}.idx", key.0, key.1))
 }
 
+/// Where row indexes past their memory share move their locations (scratch files,
+/// removed at every start).
+pub(super) fn spill_dir(state: &Path) -> PathBuf {
+    state.join("index").join("spill")
+}
+
 /// A table's pending changes written as files, ready to commit.
 /// A table's pending changes being written (`Engine::start_pending`).
 pub(super) struct Started {
@@ -93,26 +99,36 @@ impl Engine {
             let t0 = Instant::now();
             let name = display(&sink.ident);
             let err = |e: crate::iceberg::Error| format!("locating the rows of {name}: {e}");
+            let spill = locate::SpillTo {
+                dir: spill_dir(&self.state_dir),
+                cap: self.job.pipeline.index_budget(),
+            };
             // The index a clean stop stored, if the table is still as it was then.
-            let stored = match std::fs::read(index_path(&self.state_dir, key)) {
-                Ok(b) => locate::RowIndex::load(&b, &io, &sink.table)
-                    .await
-                    .map_err(err)?,
+            let stored = match std::fs::File::open(index_path(&self.state_dir, key)) {
+                Ok(f) => locate::RowIndex::load(
+                    std::io::BufReader::new(f),
+                    &io,
+                    &sink.table,
+                    Some(&spill),
+                )
+                .await
+                .map_err(err)?,
                 Err(_) => None,
             };
             let (ix, how) = match stored {
                 Some(ix) => (ix, "read from the state folder"),
                 None => (
-                    locate::build(&io, &sink.table, &sink.key)
+                    locate::build(&io, &sink.table, &sink.key, Some(&spill))
                         .await
                         .map_err(err)?,
                     "built from the table",
                 ),
             };
             tracing::info!(
-                "{name}: row index {how}: {} rows in {} data files ({:.2} s)",
+                "{name}: row index {how}: {} rows in {} data files, {} of them on disk ({:.2} s)",
                 ix.len(),
                 ix.files.len(),
+                ix.spilled(),
                 t0.elapsed().as_secs_f64()
             );
             sink.index = Some(ix);
@@ -132,8 +148,11 @@ impl Engine {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             }
-            crate::durable::replace(&path, &ix.to_bytes())
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            crate::durable::replace_with(&path, |w| {
+                ix.write_to(w)
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+            })
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         }
         Ok(())
     }
@@ -240,6 +259,7 @@ impl Engine {
                 }),
                 data.iter().flat_map(|(_, ids)| ids.iter().copied()),
             )
+            .map_err(|e| format!("locating the rows of {}: {e}", display(&sink.ident)))?
         };
         for (spec, part, rows) in ix.by_partition(&removed) {
             deletes.extend(
@@ -335,7 +355,11 @@ impl Engine {
             .and_then(|s| s.parent_snapshot_id());
         match (sink.index.as_mut(), delta) {
             (Some(ix), Some(d)) if replace || (ix.at.0 == parent && ix.at.1 == now.1) => {
-                ix.apply(d, replace, now)
+                if let Err(e) = ix.apply(d, replace, now) {
+                    // Built again from the table when next needed.
+                    tracing::warn!("{}: row index dropped: {e}", display(&sink.ident));
+                    sink.index = None;
+                }
             }
             _ => sink.index = None,
         }
@@ -593,6 +617,55 @@ impl Engine {
         self.active.insert(key);
     }
 
+    /// Row indexes past their share of the budget (`PipelineConfig::index_budget`)
+    /// move their locations to disk, the largest first. One that cannot is dropped
+    /// (built again from its table when next needed).
+    fn spill_indexes(&mut self) {
+        let cap = self.job.pipeline.index_budget();
+        let dir = spill_dir(&self.state_dir);
+        let mut held: usize = self
+            .sinks
+            .values()
+            .filter_map(|s| s.index.as_ref())
+            .map(|ix| ix.bytes())
+            .sum();
+        while held > cap {
+            let Some(sink) = self
+                .sinks
+                .values_mut()
+                .filter(|s| {
+                    s.index
+                        .as_ref()
+                        .is_some_and(|ix| ix.in_memory() >= locate::SPILL_MIN)
+                })
+                .max_by_key(|s| s.index.as_ref().map_or(0, |ix| ix.in_memory()))
+            else {
+                break;
+            };
+            let ix = sink.index.as_mut().expect("filtered");
+            let before = ix.bytes();
+            let t0 = Instant::now();
+            match ix.spill(&dir) {
+                Ok(()) => {
+                    tracing::info!(
+                        "{}: row index past its memory share ({} MiB of {} MiB for all indexes): {} locations moved to disk ({:.2} s)",
+                        display(&sink.ident),
+                        before >> 20,
+                        cap >> 20,
+                        ix.spilled(),
+                        t0.elapsed().as_secs_f64()
+                    );
+                    held = held - before + ix.bytes();
+                }
+                Err(e) => {
+                    tracing::warn!("{}: row index dropped: {e}", display(&sink.ident));
+                    sink.index = None;
+                    held -= before;
+                }
+            }
+        }
+    }
+
     /// Bytes the tables' row indexes hold.
     pub(super) fn index_bytes(&self) -> usize {
         self.index_bytes
@@ -602,6 +675,7 @@ impl Engine {
     /// the row indexes' bytes (they change only when tables are written and
     /// committed: after a checkpoint or a table's flush).
     fn recount_budget(&mut self) {
+        self.spill_indexes();
         self.pending_bytes = self
             .active
             .iter()
