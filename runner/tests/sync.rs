@@ -2287,6 +2287,8 @@ async fn keyless_floats_and_duplicates_mirror_exactly_through_position_deletes()
         assert_eq!(line[5], pos.to_string(), "delete files of shop.{t}: {text}");
         assert!(line[4].parse::<u32>().unwrap() >= 2, "data files: {text}");
         assert!(line[7].parse::<u32>().unwrap() >= 3, "snapshots: {text}");
+        assert!(line[8].parse::<u32>().unwrap() >= 1, "small files: {text}");
+        assert!(line[9].parse::<u32>().unwrap() >= 2, "manifests: {text}");
     }
 }
 
@@ -2524,6 +2526,20 @@ async fn maintain_compacts_expires_and_cleans_while_every_reader_reads_the_sourc
         );
     }
     assert_mirrored(&mut c, &cat, &tables).await;
+    // The rewrite's manifests of deleted entries are dropped, the rest merged: a
+    // reader opens one manifest per table.
+    assert!(said.contains("merged"), "{said}");
+    let out = lakeshift(&["status", "--config", &jobs]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for t in tables {
+        let line: Vec<&str> = text
+            .lines()
+            .find(|l| l.starts_with(&format!("shop.{t} ")))
+            .unwrap_or_else(|| panic!("no shop.{t} in {text}"))
+            .split_whitespace()
+            .collect();
+        assert_eq!(line[9], "1", "shop.{t}: manifests after maintain: {text}");
+    }
     // Every file in the tables' folders is referenced (nothing left behind).
     let out = lakeshift(&["maintain", "--config", &jobs, "--dry-run"]);
     assert!(
@@ -2782,8 +2798,9 @@ async fn maintain_does_not_compact_a_table_that_is_owed_a_checkpoint() {
 /// Row indexes past their share of the memory budget (a 1 MiB budget: a quarter of it
 /// for all indexes) move their locations to disk, and every update and delete still
 /// finds its row: a keyed table and a keyless one of floats and identical rows, changed
-/// in three runs (the index spilled as the snapshot grows it, built from the table and
-/// spilled as it is read, and read back from a clean stop's file, spilled again).
+/// in three runs (the index built from the table and spilled as it is read, read back
+/// from a clean stop's file and spilled again, new rows' locations moved to disk after
+/// a commit), the last run deleting rows of every kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn row_indexes_past_their_memory_share_spill_to_disk_and_find_every_row() {
     let db = MariaDb::start().await;
@@ -2821,30 +2838,34 @@ async fn row_indexes_past_their_memory_share_spill_to_disk_and_find_every_row() 
         assert!(out.status.success(), "catch-up failed: {log}");
         log
     };
-    let log = run(&job);
-    assert!(
-        log.contains("shop.big: row index past its memory share"),
-        "the snapshot's index spilled: {log}"
-    );
+    run(&job);
     let tables = ["big", "nk"];
     let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &tables).await;
-    let rounds = [
-        [
+    let rounds: [&[&str]; 3] = [
+        &[
             "UPDATE shop.big SET v = v + 1 WHERE id % 7 = 0",
             "DELETE FROM shop.big WHERE id % 11 = 0",
             "DELETE FROM shop.nk WHERE k % 9 = 0 AND f = 1.5 LIMIT 700",
             "UPDATE shop.nk SET f = 7.25 WHERE k % 13 = 0 LIMIT 400",
         ],
-        [
+        &[
             "UPDATE shop.big SET v = -v WHERE id % 5 = 1",
             "DELETE FROM shop.big WHERE id BETWEEN 20000 AND 20999",
             "DELETE FROM shop.nk WHERE f = 0.5 LIMIT 900",
             "INSERT INTO shop.nk SELECT k, f FROM shop.nk WHERE k < 20",
+            // New rows the index takes in memory, then moves to disk.
+            "INSERT INTO shop.big SELECT id + 100000, v FROM shop.big",
+        ],
+        &[
+            "DELETE FROM shop.big WHERE id % 3 = 0",
+            "UPDATE shop.big SET v = 0 WHERE id % 4 = 0",
+            "DELETE FROM shop.nk WHERE f = 2.5 LIMIT 800",
+            "UPDATE shop.nk SET k = k + 1 LIMIT 300",
         ],
     ];
     for (i, round) in rounds.iter().enumerate() {
-        for sql in round {
+        for sql in *round {
             c.query_drop(*sql).await.unwrap();
         }
         let log = run(&job);
@@ -2864,6 +2885,12 @@ async fn row_indexes_past_their_memory_share_spill_to_disk_and_find_every_row() 
             on_disk > 20_000,
             "round {i}: spilled as it was read: {line}"
         );
+        if i == 1 {
+            assert!(
+                log.contains("shop.big: row index past its memory share"),
+                "round {i}: the new rows' locations moved to disk: {log}"
+            );
+        }
         let cat = warehouse(dir.path()).await;
         assert_mirrored(&mut c, &cat, &tables).await;
     }

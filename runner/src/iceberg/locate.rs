@@ -942,6 +942,7 @@ pub async fn build(
                 .collect()
         })
         .collect();
+    let mut inserted: u64 = 0;
     for (path, seq, partition, spec_id) in data {
         let deleted = gone.remove(&path).unwrap_or_default();
         let f = index.file_id(FileSlot {
@@ -966,10 +967,14 @@ pub async fn build(
                 }
                 let h = identity(&b, &id_cols, r, &mut buf);
                 index.insert(h, loc(f, p));
+                inserted += 1;
+                if inserted % 65_536 == 0 {
+                    index.spill_past(spill)?;
+                }
             }
-            index.spill_past(spill)?;
         }
     }
+    index.spill_past(spill)?;
     index.recount();
     Ok(index)
 }

@@ -1,5 +1,6 @@
 //! `lakeshift status`: per Iceberg table of a job, the committed checkpoint, the
-//! watermark, rows and schema version, read from the catalog and the state folder;
+//! watermark, rows and schema version, data, small and delete files, bytes, snapshots,
+//! manifests and the last maintenance, read from the catalog and the state folder;
 //! for a relational target, its state row, Kafka offsets and the DDL log's counts.
 
 use super::engine::{State, CHECKPOINT, WATERMARK};
@@ -58,7 +59,7 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
     }
     let _ = writeln!(
         out,
-        "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9} {:>9} {:>11}  watermark",
+        "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9} {:>9} {:>6} {:>9} {:>11}  watermark",
         "table",
         "checkpoint",
         "rows",
@@ -67,6 +68,8 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
         "deletes",
         "MiB",
         "snapshots",
+        "small",
+        "manifests",
         "maintained"
     );
     for ns in catalog.list_namespaces().await.map_err(|e| e.to_string())? {
@@ -118,9 +121,38 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
                     }
                 })
                 .unwrap_or_else(|| "-".into());
+            // Small data files (what compaction rewrites: below 3/4 of the target
+            // size) and the manifests a reader opens.
+            let err = |e: crate::iceberg::Error| format!("{ns}.{t}: {e}");
+            let target = crate::iceberg::files::target_size(&tb) as u64;
+            let small = crate::iceberg::commit::live_entries(&catalog, m)
+                .await
+                .map_err(err)?
+                .iter()
+                .filter(|f| {
+                    f.content_type() == iceberg::spec::DataContentType::Data
+                        && f.file_size_in_bytes() < target * 3 / 4
+                })
+                .count();
+            let manifests = match m.current_snapshot() {
+                Some(s) => {
+                    let bytes = catalog
+                        .file_io
+                        .new_input(s.manifest_list())
+                        .map_err(|e| err(e.into()))?
+                        .read()
+                        .await
+                        .map_err(|e| err(e.into()))?;
+                    iceberg::spec::ManifestList::parse_with_version(&bytes, m.format_version())
+                        .map_err(|e| err(e.into()))?
+                        .entries()
+                        .len()
+                }
+                None => 0,
+            };
             let _ = writeln!(
                 out,
-                "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9.1} {:>9} {:>11}  {}",
+                "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9.1} {:>9} {:>6} {:>9} {:>11}  {}",
                 format!("{ns}.{t}"),
                 get(CHECKPOINT),
                 rows,
@@ -129,6 +161,8 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
                 total("total-delete-files"),
                 total("total-files-size") as f64 / (1024.0 * 1024.0),
                 m.snapshots().count(),
+                small,
+                manifests,
                 maintained,
                 get(WATERMARK)
             );
