@@ -222,7 +222,7 @@ fn main() {
         println!(
             "| Iceberg | {} updates of a {rows}-row table (its row index built: {} MiB in memory unspilled) | {budget} | {before:.0} | {peak:.0} | {:.0} | {:.2}x | {secs:.1} |",
             rows / every,
-            rows * 32 >> 20,
+            (rows * 32) >> 20,
             peak - before,
             (peak - before) / budget as f64
         );

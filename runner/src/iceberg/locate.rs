@@ -968,7 +968,7 @@ pub async fn build(
                 let h = identity(&b, &id_cols, r, &mut buf);
                 index.insert(h, loc(f, p));
                 inserted += 1;
-                if inserted % 65_536 == 0 {
+                if inserted.is_multiple_of(65_536) {
                     index.spill_past(spill)?;
                 }
             }
