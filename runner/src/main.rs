@@ -119,7 +119,9 @@ enum Command {
     /// Maintain the Iceberg tables a sync job wrote: compact a table with delete files
     /// or many small data files (its small files and those its position deletes point
     /// into, rewritten from one snapshot with the deletes applied into files of the
-    /// target size, committed only if nothing was committed in between), expire snapshots
+    /// target size, committed only if nothing was committed in between), merge its
+    /// manifests (those a rewrite left without live files dropped, small ones merged
+    /// from `sink.maintenance.min-manifests`), expire snapshots
     /// beyond `sink.maintenance.retain-snapshots` and older than
     /// `snapshot-age-hours` (never the current one nor the newest holding the job's
     /// checkpoint or Kafka offsets) with the files only they held, and remove orphan

@@ -3,7 +3,8 @@
 //! them (against the former per-row `serde_json::Value` way too), vs `mariadb-binlog
 //! -v --base64-output=DECODE-ROWS` reading the same binlog remotely; the sync catch-up
 //! into Iceberg with position and with equality deletes, and DuckDB's read of each
-//! resulting lake against plain Parquet files of the same rows; snapshot rows into
+//! resulting lake against plain Parquet files of the same rows and against the same
+//! rows as an Iceberg table pyiceberg wrote in one append; snapshot rows into
 //! Arrow vs a raw `SELECT *` stream of the mariadb client; many small tables into
 //! Iceberg; a one-table job's start on a server holding all of those tables, next to
 //! what reading every table's definition (as startup did before) costs.
@@ -356,8 +357,11 @@ struct Read {
     iceberg: f64,
     /// The same rows as one Parquet file per table, DuckDB's defaults (snappy).
     plain: f64,
-    /// The same, zstd (the lake's codec): what the layout alone costs.
+    /// The same, zstd (the lake's codec).
     plain_zstd: f64,
+    /// `iceberg_scan` of the same rows written by pyiceberg in one append (one data
+    /// file and one manifest per table, zstd): the best layout, whoever writes it.
+    reference: f64,
     /// The query's answer.
     result: String,
     /// DuckDB's `COPY ... TO parquet` of the rows (snappy), seconds.
@@ -367,8 +371,9 @@ struct Read {
 }
 
 /// DuckDB's read of the tables (`SELECT count(*), sum(a), sum(id)` over each
-/// `iceberg_scan`, best of 3) and of plain Parquet files holding the same rows
-/// (DuckDB's `COPY ... TO` of the scan, snappy and zstd).
+/// `iceberg_scan`, best of 3), of plain Parquet files holding the same rows
+/// (DuckDB's `COPY ... TO` of the scan, snappy and zstd), and of the same rows as an
+/// Iceberg table pyiceberg wrote in one append.
 fn duckdb_read(lake: &Lake) -> Read {
     let py = lakeshift_tests::interop_python();
     let script = lakeshift_tests::DUCKDB_PRELUDE.to_owned()
@@ -400,8 +405,22 @@ for i, m in enumerate(metas):
     zstd.append(f"read_parquet('{p}')")
 pq, pq_rows = run(plain)
 zq, zq_rows = run(zstd)
-assert ice_rows == pq_rows == zq_rows, (ice_rows, pq_rows, zq_rows)
-print(json.dumps({"iceberg": ice, "parquet": pq, "zstd": zq, "rows": ice_rows, "copy": copy, "manifests": manifests}))
+# The same rows as an Iceberg table in the best layout a writer can leave (pyiceberg:
+# one append, one data file and manifest per table, zstd): what iceberg_scan costs
+# over plain Parquet whoever writes the table.
+from pyiceberg.catalog.sql import SqlCatalog
+wh = tempfile.mkdtemp()
+cat = SqlCatalog("ref", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}")
+cat.create_namespace("ref")
+ref = []
+for i, m in enumerate(metas):
+    rows = con.execute(f"SELECT * FROM iceberg_scan('{m}')").fetch_arrow_table()
+    t = cat.create_table(f"ref.t{i}", schema=rows.schema, properties={"write.parquet.compression-codec": "zstd"})
+    t.append(rows)
+    ref.append(cat.load_table(f"ref.t{i}").metadata_location.removeprefix("file://"))
+rf, rf_rows = run([f"iceberg_scan('{m}')" for m in ref])
+assert ice_rows == pq_rows == zq_rows == rf_rows, (ice_rows, pq_rows, zq_rows, rf_rows)
+print(json.dumps({"iceberg": ice, "parquet": pq, "zstd": zq, "ref": rf, "rows": ice_rows, "copy": copy, "manifests": manifests}))
 "#;
     let out = Command::new(&py)
         .arg("-c")
@@ -419,6 +438,7 @@ print(json.dumps({"iceberg": ice, "parquet": pq, "zstd": zq, "rows": ice_rows, "
         iceberg: v["iceberg"].as_f64().unwrap(),
         plain: v["parquet"].as_f64().unwrap(),
         plain_zstd: v["zstd"].as_f64().unwrap(),
+        reference: v["ref"].as_f64().unwrap(),
         result: v["rows"].to_string(),
         copy: v["copy"].as_f64().unwrap(),
         manifests: v["manifests"].as_u64().unwrap() as usize,
@@ -749,13 +769,14 @@ fn main() {
         }
         println!("peak RSS (process, reset before each): sync catch-up {sync_rss:.0} MiB");
         println!();
-        println!("| lake after catch-up | files (data / position deletes / equality deletes) | manifests | DuckDB over Iceberg s | plain Parquet (snappy) s | ratio | plain Parquet (zstd, as the lake) s | ratio |");
-        println!("|---|---|---:|---:|---:|---:|---:|---:|");
+        println!("| lake after catch-up | files (data / position deletes / equality deletes) | manifests | DuckDB over Iceberg s | plain Parquet (snappy) s | ratio | plain Parquet (zstd, as the lake) s | ratio | the rows as pyiceberg's one-append table s | ratio |");
+        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
         let row = |what: String, (d, p, e): (usize, usize, usize), r: &Read| {
             let wrong = if r.result == truth { "" } else { " (DuckDB's answer differs from the source)" };
             println!(
-                "| {what}{wrong} | {d} / {p} / {e} | {} | {:.3} | {:.3} | {:.2}x | {:.3} | {:.2}x |",
-                r.manifests, r.iceberg, r.plain, r.iceberg / r.plain, r.plain_zstd, r.iceberg / r.plain_zstd
+                "| {what}{wrong} | {d} / {p} / {e} | {} | {:.3} | {:.3} | {:.2}x | {:.3} | {:.2}x | {:.3} | {:.2}x |",
+                r.manifests, r.iceberg, r.plain, r.iceberg / r.plain, r.plain_zstd, r.iceberg / r.plain_zstd,
+                r.reference, r.iceberg / r.reference
             );
         };
         for (mode, every, read, files) in &reads {
