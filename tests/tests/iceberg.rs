@@ -1097,18 +1097,11 @@ fn t_planned(t: &runner::iceberg::LoadedTable, name: &str) -> dialects::iceberg:
 
 /// The manifests of a table's current snapshot: (deletes?, live entries).
 async fn manifests(cat: &Catalog, t: &runner::iceberg::LoadedTable) -> Vec<(bool, usize)> {
-    let s = t.metadata.current_snapshot().unwrap();
-    let bytes = cat
-        .file_io
-        .new_input(s.manifest_list())
-        .unwrap()
-        .read()
+    let list = runner::iceberg::commit::current_manifests(cat, &t.metadata)
         .await
         .unwrap();
-    let list = iceberg::spec::ManifestList::parse_with_version(&bytes, t.metadata.format_version())
-        .unwrap();
     let mut out = Vec::new();
-    for mf in list.entries() {
+    for mf in &list {
         let m = mf.load_manifest(&cat.file_io).await.unwrap();
         out.push((
             mf.content == iceberg::spec::ManifestContentType::Deletes,

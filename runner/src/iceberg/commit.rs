@@ -1009,12 +1009,8 @@ fn add_totals(m: &TableMetadata, props: &mut HashMap<String, String>, truncate: 
 
 /// The live files (data and delete) of the current snapshot.
 pub async fn live_entries(catalog: &Catalog, m: &TableMetadata) -> Result<Vec<DataFile>> {
-    let Some(s) = m.current_snapshot() else {
-        return Ok(Vec::new());
-    };
-    let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
     let mut out = Vec::new();
-    for mf in ManifestList::parse_with_version(&bytes, m.format_version())?.entries() {
+    for mf in &current_manifests(catalog, m).await? {
         for e in mf.load_manifest(&catalog.file_io).await?.entries() {
             if e.is_alive() {
                 out.push(e.data_file().clone());
@@ -1022,6 +1018,18 @@ pub async fn live_entries(catalog: &Catalog, m: &TableMetadata) -> Result<Vec<Da
         }
     }
     Ok(out)
+}
+
+/// The manifests of the current snapshot (none without one).
+pub async fn current_manifests(catalog: &Catalog, m: &TableMetadata) -> Result<Vec<ManifestFile>> {
+    let Some(s) = m.current_snapshot() else {
+        return Ok(Vec::new());
+    };
+    let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
+    Ok(ManifestList::parse_with_version(&bytes, m.format_version())?
+        .consume_entries()
+        .into_iter()
+        .collect())
 }
 
 /// The live files of the current snapshot: (content, path, record count).

@@ -288,15 +288,13 @@ pub async fn merge_manifests(
     let Some(s) = m.current_snapshot() else {
         return Ok(None);
     };
-    let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
-    let list = ManifestList::parse_with_version(&bytes, m.format_version())?;
-    let all = list.entries();
+    let all = super::commit::current_manifests(catalog, m).await?;
     let empty = all
         .iter()
         .filter(|mf| mf.added_files_count == Some(0) && mf.existing_files_count == Some(0))
         .count();
     let mut kinds: BTreeMap<(bool, i32), usize> = BTreeMap::new();
-    for mf in all {
+    for mf in &all {
         *kinds
             .entry((
                 mf.content == iceberg::spec::ManifestContentType::Deletes,
@@ -334,15 +332,9 @@ pub async fn merge_manifests(
         }
         Err(e) => return Err(e),
     };
-    let after = match done.table.metadata.current_snapshot() {
-        Some(s) => {
-            let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
-            ManifestList::parse_with_version(&bytes, m.format_version())?
-                .entries()
-                .len()
-        }
-        None => 0,
-    };
+    let after = super::commit::current_manifests(catalog, &done.table.metadata)
+        .await?
+        .len();
     Ok(Some(format!("merged {what} into {after}")))
 }
 

@@ -134,22 +134,10 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
                         && f.file_size_in_bytes() < target * 3 / 4
                 })
                 .count();
-            let manifests = match m.current_snapshot() {
-                Some(s) => {
-                    let bytes = catalog
-                        .file_io
-                        .new_input(s.manifest_list())
-                        .map_err(|e| err(e.into()))?
-                        .read()
-                        .await
-                        .map_err(|e| err(e.into()))?;
-                    iceberg::spec::ManifestList::parse_with_version(&bytes, m.format_version())
-                        .map_err(|e| err(e.into()))?
-                        .entries()
-                        .len()
-                }
-                None => 0,
-            };
+            let manifests = crate::iceberg::commit::current_manifests(&catalog, m)
+                .await
+                .map_err(err)?
+                .len();
             let _ = writeln!(
                 out,
                 "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9.1} {:>9} {:>6} {:>9} {:>11}  {}",
