@@ -433,7 +433,10 @@ print(json.dumps({"iceberg": ice, "parquet": pq, "zstd": zq, "ref": rf, "rows": 
         "duckdb: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The answer is the last line (pyiceberg may print warnings before it).
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("duckdb: {e}: {text}"));
     Read {
         iceberg: v["iceberg"].as_f64().unwrap(),
         plain: v["parquet"].as_f64().unwrap(),

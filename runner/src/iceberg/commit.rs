@@ -1026,10 +1026,12 @@ pub async fn current_manifests(catalog: &Catalog, m: &TableMetadata) -> Result<V
         return Ok(Vec::new());
     };
     let bytes = catalog.file_io.new_input(s.manifest_list())?.read().await?;
-    Ok(ManifestList::parse_with_version(&bytes, m.format_version())?
-        .consume_entries()
-        .into_iter()
-        .collect())
+    Ok(
+        ManifestList::parse_with_version(&bytes, m.format_version())?
+            .consume_entries()
+            .into_iter()
+            .collect(),
+    )
 }
 
 /// The live files of the current snapshot: (content, path, record count).
