@@ -619,8 +619,9 @@ impl Engine {
 
     /// Row indexes past their share of the budget (`PipelineConfig::index_budget`)
     /// move their locations to disk, the largest first. One that cannot is dropped
-    /// (built again from its table when next needed).
-    fn spill_indexes(&mut self) {
+    /// (built again from its table when next needed). Returns the bytes the indexes
+    /// hold then.
+    fn spill_indexes(&mut self) -> usize {
         let cap = self.job.pipeline.index_budget();
         let dir = spill_dir(&self.state_dir);
         let mut held: usize = self
@@ -664,6 +665,7 @@ impl Engine {
                 }
             }
         }
+        held
     }
 
     /// Bytes the tables' row indexes hold.
@@ -675,18 +677,12 @@ impl Engine {
     /// the row indexes' bytes (they change only when tables are written and
     /// committed: after a checkpoint or a table's flush).
     fn recount_budget(&mut self) {
-        self.spill_indexes();
         self.pending_bytes = self
             .active
             .iter()
             .filter_map(|k| self.sinks.get(k))
             .map(|s| s.pending.bytes)
             .sum();
-        self.index_bytes = self
-            .sinks
-            .values()
-            .filter_map(|s| s.index.as_ref())
-            .map(|ix| ix.bytes())
-            .sum();
+        self.index_bytes = self.spill_indexes();
     }
 }
