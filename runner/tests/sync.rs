@@ -2800,7 +2800,8 @@ async fn maintain_does_not_compact_a_table_that_is_owed_a_checkpoint() {
 /// finds its row: a keyed table and a keyless one of floats and identical rows, changed
 /// in three runs (the index built from the table and spilled as it is read, read back
 /// from a clean stop's file and spilled again, new rows' locations moved to disk after
-/// a commit), the last run deleting rows of every kind.
+/// a commit), the last run deleting rows of every kind after a kill that left its
+/// spilled index behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn row_indexes_past_their_memory_share_spill_to_disk_and_find_every_row() {
     let db = MariaDb::start().await;
@@ -2867,6 +2868,15 @@ async fn row_indexes_past_their_memory_share_spill_to_disk_and_find_every_row() 
     for (i, round) in rounds.iter().enumerate() {
         for sql in *round {
             c.query_drop(*sql).await.unwrap();
+        }
+        if i == 2 {
+            // Killed right after its first commit, its spilled index still on disk:
+            // the next run starts without it (the files are removed, the index
+            // built again) and mirrors exactly.
+            stop_at(&job, "after-swap:1");
+            let spilled =
+                std::fs::read_dir(dir.path().join("state/index/spill")).map_or(0, |d| d.count());
+            assert!(spilled > 0, "the killed run left its spill files");
         }
         let log = run(&job);
         // The first run after the snapshot reads the stored index, or builds it;
