@@ -29,20 +29,8 @@ pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// [`replace`], calling `at` between its steps.
-pub fn replace_observed(
-    path: &Path,
-    bytes: &[u8],
-    mut at: impl FnMut(Step),
-) -> std::io::Result<()> {
-    let tmp = temp_path(path);
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    at(Step::BeforeRename);
-    std::fs::rename(&tmp, path)?;
-    at(Step::BeforeDirFsync);
-    fsync_dir(path.parent().unwrap_or(Path::new(".")))
+pub fn replace_observed(path: &Path, bytes: &[u8], at: impl FnMut(Step)) -> std::io::Result<()> {
+    replace_steps(path, |f| f.write_all(bytes), at)
 }
 
 /// Replace `path` with what `write` writes into it (buffered), durably.
@@ -50,13 +38,25 @@ pub fn replace_with<E: From<std::io::Error>>(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<(), E>,
 ) -> Result<(), E> {
+    replace_steps(path, write, |_| {})
+}
+
+/// The steps of every replace: write a temporary file, fsync it, rename it over
+/// `path`, fsync the folder; `at` between them.
+fn replace_steps<E: From<std::io::Error>>(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<(), E>,
+    mut at: impl FnMut(Step),
+) -> Result<(), E> {
     let tmp = temp_path(path);
     let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
     write(&mut f)?;
     let f = f.into_inner().map_err(|e| e.into_error())?;
     f.sync_all()?;
     drop(f);
+    at(Step::BeforeRename);
     std::fs::rename(&tmp, path)?;
+    at(Step::BeforeDirFsync);
     Ok(fsync_dir(path.parent().unwrap_or(Path::new(".")))?)
 }
 

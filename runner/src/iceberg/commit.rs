@@ -68,6 +68,33 @@ pub const MERGE_MANIFESTS_AT: usize = 32;
 /// opening them).
 const SMALL_MANIFEST: i64 = 8 << 20;
 
+/// A manifest whose every entry an earlier snapshot deleted: it describes nothing
+/// live.
+pub fn holds_nothing_live(mf: &ManifestFile) -> bool {
+    mf.added_files_count == Some(0) && mf.existing_files_count == Some(0)
+}
+
+/// What manifests are merged by: (deletes?, partition spec id).
+fn manifest_kind(mf: &ManifestFile) -> (bool, i32) {
+    (
+        mf.content == ManifestContentType::Deletes,
+        mf.partition_spec_id,
+    )
+}
+
+/// The kinds of small manifests a merge at `at` merges, with their counts.
+pub fn mergeable(manifests: &[ManifestFile], at: usize) -> HashMap<(bool, i32), usize> {
+    let mut groups: HashMap<(bool, i32), usize> = HashMap::new();
+    for mf in manifests
+        .iter()
+        .filter(|mf| mf.manifest_length < SMALL_MANIFEST)
+    {
+        *groups.entry(manifest_kind(mf)).or_default() += 1;
+    }
+    groups.retain(|_, n| *n >= at.max(2));
+    groups
+}
+
 /// Kafka offsets a commit moves: per `topic/partition`, the next offset the table
 /// held before (None: none) and the one it holds after. The commit fails if the
 /// table's offsets are not the expected ones (another consumer took the partition
@@ -600,7 +627,7 @@ impl<'a> Committer<'a> {
         let carried_before = existing.len();
         let existing: Vec<ManifestFile> = existing
             .into_iter()
-            .filter(|mf| !(mf.added_files_count == Some(0) && mf.existing_files_count == Some(0)))
+            .filter(|mf| !holds_nothing_live(mf))
             .collect();
         self.check_referenced(&existing, sc, &table).await?;
         let seq = m.last_sequence_number() + 1;
@@ -609,7 +636,8 @@ impl<'a> Committer<'a> {
         let spec = m.default_partition_spec().as_ref().clone();
         let mut collector = SnapshotSummaryCollector::default();
         let mut manifests: Vec<ManifestFile> = Vec::new();
-        let mut merged_any = false;
+        // Manifests merged or dropped (the commit's own files aside).
+        let mut manifests_rewritten = false;
         let prefix = format!("{}/metadata/{}", m.location(), uuid::Uuid::new_v4());
         let mut n = 0;
         let mut out_path = || {
@@ -672,7 +700,7 @@ impl<'a> Committer<'a> {
             let (carried, merged) = self
                 .merge_small(m, existing, at, snapshot_id, &mut out_path)
                 .await?;
-            merged_any = merged > 0 || carried_before > carried.len();
+            manifests_rewritten = merged > 0 || carried_before > carried.len();
             manifests.extend(carried);
         }
         let list_path = format!(
@@ -696,7 +724,7 @@ impl<'a> Committer<'a> {
         }
         props.insert(COMMIT_ID.to_owned(), commit_id.to_owned());
         let rewrite = !sc.removed_files.is_empty()
-            || (merged_any && sc.data_files.is_empty() && sc.delete_files.is_empty());
+            || (manifests_rewritten && sc.data_files.is_empty() && sc.delete_files.is_empty());
         let operation = if sc.truncate && sc.data_files.is_empty() {
             Operation::Delete
         } else if sc.truncate {
@@ -828,20 +856,7 @@ impl<'a> Committer<'a> {
         snapshot_id: i64,
         out_path: &mut impl FnMut() -> String,
     ) -> Result<(Vec<ManifestFile>, usize)> {
-        let kind = |mf: &ManifestFile| {
-            (
-                mf.content == ManifestContentType::Deletes,
-                mf.partition_spec_id,
-            )
-        };
-        let mut groups: HashMap<(bool, i32), usize> = HashMap::new();
-        for mf in existing
-            .iter()
-            .filter(|mf| mf.manifest_length < SMALL_MANIFEST)
-        {
-            *groups.entry(kind(mf)).or_default() += 1;
-        }
-        groups.retain(|_, n| *n >= at.max(2));
+        let groups = mergeable(&existing, at);
         if groups.is_empty() {
             return Ok((existing, 0));
         }
@@ -849,7 +864,7 @@ impl<'a> Committer<'a> {
         let mut writers: Vec<((bool, i32), iceberg::spec::ManifestWriter)> = Vec::new();
         let mut merged = 0;
         for mf in existing {
-            let k = kind(&mf);
+            let k = manifest_kind(&mf);
             if mf.manifest_length >= SMALL_MANIFEST || !groups.contains_key(&k) {
                 out.push(mf);
                 continue;
@@ -1009,8 +1024,16 @@ fn add_totals(m: &TableMetadata, props: &mut HashMap<String, String>, truncate: 
 
 /// The live files (data and delete) of the current snapshot.
 pub async fn live_entries(catalog: &Catalog, m: &TableMetadata) -> Result<Vec<DataFile>> {
+    live_entries_of(catalog, &current_manifests(catalog, m).await?).await
+}
+
+/// The live files (data and delete) the manifests list.
+pub async fn live_entries_of(
+    catalog: &Catalog,
+    manifests: &[ManifestFile],
+) -> Result<Vec<DataFile>> {
     let mut out = Vec::new();
-    for mf in &current_manifests(catalog, m).await? {
+    for mf in manifests {
         for e in mf.load_manifest(&catalog.file_io).await?.entries() {
             if e.is_alive() {
                 out.push(e.data_file().clone());
@@ -1049,4 +1072,48 @@ pub async fn live_files(
 /// The unpartitioned spec of a table, for writers.
 pub fn spec(m: &TableMetadata) -> PartitionSpec {
     m.default_partition_spec().as_ref().clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(content: ManifestContentType, length: i64, live: u32) -> ManifestFile {
+        ManifestFile {
+            manifest_path: String::new(),
+            manifest_length: length,
+            partition_spec_id: 0,
+            content,
+            sequence_number: 1,
+            min_sequence_number: 1,
+            added_snapshot_id: 1,
+            added_files_count: Some(live),
+            existing_files_count: Some(0),
+            deleted_files_count: Some(1),
+            added_rows_count: None,
+            existing_rows_count: None,
+            deleted_rows_count: None,
+            partitions: None,
+            key_metadata: None,
+            first_row_id: None,
+        }
+    }
+
+    /// `maintain` decides with `mergeable` whether to commit a merge: large manifests
+    /// never count (the commit would merge nothing), kinds count apart.
+    #[test]
+    fn only_small_manifests_of_one_kind_make_a_merge() {
+        use ManifestContentType::{Data, Deletes};
+        let big = SMALL_MANIFEST;
+        let mut list: Vec<ManifestFile> = (0..8).map(|_| manifest(Data, big, 1)).collect();
+        list.push(manifest(Data, 100, 1));
+        assert!(mergeable(&list, 2).is_empty(), "large ones are not merged");
+        list.push(manifest(Deletes, 100, 1));
+        assert!(mergeable(&list, 2).is_empty(), "one small of each kind");
+        list.push(manifest(Data, 100, 1));
+        assert_eq!(mergeable(&list, 2), HashMap::from([((false, 0), 2)]));
+        assert!(mergeable(&list, 3).is_empty());
+        assert!(holds_nothing_live(&manifest(Data, 100, 0)));
+        assert!(!holds_nothing_live(&manifest(Data, 100, 1)));
+    }
 }

@@ -107,9 +107,8 @@ pub struct SpillTo {
 
 /// The page cache of a spilled index's file (counted in `RowIndex::bytes`).
 const SPILL_CACHE: usize = 8 << 20;
-/// Fewer locations in memory than this are not worth a spill (its page cache
-/// outweighs them).
-pub const SPILL_MIN: usize = 16_384;
+/// Less memory than this is not worth a spill (the file's page cache outweighs it).
+const SPILL_MIN: usize = 512 << 10;
 /// Locations sorted and written per step of a spill.
 const SPILL_CHUNK: usize = 1 << 20;
 /// Every location of identity `h`, as (h, loc) entries; identical rows are several.
@@ -153,9 +152,8 @@ impl Spilled {
         })
     }
 
-    /// One write transaction: `remove` then `insert`; returns how many removals found
-    /// their location.
-    fn write(&mut self, remove: &[(u128, Loc)], insert: &[(u128, Loc)]) -> Result<usize> {
+    /// One write transaction: `remove` then `insert`.
+    fn write(&mut self, remove: &[(u128, Loc)], insert: &[(u128, Loc)]) -> Result<()> {
         let mut w = self.db.begin_write().map_err(spill_err)?;
         // Scratch data: a crash loses nothing (the index is built again), but redb
         // reuses freed pages only after a durable commit, so every 16th is one.
@@ -188,15 +186,12 @@ impl Spilled {
         }
         w.commit().map_err(spill_err)?;
         self.len -= found;
-        Ok(found)
+        Ok(())
     }
 
     fn reader(&self) -> Result<redb::ReadOnlyMultimapTable<u128, u64>> {
         let r = self.db.begin_read().map_err(spill_err)?;
-        match r.open_multimap_table(SPILLED) {
-            Ok(t) => Ok(t),
-            Err(e) => Err(spill_err(e)),
-        }
+        r.open_multimap_table(SPILLED).map_err(spill_err)
     }
 }
 
@@ -247,13 +242,19 @@ impl RowIndex {
 
     /// Locations held, in memory and on disk.
     pub fn len(&self) -> usize {
-        self.rows.len()
-            + self.more.values().map(Vec::len).sum::<usize>()
-            + self.disk.as_ref().map_or(0, |d| d.len)
+        self.in_memory() + self.spilled()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The memory a spill would give back, when worth having (cached, cheap).
+    pub fn spillable_bytes(&self) -> Option<usize> {
+        let n = self
+            .held
+            .saturating_sub(if self.disk.is_some() { SPILL_CACHE } else { 0 });
+        (n >= SPILL_MIN).then_some(n)
     }
 
     /// Locations held in memory.

@@ -124,6 +124,12 @@ fn conform(
     RecordBatch::try_new(target.clone(), cols).map_err(|e| Error::Invalid(e.to_string()))
 }
 
+/// Data files smaller than this are small: compaction rewrites them (3/4 of the
+/// table's target file size).
+pub fn small_below(t: &LoadedTable) -> u64 {
+    files::target_size(t) as u64 * 3 / 4
+}
+
 /// Compaction of one table: what it did (or would do), or None when the table needs
 /// none.
 pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<Option<String>> {
@@ -132,7 +138,6 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
         return Ok(None);
     };
     let files = super::commit::live_entries(catalog, m).await?;
-    let target = files::target_size(t) as u64;
     let data: Vec<_> = files
         .iter()
         .filter(|f| f.content_type() == DataContentType::Data)
@@ -143,7 +148,7 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
         .collect();
     let small: HashSet<&str> = data
         .iter()
-        .filter(|f| f.file_size_in_bytes() < target * 3 / 4)
+        .filter(|f| f.file_size_in_bytes() < small_below(t))
         .map(|f| f.file_path())
         .collect();
     if deletes.is_empty() && (small.len() < o.min_small_files || data.len() < 2) {
@@ -291,18 +296,10 @@ pub async fn merge_manifests(
     let all = super::commit::current_manifests(catalog, m).await?;
     let empty = all
         .iter()
-        .filter(|mf| mf.added_files_count == Some(0) && mf.existing_files_count == Some(0))
+        .filter(|mf| super::commit::holds_nothing_live(mf))
         .count();
-    let mut kinds: BTreeMap<(bool, i32), usize> = BTreeMap::new();
-    for mf in &all {
-        *kinds
-            .entry((
-                mf.content == iceberg::spec::ManifestContentType::Deletes,
-                mf.partition_spec_id,
-            ))
-            .or_default() += 1;
-    }
-    let many = kinds.values().any(|n| *n >= o.min_manifests.max(2));
+    // The same decision the commit makes: only small manifests merge.
+    let many = !super::commit::mergeable(&all, o.min_manifests).is_empty();
     if empty == 0 && !many {
         return Ok(None);
     }
@@ -316,7 +313,7 @@ pub async fn merge_manifests(
         summary,
         base_snapshot: Some(Some(s.snapshot_id())),
         exact_base: true,
-        merge_manifests_at: Some(o.min_manifests.max(2)),
+        merge_manifests_at: Some(o.min_manifests),
         ..Default::default()
     });
     let done = match Committer::new(catalog)

@@ -124,20 +124,19 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
             // Small data files (what compaction rewrites: below 3/4 of the target
             // size) and the manifests a reader opens.
             let err = |e: crate::iceberg::Error| format!("{ns}.{t}: {e}");
-            let target = crate::iceberg::files::target_size(&tb) as u64;
-            let small = crate::iceberg::commit::live_entries(&catalog, m)
+            let manifests = crate::iceberg::commit::current_manifests(&catalog, m)
+                .await
+                .map_err(err)?;
+            let small_below = crate::iceberg::maintain::small_below(&tb);
+            let small = crate::iceberg::commit::live_entries_of(&catalog, &manifests)
                 .await
                 .map_err(err)?
                 .iter()
                 .filter(|f| {
                     f.content_type() == iceberg::spec::DataContentType::Data
-                        && f.file_size_in_bytes() < target * 3 / 4
+                        && f.file_size_in_bytes() < small_below
                 })
                 .count();
-            let manifests = crate::iceberg::commit::current_manifests(&catalog, m)
-                .await
-                .map_err(err)?
-                .len();
             let _ = writeln!(
                 out,
                 "{:<32} {:>10} {:>10} {:>7} {:>6} {:>8} {:>9.1} {:>9} {:>6} {:>9} {:>11}  {}",
@@ -150,7 +149,7 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
                 total("total-files-size") as f64 / (1024.0 * 1024.0),
                 m.snapshots().count(),
                 small,
-                manifests,
+                manifests.len(),
                 maintained,
                 get(WATERMARK)
             );

@@ -634,12 +634,12 @@ impl Engine {
             let Some(sink) = self
                 .sinks
                 .values_mut()
-                .filter(|s| {
-                    s.index
-                        .as_ref()
-                        .is_some_and(|ix| ix.in_memory() >= locate::SPILL_MIN)
+                .filter_map(|s| {
+                    let n = s.index.as_ref()?.spillable_bytes()?;
+                    Some((n, s))
                 })
-                .max_by_key(|s| s.index.as_ref().map_or(0, |ix| ix.in_memory()))
+                .max_by_key(|(n, _)| *n)
+                .map(|(_, s)| s)
             else {
                 break;
             };
