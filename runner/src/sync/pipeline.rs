@@ -108,6 +108,12 @@ pub trait Sink {
     /// Changes read and not yet committed (rows, offsets, held changes).
     fn has_pending(&self) -> bool;
 
+    /// A checkpoint the sink committed in the background is done (or failed): after
+    /// this, `position` is what the target holds.
+    async fn settle(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Pending changes past the job's `memory-budget-mib`.
     fn over_budget(&self) -> bool;
 
@@ -350,6 +356,16 @@ impl<S: Sink> Pipeline<S> {
     /// Commit what was read: up to the last row read if its transaction is not
     /// complete (a resume skips what was delivered of it), else to the boundary.
     async fn drain(&mut self, cur: &Cursor) -> Result<()> {
+        // The committed position is the one to compare with.
+        self.sink.settle().await?;
+        self.drain_to(cur).await?;
+        // Done before the source starts again or the job stops.
+        self.sink.settle().await?;
+        self.acknowledge();
+        Ok(())
+    }
+
+    async fn drain_to(&mut self, cur: &Cursor) -> Result<()> {
         if self.source.by_offsets() {
             if self.sink.has_pending() {
                 self.checkpoint(None, None).await?;

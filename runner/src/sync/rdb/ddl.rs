@@ -254,7 +254,7 @@ impl RdbEngine {
             }
         }
         let mark = self.ddl_mark(&position.to_string());
-        let result = if self.target.transactional_ddl() {
+        let result = if self.target().await?.transactional_ddl() {
             // DDL, its mark and the state row in one transaction.
             let mut stmts: Vec<step::Step> = stmts.iter().cloned().map(step::Step::Sql).collect();
             stmts.push(step::Step::Sql(mark.clone()));
@@ -269,7 +269,7 @@ impl RdbEngine {
                     tracing::info!("DDL #{seq} at {position} had taken effect before a restart; recorded, not repeated");
                     break;
                 }
-                match self.target.exec(s).await {
+                match self.target().await?.exec(s).await {
                     Ok(_) => {
                         failpoint("after-ddl");
                         self.log.entries[i].done = j + 1;
@@ -286,7 +286,7 @@ impl RdbEngine {
                 }
             }
             if r.is_ok() {
-                if let Err(e) = self.target.exec(&mark).await {
+                if let Err(e) = self.target().await?.exec(&mark).await {
                     if !e.already_applied() && !e.unique_violation() {
                         r = Err(e.to_string());
                     }
@@ -339,7 +339,8 @@ impl RdbEngine {
         let mut differs_from_before = false;
         for (k, want) in &expect {
             let have = self
-                .target
+                .target()
+                .await?
                 .columns(&k.0, &k.1)
                 .await
                 .map_err(|e| e.to_string())?;

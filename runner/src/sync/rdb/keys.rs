@@ -141,7 +141,7 @@ impl RdbEngine {
             )?;
             for s in stmts {
                 let sql = format!("{s} DEFERRABLE INITIALLY DEFERRED NOT VALID");
-                match self.target.exec(&sql).await {
+                match self.target().await?.exec(&sql).await {
                     Ok(_) => tracing::info!("{table}: foreign key added: {sql}"),
                     Err(e) if e.message.contains("already exists") => {}
                     Err(e) => {

@@ -90,11 +90,36 @@ struct KeyChange {
     absent: bool,
 }
 
+/// A checkpoint committing on a task of its own while the next one is read and
+/// folded. It counts as done only once settled (`RdbEngine::settle`), which every use
+/// of the target connection and every next checkpoint waits for.
+struct Flight {
+    n: u64,
+    task: tokio::task::JoinHandle<(Target, Result<(), SyncError>)>,
+    /// Its changes: a unique violation applies them again, every changed key
+    /// deleted first.
+    pending: BTreeMap<(String, String), Pend>,
+    position: Option<Position>,
+    snapshot: Option<SnapshotResume>,
+    /// Its pending bytes (still held, counted against the budget).
+    bytes: usize,
+}
+
+impl Drop for Flight {
+    /// An engine dropped before settling (the job failed elsewhere) stops its commit:
+    /// the target rolls back what was not committed, and a restart reads it again.
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 pub struct RdbEngine {
     job: SyncJob,
     /// The job's sink settings.
     cfg: super::job::RdbSink,
-    target: Target,
+    /// The target connection; None while a checkpoint commits on it (`flight`).
+    conn: Option<Target>,
+    flight: Option<Flight>,
     dialect: Dialect,
     state_dir: PathBuf,
     log: DdlLog,
@@ -185,7 +210,8 @@ impl RdbEngine {
         let parked = log.parked_tables();
         let mut e = RdbEngine {
             cfg,
-            target,
+            conn: Some(target),
+            flight: None,
             dialect,
             state_dir,
             log,
@@ -320,6 +346,8 @@ impl crate::sync::pipeline::Sink for RdbEngine {
     }
 
     async fn schema(&mut self, d: crate::sync::pipeline::Ddl<'_>) -> Result<(), SyncError> {
+        // The position below is the committed one.
+        self.settle().await?;
         // Every transaction before the DDL is complete.
         if self.position.as_ref().is_none_or(|p| *p < d.before) {
             self.position = Some(d.before.clone());
@@ -353,6 +381,10 @@ impl crate::sync::pipeline::Sink for RdbEngine {
 
     fn has_pending(&self) -> bool {
         !self.pending.is_empty() || !self.offsets.is_empty()
+    }
+
+    async fn settle(&mut self) -> Result<(), SyncError> {
+        RdbEngine::settle(self).await
     }
 
     fn over_budget(&self) -> bool {

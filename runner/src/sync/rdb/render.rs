@@ -42,8 +42,9 @@ pub enum Val<'a> {
 /// A row's values packed into one allocation (a tag byte per value, then its
 /// payload): a pending change costs one allocation, not one per value, and rows
 /// hash and compare as bytes (floats by their bits: a key folds with itself).
+/// Shared, not copied: a checkpoint's statements hold the pending rows themselves.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct Row(Box<[u8]>);
+pub struct Row(std::sync::Arc<[u8]>);
 
 const NULL: u8 = 0;
 const DEFAULT: u8 = 1;
@@ -92,7 +93,7 @@ impl RowBuf {
     }
 
     pub fn finish(self) -> Row {
-        Row(self.0.into_boxed_slice())
+        Row(self.0.into())
     }
 }
 
@@ -113,9 +114,10 @@ impl Row {
         self.0.is_empty()
     }
 
-    /// Bytes the row costs in memory (its allocation and the box).
+    /// Bytes the row costs in memory (its allocation with the reference counts,
+    /// and one pointer to it).
     pub fn size(&self) -> usize {
-        self.0.len() + 16
+        self.0.len() + 32
     }
 
     /// Whether a value is the column's default (the source lacks the column).

@@ -63,7 +63,7 @@ impl RdbEngine {
             // EXISTS can still fail with a duplicate; the second try sees them.
             let mut tries = 0;
             loop {
-                match self.target.exec(&s).await {
+                match self.target().await?.exec(&s).await {
                     Ok(_) => break,
                     Err(e) if tries < 3 && (e.unique_violation() || e.already_applied()) => {
                         tries += 1;
@@ -84,7 +84,8 @@ impl RdbEngine {
             "SELECT CAST(checkpoint AS CHAR(20)), position, snapshot FROM {t} WHERE job = {job}"
         );
         let mut rows = self
-            .target
+            .target()
+            .await?
             .query(&select)
             .await
             .map_err(|e| format!("target state table: {e}"))?;
@@ -96,12 +97,14 @@ impl RdbEngine {
                 ),
                 _ => format!("INSERT IGNORE INTO {t} (job, checkpoint) VALUES ({job}, 0)"),
             };
-            self.target
+            self.target()
+                .await?
                 .exec(&insert)
                 .await
                 .map_err(|e| format!("target state table: {e}"))?;
             rows = self
-                .target
+                .target()
+                .await?
                 .query(&select)
                 .await
                 .map_err(|e| format!("target state table: {e}"))?;
@@ -233,57 +236,103 @@ impl RdbEngine {
         }
     }
 
-    /// Run statements and move the state row in one target transaction.
+    /// Run statements and move the state row in one target transaction (after the
+    /// checkpoint in flight, if any).
     pub(super) async fn commit(
         &mut self,
         stmts: &[Step],
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
+        self.settle().await?;
         let n = self.checkpoint + 1;
         let position = position.or(self.position.clone());
-        let begin = match self.dialect {
-            Dialect::Postgres => "BEGIN",
-            _ => "START TRANSACTION",
+        let state = (!self.kafka).then(|| self.state_update(n, &position, &snapshot));
+        let job = self.job.pipeline.name.clone();
+        let mut res = transact(self.target().await?, n, stmts, state.as_ref(), &job).await;
+        if res.is_ok() && self.kafka {
+            res = self.move_offsets(n).await;
+        }
+        finish(self.target().await?, n, res).await?;
+        self.committed(n, position, snapshot);
+        self.last_checkpoint = Instant::now();
+        Ok(())
+    }
+
+    /// Commit on a task of its own: the engine reads and folds the next checkpoint
+    /// meanwhile. Binlog and PostgreSQL sources only (a Kafka commit moves offsets the
+    /// engine tracks).
+    pub(super) async fn dispatch(
+        &mut self,
+        stmts: Vec<Step>,
+        pending: BTreeMap<(String, String), Pend>,
+        bytes: usize,
+        position: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), SyncError> {
+        self.settle().await?;
+        let n = self.checkpoint + 1;
+        let position = position.or(self.position.clone());
+        let state = self.state_update(n, &position, &snapshot);
+        let job = self.job.pipeline.name.clone();
+        self.target().await?;
+        let mut t = self.conn.take().expect("settled");
+        let task = tokio::spawn(async move {
+            let res = transact(&mut t, n, &stmts, Some(&state), &job).await;
+            let res = finish(&mut t, n, res).await;
+            (t, res)
+        });
+        self.flight = Some(Flight {
+            n,
+            task,
+            pending,
+            position,
+            snapshot,
+            bytes,
+        });
+        self.last_checkpoint = Instant::now();
+        Ok(())
+    }
+
+    /// Wait for the checkpoint in flight: done, or applied again the rewrite way
+    /// after a unique violation; any other failure stops the job (the target rolled
+    /// it back, and a restart reads its changes again).
+    pub(super) async fn settle(&mut self) -> Result<(), SyncError> {
+        let Some(mut f) = self.flight.take() else {
+            return Ok(());
         };
-        self.target.exec(begin).await?;
-        let res = async {
-            for (i, s) in stmts.iter().enumerate() {
-                if i == 1 {
-                    failpoint("inside-target-transaction");
-                }
-                self.target.run(s).await.map_err(|e| {
-                    SyncError::from(e).context(format_args!("checkpoint {n}"))
-                        .with_statement(&s.shape())
-                })?;
-            }
-            if self.kafka {
-                return self.move_offsets(n).await;
-            }
-            let moved = self
-                .target
-                .run(&self.state_update(n, &position, &snapshot))
-                .await
-                .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: state table")))?;
-            if moved != 1 {
-                return Err(SyncError::fenced(format!(
-                    "checkpoint {n}: the target's state for job `{}` is no longer at checkpoint {}: another process advanced it; this one stops",
-                    self.job.pipeline.name,
-                    n - 1
-                )));
-            }
-            Ok(())
-        }
-        .await;
-        if let Err(e) = res {
-            let _ = self.target.exec("ROLLBACK").await;
-            return Err(e);
-        }
-        self.target
-            .exec("COMMIT")
+        let (t, res) = (&mut f.task)
             .await
-            .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: commit")))?;
-        failpoint("after-target-commit");
+            .map_err(|e| format!("checkpoint {}: its commit stopped: {e}", f.n))?;
+        self.conn = Some(t);
+        let (position, snapshot) = (f.position.take(), f.snapshot.take());
+        match res {
+            Ok(()) => {
+                self.committed(f.n, position, snapshot);
+                Ok(())
+            }
+            Err(e) if e.kind == ErrorKind::UniqueViolation => {
+                tracing::info!(
+                    "checkpoint {}: {e}; applying it again with every changed key deleted first",
+                    f.n
+                );
+                // (Boxed: applying commits, which settles first.)
+                Box::pin(self.apply(&f.pending, &[], true, position, snapshot)).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The target connection, once the checkpoint in flight is settled.
+    pub(super) async fn target(&mut self) -> Result<&mut Target, SyncError> {
+        self.settle().await?;
+        self.conn
+            .as_mut()
+            .ok_or_else(|| "the target connection was lost with a failed commit".into())
+    }
+
+    /// A checkpoint committed: the engine's record of it.
+    fn committed(&mut self, n: u64, position: Option<Position>, snapshot: Option<SnapshotResume>) {
         if self.kafka {
             for ((t, p), o) in std::mem::take(&mut self.offsets) {
                 self.floors.insert((t.clone(), p), Some(o));
@@ -296,8 +345,6 @@ impl RdbEngine {
         }
         self.snapshot = snapshot;
         self.commits += 1;
-        self.last_checkpoint = Instant::now();
-        Ok(())
     }
 
     pub(super) fn ddl_mark(&self, position: &str) -> String {
@@ -316,7 +363,8 @@ impl RdbEngine {
             self.lit(position)
         );
         Ok(!self
-            .target
+            .target()
+            .await?
             .query(&sql)
             .await
             .map_err(|e| e.to_string())?
@@ -337,7 +385,7 @@ impl RdbEngine {
                     "INSERT INTO {STATE_DB}.kafka_offsets (job, topic, part, next_offset) VALUES ({job}, {topic}, {p}, {next})"
                 ),
             };
-            let moved = self.target.exec(&sql).await.map_err(|e| {
+            let moved = self.target().await?.exec(&sql).await.map_err(|e| {
                 SyncError::fenced(format!("checkpoint {n}: offsets of {t}/{p}: {e} (another consumer of the group may own the partition now)"))
             })?;
             if moved != 1 {
@@ -359,7 +407,12 @@ impl RdbEngine {
             self.lit(&self.job.pipeline.name),
             self.lit(topic)
         );
-        let rows = self.target.query(&sql).await.map_err(|e| e.to_string())?;
+        let rows = self
+            .target()
+            .await?
+            .query(&sql)
+            .await
+            .map_err(|e| e.to_string())?;
         let f = rows
             .first()
             .and_then(|r| r[0].as_deref())
@@ -369,4 +422,59 @@ impl RdbEngine {
         self.floors.insert((topic.to_owned(), part), f);
         Ok(f)
     }
+}
+
+/// A checkpoint's transaction up to its commit: `BEGIN`, the statements, and the
+/// state row moved from checkpoint `n - 1` to `n` (`state`; Kafka jobs move offsets
+/// instead).
+async fn transact(
+    target: &mut Target,
+    n: u64,
+    stmts: &[Step],
+    state: Option<&Step>,
+    job: &str,
+) -> Result<(), SyncError> {
+    let begin = match target.dialect() {
+        Dialect::Postgres => "BEGIN",
+        _ => "START TRANSACTION",
+    };
+    target.exec(begin).await?;
+    for (i, s) in stmts.iter().enumerate() {
+        if i == 1 {
+            failpoint("inside-target-transaction");
+        }
+        target.run(s).await.map_err(|e| {
+            SyncError::from(e)
+                .context(format_args!("checkpoint {n}"))
+                .with_statement(&s.shape())
+        })?;
+    }
+    let Some(state) = state else {
+        return Ok(());
+    };
+    let moved = target
+        .run(state)
+        .await
+        .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: state table")))?;
+    if moved != 1 {
+        return Err(SyncError::fenced(format!(
+            "checkpoint {n}: the target's state for job `{job}` is no longer at checkpoint {}: another process advanced it; this one stops",
+            n - 1
+        )));
+    }
+    Ok(())
+}
+
+/// `COMMIT` after `res`, or `ROLLBACK` and its error.
+async fn finish(target: &mut Target, n: u64, res: Result<(), SyncError>) -> Result<(), SyncError> {
+    if let Err(e) = res {
+        let _ = target.exec("ROLLBACK").await;
+        return Err(e);
+    }
+    target
+        .exec("COMMIT")
+        .await
+        .map_err(|e| SyncError::from(e).context(format_args!("checkpoint {n}: commit")))?;
+    failpoint("after-target-commit");
+    Ok(())
 }

@@ -109,7 +109,8 @@ impl RdbEngine {
             )?;
             self.ensure_namespace(&k.0).await?;
             for s in &sql.0 {
-                self.target
+                self.target()
+                    .await?
                     .exec(s)
                     .await
                     .map_err(|e| format!("creating {}: {e}\n  statement: {s}", show(&k)))?;
@@ -151,7 +152,8 @@ impl RdbEngine {
             _ => format!("CREATE DATABASE IF NOT EXISTS {id}"),
         };
         Ok(self
-            .target
+            .target()
+            .await?
             .exec(&sql)
             .await
             .map(|_| ())

@@ -166,11 +166,20 @@ impl Target {
         matches!(self, Target::Pg(_))
     }
 
-    /// Run statements; returns rows affected.
-    pub async fn exec(&mut self, sql: &str) -> Result<u64, TargetError> {
+    /// Run statements; returns rows affected. (Boxed as `Send`, here and in `run`: a
+    /// checkpoint commits on a task of its own, and the compiler cannot prove the
+    /// drivers' futures `Send` through an `async fn`.)
+    pub fn exec<'a>(
+        &'a mut self,
+        sql: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<u64, TargetError>> + Send + 'a>>
+    {
+        Box::pin(self.exec_inner(sql))
+    }
+
+    async fn exec_inner(&mut self, sql: &str) -> Result<u64, TargetError> {
         match self {
-            Target::Pg(c) => sqlx::raw_sql(sql)
-                .execute(c)
+            Target::Pg(c) => sqlx::Executor::execute(&mut *c, sqlx::raw_sql(sql))
                 .await
                 .map(|r| r.rows_affected())
                 .map_err(pg_err),
@@ -182,7 +191,15 @@ impl Target {
     }
 
     /// Run one step of a checkpoint; returns rows affected.
-    pub async fn run(&mut self, step: &super::step::Step) -> Result<u64, TargetError> {
+    pub fn run<'a>(
+        &'a mut self,
+        step: &'a super::step::Step,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<u64, TargetError>> + Send + 'a>>
+    {
+        Box::pin(self.run_inner(step))
+    }
+
+    async fn run_inner(&mut self, step: &super::step::Step) -> Result<u64, TargetError> {
         use super::render::Val;
         use super::step::Step;
         match (self, step) {

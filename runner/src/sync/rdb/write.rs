@@ -16,14 +16,17 @@ fn hex_decode(h: &[u8]) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// What one pending change costs besides its texts (see `fold_rows`).
-const ENTRY_BYTES: usize = 112;
+/// What one pending change costs besides its values (see `fold_rows`): the map's
+/// slot and the change's header, and the pointers a checkpoint's statements hold to
+/// its rows (which share the rows' bytes).
+const ENTRY_BYTES: usize = 144;
 
 impl RdbEngine {
     /// Pending changes past `memory-budget-mib`: commit them now (inside a source
     /// transaction if need be; the position records how far into it).
     pub(super) fn over_budget(&self) -> bool {
-        self.pending_bytes >= self.job.pipeline.pending_budget()
+        let flying = self.flight.as_ref().map_or(0, |f| f.bytes);
+        self.pending_bytes + flying >= self.job.pipeline.pending_budget()
     }
 
     /// Whether a delete in this table runs a foreign key's ON DELETE action.
@@ -138,11 +141,10 @@ impl RdbEngine {
         let p = self.pending.entry(k).or_default();
         for (is_keyed, kt, row, deleted) in out {
             self.seq += 1;
-            // The values, once more when a checkpoint hands them to the target,
-            // and the entry's own cost (headers, allocations, the map's slot).
-            self.pending_bytes += 2
-                * (kt.as_ref().map_or(0, Row::size) + row.as_ref().map_or(0, Row::size))
-                + ENTRY_BYTES;
+            // The values (the checkpoint's statements share them) and the entry's
+            // own cost.
+            self.pending_bytes +=
+                kt.as_ref().map_or(0, Row::size) + row.as_ref().map_or(0, Row::size) + ENTRY_BYTES;
             if is_keyed {
                 let kt = kt.expect("key");
                 let e = p.keyed.entry(kt).or_insert_with(|| KeyChange {
@@ -288,14 +290,14 @@ impl RdbEngine {
                 let stage = step::aux(&ids, "previous");
                 let ord = step::aux(&ids, "ord");
                 let key_cols: Vec<&str> = key.iter().map(|i| ids[*i]).collect();
-                self.target
-                    .exec(&format!(
+                self.target().await?.exec(&format!(
                         "DROP TABLE IF EXISTS pg_temp.{stage}; CREATE TEMP TABLE {stage} AS SELECT {}, 0::bigint AS {ord} FROM {name} WITH NO DATA",
                         key_cols.join(", ")
                     ))
                     .await
                     .map_err(err)?;
-                self.target
+                self.target()
+                    .await?
                     .run(&Step::Copy {
                         copy: format!("COPY {stage} ({}, {ord}) FROM STDIN", key_cols.join(", ")),
                         rows: keys.to_vec(),
@@ -305,7 +307,8 @@ impl RdbEngine {
                 let on: Vec<String> = key_cols.iter().map(|c| format!("t.{c} = s.{c}")).collect();
                 let sel: Vec<String> = ids.iter().map(|c| format!("t.{c}::text")).collect();
                 let got = self
-                    .target
+                    .target()
+                    .await?
                     .query(&format!(
                         "SELECT s.{ord}::text, {} FROM {stage} s JOIN {name} t ON {}",
                         sel.join(", "),
@@ -313,7 +316,8 @@ impl RdbEngine {
                     ))
                     .await
                     .map_err(err)?;
-                self.target
+                self.target()
+                    .await?
                     .exec(&format!("DROP TABLE pg_temp.{stage}"))
                     .await
                     .map_err(err)?;
@@ -347,7 +351,7 @@ impl RdbEngine {
                     wh.join(" AND ")
                 );
                 for (i, kt) in keys.iter().enumerate() {
-                    let got = self.target.select(&sql, kt).await.map_err(err)?;
+                    let got = self.target().await?.select(&sql, kt).await.map_err(err)?;
                     let Some(g) = got.into_iter().next() else {
                         return Err(missing());
                     };
@@ -455,73 +459,57 @@ impl RdbEngine {
     }
 
     /// A checkpoint at a transaction boundary: every table's pending changes, held
-    /// changes of parked tables set aside, released ones applied.
+    /// changes of parked tables set aside, released ones applied. Plain ones (no
+    /// Kafka offsets, nothing parked or released) commit on a task of their own while
+    /// the next checkpoint is read (`dispatch`).
     pub async fn checkpoint(
         &mut self,
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
+        self.settle().await?;
         let n = self.checkpoint + 1;
         let pending = std::mem::take(&mut self.pending);
-        self.pending_bytes = 0;
+        let bytes = std::mem::take(&mut self.pending_bytes);
         let mut held = Vec::new();
         let released = self.releases(n, &mut held).await?;
-        let mut rewrite = false;
+        let plain = !self.kafka
+            && released.is_empty()
+            && held.is_empty()
+            && !pending.keys().any(|k| self.parked.contains(&show(k)));
+        if plain {
+            let stmts = self.steps(n, &pending, false, &held)?;
+            return self
+                .dispatch(stmts, pending, bytes, position, snapshot)
+                .await;
+        }
+        self.apply(&pending, &held, false, position, snapshot)
+            .await?;
+        for i in released {
+            self.released(i)?;
+        }
+        Ok(())
+    }
+
+    /// Commit checkpoint `self.checkpoint + 1` now: `pending` (every changed key
+    /// deleted first with `rewrite`, and again that way after a unique violation)
+    /// and `held`.
+    pub(super) async fn apply(
+        &mut self,
+        pending: &BTreeMap<(String, String), Pend>,
+        held: &[Step],
+        mut rewrite: bool,
+        position: Option<Position>,
+        snapshot: Option<SnapshotResume>,
+    ) -> Result<(), SyncError> {
+        let n = self.checkpoint + 1;
         loop {
-            let mut plan =
-                step::Plan::new(self.dialect, n, self.cfg.batch_rows, self.max_statement);
-            // ON DELETE actions the target does not run itself: before any delete.
-            let mut groups: [Vec<Step>; 5] = Default::default();
-            if !self.deferred_fks() {
-                let [stage, actions, ..] = &mut groups;
-                for (k, p) in &pending {
-                    if !self.fk_actions.contains_key(k) || self.parked.contains(&show(k)) {
-                        continue;
-                    }
-                    let keys: Vec<Row> = p
-                        .keyed
-                        .iter()
-                        .filter(|(_, c)| c.deleted)
-                        .map(|(t, _)| t.clone())
-                        .collect();
-                    if keys.is_empty() {
-                        continue;
-                    }
-                    let tt = self.ttable(k)?;
-                    let names = step::Cols {
-                        table: &tt.sql_name,
-                        cols: &tt.cols,
-                        key: &tt.key,
-                    }
-                    .key_names();
-                    let conds = plan.keys_condition(&tt.sql_name, &names, keys, stage);
-                    for (cond, params) in conds {
-                        let mut sql = Vec::new();
-                        self.fk_action_sql(k, &cond, &mut Vec::new(), &mut sql)?;
-                        actions.extend(sql.into_iter().map(|s| Step::with(s, &params)));
-                    }
-                }
-            }
-            for (k, p) in &pending {
-                let name = show(k);
-                if self.parked.contains(&name) {
-                    let s = self.statements(k, p, rewrite, &mut plan)?;
-                    self.log.hold(&name, n, s.concat())?;
-                    continue;
-                }
-                let [stage, dels, out, ups] = self.statements(k, p, rewrite, &mut plan)?;
-                groups[0].extend(stage);
-                groups[2].extend(dels);
-                groups[3].extend(out);
-                groups[4].extend(ups);
-            }
-            let mut stmts = groups.concat();
-            stmts.extend(held.iter().cloned());
+            let stmts = self.steps(n, pending, rewrite, held)?;
             match self
                 .commit(&stmts, position.clone(), snapshot.clone())
                 .await
             {
-                Ok(()) => break,
+                Ok(()) => return Ok(()),
                 Err(e) if !rewrite && e.kind == ErrorKind::UniqueViolation => {
                     // Unique values moved between rows inside the checkpoint: the
                     // same changes again, every changed key deleted first.
@@ -531,10 +519,67 @@ impl RdbEngine {
                 Err(e) => return Err(e.message.into()),
             }
         }
-        for i in released {
-            self.released(i)?;
+    }
+
+    /// The statements of checkpoint `n`: ON DELETE actions the target does not run
+    /// itself, then every table's staging, deletes, keyless changes and upserts (a
+    /// parked table's go to the DDL log instead), then `held`.
+    fn steps(
+        &mut self,
+        n: u64,
+        pending: &BTreeMap<(String, String), Pend>,
+        rewrite: bool,
+        held: &[Step],
+    ) -> Result<Vec<Step>, SyncError> {
+        let mut plan = step::Plan::new(self.dialect, n, self.cfg.batch_rows, self.max_statement);
+        // ON DELETE actions the target does not run itself: before any delete.
+        let mut groups: [Vec<Step>; 5] = Default::default();
+        if !self.deferred_fks() {
+            let [stage, actions, ..] = &mut groups;
+            for (k, p) in pending {
+                if !self.fk_actions.contains_key(k) || self.parked.contains(&show(k)) {
+                    continue;
+                }
+                let keys: Vec<Row> = p
+                    .keyed
+                    .iter()
+                    .filter(|(_, c)| c.deleted)
+                    .map(|(t, _)| t.clone())
+                    .collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                let tt = self.ttable(k)?;
+                let names = step::Cols {
+                    table: &tt.sql_name,
+                    cols: &tt.cols,
+                    key: &tt.key,
+                }
+                .key_names();
+                let conds = plan.keys_condition(&tt.sql_name, &names, keys, stage);
+                for (cond, params) in conds {
+                    let mut sql = Vec::new();
+                    self.fk_action_sql(k, &cond, &mut Vec::new(), &mut sql)?;
+                    actions.extend(sql.into_iter().map(|s| Step::with(s, &params)));
+                }
+            }
         }
-        Ok(())
+        for (k, p) in pending {
+            let name = show(k);
+            if self.parked.contains(&name) {
+                let s = self.statements(k, p, rewrite, &mut plan)?;
+                self.log.hold(&name, n, s.concat())?;
+                continue;
+            }
+            let [stage, dels, out, ups] = self.statements(k, p, rewrite, &mut plan)?;
+            groups[0].extend(stage);
+            groups[2].extend(dels);
+            groups[3].extend(out);
+            groups[4].extend(ups);
+        }
+        let mut stmts = groups.concat();
+        stmts.extend(held.iter().cloned());
+        Ok(stmts)
     }
 
     /// Parked entries a person resolved: their held statements join checkpoint `n`.
