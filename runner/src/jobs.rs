@@ -45,63 +45,96 @@ pub(super) fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
         }
     };
     if job.sink.iceberg().is_some() {
-        rt.block_on(async move {
-            match runner::sync::engine::Engine::open(job.clone()).await {
-                Ok(sink) => run_pipeline(&job, sink, until_end).await,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(1)
-                }
-            }
-        })
+        rt.block_on(run_job(&job, until_end, || {
+            runner::sync::engine::Engine::open(job.clone())
+        }))
     } else {
-        rt.block_on(async move {
-            match runner::sync::rdb::RdbEngine::open(job.clone()).await {
-                Ok(sink) => run_pipeline(&job, sink, until_end).await,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(1)
-                }
-            }
-        })
+        rt.block_on(run_job(&job, until_end, || {
+            runner::sync::rdb::RdbEngine::open(job.clone())
+        }))
     }
 }
 
-/// The job's source joined to `sink`, with the metrics endpoint and SIGTERM.
-async fn run_pipeline<S: runner::sync::pipeline::Sink>(
-    job: &runner::sync::job::SyncJob,
-    sink: S,
-    until_end: bool,
-) -> ExitCode {
+/// Restarts in a row (without a commit between) of a Kafka group member fenced off
+/// by another member, before it gives up.
+const FENCED_RESTARTS: u32 = 20;
+
+/// The job's source joined to the sink `open` makes, with the metrics endpoint and
+/// SIGTERM. A Kafka group member whose commit another member fenced off (a
+/// rebalance moved a partition it had read, and the new owner committed first)
+/// starts again from the offsets the target holds, as a restarted process would:
+/// with two members fencing each other during one rebalance, stopping would leave
+/// the group without either.
+async fn run_job<S, F, Fut>(job: &runner::sync::job::SyncJob, until_end: bool, open: F) -> ExitCode
+where
+    S: runner::sync::pipeline::Sink,
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<S, runner::sync::error::SyncError>>,
+{
     let started = std::time::Instant::now();
-    let mut p = runner::sync::pipeline::Pipeline::new(job, sink);
+    let metrics = runner::sync::metrics::Metrics::new();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Some(port) = job.pipeline.metrics_port {
         let name = job.pipeline.name.clone();
-        if let Err(e) = runner::sync::metrics::serve(port, name, p.metrics.clone()).await {
+        if let Err(e) = runner::sync::metrics::serve(port, name, metrics.clone()).await {
             eprintln!("error: metrics endpoint on 127.0.0.1:{port}: {e}");
             return ExitCode::from(1);
         }
         tracing::info!("metrics on http://127.0.0.1:{port}/metrics");
     }
     // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
-    tokio::spawn(stop_on_signal(p.stop.clone()));
-    let res = p.run(until_end).await;
-    let st = runner::sync::pipeline::Sink::status(&p.sink);
-    match res {
-        Ok(()) => {
-            eprintln!(
-                "done: {} row change(s), {} DDL, {} commit(s) in {:.1} s",
-                st.rows,
-                st.ddls,
-                st.commits,
-                started.elapsed().as_secs_f64()
-            );
-            ExitCode::from(0)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            eprintln!("the job stopped; run it again to resume from its last checkpoint");
-            ExitCode::from(1)
+    tokio::spawn(stop_on_signal(stop.clone()));
+    let mut restarts = 0;
+    loop {
+        let sink = match open().await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let mut p = runner::sync::pipeline::Pipeline::new(job, sink);
+        p.stop = stop.clone();
+        p.metrics = metrics.clone();
+        let res = p.run(until_end).await;
+        let st = runner::sync::pipeline::Sink::status(&p.sink);
+        match res {
+            Ok(()) => {
+                eprintln!(
+                    "done: {} row change(s), {} DDL, {} commit(s) in {:.1} s",
+                    st.rows,
+                    st.ddls,
+                    st.commits,
+                    started.elapsed().as_secs_f64()
+                );
+                return ExitCode::from(0);
+            }
+            Err(e)
+                if e.kind == runner::sync::error::ErrorKind::Fenced
+                    && job.source.kafka().is_some()
+                    && !stop.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                if st.commits > 0 {
+                    restarts = 0;
+                }
+                restarts += 1;
+                if restarts > FENCED_RESTARTS {
+                    eprintln!("error: {e}");
+                    eprintln!("fenced off {FENCED_RESTARTS} times in a row without a commit; the job stopped; run it again to resume from its last checkpoint");
+                    return ExitCode::from(1);
+                }
+                tracing::warn!(
+                    "{e}; starting again from the offsets the target holds (restart {restarts})"
+                );
+                drop(p);
+                tokio::time::sleep(std::time::Duration::from_millis(250 * u64::from(restarts)))
+                    .await;
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                eprintln!("the job stopped; run it again to resume from its last checkpoint");
+                return ExitCode::from(1);
+            }
         }
     }
 }

@@ -836,7 +836,7 @@ async fn debezium_topics_into_an_s3_lake_with_two_consumers_and_a_kill() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_consumer_whose_partition_moved_on_is_fenced_off() {
+async fn a_consumer_whose_partition_moved_on_is_fenced_off_and_starts_again() {
     let (broker, pgs) = tokio::join!(Broker::start(), PgServer::start());
     let bootstrap = broker.bootstrap();
     create_topics(&bootstrap).await;
@@ -856,7 +856,9 @@ async fn a_consumer_whose_partition_moved_on_is_fenced_off() {
     wait_pg("the backlog applied", &pg, &feed, &[&job]).await;
     // Another consumer of the group (as after a rebalance this one missed) moved
     // `tags` on in the target. This one still reads `tags`: its next commit asserts
-    // the offset it read from, fails, and it stops without applying the change.
+    // the offset it read from and fails without applying the change; the process
+    // starts again from the offsets the target holds (so the change counts as the
+    // other consumer's) and goes on.
     pg.execute(
         "UPDATE lakeshift.kafka_offsets SET next_offset = next_offset + 1000 WHERE topic = 'dbz.shop.tags'",
         &[],
@@ -865,26 +867,27 @@ async fn a_consumer_whose_partition_moved_on_is_fenced_off() {
     .unwrap();
     feed.change("tags", 999, 999, false);
     produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let st = loop {
-        if let Some(st) = z.try_wait().unwrap() {
-            break st;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = z.kill();
-            panic!(
-                "the fenced consumer did not stop within 60 s: {}",
-                log_of(&job)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    wait_until("the fenced consumer starts again", || async {
+        log_of(&job).contains("starting again from the offsets the target holds")
+    })
+    .await;
     let log = log_of(&job);
-    assert!(!st.success(), "{log}");
     assert!(
         log.contains("another consumer of the group took it over"),
         "{log}"
     );
+    assert!(
+        z.try_wait().unwrap().is_none(),
+        "the process stopped: {log}"
+    );
+    // It goes on: a later change of another table lands.
+    feed.change("items", 77, 77, false);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    let items = expected(&feed, "items");
+    wait_until("the restarted run applies a later change", || async {
+        pg_table(&pg, "items").await.as_ref() == Some(&items)
+    })
+    .await;
     assert!(
         !pg_table(&pg, "tags")
             .await
@@ -892,6 +895,13 @@ async fn a_consumer_whose_partition_moved_on_is_fenced_off() {
             .iter()
             .any(|r| r[0].as_deref() == Some("tag999")),
         "the fenced change did not land"
+    );
+    let _ = Command::new("kill").arg(z.id().to_string()).status();
+    let st = z.wait().unwrap();
+    assert!(
+        st.success(),
+        "a clean stop after the restart: {}",
+        log_of(&job)
     );
 }
 

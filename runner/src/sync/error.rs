@@ -10,7 +10,8 @@ pub enum ErrorKind {
     /// A connection was lost: reading again from the last checkpoint can fix it.
     Transient,
     /// Another process moved the job's state (or took its Kafka partitions over):
-    /// this one must stop.
+    /// this one must stop (a Kafka group member starts again from the target's
+    /// offsets, `lakeshift sync`).
     Fenced,
     /// A unique index of the target refused a row of the checkpoint (values moved
     /// between rows inside it): applying it again with changed keys deleted first

@@ -326,7 +326,7 @@ impl Engine {
                 }),
             )
             .await
-            .map_err(|e| format!("commit of {}: {e}", display(&id)))?;
+            .map_err(|e| SyncError::from(e).context(format_args!("commit of {}", display(&id))))?;
         self.committed_pending(key, done.table, wm, w.delta);
         self.recount_budget();
         Ok(())
@@ -504,12 +504,15 @@ impl Engine {
                 match done {
                     Ok(done) => self.committed_pending(&key, done.table, wm, delta),
                     Err(e) => {
-                        failed = failed.or(Some(format!("checkpoint {n}: commit of {name}: {e}")))
+                        failed = failed.or(Some(
+                            SyncError::from(e)
+                                .context(format_args!("checkpoint {n}: commit of {name}")),
+                        ))
                     }
                 }
             }
             if let Some(e) = failed {
-                return Err(e.into());
+                return Err(e);
             }
         }
         // The catalog's record of the job moves too (an older state folder is refused).

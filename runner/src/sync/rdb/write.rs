@@ -516,7 +516,7 @@ impl RdbEngine {
                     tracing::info!("checkpoint {n}: {e}; applying it again with every changed key deleted first");
                     rewrite = true;
                 }
-                Err(e) => return Err(e.message.into()),
+                Err(e) => return Err(e),
             }
         }
     }
