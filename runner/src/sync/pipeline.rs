@@ -424,6 +424,8 @@ impl<S: Sink> Pipeline<S> {
             }
             self.progress().await;
             self.sink.keep_alive().await?;
+            // (A commit the sink finished in the background reaches the source too.)
+            self.acknowledge();
             let wait = self.interval.min(Duration::from_millis(250));
             let e = match tokio::time::timeout(wait, rx.recv()).await {
                 Ok(Some(e)) => e,

@@ -387,6 +387,16 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         RdbEngine::settle(self).await
     }
 
+    /// A checkpoint committed in the background is taken in as soon as it is done,
+    /// though no next checkpoint comes (a quiet source): the committed position,
+    /// counters and metrics move with it.
+    async fn keep_alive(&mut self) -> Result<(), SyncError> {
+        if self.flight.as_ref().is_some_and(|f| f.task.is_finished()) {
+            RdbEngine::settle(self).await?;
+        }
+        Ok(())
+    }
+
     fn over_budget(&self) -> bool {
         RdbEngine::over_budget(self)
     }
