@@ -244,11 +244,7 @@ impl RdbEngine {
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
-        self.settle().await?;
-        let n = self.checkpoint + 1;
-        let position = position.or(self.position.clone());
-        let state = (!self.kafka).then(|| self.state_update(n, &position, &snapshot));
-        let job = self.job.pipeline.name.clone();
+        let (n, position, state, job) = self.next_commit(position, &snapshot).await?;
         let mut res = transact(self.target().await?, n, stmts, state.as_ref(), &job).await;
         if res.is_ok() && self.kafka {
             res = self.move_offsets(n).await;
@@ -257,6 +253,21 @@ impl RdbEngine {
         self.committed(n, position, snapshot);
         self.last_checkpoint = Instant::now();
         Ok(())
+    }
+
+    /// After the checkpoint in flight: the next checkpoint's number, its resume
+    /// position, the state row's move (none for Kafka jobs, which move offsets) and
+    /// the job's name.
+    async fn next_commit(
+        &mut self,
+        position: Option<Position>,
+        snapshot: &Option<SnapshotResume>,
+    ) -> Result<(u64, Option<Position>, Option<Step>, String), SyncError> {
+        self.settle().await?;
+        let n = self.checkpoint + 1;
+        let position = position.or(self.position.clone());
+        let state = (!self.kafka).then(|| self.state_update(n, &position, snapshot));
+        Ok((n, position, state, self.job.pipeline.name.clone()))
     }
 
     /// Commit on a task of its own: the engine reads and folds the next checkpoint
@@ -270,15 +281,11 @@ impl RdbEngine {
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
-        self.settle().await?;
-        let n = self.checkpoint + 1;
-        let position = position.or(self.position.clone());
-        let state = self.state_update(n, &position, &snapshot);
-        let job = self.job.pipeline.name.clone();
+        let (n, position, state, job) = self.next_commit(position, &snapshot).await?;
         self.target().await?;
         let mut t = self.conn.take().expect("settled");
         let task = tokio::spawn(async move {
-            let res = transact(&mut t, n, &stmts, Some(&state), &job).await;
+            let res = transact(&mut t, n, &stmts, state.as_ref(), &job).await;
             let res = finish(&mut t, n, res).await;
             (t, res)
         });
