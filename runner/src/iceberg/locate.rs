@@ -124,65 +124,6 @@ struct Spilled {
     len: usize,
     /// Commits since the last durable one (redb reuses freed pages only after one).
     light: u32,
-    /// Every identity ever written to the file: a lookup of one it never held (a
-    /// new key, the common case) answers without reading the file.
-    filter: Bloom,
-}
-
-/// A Bloom filter over row identities (already hashes: two 64-bit halves give the
-/// probes). No false negatives; removals are not taken out (a stale bit costs only a
-/// lookup in the file).
-#[derive(Default)]
-struct Bloom {
-    bits: Vec<u64>,
-    /// Identities added since it was sized.
-    added: usize,
-}
-
-/// Probes per identity, and bits per identity the filter is sized for (about 1%
-/// false positives).
-const BLOOM_PROBES: u64 = 7;
-const BLOOM_BITS_PER: usize = 10;
-
-impl Bloom {
-    fn with_room(n: usize) -> Bloom {
-        let words = (n.max(1 << 16) * BLOOM_BITS_PER).div_ceil(64);
-        Bloom {
-            bits: vec![0; words],
-            added: 0,
-        }
-    }
-
-    fn probes(&self, h: u128) -> impl Iterator<Item = (usize, u64)> {
-        let m = self.bits.len() as u64 * 64;
-        let (a, b) = (h as u64, ((h >> 64) as u64) | 1);
-        (0..BLOOM_PROBES).map(move |i| {
-            let bit = a.wrapping_add(i.wrapping_mul(b)) % m;
-            ((bit / 64) as usize, 1u64 << (bit % 64))
-        })
-    }
-
-    fn add(&mut self, h: u128) {
-        let probes: Vec<(usize, u64)> = self.probes(h).collect();
-        for (w, m) in probes {
-            self.bits[w] |= m;
-        }
-        self.added += 1;
-    }
-
-    fn may_hold(&self, h: u128) -> bool {
-        self.bits.is_empty() || self.probes(h).all(|(w, m)| self.bits[w] & m != 0)
-    }
-
-    /// Whether `more` identities would take it past its size (false positives
-    /// would climb).
-    fn full_with(&self, more: usize) -> bool {
-        (self.added + more) * BLOOM_BITS_PER > self.bits.len() * 64
-    }
-
-    fn bytes(&self) -> usize {
-        self.bits.capacity() * 8
-    }
 }
 
 impl Drop for Spilled {
@@ -208,7 +149,6 @@ impl Spilled {
             path,
             len: 0,
             light: 0,
-            filter: Bloom::default(),
         })
     }
 
@@ -246,21 +186,6 @@ impl Spilled {
         }
         w.commit().map_err(spill_err)?;
         self.len -= found;
-        if !insert.is_empty() {
-            if self.filter.bits.is_empty() || self.filter.full_with(insert.len()) {
-                // Sized again for twice what the file holds, from the file.
-                let mut f = Bloom::with_room(2 * self.len);
-                for e in self.reader()?.iter().map_err(spill_err)? {
-                    let (h, _) = e.map_err(spill_err)?;
-                    f.add(h.value());
-                }
-                self.filter = f;
-            } else {
-                for (h, _) in insert {
-                    self.filter.add(*h);
-                }
-            }
-        }
         Ok(())
     }
 
@@ -287,9 +212,6 @@ impl Lookup<'_> {
         let Some(t) = &self.disk else {
             return Ok(None);
         };
-        if self.ix.disk.as_ref().is_some_and(|d| !d.filter.may_hold(h)) {
-            return Ok(None);
-        }
         let found = t.get(h).map_err(spill_err)?.nth(n - in_memory);
         match found {
             Some(g) => Ok(Some(g.map_err(spill_err)?.value())),
@@ -329,11 +251,9 @@ impl RowIndex {
 
     /// The memory a spill would give back, when worth having (cached, cheap).
     pub fn spillable_bytes(&self) -> Option<usize> {
-        let n = self.held.saturating_sub(
-            self.disk
-                .as_ref()
-                .map_or(0, |d| SPILL_CACHE + d.filter.bytes()),
-        );
+        let n = self
+            .held
+            .saturating_sub(if self.disk.is_some() { SPILL_CACHE } else { 0 });
         (n >= SPILL_MIN).then_some(n)
     }
 
@@ -407,10 +327,7 @@ impl RowIndex {
             + self.more.values().map(|v| v.capacity() * 8).sum::<usize>()
             + self.files.iter().map(|f| f.path.len() + 96).sum::<usize>()
             + self.by_path.capacity() * 40
-            + self
-                .disk
-                .as_ref()
-                .map_or(0, |d| SPILL_CACHE + d.filter.bytes());
+            + if self.disk.is_some() { SPILL_CACHE } else { 0 };
     }
 
     /// The committed rows a change deletes, located: `deleted` are the identities of
@@ -1186,35 +1103,6 @@ mod tests {
             removed,
             added: vec![(slot(f), added)],
         }
-    }
-
-    #[test]
-    fn the_spill_filter_holds_every_identity_written_and_few_others() {
-        // Identities as the index makes them: hashes (here a simple mix).
-        let id = |i: u64| -> u128 {
-            let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i >> 7);
-            (u128::from(x) << 64) | u128::from(x.rotate_left(29) ^ 0xDEAD_BEEF)
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let mut d = Spilled::create(dir.path()).unwrap();
-        // Several writes: the filter is sized from the first, then fills and is
-        // rebuilt from the file; one write removes locations.
-        let n = 300_000u64;
-        for part in 0..6 {
-            let mut chunk: Vec<(u128, Loc)> = (part * n / 6..(part + 1) * n / 6)
-                .map(|i| (id(i), i))
-                .collect();
-            chunk.sort_unstable();
-            d.write(&[], &chunk).unwrap();
-        }
-        d.write(&[(id(5), 5)], &[]).unwrap();
-        assert_eq!(d.len, n as usize - 1);
-        assert!(
-            (0..n).all(|i| d.filter.may_hold(id(i))),
-            "an identity written is always let through"
-        );
-        let others = (n..n + 100_000).filter(|i| d.filter.may_hold(id(*i))).count();
-        assert!(others < 3_000, "{others} of 100000 others let through");
     }
 
     #[test]
