@@ -424,7 +424,8 @@ impl<S: Sink> Pipeline<S> {
             }
             self.progress().await;
             self.sink.keep_alive().await?;
-            // (A commit the sink finished in the background reaches the source too.)
+            // What the sink committed since the last turn (at checkpoints, on its own,
+            // or in the background) reaches the source.
             self.acknowledge();
             let wait = self.interval.min(Duration::from_millis(250));
             let e = match tokio::time::timeout(wait, rx.recv()).await {
@@ -445,7 +446,6 @@ impl<S: Sink> Pipeline<S> {
                     | SourceEvent::Rebalanced
             );
             self.event(e, cur).await?;
-            self.acknowledge();
         }
     }
 

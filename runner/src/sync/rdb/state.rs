@@ -282,8 +282,7 @@ impl RdbEngine {
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
         let (n, position, state, job) = self.next_commit(position, &snapshot).await?;
-        self.target().await?;
-        let mut t = self.conn.take().expect("settled");
+        let mut t = self.conn.take().ok_or_else(lost)?;
         let task = tokio::spawn(async move {
             let res = transact(&mut t, n, &stmts, state.as_ref(), &job).await;
             let res = finish(&mut t, n, res).await;
@@ -333,9 +332,7 @@ impl RdbEngine {
     /// The target connection, once the checkpoint in flight is settled.
     pub(super) async fn target(&mut self) -> Result<&mut Target, SyncError> {
         self.settle().await?;
-        self.conn
-            .as_mut()
-            .ok_or_else(|| "the target connection was lost with a failed commit".into())
+        self.conn.as_mut().ok_or_else(lost)
     }
 
     /// A checkpoint committed: the engine's record of it.
@@ -429,6 +426,11 @@ impl RdbEngine {
         self.floors.insert((topic.to_owned(), part), f);
         Ok(f)
     }
+}
+
+/// No connection: a commit task ended without handing it back.
+fn lost() -> SyncError {
+    "the target connection was lost with a failed commit".into()
 }
 
 /// A checkpoint's transaction up to its commit: `BEGIN`, the statements, and the
