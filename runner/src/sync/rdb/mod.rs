@@ -24,6 +24,7 @@
 //! translated or that the target refuses goes to the job's `ddl-error-policy`.
 
 mod ddl;
+mod keyed;
 mod keys;
 pub mod render;
 mod state;
@@ -67,27 +68,13 @@ struct TTable {
 /// One table's changes in the current checkpoint.
 #[derive(Default)]
 struct Pend {
-    /// Keyed tables: key values -> its folded change.
-    keyed: HashMap<Row, KeyChange>,
+    /// Keyed tables: each key's folded change.
+    keyed: keyed::Keyed,
     /// Keyless tables: inserts (true) and deletes of rows, in order.
     keyless: Vec<(bool, Row)>,
     /// A snapshot reads the table again: every row the target holds goes first, in
     /// the checkpoint's transaction.
     replace: bool,
-}
-
-/// A key's changes in a checkpoint, folded.
-#[derive(Default)]
-struct KeyChange {
-    /// Order of the last change.
-    seq: u64,
-    /// The row at the end, or None (deleted).
-    row: Option<Row>,
-    /// The source deleted the row in this checkpoint (perhaps to insert it again).
-    deleted: bool,
-    /// The key's first change in this checkpoint inserted it: the target, a copy of
-    /// the source as of the last checkpoint, holds no row of it.
-    absent: bool,
 }
 
 /// A checkpoint committing on a task of its own while the next one is read and

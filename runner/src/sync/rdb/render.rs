@@ -87,6 +87,11 @@ impl RowBuf {
         self.0.extend_from_slice(x);
     }
 
+    /// One value as `Row::span` gives it.
+    pub fn raw(&mut self, encoded: &[u8]) {
+        self.0.extend_from_slice(encoded);
+    }
+
     /// Every value of `r`, after those already here.
     pub fn extend(&mut self, r: &Row) {
         self.0.extend_from_slice(&r.0);
@@ -114,6 +119,21 @@ impl Row {
         self.0.is_empty()
     }
 
+    /// The encoded values (equal rows, equal bytes).
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Value `i` of encoded values `row`, encoded (its tag and payload), if there.
+    pub fn span(row: &[u8], i: usize) -> Option<&[u8]> {
+        let mut at = 0;
+        for _ in 0..i {
+            at += value_len(row.get(at..)?)?;
+        }
+        let n = value_len(row.get(at..)?)?;
+        row.get(at..at + n)
+    }
+
     /// Bytes the row costs in memory (its allocation with the reference counts,
     /// and one pointer to it).
     pub fn size(&self) -> usize {
@@ -124,6 +144,15 @@ impl Row {
     pub fn has_default(&self) -> bool {
         self.vals().any(|v| v == Val::Default)
     }
+}
+
+/// The length of the encoded value at the start of `b`.
+fn value_len(b: &[u8]) -> Option<usize> {
+    Some(match *b.first()? {
+        NULL | DEFAULT => 1,
+        INT | UINT | FLOAT => 9,
+        _ => 9 + u64::from_le_bytes(b.get(1..9)?.try_into().ok()?) as usize,
+    })
 }
 
 /// The values of a `Row`, in order.

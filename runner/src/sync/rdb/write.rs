@@ -16,10 +16,10 @@ fn hex_decode(h: &[u8]) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// What one pending change costs besides its values (see `fold_rows`): the map's
-/// slot and the change's header, and the pointers a checkpoint's statements hold to
-/// its rows (which share the rows' bytes).
-const ENTRY_BYTES: usize = 144;
+/// What a keyless table's pending change costs besides its row: its place in the
+/// list, and the pointer a checkpoint's statements hold to the row (which shares its
+/// bytes). Keyed tables count theirs (`Keyed::bytes`).
+const KEYLESS_BYTES: usize = 40;
 
 impl RdbEngine {
     /// Pending changes past `memory-budget-mib`: commit them now (inside a source
@@ -70,6 +70,7 @@ impl RdbEngine {
             .map(|(n, c)| (find(n), c))
             .collect();
         let key: Vec<(Option<usize>, &ColSpec)> = tt.key.iter().map(|i| all[*i]).collect();
+        let key_cols = tt.key.clone();
         if key.iter().any(|(b, _)| b.is_none()) {
             return Err(format!("{}: rows lack key columns", show(&k)).into());
         }
@@ -139,26 +140,22 @@ impl RdbEngine {
             self.keep_unchanged(&k, &mut out, &cells, &binary).await?;
         }
         let p = self.pending.entry(k).or_default();
+        let before = p.keyed.bytes();
         for (is_keyed, kt, row, deleted) in out {
             self.seq += 1;
-            // The values (the checkpoint's statements share them) and the entry's
-            // own cost.
-            self.pending_bytes +=
-                kt.as_ref().map_or(0, Row::size) + row.as_ref().map_or(0, Row::size) + ENTRY_BYTES;
             if is_keyed {
                 let kt = kt.expect("key");
-                let e = p.keyed.entry(kt).or_insert_with(|| KeyChange {
-                    absent: op == Op::Insert,
-                    ..KeyChange::default()
-                });
-                e.seq = self.seq;
-                e.row = row;
-                e.deleted |= deleted;
+                p.keyed
+                    .change(&key_cols, kt, row, self.seq, deleted, op == Op::Insert);
             } else if let Some(row) = row {
                 // A keyless insert (true) or delete of a row.
+                self.pending_bytes += row.size() + KEYLESS_BYTES;
                 p.keyless.push((!deleted, row));
             }
         }
+        // What the table's folded changes hold now (a folded change frees the row it
+        // replaces).
+        self.pending_bytes = (self.pending_bytes + p.keyed.bytes()).saturating_sub(before);
         self.rows += n as u64;
         Ok(())
     }
@@ -195,9 +192,9 @@ impl RdbEngine {
                 let f = if let Some(&i) = local.get(old) {
                     From::Row(i)
                 } else {
-                    match p.keyed.get(old) {
-                        Some(KeyChange { row: Some(row), .. }) => From::Pending(row.clone()),
-                        Some(_) => {
+                    match p.keyed.get(old).map(|c| c.row().cloned()) {
+                        Some(Some(row)) => From::Pending(row),
+                        Some(None) => {
                             return Err(format!(
                                 "{}: an update of a row deleted before it left values unchanged",
                                 show(k)
@@ -407,22 +404,22 @@ impl RdbEngine {
             dels.push(Step::Sql(format!("DELETE FROM {}", tt.sql_name)));
         }
         if !p.keyed.is_empty() {
-            let mut entries: Vec<(&Row, &KeyChange)> = p.keyed.iter().collect();
-            entries.sort_by_key(|(_, c)| c.seq);
+            let mut entries: Vec<keyed::Change<'_>> = p.keyed.iter().collect();
+            entries.sort_by_key(|c| c.seq());
             // Deletes first: keys gone at the end, and keys the source deleted and
             // inserted again (so a target's ON DELETE actions fire as in the source, and
             // a new row cannot meet the old one's unique values); then the live rows in
             // change order.
             let keys: Vec<Row> = entries
                 .iter()
-                .filter(|(_, c)| rewrite || c.row.is_none() || c.deleted)
-                .map(|(k, _)| (*k).clone())
+                .filter(|c| rewrite || c.row().is_none() || c.deleted())
+                .map(|c| c.key())
                 .collect();
             plan.delete_keys(&t, keys, &mut stage, &mut dels);
             let (mut fresh, mut rows) = (Vec::new(), Vec::new());
-            for (_, c) in entries {
-                if let Some(r) = &c.row {
-                    if direct && (p.replace || (c.absent && !c.deleted)) {
+            for c in entries {
+                if let Some(r) = c.row() {
+                    if direct && (p.replace || (c.absent() && !c.deleted())) {
                         fresh.push(r.clone());
                     } else {
                         rows.push(r.clone());
@@ -543,8 +540,8 @@ impl RdbEngine {
                 let keys: Vec<Row> = p
                     .keyed
                     .iter()
-                    .filter(|(_, c)| c.deleted)
-                    .map(|(t, _)| t.clone())
+                    .filter(|c| c.deleted())
+                    .map(|c| c.key())
                     .collect();
                 if keys.is_empty() {
                     continue;
