@@ -250,6 +250,21 @@ mod tests {
     }
 
     #[test]
+    fn a_key_changed_many_times_costs_one_row() {
+        // The memory budget sees what the folded changes hold: a key updated 10,000
+        // times holds one row, not 10,000.
+        let mut k = Keyed::default();
+        k.change(&[1], key(1), Some(row(1, "first")), 1, false, true);
+        let once = k.bytes();
+        for i in 0..10_000 {
+            k.change(&[1], key(1), Some(row(1, "later")), i + 2, false, false);
+        }
+        assert_eq!(k.bytes(), once);
+        k.change(&[1], key(1), None, 20_000, true, false);
+        assert!(k.bytes() < once, "a deleted key holds its key only");
+    }
+
+    #[test]
     fn a_text_value_holding_another_keys_bytes_is_not_that_key() {
         // Keys compare value by value: (1, "ab") is not (1, "a") followed by "b".
         let mut k = Keyed::default();
