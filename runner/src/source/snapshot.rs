@@ -543,7 +543,7 @@ pub async fn read_table(
             .map_err(SourceError::sql)?;
         let mut b = RowsBuilder::new(table.clone());
         let mut in_chunk = 0u64;
-        let mut last_row: Option<Vec<Value>> = None;
+        let mut last_row: Option<mysql_async::Row> = None;
         while let Some(row) = result.next().await.map_err(SourceError::sql)? {
             for (i, col) in table.columns.iter().enumerate() {
                 let v = row.as_ref(i).unwrap_or(&Value::NULL);
@@ -561,13 +561,8 @@ pub async fn read_table(
             b.rows += 1;
             in_chunk += 1;
             if !key.is_empty() {
-                last_row = Some(
-                    table
-                        .key
-                        .iter()
-                        .map(|i| row.as_ref(*i).cloned().unwrap_or(Value::NULL))
-                        .collect(),
-                );
+                // Its key is read once the chunk ends (the last row's).
+                last_row = Some(row);
             } else if b.rows as u64 >= chunk {
                 // Keyless tables stream in one query, cut into batches.
                 if !out.send(&mut b, None).await {
@@ -576,6 +571,13 @@ pub async fn read_table(
             }
         }
         drop(result);
+        let last_row: Option<Vec<Value>> = last_row.map(|row| {
+            table
+                .key
+                .iter()
+                .map(|i| row.as_ref(*i).cloned().unwrap_or(Value::NULL))
+                .collect()
+        });
         if b.rows > 0 || out.done == 0 {
             let after = last_row
                 .as_ref()
