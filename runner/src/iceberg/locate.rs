@@ -463,30 +463,6 @@ impl RowIndex {
     /// Apply a commit's change; the index then describes `at`. With `replace`, the
     /// commit removed every older row.
     pub fn apply(&mut self, delta: Delta, replace: bool, at: (Option<i64>, i32)) -> Result<()> {
-        self.apply_within(delta, replace, at, None)
-    }
-
-    /// Bytes held at the peak of adding `n` locations to memory: a map that grows
-    /// holds its old and its new buckets at once.
-    fn peak_with(&self, n: usize) -> usize {
-        let want = self.rows.len() + n;
-        if want <= self.rows.capacity() {
-            return self.held;
-        }
-        let buckets = (want * 8 / 7).next_power_of_two();
-        self.held + buckets * (16 + 8 + 1)
-    }
-
-    /// `apply`, holding at most `to.cap` bytes of memory while it adds the commit's
-    /// locations (when given): if adding them to memory would pass it, the
-    /// locations held go to disk first, and the new ones too if they alone would.
-    pub fn apply_within(
-        &mut self,
-        delta: Delta,
-        replace: bool,
-        at: (Option<i64>, i32),
-        to: Option<&SpillTo>,
-    ) -> Result<()> {
         if replace {
             *self = RowIndex::empty(at);
         }
@@ -502,39 +478,11 @@ impl RowIndex {
                 disk.write(&on_disk, &[])?;
             }
         }
-        let adding: usize = delta.added.iter().map(|(_, ids)| ids.len()).sum();
-        let mut direct = false;
-        if let Some(to) = to.filter(|to| self.peak_with(adding) > to.cap) {
-            if self.in_memory() > 0 {
-                self.spill(&to.dir)?;
-            }
-            if self.peak_with(adding) > to.cap {
-                if self.disk.is_none() {
-                    self.disk = Some(Spilled::create(&to.dir)?);
-                }
-                direct = true;
-            }
-        }
-        let mut chunk = Vec::new();
         for (slot, ids) in delta.added {
             let f = self.file_id(slot);
             for (pos, h) in ids.into_iter().enumerate() {
-                if !direct {
-                    self.insert(h, loc(f, pos as u64));
-                    continue;
-                }
-                // Sorted chunks, as a spill writes them.
-                chunk.push((h, loc(f, pos as u64)));
-                if chunk.len() == SPILL_CHUNK {
-                    chunk.sort_unstable();
-                    self.disk.as_mut().expect("created").write(&[], &chunk)?;
-                    chunk.clear();
-                }
+                self.insert(h, loc(f, pos as u64));
             }
-        }
-        if direct {
-            chunk.sort_unstable();
-            self.disk.as_mut().expect("created").write(&[], &chunk)?;
         }
         self.at = at;
         self.recount();
@@ -1155,61 +1103,6 @@ mod tests {
             removed,
             added: vec![(slot(f), added)],
         }
-    }
-
-    #[test]
-    fn a_commit_that_would_grow_the_index_past_its_cap_goes_to_disk_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut ix = RowIndex::empty((None, 0));
-        ix.apply(
-            delta(vec![], "a", (0..400_000).collect()),
-            false,
-            (Some(1), 0),
-        )
-        .unwrap();
-        let held = ix.bytes();
-        // A cap the first commit's map fits in, but not the map grown for the
-        // second (its old and new buckets at once).
-        let to = SpillTo {
-            dir: dir.path().join("spill"),
-            cap: held + held / 2,
-        };
-        assert!(ix.peak_with(100_000) > to.cap);
-        ix.apply_within(
-            delta(vec![], "b", (400_000..500_000).collect()),
-            false,
-            (Some(2), 0),
-            Some(&to),
-        )
-        .unwrap();
-        // The locations held went to disk, the new ones stayed in memory (they fit).
-        assert_eq!((ix.spilled(), ix.in_memory()), (400_000, 100_000));
-        assert!(ix.bytes() <= to.cap, "{} > {}", ix.bytes(), to.cap);
-        // New locations that alone pass the cap go to disk as well.
-        let small = SpillTo {
-            dir: to.dir.clone(),
-            cap: 1 << 10,
-        };
-        ix.apply_within(
-            delta(vec![], "c", (500_000..510_000).collect()),
-            false,
-            (Some(3), 0),
-            Some(&small),
-        )
-        .unwrap();
-        assert_eq!((ix.spilled(), ix.in_memory()), (510_000, 0));
-        // Every row is found where it is, with its file.
-        for (h, f) in [
-            (0, "a"),
-            (399_999, "a"),
-            (400_000, "b"),
-            (499_999, "b"),
-            (505_000, "c"),
-        ] {
-            let l = ix.nth(h, 0).unwrap().expect("found");
-            assert_eq!(ix.file(l).path, f);
-        }
-        assert_eq!(ix.nth(510_000, 0).unwrap(), None);
     }
 
     #[test]

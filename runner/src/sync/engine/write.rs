@@ -343,15 +343,6 @@ impl Engine {
         delta: Option<locate::Delta>,
     ) {
         self.commits += 1;
-        // The index may grow to what the other indexes leave of their share.
-        let own = self.sinks.get(key).and_then(|s| s.index.as_ref());
-        let others = self
-            .index_bytes
-            .saturating_sub(own.map_or(0, |ix| ix.bytes()));
-        let to = locate::SpillTo {
-            dir: spill_dir(&self.state_dir),
-            cap: self.job.pipeline.index_budget().saturating_sub(others),
-        };
         let sink = self.sinks.get_mut(key).expect("present");
         let replace = sink.pending.replace;
         sink.table = table;
@@ -364,7 +355,7 @@ impl Engine {
             .and_then(|s| s.parent_snapshot_id());
         match (sink.index.as_mut(), delta) {
             (Some(ix), Some(d)) if replace || (ix.at.0 == parent && ix.at.1 == now.1) => {
-                if let Err(e) = ix.apply_within(d, replace, now, Some(&to)) {
+                if let Err(e) = ix.apply(d, replace, now) {
                     // Built again from the table when next needed.
                     tracing::warn!("{}: row index dropped: {e}", display(&sink.ident));
                     sink.index = None;
