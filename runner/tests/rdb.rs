@@ -1881,3 +1881,100 @@ async fn statements_fit_the_mysql_targets_packet_and_an_oversized_row_follows_th
         &dl[..dl.len().min(300)]
     );
 }
+
+/// The target server crashes while checkpoints commit on their own task (a
+/// checkpoint at every transaction boundary, so one is nearly always in flight): the
+/// job stops, and once the server is back a run resumes from what the target
+/// committed. Nothing is lost, and nothing lands twice (a keyless table would show a
+/// row applied twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_crashing_while_a_checkpoint_commits_loses_and_repeats_nothing() {
+    let (src, mut pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), n INT);
+         CREATE TABLE shop.log (k INT, v VARCHAR(20))",
+    )
+    .await
+    .unwrap();
+    // 400 transactions: 150 new items, an update of 20 earlier ones, 10 log rows.
+    let txns = 400;
+    for t in 0..txns {
+        let items: Vec<String> = (0..150)
+            .map(|i| format!("({}, 'item {i} of {t}', {t})", t * 150 + i))
+            .collect();
+        let logs: Vec<String> = (0..10).map(|i| format!("({t}, 'log {i}')")).collect();
+        c.query_drop(format!(
+            "BEGIN; INSERT INTO shop.items VALUES {}; UPDATE shop.items SET n = n + 1000 WHERE id < {} AND id % 7 = {}; INSERT INTO shop.log VALUES {}; COMMIT",
+            items.join(","),
+            t * 150,
+            t % 7,
+            logs.join(",")
+        ))
+        .await
+        .unwrap();
+    }
+    let pg = pgs.create_db("restore").await;
+    drop(pg);
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        781,
+        "",
+        &format!(
+            "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/restore\n",
+            pgs.port
+        ),
+        "  checkpoint-interval-seconds: 0.000001\n",
+    );
+    let mut run = spawn(&job, false, None);
+    let port = pgs.port;
+    let count = move || async move {
+        let (client, conn) = tokio_postgres::Config::new()
+            .host("127.0.0.1")
+            .port(port)
+            .user("postgres")
+            .dbname("restore")
+            .connect(tokio_postgres::NoTls)
+            .await
+            .ok()?;
+        tokio::spawn(conn);
+        let row = client
+            .query_one("SELECT count(*) FROM shop.items", &[])
+            .await
+            .ok()?;
+        Some(row.get::<_, i64>(0))
+    };
+    lakeshift_tests::wait_until("the job committed its first checkpoints", || async {
+        count().await.is_some_and(|n| n > 0)
+    })
+    .await;
+    let before = count().await.expect("the target answers");
+    pgs.crash_and_restart().await;
+    assert!(
+        before < txns * 150,
+        "the job had committed everything ({before} items) before the crash"
+    );
+    // The job stops on the lost target; a run started again catches up.
+    lakeshift_tests::wait_until("the job stopped on the lost target", || {
+        let done = run.try_wait().unwrap().is_some();
+        async move { done }
+    })
+    .await;
+    assert!(
+        !run.wait().unwrap().success(),
+        "the job reports the lost target: {}",
+        log_tail(&job)
+    );
+    catch_up(&job);
+    let pg = pgs.client("restore").await;
+    for (table, cols) in [("items", "id, name, n"), ("log", "k, v")] {
+        let sql = format!("SELECT {cols} FROM shop.{table} ORDER BY {cols}");
+        let want = my_rows(&mut c, &sql).await;
+        let got = pg_rows(&pg, &sql).await;
+        assert_eq!(got.len(), want.len(), "{table}: row count");
+        assert!(got == want, "{table}: rows differ from the source");
+    }
+}

@@ -9,7 +9,7 @@
 pub mod constraints;
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -231,7 +231,22 @@ fn pg_command(program: &str, as_postgres: bool) -> Command {
 pub struct PgServer {
     pub port: u16,
     child: Child,
+    settings: Vec<String>,
     _dir: tempfile::TempDir,
+}
+
+/// `postgres` on data folder `dir/data` at `port`.
+fn spawn_postgres(dir: &Path, port: u16, settings: &[String]) -> Child {
+    pg_command("postgres", is_root())
+        .args(["-D", &dir.join("data").display().to_string()])
+        .args(["-p", &port.to_string()])
+        .args(["-k", &dir.display().to_string()])
+        .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
+        .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("postgres starts")
 }
 
 impl PgServer {
@@ -274,21 +289,20 @@ impl PgServer {
             String::from_utf8_lossy(&out.stderr)
         );
         let port = free_port();
-        let child = pg_command("postgres", as_postgres)
-            .args(["-D", &data.display().to_string()])
-            .args(["-p", &port.to_string()])
-            .args(["-k", &dir.path().display().to_string()])
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-            .args(settings.iter().flat_map(|s| ["-c", s]))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("postgres starts");
+        let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
+        let child = spawn_postgres(dir.path(), port, &settings);
         let server = PgServer {
             port,
             child,
+            settings,
             _dir: dir,
         };
+        server.wait_ready().await;
+        server
+    }
+
+    async fn wait_ready(&self) {
+        let port = self.port;
         wait_until("postgres accepts connections", || async {
             pg_config(port, "postgres")
                 .connect(tokio_postgres::NoTls)
@@ -296,7 +310,20 @@ impl PgServer {
                 .is_ok()
         })
         .await;
-        server
+    }
+
+    /// Crash the server (an immediate shutdown: every backend ends at once, open
+    /// transactions with it) and start it again on the same data and port (it
+    /// recovers from its WAL).
+    pub async fn crash_and_restart(&mut self) {
+        let ok = Command::new("kill")
+            .args(["-QUIT", &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "SIGQUIT to postgres failed");
+        self.child.wait().expect("postgres ends");
+        self.child = spawn_postgres(self._dir.path(), self.port, &self.settings);
+        self.wait_ready().await;
     }
 
     /// A client of database `db`.

@@ -117,6 +117,9 @@ pub struct RdbEngine {
     /// Target tables (routed IR) as the sink believes them to be.
     catalog: Catalog,
     tables: HashMap<(String, String), TTable>,
+    /// Target tables this run created or made sure exist (a table known only from
+    /// the source's history at the resume point may not: `table_for`).
+    ensured: BTreeSet<(String, String)>,
     pending: BTreeMap<(String, String), Pend>,
     seq: u64,
     parked: BTreeSet<String>,
@@ -209,6 +212,7 @@ impl RdbEngine {
             catalog: Catalog::new(job.source.dialect().name_rules()),
             source_dialect: job.source.dialect(),
             tables: HashMap::new(),
+            ensured: BTreeSet::new(),
             pending: BTreeMap::new(),
             seq: 0,
             parked,

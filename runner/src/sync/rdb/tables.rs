@@ -117,6 +117,7 @@ impl RdbEngine {
             }
             tracing::info!("table {}: created on the target (if absent)", show(&k));
             self.know(r);
+            self.ensured.insert(k.clone());
             self.queue_fks(&with_fks);
             self.add_ready_fks().await?;
         } else {
@@ -141,8 +142,60 @@ impl RdbEngine {
                     mine.join(", ")
                 ).into());
             }
+            if !self.ensured.contains(&k) {
+                self.ensure_known(t, &k).await?;
+            }
         }
         Ok((k, routed))
+    }
+
+    /// A table known from the source's history at the resume point, first seen in
+    /// this run: created on the target if absent. The history does not say whether
+    /// the run before created it: tables are created when first seen, and a run
+    /// stopped in the middle of a snapshot had not yet seen the tables after the one
+    /// it read.
+    async fn ensure_known(
+        &mut self,
+        t: &crate::source::decode::SourceTable,
+        k: &(String, String),
+    ) -> Result<(), SyncError> {
+        self.ensured.insert(k.clone());
+        let there = self
+            .target()
+            .await?
+            .columns(&k.0, &k.1)
+            .await
+            .map_err(|e| format!("{}: is it on the target? {e}", show(k)))?;
+        if there.is_some() {
+            return Ok(());
+        }
+        tracing::info!(
+            "table {}: known from the source's history but not on the target (the run before stopped before it reached the table): creating it",
+            show(k)
+        );
+        let name = TableName::new(Some(&k.0), &k.1);
+        let known = self.catalog.table(&name).cloned().expect("known");
+        let sql = self.translate(
+            &[SchemaChange::CreateTable {
+                table: known.clone(),
+                if_not_exists: true,
+            }],
+            std::slice::from_ref(&known),
+        )?;
+        self.ensure_namespace(&k.0).await?;
+        for s in &sql.0 {
+            self.target()
+                .await?
+                .exec(s)
+                .await
+                .map_err(|e| format!("creating {}: {e}\n  statement: {s}", show(k)))?;
+        }
+        // Its foreign keys too (PostgreSQL with `keep`; those there already stay).
+        let mut ir = (*t.ir).clone();
+        ir.name = TableName::new(Some(&t.db), &t.name);
+        let with_fks = self.job.router.table(&ir);
+        self.queue_fks(&with_fks);
+        self.add_ready_fks().await
     }
 
     pub(super) async fn ensure_namespace(&mut self, db: &str) -> Result<(), SyncError> {
