@@ -100,21 +100,7 @@ impl RdbEngine {
             self.warn_actions(&with_fks);
             self.note_actions(&with_fks);
             let r = self.routed_ir(&ir);
-            let sql = self.translate(
-                &[SchemaChange::CreateTable {
-                    table: r.clone(),
-                    if_not_exists: true,
-                }],
-                std::slice::from_ref(&r),
-            )?;
-            self.ensure_namespace(&k.0).await?;
-            for s in &sql.0 {
-                self.target()
-                    .await?
-                    .exec(s)
-                    .await
-                    .map_err(|e| format!("creating {}: {e}\n  statement: {s}", show(&k)))?;
-            }
+            self.create(&k, &r).await?;
             tracing::info!("table {}: created on the target (if absent)", show(&k));
             self.know(r);
             self.ensured.insert(k.clone());
@@ -149,6 +135,26 @@ impl RdbEngine {
         Ok((k, routed))
     }
 
+    /// Create target table `k` as `r` (routed) if absent, its namespace too.
+    async fn create(&mut self, k: &(String, String), r: &Table) -> Result<(), SyncError> {
+        let sql = self.translate(
+            &[SchemaChange::CreateTable {
+                table: r.clone(),
+                if_not_exists: true,
+            }],
+            std::slice::from_ref(r),
+        )?;
+        self.ensure_namespace(&k.0).await?;
+        for s in &sql.0 {
+            self.target()
+                .await?
+                .exec(s)
+                .await
+                .map_err(|e| format!("creating {}: {e}\n  statement: {s}", show(k)))?;
+        }
+        Ok(())
+    }
+
     /// A table known from the source's history at the resume point, first seen in
     /// this run: created on the target if absent. The history does not say whether
     /// the run before created it: tables are created when first seen, and a run
@@ -175,21 +181,7 @@ impl RdbEngine {
         );
         let name = TableName::new(Some(&k.0), &k.1);
         let known = self.catalog.table(&name).cloned().expect("known");
-        let sql = self.translate(
-            &[SchemaChange::CreateTable {
-                table: known.clone(),
-                if_not_exists: true,
-            }],
-            std::slice::from_ref(&known),
-        )?;
-        self.ensure_namespace(&k.0).await?;
-        for s in &sql.0 {
-            self.target()
-                .await?
-                .exec(s)
-                .await
-                .map_err(|e| format!("creating {}: {e}\n  statement: {s}", show(k)))?;
-        }
+        self.create(k, &known).await?;
         // Its foreign keys too (PostgreSQL with `keep`; those there already stay).
         let mut ir = (*t.ir).clone();
         ir.name = TableName::new(Some(&t.db), &t.name);
