@@ -1894,7 +1894,8 @@ async fn a_target_crashing_while_a_checkpoint_commits_loses_and_repeats_nothing(
     c.query_drop(
         "CREATE DATABASE shop;
          CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), n INT);
-         CREATE TABLE shop.log (k INT, v VARCHAR(20))",
+         CREATE TABLE shop.log (k INT, v VARCHAR(20));
+         CREATE TABLE shop.zempty (id INT PRIMARY KEY)",
     )
     .await
     .unwrap();
@@ -1969,8 +1970,17 @@ async fn a_target_crashing_while_a_checkpoint_commits_loses_and_repeats_nothing(
         log_tail(&job)
     );
     catch_up(&job);
+    // A table the snapshot found empty, changed after it: its DDL and rows land.
+    c.query_drop("ALTER TABLE shop.zempty ADD COLUMN v VARCHAR(10); INSERT INTO shop.zempty VALUES (1, 'one')")
+        .await
+        .unwrap();
+    catch_up(&job);
     let pg = pgs.client("restore").await;
-    for (table, cols) in [("items", "id, name, n"), ("log", "k, v")] {
+    for (table, cols) in [
+        ("items", "id, name, n"),
+        ("log", "k, v"),
+        ("zempty", "id, v"),
+    ] {
         let sql = format!("SELECT {cols} FROM shop.{table} ORDER BY {cols}");
         let want = my_rows(&mut c, &sql).await;
         let got = pg_rows(&pg, &sql).await;
