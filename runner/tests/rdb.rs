@@ -1891,31 +1891,7 @@ async fn statements_fit_the_mysql_targets_packet_and_an_oversized_row_follows_th
 async fn a_target_crashing_while_a_checkpoint_commits_loses_and_repeats_nothing() {
     let (src, mut pgs) = tokio::join!(MariaDb::start(), PgServer::start());
     let mut c = src.conn(None).await;
-    c.query_drop(
-        "CREATE DATABASE shop;
-         CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), n INT);
-         CREATE TABLE shop.log (k INT, v VARCHAR(20));
-         CREATE TABLE shop.zempty (id INT PRIMARY KEY)",
-    )
-    .await
-    .unwrap();
-    // 400 transactions: 150 new items, an update of 20 earlier ones, 10 log rows.
-    let txns = 400;
-    for t in 0..txns {
-        let items: Vec<String> = (0..150)
-            .map(|i| format!("({}, 'item {i} of {t}', {t})", t * 150 + i))
-            .collect();
-        let logs: Vec<String> = (0..10).map(|i| format!("({t}, 'log {i}')")).collect();
-        c.query_drop(format!(
-            "BEGIN; INSERT INTO shop.items VALUES {}; UPDATE shop.items SET n = n + 1000 WHERE id < {} AND id % 7 = {}; INSERT INTO shop.log VALUES {}; COMMIT",
-            items.join(","),
-            t * 150,
-            t % 7,
-            logs.join(",")
-        ))
-        .await
-        .unwrap();
-    }
+    let items = resume_backlog(&mut c).await;
     let pg = pgs.create_db("restore").await;
     drop(pg);
     let tmp = tempfile::tempdir().unwrap();
@@ -1955,7 +1931,7 @@ async fn a_target_crashing_while_a_checkpoint_commits_loses_and_repeats_nothing(
     let before = count().await.expect("the target answers");
     pgs.crash_and_restart().await;
     assert!(
-        before < txns * 150,
+        before < items,
         "the job had committed everything ({before} items) before the crash"
     );
     // The job stops on the lost target; a run started again catches up.
@@ -1970,21 +1946,112 @@ async fn a_target_crashing_while_a_checkpoint_commits_loses_and_repeats_nothing(
         log_tail(&job)
     );
     catch_up(&job);
-    // A table the snapshot found empty, changed after it: its DDL and rows land.
-    c.query_drop("ALTER TABLE shop.zempty ADD COLUMN v VARCHAR(10); INSERT INTO shop.zempty VALUES (1, 'one')")
-        .await
-        .unwrap();
-    catch_up(&job);
+    after_resume(&mut c, &job).await;
     let pg = pgs.client("restore").await;
-    for (table, cols) in [
-        ("items", "id, name, n"),
-        ("log", "k, v"),
-        ("zempty", "id, v"),
-    ] {
+    for (table, cols) in RESUMED {
         let sql = format!("SELECT {cols} FROM shop.{table} ORDER BY {cols}");
         let want = my_rows(&mut c, &sql).await;
         let got = pg_rows(&pg, &sql).await;
         assert_eq!(got.len(), want.len(), "{table}: row count");
         assert!(got == want, "{table}: rows differ from the source");
     }
+}
+
+/// A job killed (SIGKILL) in the middle of its snapshot into MySQL: the run after
+/// it creates the tables the snapshot had not reached, and every table ends equal
+/// to the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_killed_in_the_middle_of_its_snapshot_resumes_into_mysql_with_every_table() {
+    let (src, dst) = tokio::join!(MariaDb::start(), MariaDb::start());
+    let mut c = src.conn(None).await;
+    let items = resume_backlog(&mut c).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        782,
+        "",
+        &format!(
+            "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+            dst.port
+        ),
+        "  checkpoint-interval-seconds: 0.000001\n",
+    );
+    let mut run = spawn(&job, false, None);
+    let dst = &dst;
+    let count = || async move {
+        let mut d = dst.conn(None).await;
+        d.query_first::<i64, _>("SELECT count(*) FROM shop.items")
+            .await
+            .ok()
+            .flatten()
+    };
+    lakeshift_tests::wait_until("the job committed its first checkpoints", || async {
+        count().await.is_some_and(|n| n > 0)
+    })
+    .await;
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let before = count().await.expect("the target answers");
+    assert!(
+        before < items,
+        "the job had committed everything ({before} items) before the kill"
+    );
+    catch_up(&job);
+    after_resume(&mut c, &job).await;
+    let mut d = dst.conn(None).await;
+    for (table, cols) in RESUMED {
+        let sql = format!("SELECT {cols} FROM shop.{table} ORDER BY {cols}");
+        let want = my_rows(&mut c, &sql).await;
+        let got = my_rows(&mut d, &sql).await;
+        assert_eq!(got.len(), want.len(), "{table}: row count");
+        assert!(got == want, "{table}: rows differ from the source");
+    }
+}
+
+/// The tables of the resume tests and the columns they are compared by.
+const RESUMED: [(&str, &str); 3] = [
+    ("items", "id, name, n"),
+    ("log", "k, v"),
+    ("zempty", "id, v"),
+];
+
+/// The resume tests' source: 400 transactions, each 150 new items, an update of
+/// earlier ones and 10 rows of a keyless log; and a table left empty. Returns the
+/// number of items.
+async fn resume_backlog(c: &mut mysql_async::Conn) -> i64 {
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.items (id BIGINT PRIMARY KEY, name VARCHAR(40), n INT);
+         CREATE TABLE shop.log (k INT, v VARCHAR(20));
+         CREATE TABLE shop.zempty (id INT PRIMARY KEY)",
+    )
+    .await
+    .unwrap();
+    let txns: i64 = 400;
+    for t in 0..txns {
+        let items: Vec<String> = (0..150)
+            .map(|i| format!("({}, 'item {i} of {t}', {t})", t * 150 + i))
+            .collect();
+        let logs: Vec<String> = (0..10).map(|i| format!("({t}, 'log {i}')")).collect();
+        c.query_drop(format!(
+            "BEGIN; INSERT INTO shop.items VALUES {}; UPDATE shop.items SET n = n + 1000 WHERE id < {} AND id % 7 = {}; INSERT INTO shop.log VALUES {}; COMMIT",
+            items.join(","),
+            t * 150,
+            t % 7,
+            logs.join(",")
+        ))
+        .await
+        .unwrap();
+    }
+    txns * 150
+}
+
+/// After a resumed run caught up: the table the snapshot found empty takes a DDL
+/// and a row, and the job applies them.
+async fn after_resume(c: &mut mysql_async::Conn, job: &Path) {
+    c.query_drop("ALTER TABLE shop.zempty ADD COLUMN v VARCHAR(10); INSERT INTO shop.zempty VALUES (1, 'one')")
+        .await
+        .unwrap();
+    catch_up(job);
 }
