@@ -91,6 +91,16 @@ impl Default for Keyed {
     }
 }
 
+/// Whether slot `s` holds the key whose values are `probe` (hashed to `h`).
+fn holds(s: &Slot, h: u64, key: &[usize], probe: &[u8]) -> bool {
+    s.hash == h
+        && if s.seq & GONE != 0 {
+            s.row.bytes() == probe
+        } else {
+            key_is(s.row.bytes(), key, probe)
+        }
+}
+
 /// Whether `row`'s key values (at `key`) are `probe`, a key's values.
 fn key_is(row: &[u8], key: &[usize], probe: &[u8]) -> bool {
     let mut rest = probe;
@@ -127,15 +137,7 @@ impl Keyed {
     }
 
     fn find(&self, h: u64, probe: &[u8]) -> Option<&Slot> {
-        let key = &self.key;
-        self.slots.find(h, |s| {
-            s.hash == h
-                && if s.seq & GONE != 0 {
-                    s.row.bytes() == probe
-                } else {
-                    key_is(s.row.bytes(), key, probe)
-                }
-        })
+        self.slots.find(h, |s| holds(s, h, &self.key, probe))
     }
 
     /// The pending change of a key (its values, as `Change::key` gives them).
@@ -166,14 +168,7 @@ impl Keyed {
         let h = self.hash(key.bytes());
         let probe = key.bytes();
         let k = &self.key;
-        let found = self.slots.find_mut(h, |s| {
-            s.hash == h
-                && if s.seq & GONE != 0 {
-                    s.row.bytes() == probe
-                } else {
-                    key_is(s.row.bytes(), k, probe)
-                }
-        });
+        let found = self.slots.find_mut(h, |s| holds(s, h, k, probe));
         let flags = |old: u64| -> u64 {
             let gone = if row.is_none() { GONE } else { 0 };
             let del = if deleted { DELETED } else { 0 };
