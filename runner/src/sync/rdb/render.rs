@@ -162,28 +162,20 @@ impl<'a> Iterator for Vals<'a> {
     type Item = Val<'a>;
 
     fn next(&mut self) -> Option<Val<'a>> {
-        let (&tag, rest) = self.0.split_first()?;
-        let word = |r: &[u8]| u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
-        let (v, rest) = match tag {
-            NULL => (Val::Null, rest),
-            DEFAULT => (Val::Default, rest),
-            INT => (Val::Int(word(rest) as i64), &rest[8..]),
-            UINT => (Val::UInt(word(rest)), &rest[8..]),
-            FLOAT => (Val::Float(f64::from_bits(word(rest))), &rest[8..]),
-            _ => {
-                let n = word(rest) as usize;
-                let (x, rest) = rest[8..].split_at(n);
-                if tag == TEXT {
-                    // Built from a &str by `RowBuf::push`.
-                    let s = std::str::from_utf8(x).expect("text values are UTF-8");
-                    (Val::Text(s), rest)
-                } else {
-                    (Val::Bytes(x), rest)
-                }
-            }
-        };
+        let (one, rest) = self.0.split_at(value_len(self.0)?);
         self.0 = rest;
-        Some(v)
+        let (&tag, payload) = one.split_first()?;
+        let word = || u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+        Some(match tag {
+            NULL => Val::Null,
+            DEFAULT => Val::Default,
+            INT => Val::Int(word() as i64),
+            UINT => Val::UInt(word()),
+            FLOAT => Val::Float(f64::from_bits(word())),
+            // Built from a &str by `RowBuf::push`.
+            TEXT => Val::Text(std::str::from_utf8(&payload[8..]).expect("text values are UTF-8")),
+            _ => Val::Bytes(&payload[8..]),
+        })
     }
 }
 
