@@ -211,6 +211,11 @@ impl RdbEngine {
                 self.know(t.clone());
             }
         }
+        // The DDL's tables are the target's as the DDL left them (or as its policy
+        // did): not created again on first sight.
+        for t in after {
+            self.ensured.insert(key_of(&t.name));
+        }
         for c in routed {
             if let Some(t) = c.table() {
                 self.tables.remove(&key_of(t));

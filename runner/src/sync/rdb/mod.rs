@@ -117,8 +117,8 @@ pub struct RdbEngine {
     /// Target tables (routed IR) as the sink believes them to be.
     catalog: Catalog,
     tables: HashMap<(String, String), TTable>,
-    /// Target tables this run created or made sure exist (a table known only from
-    /// the source's history at the resume point may not: `table_for`).
+    /// Known target tables the target holds: found at the resume point
+    /// (`find_known_tables`) or created since.
     ensured: BTreeSet<(String, String)>,
     pending: BTreeMap<(String, String), Pend>,
     seq: u64,

@@ -21,6 +21,7 @@ impl RdbEngine {
         self.create_state_tables().await?;
         self.read_state_row().await?;
         self.load_history();
+        self.find_known_tables().await?;
         self.settle_log()?;
         tracing::info!(
             "target {}: checkpoint {}, resuming at {}",
@@ -166,6 +167,24 @@ impl RdbEngine {
                 }
             }
         }
+    }
+
+    /// Which of the tables known from the source's history the target holds (one
+    /// query). The history does not say: tables are created when first seen, and a
+    /// run stopped in the middle of a snapshot had not yet seen the tables after the
+    /// one it read; `table_for` creates the others when it first sees them.
+    async fn find_known_tables(&mut self) -> Result<(), SyncError> {
+        let known: BTreeSet<(String, String)> = self.catalog.tables.keys().map(key_of).collect();
+        let schemas: BTreeSet<&str> = known.iter().map(|(s, _)| s.as_str()).collect();
+        let schemas: Vec<&str> = schemas.into_iter().collect();
+        let there = self
+            .target()
+            .await?
+            .tables_in(&schemas)
+            .await
+            .map_err(|e| format!("the target's tables: {e}"))?;
+        self.ensured = known.intersection(&there).cloned().collect();
+        Ok(())
     }
 
     /// Releases and pending DDL settled by the target's checkpoint.

@@ -129,7 +129,7 @@ impl RdbEngine {
                 ).into());
             }
             if !self.ensured.contains(&k) {
-                self.ensure_known(t, &k).await?;
+                self.create_known(t, &k).await?;
             }
         }
         Ok((k, routed))
@@ -155,26 +155,13 @@ impl RdbEngine {
         Ok(())
     }
 
-    /// A table known from the source's history at the resume point, first seen in
-    /// this run: created on the target if absent. The history does not say whether
-    /// the run before created it: tables are created when first seen, and a run
-    /// stopped in the middle of a snapshot had not yet seen the tables after the one
-    /// it read.
-    async fn ensure_known(
+    /// A table known from the source's history at the resume point that the target
+    /// does not hold (`find_known_tables`), first seen in this run: created.
+    async fn create_known(
         &mut self,
         t: &crate::source::decode::SourceTable,
         k: &(String, String),
     ) -> Result<(), SyncError> {
-        self.ensured.insert(k.clone());
-        let there = self
-            .target()
-            .await?
-            .columns(&k.0, &k.1)
-            .await
-            .map_err(|e| format!("{}: is it on the target? {e}", show(k)))?;
-        if there.is_some() {
-            return Ok(());
-        }
         tracing::info!(
             "table {}: known from the source's history but not on the target (the run before stopped before it reached the table): creating it",
             show(k)
@@ -182,6 +169,7 @@ impl RdbEngine {
         let name = TableName::new(Some(&k.0), &k.1);
         let known = self.catalog.table(&name).cloned().expect("known");
         self.create(k, &known).await?;
+        self.ensured.insert(k.clone());
         // Its foreign keys too (PostgreSQL with `keep`; those there already stay).
         let mut ir = (*t.ir).clone();
         ir.name = TableName::new(Some(&t.db), &t.name);

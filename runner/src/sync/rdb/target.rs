@@ -6,6 +6,7 @@ use crate::sync::error::SyncError;
 use dialects::Dialect;
 use mysql_async::prelude::Queryable;
 use sqlx::Row;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// Bytes of COPY data sent at a time.
@@ -327,6 +328,34 @@ impl Target {
                     .collect())
             }
         }
+    }
+
+    /// The tables of these schemas (MySQL: databases) the target holds, as (schema,
+    /// table).
+    pub async fn tables_in(
+        &mut self,
+        schemas: &[&str],
+    ) -> Result<BTreeSet<(String, String)>, TargetError> {
+        if schemas.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let list: Vec<String> = schemas
+            .iter()
+            .map(|s| dialects::emit::string_literal(self.dialect(), s))
+            .collect();
+        let sql = format!(
+            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema IN ({})",
+            list.join(", ")
+        );
+        Ok(self
+            .query(&sql)
+            .await?
+            .into_iter()
+            .filter_map(|r| match &r[..] {
+                [Some(s), Some(t)] => Some((s.clone(), t.clone())),
+                _ => None,
+            })
+            .collect())
     }
 
     /// The columns of a table, in order (lower-cased for comparison), or None when the
