@@ -277,6 +277,44 @@ mod tests {
     }
 
     #[test]
+    fn hostile_key_values_stay_distinct_keys() {
+        // NUL, an empty string against NULL, tabs and backslashes, bytes against the
+        // same text, a 1 MiB value: each its own key, each found again.
+        let huge = "x".repeat(1 << 20);
+        let keys: Vec<Row> = vec![
+            Row::of([Val::Text("")]),
+            Row::of([Val::Null]),
+            Row::of([Val::Text("\0")]),
+            Row::of([Val::Text("\0\0")]),
+            Row::of([Val::Text("a\tb\\")]),
+            Row::of([Val::Bytes(b"a\tb\\")]),
+            Row::of([Val::Text(&huge)]),
+            Row::of([Val::Int(0)]),
+            Row::of([Val::UInt(0)]),
+        ];
+        let mut k = Keyed::default();
+        for (i, key) in keys.iter().enumerate() {
+            let mut b = RowBuf::default();
+            b.extend(key);
+            b.push(Val::Int(i as i64));
+            k.change(
+                &[0],
+                key.clone(),
+                Some(b.finish()),
+                i as u64 + 1,
+                false,
+                true,
+            );
+        }
+        assert_eq!(k.len(), keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            let c = k.get(key).expect("found");
+            assert_eq!(c.key(), *key);
+            assert_eq!(c.row().unwrap().vals().nth(1), Some(Val::Int(i as i64)));
+        }
+    }
+
+    #[test]
     fn many_keys_survive_the_table_growing() {
         let mut k = Keyed::default();
         for i in 0..10_000 {
