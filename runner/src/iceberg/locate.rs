@@ -87,7 +87,7 @@ pub struct RowIndex {
     pub at: (Option<i64>, i32),
     pub files: Vec<FileSlot>,
     by_path: HashMap<String, u32>,
-    rows: Map<Loc>,
+    rows: super::locmap::Locations,
     /// Further locations of identical rows (keyless tables).
     more: Map<Vec<Loc>>,
     /// Heap bytes held, as of the last change (`bytes` is asked for every batch).
@@ -205,7 +205,7 @@ impl Lookup<'_> {
     /// The `n`-th location of identity `h` (n > 0: identical rows of keyless tables).
     pub fn nth(&self, h: u128, n: usize) -> Result<Option<Loc>> {
         let in_memory =
-            self.ix.rows.contains_key(&h) as usize + self.ix.more.get(&h).map_or(0, Vec::len);
+            self.ix.rows.get(h).is_some() as usize + self.ix.more.get(&h).map_or(0, Vec::len);
         if n < in_memory {
             return Ok(self.ix.nth_in_memory(h, n));
         }
@@ -282,9 +282,8 @@ impl RowIndex {
             self.disk = Some(Spilled::create(dir)?);
         }
         let disk = self.disk.as_mut().expect("created");
-        let rows = std::mem::take(&mut self.rows);
         let more = std::mem::take(&mut self.more);
-        let all = rows.into_iter().chain(
+        let all = self.rows.drain().chain(
             more.into_iter()
                 .flat_map(|(h, v)| v.into_iter().map(move |l| (h, l))),
         );
@@ -322,7 +321,7 @@ impl RowIndex {
     /// Count the heap bytes again (after a change).
     fn recount(&mut self) {
         // hashbrown: key, value and one control byte per bucket.
-        self.held = self.rows.capacity() * (16 + 8 + 1)
+        self.held = self.rows.bytes()
             + self.more.capacity() * (16 + 24 + 1)
             + self.more.values().map(|v| v.capacity() * 8).sum::<usize>()
             + self.files.iter().map(|f| f.path.len() + 96).sum::<usize>()
@@ -342,25 +341,28 @@ impl RowIndex {
     ) -> Result<Vec<(u128, Loc)>> {
         let look = self.lookup()?;
         let mut removed = Vec::new();
+        // Identities found so far, and how often (identical keyless rows). One not
+        // found is not held: asked again, it is not found again (and past the n-th
+        // location of an identity there is no (n+1)-th), so the map stays as small
+        // as what the change deletes, not as large as what it writes.
         let mut claimed: HashMap<u128, usize> = HashMap::new();
-        for h in deleted {
-            let n = claimed.entry(h).or_insert(0);
-            if keyed && *n > 0 {
-                continue;
+        let mut claim = |h: u128, again: bool| -> Result<()> {
+            let n = claimed.get(&h).copied().unwrap_or(0);
+            if n > 0 && !again {
+                return Ok(());
             }
-            if let Some(l) = look.nth(h, *n)? {
+            if let Some(l) = look.nth(h, n)? {
                 removed.push((h, l));
+                claimed.insert(h, n + 1);
             }
-            *n += 1;
+            Ok(())
+        };
+        for h in deleted {
+            claim(h, !keyed)?;
         }
         if keyed {
             for h in written {
-                if let std::collections::hash_map::Entry::Vacant(e) = claimed.entry(h) {
-                    if let Some(l) = look.nth(h, 0)? {
-                        removed.push((h, l));
-                        e.insert(1);
-                    }
-                }
+                claim(h, false)?;
             }
         }
         Ok(removed)
@@ -402,7 +404,7 @@ impl RowIndex {
     /// `nth` among the locations held in memory.
     fn nth_in_memory(&self, h: u128, n: usize) -> Option<Loc> {
         if n == 0 {
-            self.rows.get(&h).copied()
+            self.rows.get(h)
         } else {
             self.more.get(&h).and_then(|v| v.get(n - 1)).copied()
         }
@@ -423,29 +425,24 @@ impl RowIndex {
     }
 
     fn insert(&mut self, h: u128, l: Loc) {
-        match self.rows.entry(h) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(l);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.more.entry(h).or_default().push(l);
-            }
+        if !self.rows.insert_new(h, l) {
+            self.more.entry(h).or_default().push(l);
         }
     }
 
     /// Remove a location held in memory; false if memory does not hold it.
     fn remove(&mut self, h: u128, l: Loc) -> bool {
-        if self.rows.get(&h) == Some(&l) {
+        if self.rows.get(h) == Some(l) {
             match self.more.get_mut(&h) {
                 Some(v) => {
                     let next = v.pop().expect("non-empty");
                     if v.is_empty() {
                         self.more.remove(&h);
                     }
-                    self.rows.insert(h, next);
+                    self.rows.set(h, next);
                 }
                 None => {
-                    self.rows.remove(&h);
+                    self.rows.remove(h);
                 }
             }
             true
@@ -478,6 +475,8 @@ impl RowIndex {
                 disk.write(&on_disk, &[])?;
             }
         }
+        self.rows
+            .reserve(delta.added.iter().map(|(_, ids)| ids.len()).sum());
         for (slot, ids) in delta.added {
             let f = self.file_id(slot);
             for (pos, h) in ids.into_iter().enumerate() {
@@ -515,8 +514,8 @@ impl RowIndex {
             out.write_all(&h.to_le_bytes()).map_err(io)?;
             out.write_all(&l.to_le_bytes()).map_err(io)
         };
-        for (h, l) in &self.rows {
-            put(*h, *l)?;
+        for (h, l) in self.rows.iter() {
+            put(h, l)?;
         }
         for (h, v) in &self.more {
             for l in v {

@@ -16,6 +16,7 @@ pub mod files;
 pub mod lease;
 pub mod localfs;
 pub mod locate;
+mod locmap;
 pub mod maintain;
 pub mod plan;
 mod rules;
