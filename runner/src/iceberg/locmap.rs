@@ -47,10 +47,6 @@ impl Locations {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Heap bytes the tables hold (buckets, control bytes, spare capacity).
     pub fn bytes(&self) -> usize {
         self.shards.iter().map(HashTable::allocation_size).sum()
@@ -220,7 +216,7 @@ mod tests {
         let mut drained: Vec<(u128, Loc)> = m.drain().collect();
         drained.sort_unstable();
         assert_eq!(drained, expected);
-        assert!(m.is_empty());
+        assert_eq!(m.len(), 0);
         assert_eq!(m.get(all[1]), None);
         assert_eq!(m.bytes(), 0);
     }
