@@ -6,23 +6,40 @@
 //! spread over the runtime's threads' arenas (peak RSS grew with the transaction's
 //! size, past `memory-budget-mib` plus the fixed overhead the README documents).
 //! Two arenas serve the runtime's two workers; `MALLOC_ARENA_MAX`, when set, wins.
+//!
+//! glibc also raises its mmap threshold each time a large block is freed (up to
+//! 32 MiB), so after the first checkpoint the rows' Arrow buffers come from the heap
+//! and, freed, stay resident beside the next checkpoint's. A fixed threshold of
+//! [`MMAP_FROM`] keeps every large buffer in a mapping of its own, unmapped when
+//! freed (memory bench, 2M-row transaction at a 256 MiB budget: peak RSS 325-329 ->
+//! 291-301 MiB above start into Iceberg, 280-299 -> 270-271 into PostgreSQL; about
+//! 3% slower). `MALLOC_MMAP_THRESHOLD_`, when set, wins.
 
-/// Limit glibc's heap arenas (before the runtime's threads start).
+/// Blocks from this size on get a mapping of their own.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MMAP_FROM: i32 = 1 << 20;
+
+/// Limit glibc's heap arenas and fix its mmap threshold (before the runtime's
+/// threads start).
 pub fn limit_arenas() {
-    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
-        return;
-    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    set_arena_max(2);
+    {
+        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+            set(libc::M_ARENA_MAX, 2);
+        }
+        if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+            set(libc::M_MMAP_THRESHOLD, MMAP_FROM);
+        }
+    }
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
-fn set_arena_max(n: i32) {
+fn set(param: i32, value: i32) {
     // SAFETY: mallopt only changes allocator parameters; it is called before any
     // other thread of this process exists.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, n);
+        libc::mallopt(param, value);
     }
 }
 

@@ -112,7 +112,7 @@ impl Locations {
         Some(e.loc)
     }
 
-    /// Room for `n` more identities without growing.
+    /// Room for `n` more identities (a map split by it sized for its mean share).
     pub fn reserve(&mut self, n: usize) {
         let total = self.len + n;
         if total >= SPLIT_AT && self.shards.len() <= 1 {
@@ -121,18 +121,15 @@ impl Locations {
             self.shards.push(HashTable::with_capacity(n));
         } else if self.shards.len() == 1 {
             self.shards[0].reserve(n, hash);
-        } else {
-            // One table at a time: only its old buckets are held twice.
-            let per = n.div_ceil(SHARDS) + n.div_ceil(SHARDS) / 8;
-            for t in &mut self.shards {
-                t.reserve(per, hash);
-            }
         }
+        // Split tables are left to grow one at a time, each when it must: reserving
+        // each its share of `n` would grow every table a few more entries would
+        // fill only by chance (tables hold a power of two of buckets).
     }
 
     /// Into `SHARDS` tables sized for `total` identities.
     fn split(&mut self, total: usize) {
-        let per = total.div_ceil(SHARDS) + total.div_ceil(SHARDS) / 8;
+        let per = total.div_ceil(SHARDS);
         let old = std::mem::take(&mut self.shards);
         self.shards = (0..SHARDS).map(|_| HashTable::with_capacity(per)).collect();
         for t in old {
