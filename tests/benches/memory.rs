@@ -212,7 +212,7 @@ fn main() {
             );
         }
         // Updates of committed rows: the Iceberg sink's row index of the whole table
-        // is built (32 bytes a row in memory; past a quarter of the budget it moves
+        // is built (about 25 bytes a row in memory; past a quarter of the budget it moves
         // to disk as it is built).
         let every = 20;
         c.query_drop(format!("UPDATE bench.big SET a = -a WHERE id % {every} = 0"))
@@ -222,7 +222,7 @@ fn main() {
         println!(
             "| Iceberg | {} updates of a {rows}-row table (its row index built: {} MiB in memory unspilled) | {budget} | {before:.0} | {peak:.0} | {:.0} | {:.2}x | {secs:.1} |",
             rows / every,
-            (rows * 32) >> 20,
+            (rows * 25) >> 20,
             peak - before,
             (peak - before) / budget as f64
         );
