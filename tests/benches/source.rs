@@ -524,6 +524,105 @@ async fn snapshot_into_iceberg(db: &MariaDb) -> (u64, f64) {
     sync_into_iceberg(db, "bench\\..*", 780).await
 }
 
+/// One pass of the many-tables rows: with the server's table caches as they are, or
+/// raised to hold every table (what lakeshift's warning advises).
+struct Many {
+    tables: usize,
+    caches: &'static str,
+    secs: f64,
+    rss: f64,
+    source_secs: f64,
+    /// The mariadb client reading every table in one consistent-snapshot
+    /// transaction, as a snapshot must (the reference).
+    client_secs: f64,
+}
+
+/// The mariadb client's `SELECT *` of each of the `n` tables, in one
+/// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (what any consistent one-transaction
+/// snapshot asks of the server, mariadb-dump --single-transaction too): seconds.
+fn client_one_transaction(db: &MariaDb, n: usize) -> f64 {
+    use std::io::Write;
+    let mut sql = String::from(
+        "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\nSTART TRANSACTION WITH CONSISTENT SNAPSHOT;\n",
+    );
+    for t in 0..n {
+        sql.push_str(&format!("SELECT * FROM many{n}.t{t};\n"));
+    }
+    sql.push_str("COMMIT;\n");
+    let t0 = Instant::now();
+    let mut child = Command::new("mariadb")
+        .args([
+            "--host=127.0.0.1",
+            &format!("--port={}", db.port),
+            "--user=root",
+            "--quick",
+            "--batch",
+            "--skip-column-names",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("mariadb runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(sql.as_bytes()).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let secs = t0.elapsed().as_secs_f64();
+    assert!(out.status.success());
+    let rows = out.stdout.iter().filter(|b| **b == b'\n').count();
+    assert_eq!(rows, 2 * n, "the client's rows of {n} tables");
+    secs
+}
+
+/// `n` tables of 2 rows each snapshotted into Iceberg: with the server's default
+/// table caches, then with both raised to `n + 500` as lakeshift's warning advises
+/// (`SET GLOBAL`, set back after).
+async fn many_tables_both(db: &MariaDb, n: usize, out: &mut Vec<Many>) {
+    let mut c = db.conn(None).await;
+    let (defs, open): (u64, u64) = c
+        .query_first("SELECT @@table_definition_cache, @@table_open_cache")
+        .await
+        .unwrap()
+        .unwrap();
+    reset_peak_rss();
+    let (rows, secs, source_secs) = many_tables(db, n).await;
+    assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
+    let rss = peak_rss_mib();
+    out.push(Many {
+        tables: n,
+        caches: "server defaults",
+        secs,
+        rss,
+        source_secs,
+        client_secs: client_one_transaction(db, n),
+    });
+    let want = n + 500;
+    c.query_drop(format!(
+        "SET GLOBAL table_definition_cache = {want}, table_open_cache = {want}"
+    ))
+    .await
+    .unwrap();
+    reset_peak_rss();
+    let (srows, source_secs) = lakeshift_snapshot(db, &format!("many{n}\\..*")).await;
+    assert_eq!(srows as usize, 2 * n, "the source's rows of {n} tables");
+    let (rows, secs) = sync_into_iceberg(db, &format!("many{n}\\..*"), 779).await;
+    assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
+    let rss = peak_rss_mib();
+    out.push(Many {
+        tables: n,
+        caches: "raised to tables + 500",
+        secs,
+        rss,
+        source_secs,
+        client_secs: client_one_transaction(db, n),
+    });
+    c.query_drop(format!(
+        "SET GLOBAL table_definition_cache = {defs}, table_open_cache = {open}"
+    ))
+    .await
+    .unwrap();
+}
+
 /// `n` tables of 2 rows each (database `many<n>`) snapshotted into Iceberg: rows and
 /// seconds, and the seconds of the source's snapshot alone (into Arrow).
 async fn many_tables(db: &MariaDb, n: usize) -> (u64, f64, f64) {
@@ -628,10 +727,7 @@ async fn snapshots(db: &MariaDb) {
         .collect();
     let mut many = Vec::new();
     for n in counts {
-        reset_peak_rss();
-        let (rows, secs, source_secs) = many_tables(db, n).await;
-        assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
-        many.push((n, secs, peak_rss_mib(), source_secs));
+        many_tables_both(db, n, &mut many).await;
     }
     // Startup on a server full of other tables: a job of one small table, and what
     // its startup read before it read only the captured tables' definitions (every
@@ -673,13 +769,22 @@ async fn snapshots(db: &MariaDb) {
     println!("| lakeshift sync snapshot -> Iceberg (peak RSS {snap_rss:.0} MiB) | {irows} | {isecs:.2} | {irate:.0} | {:.2}x |", irate / rrate);
     println!();
     println!(
-        "| tables (2 rows each) snapshotted into Iceberg | seconds | ms per table | peak RSS MiB | the source's snapshot alone, s |"
+        "| tables (2 rows each) snapshotted into Iceberg | server's table caches | seconds | ms per table | peak RSS MiB | the source's snapshot alone, s | mariadb client, every table in one consistent-snapshot transaction, s (ms per table) | sync minus the source's snapshot alone, ms per table |"
     );
-    println!("|---:|---:|---:|---:|---:|");
-    for (n, secs, rss, source) in &many {
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    for m in &many {
+        let per = |s: f64| s * 1000.0 / m.tables as f64;
         println!(
-            "| {n} | {secs:.1} | {:.2} | {rss:.0} | {source:.1} |",
-            secs * 1000.0 / *n as f64
+            "| {} | {} | {:.1} | {:.2} | {:.0} | {:.1} | {:.1} ({:.2}) | {:.2} |",
+            m.tables,
+            m.caches,
+            m.secs,
+            per(m.secs),
+            m.rss,
+            m.source_secs,
+            m.client_secs,
+            per(m.client_secs),
+            per(m.secs - m.source_secs)
         );
     }
 }
