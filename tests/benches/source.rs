@@ -537,18 +537,10 @@ struct Many {
     client_secs: f64,
 }
 
-/// The mariadb client's `SELECT *` of each of the `n` tables, in one
-/// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (what any consistent one-transaction
-/// snapshot asks of the server, mariadb-dump --single-transaction too): seconds.
-fn client_one_transaction(db: &MariaDb, n: usize) -> f64 {
+/// The mariadb client running `sql` (its statements on stdin), streaming the rows it
+/// reads (--quick: row by row, no buffering) to a pipe: rows and seconds.
+fn mariadb_client(db: &MariaDb, sql: String) -> (u64, f64) {
     use std::io::Write;
-    let mut sql = String::from(
-        "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\nSTART TRANSACTION WITH CONSISTENT SNAPSHOT;\n",
-    );
-    for t in 0..n {
-        sql.push_str(&format!("SELECT * FROM many{n}.t{t};\n"));
-    }
-    sql.push_str("COMMIT;\n");
     let t0 = Instant::now();
     let mut child = Command::new("mariadb")
         .args([
@@ -569,8 +561,23 @@ fn client_one_transaction(db: &MariaDb, n: usize) -> f64 {
     writer.join().unwrap();
     let secs = t0.elapsed().as_secs_f64();
     assert!(out.status.success());
-    let rows = out.stdout.iter().filter(|b| **b == b'\n').count();
-    assert_eq!(rows, 2 * n, "the client's rows of {n} tables");
+    let rows = out.stdout.iter().filter(|b| **b == b'\n').count() as u64;
+    (rows, secs)
+}
+
+/// The mariadb client's `SELECT *` of each of the `n` tables, in one
+/// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (what any consistent one-transaction
+/// snapshot asks of the server, mariadb-dump --single-transaction too): seconds.
+fn client_one_transaction(db: &MariaDb, n: usize) -> f64 {
+    let mut sql = String::from(
+        "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\nSTART TRANSACTION WITH CONSISTENT SNAPSHOT;\n",
+    );
+    for t in 0..n {
+        sql.push_str(&format!("SELECT * FROM many{n}.t{t};\n"));
+    }
+    sql.push_str("COMMIT;\n");
+    let (rows, secs) = mariadb_client(db, sql);
+    assert_eq!(rows as usize, 2 * n, "the client's rows of {n} tables");
     secs
 }
 
@@ -679,28 +686,11 @@ async fn lakeshift_snapshot(db: &MariaDb, tables: &str) -> (u64, f64) {
 }
 
 fn raw_select(db: &MariaDb) -> (u64, f64) {
-    // One client process streaming every table (--quick: row by row, no buffering).
-    let all: Vec<String> = (0..TABLES)
-        .map(|t| format!("SELECT * FROM bench.t{t}"))
+    // One client process streaming every table.
+    let all: String = (0..TABLES)
+        .map(|t| format!("SELECT * FROM bench.t{t};\n"))
         .collect();
-    let t0 = Instant::now();
-    let out = Command::new("mariadb")
-        .args([
-            "--host=127.0.0.1",
-            &format!("--port={}", db.port),
-            "--user=root",
-            "--quick",
-            "--batch",
-            "--skip-column-names",
-            "-e",
-            &all.join(";"),
-        ])
-        .output()
-        .expect("mariadb runs");
-    let secs = t0.elapsed().as_secs_f64();
-    assert!(out.status.success());
-    let rows = out.stdout.iter().filter(|b| **b == b'\n').count() as u64;
-    (rows, secs)
+    mariadb_client(db, all)
 }
 
 /// The snapshot rows: lakeshift's snapshot into Arrow and into Iceberg against the
