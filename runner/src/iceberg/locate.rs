@@ -204,10 +204,15 @@ pub struct Lookup<'a> {
 impl Lookup<'_> {
     /// The `n`-th location of identity `h` (n > 0: identical rows of keyless tables).
     pub fn nth(&self, h: u128, n: usize) -> Result<Option<Loc>> {
-        let in_memory =
-            self.ix.rows.get(h).is_some() as usize + self.ix.more.get(&h).map_or(0, Vec::len);
+        // One probe of each map (this runs for every key a commit writes).
+        let first = self.ix.rows.get(h);
+        let more = self.ix.more.get(&h);
+        let in_memory = first.is_some() as usize + more.map_or(0, Vec::len);
         if n < in_memory {
-            return Ok(self.ix.nth_in_memory(h, n));
+            return Ok(match n {
+                0 => first,
+                _ => more.and_then(|v| v.get(n - 1)).copied(),
+            });
         }
         let Some(t) = &self.disk else {
             return Ok(None);
@@ -320,7 +325,7 @@ impl RowIndex {
 
     /// Count the heap bytes again (after a change).
     fn recount(&mut self) {
-        // hashbrown: key, value and one control byte per bucket.
+        // `more` (hashbrown): key, value and one control byte per bucket.
         self.held = self.rows.bytes()
             + self.more.capacity() * (16 + 24 + 1)
             + self.more.values().map(|v| v.capacity() * 8).sum::<usize>()
@@ -399,15 +404,6 @@ impl RowIndex {
     /// for many lookups, [`RowIndex::lookup`] reads the file in one transaction.
     pub fn nth(&self, h: u128, n: usize) -> Result<Option<Loc>> {
         self.lookup()?.nth(h, n)
-    }
-
-    /// `nth` among the locations held in memory.
-    fn nth_in_memory(&self, h: u128, n: usize) -> Option<Loc> {
-        if n == 0 {
-            self.rows.get(h)
-        } else {
-            self.more.get(&h).and_then(|v| v.get(n - 1)).copied()
-        }
     }
 
     pub fn file(&self, l: Loc) -> &FileSlot {

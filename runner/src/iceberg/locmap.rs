@@ -25,6 +25,16 @@ struct Entry {
     loc: Loc,
 }
 
+impl Entry {
+    fn id(&self) -> u128 {
+        self.lo as u128 | (self.hi as u128) << 64
+    }
+
+    fn is(lo: u64, hi: u64) -> impl Fn(&Entry) -> bool {
+        move |e| e.lo == lo && e.hi == hi
+    }
+}
+
 fn halves(h: u128) -> (u64, u64) {
     (h as u64, (h >> 64) as u64)
 }
@@ -63,7 +73,7 @@ impl Locations {
     pub fn get(&self, h: u128) -> Option<Loc> {
         let (lo, hi) = halves(h);
         let t = self.shards.get(self.shard(hi))?;
-        t.find(lo, |e| e.lo == lo && e.hi == hi).map(|e| e.loc)
+        t.find(lo, Entry::is(lo, hi)).map(|e| e.loc)
     }
 
     /// Insert `l` for `h` unless `h` has a location already; true if inserted.
@@ -84,7 +94,7 @@ impl Locations {
         }
         let (lo, hi) = halves(h);
         let s = self.shard(hi);
-        match self.shards[s].entry(lo, |e| e.lo == lo && e.hi == hi, hash) {
+        match self.shards[s].entry(lo, Entry::is(lo, hi), hash) {
             hashbrown::hash_table::Entry::Occupied(mut o) => {
                 if replace {
                     o.get_mut().loc = l;
@@ -104,10 +114,7 @@ impl Locations {
         let (lo, hi) = halves(h);
         let s = self.shard(hi);
         let t = self.shards.get_mut(s)?;
-        let (e, _) = t
-            .find_entry(lo, |e| e.lo == lo && e.hi == hi)
-            .ok()?
-            .remove();
+        let (e, _) = t.find_entry(lo, Entry::is(lo, hi)).ok()?.remove();
         self.len -= 1;
         Some(e.loc)
     }
@@ -141,19 +148,17 @@ impl Locations {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (u128, Loc)> + '_ {
-        self.shards.iter().flat_map(|t| {
-            t.iter()
-                .map(|e| (e.lo as u128 | (e.hi as u128) << 64, e.loc))
-        })
+        self.shards
+            .iter()
+            .flat_map(|t| t.iter().map(|e| (e.id(), e.loc)))
     }
 
     /// Every entry, the map left empty; each table is freed once read.
     pub fn drain(&mut self) -> impl Iterator<Item = (u128, Loc)> {
         self.len = 0;
-        std::mem::take(&mut self.shards).into_iter().flat_map(|t| {
-            t.into_iter()
-                .map(|e| (e.lo as u128 | (e.hi as u128) << 64, e.loc))
-        })
+        std::mem::take(&mut self.shards)
+            .into_iter()
+            .flat_map(|t| t.into_iter().map(|e| (e.id(), e.loc)))
     }
 }
 
