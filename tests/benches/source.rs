@@ -581,62 +581,10 @@ fn client_one_transaction(db: &MariaDb, n: usize) -> f64 {
     secs
 }
 
-/// `n` tables of 2 rows each snapshotted into Iceberg: with the server's default
-/// table caches, then with both raised to `n + 500` as lakeshift's warning advises
-/// (`SET GLOBAL`, set back after).
+/// `n` tables of 2 rows each (database `many<n>`) snapshotted into Iceberg: with the
+/// server's default table caches, then with both raised to `n + 500` as lakeshift's
+/// warning advises (`SET GLOBAL`, set back after).
 async fn many_tables_both(db: &MariaDb, n: usize, out: &mut Vec<Many>) {
-    let mut c = db.conn(None).await;
-    let (defs, open): (u64, u64) = c
-        .query_first("SELECT @@table_definition_cache, @@table_open_cache")
-        .await
-        .unwrap()
-        .unwrap();
-    reset_peak_rss();
-    let (rows, secs, source_secs) = many_tables(db, n).await;
-    assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
-    let rss = peak_rss_mib();
-    out.push(Many {
-        tables: n,
-        caches: "server defaults",
-        secs,
-        rss,
-        source_secs,
-        client_secs: client_one_transaction(db, n),
-    });
-    let want = n + 500;
-    c.query_drop(format!(
-        "SET GLOBAL table_definition_cache = {want}, table_open_cache = {want}"
-    ))
-    .await
-    .unwrap();
-    // Every table opened once before anything is timed: the first reads after the
-    // caches change open every table (measured: 10,000 tables in 31 s cold, 9 s warm),
-    // and the client, timed last, would otherwise be the only warm reader.
-    client_one_transaction(db, n);
-    reset_peak_rss();
-    let (srows, source_secs) = lakeshift_snapshot(db, &format!("many{n}\\..*")).await;
-    assert_eq!(srows as usize, 2 * n, "the source's rows of {n} tables");
-    let (rows, secs) = sync_into_iceberg(db, &format!("many{n}\\..*"), 779).await;
-    assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
-    let rss = peak_rss_mib();
-    out.push(Many {
-        tables: n,
-        caches: "raised to tables + 500",
-        secs,
-        rss,
-        source_secs,
-        client_secs: client_one_transaction(db, n),
-    });
-    c.query_drop(format!(
-        "SET GLOBAL table_definition_cache = {defs}, table_open_cache = {open}"
-    ))
-    .await
-    .unwrap();
-}
-
-/// `n` tables of 2 rows each (database `many<n>`) snapshotted into Iceberg: rows and
-/// seconds, and the seconds of the source's snapshot alone (into Arrow).
-async fn many_tables(db: &MariaDb, n: usize) -> (u64, f64, f64) {
     let mut c = db.conn(None).await;
     c.query_drop(format!("CREATE DATABASE many{n}"))
         .await
@@ -648,10 +596,47 @@ async fn many_tables(db: &MariaDb, n: usize) -> (u64, f64, f64) {
         .await
         .unwrap();
     }
-    let (srows, ssecs) = lakeshift_snapshot(db, &format!("many{n}\\..*")).await;
+    let (defs, open): (u64, u64) = c
+        .query_first("SELECT @@table_definition_cache, @@table_open_cache")
+        .await
+        .unwrap()
+        .unwrap();
+    out.push(many_tables(db, n, "server defaults").await);
+    let want = n + 500;
+    c.query_drop(format!(
+        "SET GLOBAL table_definition_cache = {want}, table_open_cache = {want}"
+    ))
+    .await
+    .unwrap();
+    // Every table opened once before anything is timed: the first reads after the
+    // caches change open every table (measured: 10,000 tables in 31 s cold, 9 s warm),
+    // and the client, timed last, would otherwise be the only warm reader.
+    client_one_transaction(db, n);
+    out.push(many_tables(db, n, "raised to tables + 500").await);
+    c.query_drop(format!(
+        "SET GLOBAL table_definition_cache = {defs}, table_open_cache = {open}"
+    ))
+    .await
+    .unwrap();
+}
+
+/// One pass over the `n` tables of `many<n>`: the source's snapshot alone (into
+/// Arrow), the sync into Iceberg (its peak RSS), then the client's reference.
+async fn many_tables(db: &MariaDb, n: usize, caches: &'static str) -> Many {
+    reset_peak_rss();
+    let (srows, source_secs) = lakeshift_snapshot(db, &format!("many{n}\\..*")).await;
     assert_eq!(srows as usize, 2 * n, "the source's rows of {n} tables");
     let (rows, secs) = sync_into_iceberg(db, &format!("many{n}\\..*"), 779).await;
-    (rows, secs, ssecs)
+    assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
+    let rss = peak_rss_mib();
+    Many {
+        tables: n,
+        caches,
+        secs,
+        rss,
+        source_secs,
+        client_secs: client_one_transaction(db, n),
+    }
 }
 
 async fn lakeshift_snapshot(db: &MariaDb, tables: &str) -> (u64, f64) {
