@@ -11,7 +11,9 @@
 //!
 //! `cargo bench -p lakeshift-tests --bench restore` (200000 changes by default; set
 //! LAKESHIFT_BENCH_ROWS; LAKESHIFT_BENCH_ROW_BY_ROW=0 leaves the slow row-by-row
-//! baseline out).
+//! baseline out; LAKESHIFT_BENCH_INTERVAL sets the first lakeshift row's checkpoint
+//! interval in seconds, 2 by default; LAKESHIFT_BENCH_BUDGET the jobs'
+//! memory-budget-mib, 256 by default).
 
 use futures::SinkExt;
 use lakeshift_tests::{MariaDb, PgServer};
@@ -118,15 +120,17 @@ async fn main() {
     // checkpoint every 2 s (a catch-up folds much of it), once with the interval near
     // zero (a checkpoint at every transaction boundary the source reports).
     let mut lakeshift = Vec::new();
-    for (db, interval) in [("ls", "2"), ("ls_txn", "0.000001")] {
+    let first = std::env::var("LAKESHIFT_BENCH_INTERVAL").unwrap_or_else(|_| "2".into());
+    for (db, interval) in [("ls", first.as_str()), ("ls_txn", "0.000001")] {
         let client = pgs.create_db(db).await;
         let dir = tempfile::tempdir().unwrap();
         let yaml = format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 901\n  tables: ['bench\\..*']\n  startup:\n    mode: position\n    position: {}\nsink:\n  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/{db}\npipeline:\n  name: bench\n  state: {}\n  checkpoint-interval-seconds: {interval}\n  progress-seconds: 0\n",
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 901\n  tables: ['bench\\..*']\n  startup:\n    mode: position\n    position: {}\nsink:\n  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/{db}\npipeline:\n  name: bench\n  state: {}\n  checkpoint-interval-seconds: {interval}\n  progress-seconds: 0\n  memory-budget-mib: {}\n",
             src.port,
             start,
             pgs.port,
-            dir.path().join("state").display()
+            dir.path().join("state").display(),
+            std::env::var("LAKESHIFT_BENCH_BUDGET").unwrap_or_else(|_| "256".into())
         );
         let job = runner::sync::job::parse(&yaml, |_| None).expect("bench job");
         let t0 = Instant::now();
@@ -217,7 +221,7 @@ async fn main() {
     );
     let label = |i: usize, what: &str| format!("lakeshift, {what} ({} commits)", lakeshift[i].1);
     for (name, s) in [
-        (label(0, "checkpoints every 2 s"), lakeshift_s),
+        (label(0, &format!("checkpoints every {first} s")), lakeshift_s),
         (label(1, "checkpoints ~0 s apart"), lakeshift[1].0),
         ("row by row (a statement per change)".to_owned(), rbr_s),
         (
