@@ -3,7 +3,7 @@
 //! key is read out of the row when needed, so a pending change costs its row and a
 //! 32-byte slot, not a second allocation for its key.
 
-use super::render::{Row, RowBuf};
+use super::render::Row;
 
 /// A bucket of the table: a slot and its control byte. The table grows by doubling,
 /// so up to half of its buckets are empty; `Keyed::bytes` counts them all.
@@ -56,13 +56,7 @@ impl Change<'_> {
     pub fn key(&self) -> Row {
         match self.row() {
             None => self.slot.row.clone(),
-            Some(row) => {
-                let mut b = RowBuf::default();
-                for &i in self.key {
-                    b.raw(Row::span(row.bytes(), i).expect("a row holds its key"));
-                }
-                b.finish()
-            }
+            Some(row) => row.project(self.key).expect("a row holds its key"),
         }
     }
 }
@@ -203,7 +197,7 @@ impl Keyed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::rdb::render::Val;
+    use crate::sync::rdb::render::{RowBuf, Val};
 
     fn row(id: i64, s: &str) -> Row {
         Row::of([Val::Text(s), Val::Int(id)])

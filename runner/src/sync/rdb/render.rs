@@ -140,6 +140,16 @@ impl Row {
         self.0.len() + 32
     }
 
+    /// The values at `cols` (indexes, in that order) as a row of their own: a key
+    /// out of a full row, as `row` would render the key columns.
+    pub fn project(&self, cols: &[usize]) -> Option<Row> {
+        let mut b = RowBuf(Vec::with_capacity(self.0.len()));
+        for &i in cols {
+            b.raw(Row::span(&self.0, i)?);
+        }
+        Some(Row(b.0.as_slice().into()))
+    }
+
     /// Whether a value is the column's default (the source lacks the column).
     pub fn has_default(&self) -> bool {
         self.vals().any(|v| v == Val::Default)
@@ -241,7 +251,7 @@ fn my_float(v: f64) -> Result<Val<'static>, SyncError> {
 fn pg_text(out: &mut String, col: &ArrayRef, row: usize, spec: &ColSpec) -> Result<(), SyncError> {
     macro_rules! num {
         ($t:ty) => {{
-            let _ = write!(out, "{}", col.as_primitive::<$t>().value(row));
+            out.push_str(itoa::Buffer::new().format(col.as_primitive::<$t>().value(row)));
         }};
     }
     match col.data_type() {
@@ -259,9 +269,7 @@ fn pg_text(out: &mut String, col: &ArrayRef, row: usize, spec: &ColSpec) -> Resu
                     let n = n.clamp(1, 64) as usize;
                     let _ = write!(out, "{:0n$b}", v, n = n);
                 }
-                None => {
-                    let _ = write!(out, "{v}");
-                }
+                None => out.push_str(itoa::Buffer::new().format(v)),
             }
         }
         A::Float32 => pg_float(out, col.as_primitive::<Float32Type>().value(row) as f64),
@@ -309,36 +317,32 @@ fn shared_text(out: &mut String, col: &ArrayRef, row: usize, pg: bool) -> Result
     match col.data_type() {
         A::Duration(TimeUnit::Microsecond) => {
             let v = col.as_primitive::<DurationMicrosecondType>().value(row);
-            let sign = if v < 0 { "-" } else { "" };
+            if v < 0 {
+                out.push('-');
+            }
             let a = v.unsigned_abs();
-            let (s, us) = (a / 1_000_000, a % 1_000_000);
-            let _ = write!(
-                out,
-                "{sign}{:02}:{:02}:{:02}.{us:06}",
-                s / 3600,
-                s / 60 % 60,
-                s % 60
-            );
+            hms(out, a / 1_000_000);
+            out.push('.');
+            padded(out, a % 1_000_000, 6);
         }
         A::Timestamp(TimeUnit::Microsecond, tz) => {
             let v = col.as_primitive::<TimestampMicrosecondType>().value(row);
             let (days, us) = (v.div_euclid(86_400_000_000), v.rem_euclid(86_400_000_000));
-            let (y, m, dd) = civil_from_days(days);
-            let s = us / 1_000_000;
-            let _ = write!(
-                out,
-                "{y:04}-{m:02}-{dd:02} {:02}:{:02}:{:02}.{:06}{}",
-                s / 3600,
-                s / 60 % 60,
-                s % 60,
-                us % 1_000_000,
-                if tz.is_some() && pg { "+00" } else { "" }
-            );
+            ymd(out, days);
+            out.push(' ');
+            hms(out, us as u64 / 1_000_000);
+            out.push('.');
+            padded(out, us as u64 % 1_000_000, 6);
+            if tz.is_some() && pg {
+                out.push_str("+00");
+            }
         }
-        A::Date32 => {
-            let (y, m, dd) = civil_from_days(col.as_primitive::<Date32Type>().value(row) as i64);
-            let _ = write!(out, "{y:04}-{m:02}-{dd:02}");
-        }
+        A::Date32 => ymd(out, col.as_primitive::<Date32Type>().value(row) as i64),
+        A::Decimal128(_, scale) if *scale >= 0 => decimal(
+            out,
+            col.as_primitive::<Decimal128Type>().value(row),
+            *scale as usize,
+        ),
         A::Decimal128(..) | A::Decimal256(..) => {
             let f = ArrayFormatter::try_new(col.as_ref(), &FormatOptions::default())
                 .map_err(|e| e.to_string())?;
@@ -349,25 +353,93 @@ fn shared_text(out: &mut String, col: &ArrayRef, row: usize, pg: bool) -> Result
     Ok(())
 }
 
+/// `v` in decimal digits, zero-padded to at least `width` (no `fmt` machinery: this
+/// runs for every time and date a checkpoint writes).
+fn padded(out: &mut String, v: u64, width: usize) {
+    let mut b = itoa::Buffer::new();
+    let s = b.format(v);
+    for _ in s.len()..width {
+        out.push('0');
+    }
+    out.push_str(s);
+}
+
+/// `hh:mm:ss` of a count of seconds (hours past 99 take more digits).
+fn hms(out: &mut String, secs: u64) {
+    padded(out, secs / 3600, 2);
+    out.push(':');
+    padded(out, secs / 60 % 60, 2);
+    out.push(':');
+    padded(out, secs % 60, 2);
+}
+
+/// `yyyy-mm-dd` of days since 1970-01-01 (a year outside 0..=9999 as `{:04}` writes
+/// it).
+fn ymd(out: &mut String, days: i64) {
+    let (y, m, d) = civil_from_days(days);
+    match u64::try_from(y) {
+        Ok(y) if y <= 9999 => padded(out, y, 4),
+        _ => {
+            let _ = write!(out, "{y:04}");
+        }
+    }
+    out.push('-');
+    padded(out, u64::from(m), 2);
+    out.push('-');
+    padded(out, u64::from(d), 2);
+}
+
+/// A decimal's unscaled value `v` with `scale` fractional digits, as Arrow writes it
+/// (`-0.05`, `12.30`, `7`).
+fn decimal(out: &mut String, v: i128, scale: usize) {
+    if v < 0 {
+        out.push('-');
+    }
+    let mut b = itoa::Buffer::new();
+    let digits = b.format(v.unsigned_abs());
+    if scale == 0 {
+        out.push_str(digits);
+    } else if digits.len() > scale {
+        let (int, frac) = digits.split_at(digits.len() - scale);
+        out.push_str(int);
+        out.push('.');
+        out.push_str(frac);
+    } else {
+        out.push_str("0.");
+        for _ in digits.len()..scale {
+            out.push('0');
+        }
+        out.push_str(digits);
+    }
+}
+
 use crate::calendar::civil_from_days;
 
+/// Space `row` reuses from row to row: a value's text and the row being built, so a
+/// row costs one allocation (its `Row`).
+#[derive(Default)]
+pub struct Scratch {
+    text: String,
+    row: RowBuf,
+}
+
 /// A row's values over the given batch columns; a target column the batch lacks
-/// (None) is `Default`. `text` is scratch space.
+/// (None) is `Default`.
 pub fn row(
     d: Dialect,
     b: &RecordBatch,
     cols: &[(Option<usize>, &ColSpec)],
     r: usize,
-    text: &mut String,
+    s: &mut Scratch,
 ) -> Result<Row, SyncError> {
-    let mut out = RowBuf::default();
+    s.row.0.clear();
     for (c, spec) in cols {
         match c {
-            Some(c) => push(&mut out, text, d, b.column(*c), r, spec)?,
-            None => out.push(Val::Default),
+            Some(c) => push(&mut s.row, &mut s.text, d, b.column(*c), r, spec)?,
+            None => s.row.push(Val::Default),
         }
     }
-    Ok(out.finish())
+    Ok(Row(s.row.0.as_slice().into()))
 }
 
 #[cfg(test)]
@@ -423,6 +495,106 @@ mod tests {
         let f: ArrayRef = Arc::new(Float64Array::from(vec![f64::NAN]));
         assert_eq!(v(Dialect::Postgres, &f, None), r#"[Text("NaN")]"#);
         assert!(val(Dialect::MySql, f, None).is_err());
+    }
+
+    /// The hand-written time, date and decimal text against `fmt` and Arrow's own
+    /// decimal formatter, over the whole range of each.
+    mod text {
+        use super::*;
+        use arrow_array::{Date32Array, Decimal128Array, DurationMicrosecondArray};
+        use proptest::prelude::*;
+
+        fn shared(a: ArrayRef) -> String {
+            let mut out = String::new();
+            shared_text(&mut out, &a, 0, true).unwrap();
+            out
+        }
+
+        proptest! {
+            #[test]
+            fn decimals_as_arrow_writes_them(v in any::<i128>(), small in -10_000i128..10_000, scale in 0i8..=38) {
+                // Values within the precision (38 digits), as a column holds them.
+                for v in [v % 10i128.pow(38), small, v % 10i128.pow((scale as u32 + 1).min(38))] {
+                    let a = Decimal128Array::from(vec![v])
+                        .with_precision_and_scale(38, scale)
+                        .unwrap();
+                    let want = ArrayFormatter::try_new(&a, &FormatOptions::default())
+                        .unwrap()
+                        .value(0)
+                        .to_string();
+                    prop_assert_eq!(shared(Arc::new(a)), want);
+                }
+            }
+
+            #[test]
+            fn times_and_dates_as_fmt_writes_them(us in any::<i64>(), days in -3_000_000i32..3_000_000) {
+                let (d, t) = (us.div_euclid(86_400_000_000), us.rem_euclid(86_400_000_000));
+                let (y, m, dd) = civil_from_days(d);
+                let s = t / 1_000_000;
+                let want = format!(
+                    "{y:04}-{m:02}-{dd:02} {:02}:{:02}:{:02}.{:06}+00",
+                    s / 3600,
+                    s / 60 % 60,
+                    s % 60,
+                    t % 1_000_000
+                );
+                let ts = TimestampMicrosecondArray::from(vec![us]).with_timezone("+00:00");
+                prop_assert_eq!(shared(Arc::new(ts)), want);
+                let (y, m, dd) = civil_from_days(days as i64);
+                prop_assert_eq!(
+                    shared(Arc::new(Date32Array::from(vec![days]))),
+                    format!("{y:04}-{m:02}-{dd:02}")
+                );
+                let a = us.unsigned_abs();
+                let s = a / 1_000_000;
+                let want = format!(
+                    "{}{:02}:{:02}:{:02}.{:06}",
+                    if us < 0 { "-" } else { "" },
+                    s / 3600,
+                    s / 60 % 60,
+                    s % 60,
+                    a % 1_000_000
+                );
+                prop_assert_eq!(shared(Arc::new(DurationMicrosecondArray::from(vec![us]))), want);
+            }
+        }
+
+        #[test]
+        fn a_key_projected_out_of_a_row_is_the_key_rendered() {
+            let b = RecordBatch::try_from_iter([
+                ("a", Arc::new(StringArray::from(vec!["x\ty"])) as ArrayRef),
+                ("id", Arc::new(Int32Array::from(vec![-3])) as ArrayRef),
+                (
+                    "d",
+                    Arc::new(
+                        Decimal128Array::from(vec![-5])
+                            .with_precision_and_scale(10, 2)
+                            .unwrap(),
+                    ) as ArrayRef,
+                ),
+            ])
+            .unwrap();
+            let spec = ColSpec {
+                ident: "c".into(),
+                bits: None,
+                boolean: false,
+            };
+            let all: Vec<(Option<usize>, &ColSpec)> = vec![
+                (Some(0), &spec),
+                (Some(1), &spec),
+                (Some(2), &spec),
+                (None, &spec),
+            ];
+            for d in [Dialect::Postgres, Dialect::MySql] {
+                let mut s = Scratch::default();
+                let row = super::super::row(d, &b, &all, 0, &mut s).unwrap();
+                let key = super::super::row(d, &b, &[all[2], all[1]], 0, &mut s).unwrap();
+                assert_eq!(row.project(&[2, 1]), Some(key));
+                assert_eq!(row.project(&[4]), None);
+                // The scratch space is reused: the first row is unchanged.
+                assert_eq!(row.vals().count(), 4);
+            }
+        }
     }
 
     #[test]

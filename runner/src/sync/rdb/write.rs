@@ -79,26 +79,27 @@ impl RdbEngine {
         // (keyed, key values, row values, a source delete)
         type Change = (bool, Option<Row>, Option<Row>, bool);
         let mut out: Vec<Change> = Vec::with_capacity(n);
-        let mut text = String::new();
+        let mut scratch = render::Scratch::default();
         for r in 0..n {
             if let Some(b) = &before {
                 if keyed {
                     // An update's old image only clears its key; a delete is marked.
-                    let kt = render::row(d, b, &key, r, &mut text)?;
+                    let kt = render::row(d, b, &key, r, &mut scratch)?;
                     out.push((true, Some(kt), None, op == Op::Delete));
                 } else {
                     out.push((
                         false,
                         None,
-                        Some(render::row(d, b, &all, r, &mut text)?),
+                        Some(render::row(d, b, &all, r, &mut scratch)?),
                         true,
                     ));
                 }
             }
             if let Some(a) = &after {
-                let row = render::row(d, a, &all, r, &mut text)?;
+                let row = render::row(d, a, &all, r, &mut scratch)?;
                 if keyed {
-                    let kt = render::row(d, a, &key, r, &mut text)?;
+                    // The key's values out of the row (rendered once).
+                    let kt = row.project(&key_cols).expect("a row holds its key");
                     out.push((true, Some(kt), Some(row), false));
                 } else {
                     out.push((false, None, Some(row), false));
