@@ -5,7 +5,6 @@
 //! one group splitting the topics, a SIGKILL of one of them (the survivor takes its
 //! partitions over), and its restart (the group splits again).
 
-use futures::TryStreamExt;
 use lakeshift_tests::{wait_until, Broker, PgServer};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -662,21 +661,7 @@ async fn iceberg_table_of(cat: &runner::iceberg::Catalog, t: &str) -> Vec<Vec<Op
         return Vec::new();
     };
     let table = lt.table(&cat.file_io).unwrap();
-    let batches: Vec<arrow_array::RecordBatch> = tokio::time::timeout(
-        Duration::from_secs(120),
-        table
-            .scan()
-            .with_concurrency_limit(1)
-            .build()
-            .unwrap()
-            .to_arrow()
-            .await
-            .unwrap()
-            .try_collect(),
-    )
-    .await
-    .expect("scan within 120 s")
-    .unwrap();
+    let batches = lakeshift_tests::scan_batches(&table, None).await;
     let mut out = Vec::new();
     for b in batches {
         use arrow_array::Array;

@@ -221,7 +221,10 @@ async fn main() {
     );
     let label = |i: usize, what: &str| format!("lakeshift, {what} ({} commits)", lakeshift[i].1);
     for (name, s) in [
-        (label(0, &format!("checkpoints every {first} s")), lakeshift_s),
+        (
+            label(0, &format!("checkpoints every {first} s")),
+            lakeshift_s,
+        ),
         (label(1, "checkpoints ~0 s apart"), lakeshift[1].0),
         ("row by row (a statement per change)".to_owned(), rbr_s),
         (

@@ -856,6 +856,50 @@ pub async fn try_pg_text_rows(
     Ok(out)
 }
 
+/// Every batch of `t`'s scan (as of `snapshot`, else the current snapshot), read one
+/// data file at a time with the iceberg crate's reader.
+///
+/// That reader (0.10.1) can lose the wake-up of a task waiting for an equality-delete
+/// file to load (apache/iceberg-rust#2630: the loader swaps the notifier a waiter
+/// holds; a waiter that takes it just before the load ends is never woken), so a scan
+/// of a sound table can hang. Each attempt is bounded (60 s); an attempt that hangs
+/// is read again from the start, with a fresh reader, three attempts in all. A read
+/// that fails is not retried: that is the test's failure.
+pub async fn scan_batches(
+    t: &iceberg::table::Table,
+    snapshot: Option<i64>,
+) -> Vec<arrow_array::RecordBatch> {
+    use futures::TryStreamExt;
+    const ATTEMPTS: usize = 3;
+    for attempt in 1..=ATTEMPTS {
+        let mut scan = t.scan().with_concurrency_limit(1);
+        if let Some(id) = snapshot {
+            scan = scan.snapshot_id(id);
+        }
+        let read = async {
+            scan.build()
+                .unwrap()
+                .to_arrow()
+                .await
+                .unwrap()
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap()
+        };
+        match tokio::time::timeout(Duration::from_secs(60), read).await {
+            Ok(batches) => return batches,
+            Err(_) => eprintln!(
+                "scan of {} hung for 60 s (attempt {attempt} of {ATTEMPTS}): reading it again",
+                t.identifier()
+            ),
+        }
+    }
+    panic!(
+        "the iceberg crate's scan of {} hung {ATTEMPTS} times",
+        t.identifier()
+    );
+}
+
 /// Rows of Iceberg table `ns.table` read with the iceberg crate's scan, as text
 /// (timestamps with a space, not `T`), sorted; as of `snapshot` (time travel) or
 /// the current one. None when the table does not exist.
@@ -865,30 +909,10 @@ pub async fn iceberg_text_rows(
     table: &str,
     snapshot: Option<i64>,
 ) -> Option<Vec<Vec<Option<String>>>> {
-    use futures::TryStreamExt;
     let ident = runner::iceberg::catalog::ident;
     let t = cat.load(&ident(ns, table).unwrap()).await.unwrap()?;
     let t = t.table(&cat.file_io).unwrap();
-    // One file at a time: the crate's scan (0.10.1) can deadlock when several readers
-    // wait for the same equality-delete file (apache/iceberg-rust#2630); a bounded wait
-    // turns any such hang into a failure.
-    let mut scan = t.scan().with_concurrency_limit(1);
-    if let Some(id) = snapshot {
-        scan = scan.snapshot_id(id);
-    }
-    let batches: Vec<arrow_array::RecordBatch> =
-        tokio::time::timeout(Duration::from_secs(120), async {
-            scan.build()
-                .unwrap()
-                .to_arrow()
-                .await
-                .unwrap()
-                .try_collect()
-                .await
-                .unwrap()
-        })
-        .await
-        .expect("the iceberg crate's scan finished within 120 s");
+    let batches = scan_batches(&t, snapshot).await;
     // Columns by the current schema's names: a file written before a column was added
     // may come back without it (the crate's reader), which reads as NULL.
     // (For a snapshot: the schema it was written with.)

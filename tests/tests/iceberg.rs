@@ -5,7 +5,6 @@ use arrow_array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use ddl_core::SchemaChangeBehavior;
 use dialects::iceberg::IcebergOptions;
 use dialects::Dialect;
-use futures::TryStreamExt;
 use iceberg::{Catalog as _, CatalogBuilder, TableIdent};
 use iceberg_catalog_sql::{SqlBindStyle, SqlCatalog, SqlCatalogBuilder};
 use runner::apply::{apply, ApplyOptions, ApplyReport};
@@ -429,19 +428,7 @@ async fn scan(cat: &Catalog, id: &TableIdent) -> Vec<(i64, String, i32)> {
         .unwrap()
         .table(&cat.file_io)
         .unwrap();
-    // One file at a time (apache/iceberg-rust#2630: concurrent equality-delete loads
-    // can deadlock in 0.10.1).
-    let batches: Vec<RecordBatch> = t
-        .scan()
-        .with_concurrency_limit(1)
-        .build()
-        .unwrap()
-        .to_arrow()
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let batches = lakeshift_tests::scan_batches(&t, None).await;
     let mut rows = Vec::new();
     for b in batches {
         let ids = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
