@@ -1,12 +1,15 @@
 //! The lock-free consistent snapshot: `START TRANSACTION WITH CONSISTENT SNAPSHOT`
 //! plus MariaDB's `binlog_snapshot_file` / `binlog_snapshot_position` give the binlog
 //! point that matches the snapshot exactly, without a global read lock. Captured tables
-//! are read in primary-key chunks through the binary protocol (exact floats and
-//! temporals), in bounded memory, with progress; the session runs in UTC so snapshot
-//! and binlog values agree.
+//! are read in primary-key chunks, in bounded memory, with progress; the session runs
+//! in UTC so snapshot and binlog values agree. Chunks after a cursor go through the
+//! binary protocol (a prepared statement takes the cursor as parameters; exact floats
+//! and temporals); a query without a cursor (a table's first chunk, a keyless table)
+//! goes as plain text when no column is FLOAT or DOUBLE (text is exact for every other
+//! type): one round trip and no statement to prepare per small table.
 
 use super::config::Source;
-use super::decode::{append_snapshot_value, Ctx, RowsBuilder, SourceTable};
+use super::decode::{append_snapshot_value, Ctx, Kind, RowsBuilder, SourceTable};
 use super::history::SchemaHistory;
 use super::position::Position;
 use super::{SourceError, SourceEvent};
@@ -490,6 +493,57 @@ impl Chunks<'_> {
     }
 }
 
+/// One chunk's query result on its way into a table's batches.
+struct Read<'a, 'c> {
+    b: &'a mut RowsBuilder,
+    out: &'a mut Chunks<'c>,
+    table: &'a Arc<SourceTable>,
+    keyed: bool,
+    chunk: u64,
+    zero_fail: bool,
+    /// Rows of this chunk, and the last one (keyed tables: its key is the cursor).
+    in_chunk: u64,
+    last_row: Option<Row>,
+}
+
+impl Read<'_, '_> {
+    /// Every row of `result` into the batch (a keyless table's sent as it fills).
+    /// False: the receiver is gone.
+    async fn rows<P: mysql_async::prelude::Protocol>(
+        &mut self,
+        mut result: mysql_async::QueryResult<'_, 'static, P>,
+    ) -> Result<bool, SourceError> {
+        let table = self.table;
+        while let Some(row) = result.next().await.map_err(SourceError::sql)? {
+            for (i, col) in table.columns.iter().enumerate() {
+                let v = row.as_ref(i).unwrap_or(&Value::NULL);
+                let ctx = Ctx {
+                    zero_dates_fail: self.zero_fail,
+                    column: &col.name,
+                };
+                append_snapshot_value(&mut self.b.cols[i], col, v, &ctx).map_err(|e| {
+                    SourceError::Decode(format!(
+                        "snapshot of {}.{} column {}: {e}",
+                        table.db, table.name, col.name
+                    ))
+                })?;
+            }
+            self.b.rows += 1;
+            self.in_chunk += 1;
+            if self.keyed {
+                // Its key is read once the chunk ends (the last row's).
+                self.last_row = Some(row);
+            } else if self.b.rows as u64 >= self.chunk {
+                // Keyless tables stream in one query, cut into batches.
+                if !self.out.send(self.b, None).await {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
 /// Read one table in key chunks. Returns the rows read (None: receiver gone).
 pub async fn read_table(
     conn: &mut mysql_async::Conn,
@@ -514,6 +568,10 @@ pub async fn read_table(
         .iter()
         .map(|i| quote(&table.columns[*i].name))
         .collect();
+    let floats = table
+        .columns
+        .iter()
+        .any(|c| matches!(c.kind, Kind::Float | Kind::Double));
     let mut out = Chunks {
         tx,
         table,
@@ -537,40 +595,34 @@ pub async fn read_table(
             }
         };
         let params = last.clone().unwrap_or_default();
-        let mut result = conn
-            .exec_iter(sql, params)
-            .await
-            .map_err(SourceError::sql)?;
         let mut b = RowsBuilder::new(table.clone());
-        let mut in_chunk = 0u64;
-        let mut last_row: Option<mysql_async::Row> = None;
-        while let Some(row) = result.next().await.map_err(SourceError::sql)? {
-            for (i, col) in table.columns.iter().enumerate() {
-                let v = row.as_ref(i).unwrap_or(&Value::NULL);
-                let ctx = Ctx {
-                    zero_dates_fail: zero_fail,
-                    column: &col.name,
-                };
-                append_snapshot_value(&mut b.cols[i], col, v, &ctx).map_err(|e| {
-                    SourceError::Decode(format!(
-                        "snapshot of {}.{} column {}: {e}",
-                        table.db, table.name, col.name
-                    ))
-                })?;
-            }
-            b.rows += 1;
-            in_chunk += 1;
-            if !key.is_empty() {
-                // Its key is read once the chunk ends (the last row's).
-                last_row = Some(row);
-            } else if b.rows as u64 >= chunk {
-                // Keyless tables stream in one query, cut into batches.
-                if !out.send(&mut b, None).await {
-                    return Ok(None);
-                }
-            }
+        let mut read = Read {
+            b: &mut b,
+            out: &mut out,
+            table,
+            keyed: !key.is_empty(),
+            chunk,
+            zero_fail,
+            in_chunk: 0,
+            last_row: None,
+        };
+        // A query without a cursor (a table's first chunk, a keyless table) goes as
+        // plain text when every column's text is exact (no FLOAT or DOUBLE): one round
+        // trip, and no statement to prepare, for each of many small tables.
+        let sent = if params.is_empty() && !floats {
+            let result = conn.query_iter(sql).await.map_err(SourceError::sql)?;
+            read.rows(result).await?
+        } else {
+            let result = conn
+                .exec_iter(sql, params)
+                .await
+                .map_err(SourceError::sql)?;
+            read.rows(result).await?
+        };
+        if !sent {
+            return Ok(None);
         }
-        drop(result);
+        let (in_chunk, last_row) = (read.in_chunk, read.last_row);
         let last_row: Option<Vec<Value>> = last_row.map(|row| {
             table
                 .key

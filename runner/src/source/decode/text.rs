@@ -59,6 +59,23 @@ pub fn append_snapshot_value(
             let s = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
             append_year_abs(b, s.trim().parse().map_err(|e| format!("{s}: {e}"))?)
         }
+        // The text protocol's temporals: read as the binary protocol sends them.
+        (V::Bytes(bytes), Kind::Date | Kind::DateTime | Kind::Timestamp | Kind::Time) => {
+            let v = temporal_value(bytes, &col.kind).ok_or_else(|| {
+                format!(
+                    "{}: not a {:?} value",
+                    String::from_utf8_lossy(bytes),
+                    col.kind
+                )
+            })?;
+            append_snapshot_value(b, col, &v, ctx)
+        }
+        // Floats are read through the binary protocol only (their text may round).
+        (V::Bytes(bytes), Kind::Float | Kind::Double) => Err(format!(
+            "{}: a floating-point value as text",
+            String::from_utf8_lossy(bytes)
+        )
+        .into()),
         // The connection is utf8mb4: the server converts every charset for us.
         (V::Bytes(bytes), _) => append_text(b, bytes, Charset::Utf8),
         (V::Date(y, m, d, h, mi, s, us), kind) => {
@@ -114,6 +131,79 @@ pub(crate) fn append_decimal_text(
 
 /// `[-]digits[.digits]` scaled to `scale` fraction digits; `None` for any other text
 /// (the general path parses it or says why not) or on overflow.
+/// A DATE (`YYYY-MM-DD`), DATETIME or TIMESTAMP (`YYYY-MM-DD HH:MM:SS[.ffffff]`) or
+/// TIME (`[-]H+:MM:SS[.ffffff]`) as the text protocol writes it, as the value the
+/// binary protocol would have sent (zero dates included: they are checked where the
+/// binary ones are).
+fn temporal_value(t: &[u8], kind: &Kind) -> Option<mysql_async::Value> {
+    /// Digits `t[..n]` as a number (all of them digits, n of them).
+    fn num(t: &[u8], n: usize) -> Option<u32> {
+        let d = t.get(..n)?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| d.iter().fold(0u32, |a, c| a * 10 + u32::from(c - b'0')))
+    }
+    /// `.ffffff` (1 to 6 digits) or nothing, as microseconds.
+    fn micros(t: &[u8]) -> Option<u32> {
+        match t {
+            [] => Some(0),
+            [b'.', f @ ..] if (1..=6).contains(&f.len()) => {
+                Some(num(f, f.len())? * 10u32.pow(6 - f.len() as u32))
+            }
+            _ => None,
+        }
+    }
+    /// `HH:MM:SS[.ffffff]` after the hours' digits `h` (any number of them).
+    fn clock(t: &[u8]) -> Option<(u32, u32, u32, u32)> {
+        let colon = t.iter().position(|&c| c == b':')?;
+        let h = num(t, colon).filter(|_| colon > 0)?;
+        let rest = &t[colon..];
+        if rest.first() != Some(&b':') || rest.get(3) != Some(&b':') {
+            return None;
+        }
+        Some((
+            h,
+            num(&rest[1..], 2)?,
+            num(&rest[4..], 2)?,
+            micros(rest.get(6..)?)?,
+        ))
+    }
+    use mysql_async::Value as V;
+    let ymd = |t: &[u8]| -> Option<(u16, u8, u8)> {
+        if t.len() < 10 || t[4] != b'-' || t[7] != b'-' {
+            return None;
+        }
+        Some((
+            num(t, 4)? as u16,
+            num(&t[5..], 2)? as u8,
+            num(&t[8..], 2)? as u8,
+        ))
+    };
+    match kind {
+        Kind::Date => {
+            let (y, m, d) = ymd(t).filter(|_| t.len() == 10)?;
+            Some(V::Date(y, m, d, 0, 0, 0, 0))
+        }
+        Kind::DateTime | Kind::Timestamp => {
+            let (y, m, d) = ymd(t)?;
+            if t.get(10) != Some(&b' ') {
+                return None;
+            }
+            let (h, mi, s, us) = clock(&t[11..]).filter(|c| c.0 < 100)?;
+            Some(V::Date(y, m, d, h as u8, mi as u8, s as u8, us))
+        }
+        Kind::Time => {
+            let (neg, t) = match t {
+                [b'-', rest @ ..] => (true, rest),
+                _ => (false, t),
+            };
+            let (h, m, s, us) = clock(t)?;
+            Some(V::Time(neg, h / 24, (h % 24) as u8, m as u8, s as u8, us))
+        }
+        _ => None,
+    }
+}
+
 fn decimal_i128(bytes: &[u8], scale: usize) -> Option<i128> {
     let (neg, digits) = match bytes.split_first() {
         Some((b'-', rest)) => (true, rest),
@@ -183,6 +273,55 @@ fn decimal_text_general(b: &mut ColBuilder, bytes: &[u8], scale: i8) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporals_as_text_read_as_the_binary_protocol_sends_them() {
+        use mysql_async::Value as V;
+        let v = |t: &str, k: Kind| temporal_value(t.as_bytes(), &k);
+        assert_eq!(
+            v("2024-02-29", Kind::Date),
+            Some(V::Date(2024, 2, 29, 0, 0, 0, 0))
+        );
+        assert_eq!(
+            v("0000-00-00", Kind::Date),
+            Some(V::Date(0, 0, 0, 0, 0, 0, 0))
+        );
+        assert_eq!(
+            v("1999-12-31 23:59:59.999", Kind::DateTime),
+            Some(V::Date(1999, 12, 31, 23, 59, 59, 999_000))
+        );
+        assert_eq!(
+            v("1970-01-01 00:00:01.000001", Kind::Timestamp),
+            Some(V::Date(1970, 1, 1, 0, 0, 1, 1))
+        );
+        assert_eq!(
+            v("-838:59:59", Kind::Time),
+            Some(V::Time(true, 34, 22, 59, 59, 0))
+        );
+        assert_eq!(
+            v("-00:00:00.01", Kind::Time),
+            Some(V::Time(true, 0, 0, 0, 0, 10_000))
+        );
+        assert_eq!(
+            v("25:00:00.5", Kind::Time),
+            Some(V::Time(false, 1, 1, 0, 0, 500_000))
+        );
+        for (bad, k) in [
+            ("2024-02-29 ", Kind::Date),
+            ("2024-2-29", Kind::Date),
+            ("2024-02-29", Kind::DateTime),
+            ("2024-02-29T01:02:03", Kind::DateTime),
+            ("2024-02-29 01:02:03.", Kind::DateTime),
+            ("2024-02-29 01:02:03.1234567", Kind::DateTime),
+            ("2024-02-29 1:02", Kind::DateTime),
+            (":01:02", Kind::Time),
+            ("01:02:03x", Kind::Time),
+            ("--01:02:03", Kind::Time),
+            ("12:34", Kind::Time),
+        ] {
+            assert_eq!(v(bad, k), None, "{bad}");
+        }
+    }
 
     fn both(text: &str, scale: i8) -> (Option<i128>, Option<i128>) {
         let kind = Kind::Decimal {
