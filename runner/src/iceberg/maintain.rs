@@ -233,7 +233,10 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
         .unwrap_or_else(|| m.current_schema().clone());
     let mut w = files::StreamWriter::new(t, &catalog.file_io);
     let mut rows = 0u64;
-    while let Some(b) = stream.try_next().await? {
+    let name = display(&t.ident);
+    while let Some(b) =
+        super::stall::next_batch(&mut stream, super::stall::READ_STALL, &name).await?
+    {
         rows += b.num_rows() as u64;
         w.write(conform(&b, &read, m.current_schema(), &arrow)?)
             .await?;

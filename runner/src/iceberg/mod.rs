@@ -20,6 +20,7 @@ mod locmap;
 pub mod maintain;
 pub mod plan;
 mod rules;
+pub mod stall;
 
 pub use catalog::{Catalog, CatalogConfig, LoadedTable};
 pub use commit::{Committer, SnapshotChange};

@@ -16,7 +16,6 @@ use super::*;
 use crate::sync::error::SyncError;
 use arrow_array::{Array, ArrayRef, StringArray};
 use ddl_core::{DefaultValue, Literal, SchemaChange};
-use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
 /// What `added-column-default` says to do.
@@ -208,7 +207,12 @@ impl Engine {
         let mut stream = scan.to_arrow().await.map_err(|e| e.to_string())?;
         let (mut data, mut chunk, mut bytes, mut rows) = (Vec::new(), Vec::new(), 0usize, 0u64);
         let budget = (self.job.pipeline.pending_budget() / 2).max(1 << 20);
-        while let Some(b) = stream.try_next().await.map_err(|e| e.to_string())? {
+        let what = display(&id);
+        while let Some(b) =
+            crate::iceberg::stall::next_batch(&mut stream, crate::iceberg::stall::READ_STALL, &what)
+                .await
+                .map_err(|e| e.to_string())?
+        {
             let b = filled(&b, &arrow, &defaults)?;
             rows += b.num_rows() as u64;
             bytes += b.get_array_memory_size();
