@@ -278,34 +278,33 @@ mod tests {
     fn temporals_as_text_read_as_the_binary_protocol_sends_them() {
         use mysql_async::Value as V;
         let v = |t: &str, k: Kind| temporal_value(t.as_bytes(), &k);
-        assert_eq!(
-            v("2024-02-29", Kind::Date),
-            Some(V::Date(2024, 2, 29, 0, 0, 0, 0))
-        );
-        assert_eq!(
-            v("0000-00-00", Kind::Date),
-            Some(V::Date(0, 0, 0, 0, 0, 0, 0))
-        );
-        assert_eq!(
-            v("1999-12-31 23:59:59.999", Kind::DateTime),
-            Some(V::Date(1999, 12, 31, 23, 59, 59, 999_000))
-        );
-        assert_eq!(
-            v("1970-01-01 00:00:01.000001", Kind::Timestamp),
-            Some(V::Date(1970, 1, 1, 0, 0, 1, 1))
-        );
-        assert_eq!(
-            v("-838:59:59", Kind::Time),
-            Some(V::Time(true, 34, 22, 59, 59, 0))
-        );
-        assert_eq!(
-            v("-00:00:00.01", Kind::Time),
-            Some(V::Time(true, 0, 0, 0, 0, 10_000))
-        );
-        assert_eq!(
-            v("25:00:00.5", Kind::Time),
-            Some(V::Time(false, 1, 1, 0, 0, 500_000))
-        );
+        for (good, k, want) in [
+            ("2024-02-29", Kind::Date, V::Date(2024, 2, 29, 0, 0, 0, 0)),
+            ("0000-00-00", Kind::Date, V::Date(0, 0, 0, 0, 0, 0, 0)),
+            (
+                "1999-12-31 23:59:59.999",
+                Kind::DateTime,
+                V::Date(1999, 12, 31, 23, 59, 59, 999_000),
+            ),
+            (
+                "1970-01-01 00:00:01.000001",
+                Kind::Timestamp,
+                V::Date(1970, 1, 1, 0, 0, 1, 1),
+            ),
+            ("-838:59:59", Kind::Time, V::Time(true, 34, 22, 59, 59, 0)),
+            (
+                "-00:00:00.01",
+                Kind::Time,
+                V::Time(true, 0, 0, 0, 0, 10_000),
+            ),
+            (
+                "25:00:00.5",
+                Kind::Time,
+                V::Time(false, 1, 1, 0, 0, 500_000),
+            ),
+        ] {
+            assert_eq!(v(good, k), Some(want), "{good}");
+        }
         for (bad, k) in [
             ("2024-02-29 ", Kind::Date),
             ("2024-2-29", Kind::Date),
