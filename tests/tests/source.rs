@@ -186,6 +186,65 @@ async fn snapshot_and_binlog_give_identical_batches() {
     assert_eq!(r2["tm2"], "-PT0.01S");
 }
 
+/// Keys read through the text protocol (a table's first chunk) make the next chunk's
+/// cursor with their exact values: a BIGINT key past 2^53 compared as a string
+/// would be compared as a double, and rows past a rounded-up cursor would be lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_read_chunk_leaves_an_exact_cursor() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.big (id BIGINT UNSIGNED PRIMARY KEY, at DATETIME(6), v INT);
+         CREATE TABLE shop.wide (id BIGINT PRIMARY KEY, v INT);
+         CREATE TABLE shop.timed (at DATETIME(6) PRIMARY KEY, v INT)",
+    )
+    .await
+    .unwrap();
+    // 2^53 + 3 and 2^53 + 5 end the first chunk of two; as doubles they round up to
+    // 2^53 + 4 and 2^53 + 4 / + 6, past the next keys.
+    let big = [
+        9007199254740993u64,
+        9007199254740995,
+        9007199254740996,
+        9007199254740997,
+        18446744073709551615,
+    ];
+    for (i, k) in big.iter().enumerate() {
+        c.query_drop(format!("INSERT INTO shop.big VALUES ({k}, '2024-01-01 00:00:0{i}.5', {i}); INSERT INTO shop.wide VALUES ({}, {i})", i64::try_from(*k).unwrap_or(i64::MAX)))
+            .await
+            .unwrap();
+    }
+    c.query_drop(
+        "INSERT INTO shop.timed VALUES ('2024-01-01 00:00:00.000001', 1), ('2024-01-01 00:00:00.000002', 2), ('2024-01-01 00:00:00.000003', 3)",
+    )
+    .await
+    .unwrap();
+    let yaml = format!(
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4243\n  tables: ['shop\\..*']\n  snapshot-chunk-rows: 2\n  startup: {{mode: initial}}\n",
+        db.port
+    );
+    let events = collect(
+        parse_job(&yaml, |_| None).unwrap().1,
+        to_end(None, None, false),
+    )
+    .await
+    .unwrap();
+    let rows = |table: &str| -> usize {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                SourceEvent::SnapshotRows { table: t, rows, .. } if t.name == table => {
+                    Some(rows.num_rows())
+                }
+                _ => None,
+            })
+            .sum()
+    };
+    assert_eq!(rows("big"), 5, "every row of shop.big once");
+    assert_eq!(rows("wide"), 5, "every row of shop.wide once");
+    assert_eq!(rows("timed"), 3, "every row of shop.timed once");
+}
+
 /// A workload of small transactions, a large one, DDL and a swap rename.
 async fn workload(c: &mut mysql_async::Conn) {
     for i in 0..20 {

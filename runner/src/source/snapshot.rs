@@ -9,7 +9,7 @@
 //! type): one round trip and no statement to prepare per small table.
 
 use super::config::Source;
-use super::decode::{append_snapshot_value, Ctx, Kind, RowsBuilder, SourceTable};
+use super::decode::{append_snapshot_value, typed_text_value, Ctx, Kind, RowsBuilder, SourceTable};
 use super::history::SchemaHistory;
 use super::position::Position;
 use super::{SourceError, SourceEvent};
@@ -609,7 +609,8 @@ pub async fn read_table(
         // A query without a cursor (a table's first chunk, a keyless table) goes as
         // plain text when every column's text is exact (no FLOAT or DOUBLE): one round
         // trip, and no statement to prepare, for each of many small tables.
-        let sent = if params.is_empty() && !floats {
+        let text = params.is_empty() && !floats;
+        let sent = if text {
             let result = conn.query_iter(sql).await.map_err(SourceError::sql)?;
             read.rows(result).await?
         } else {
@@ -627,7 +628,16 @@ pub async fn read_table(
             table
                 .key
                 .iter()
-                .map(|i| row.as_ref(*i).cloned().unwrap_or(Value::NULL))
+                .map(|i| {
+                    let v = row.as_ref(*i).unwrap_or(&Value::NULL);
+                    // Typed as the binary protocol sends them: the cursor then
+                    // compares as the column's type on any server, not as a string.
+                    if text {
+                        typed_text_value(v, &table.columns[*i].kind)
+                    } else {
+                        v.clone()
+                    }
+                })
                 .collect()
         });
         if b.rows > 0 || out.done == 0 {

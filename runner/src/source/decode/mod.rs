@@ -26,7 +26,7 @@ mod text;
 
 pub use image::{decode_binlog_value, decode_row, BinCol, Cur};
 pub(crate) use text::append_decimal_text;
-pub use text::append_snapshot_value;
+pub use text::{append_snapshot_value, typed_text_value};
 
 use super::DecodeError;
 use arrow_array::builder::*;

@@ -131,6 +131,23 @@ pub(crate) fn append_decimal_text(
 
 /// `[-]digits[.digits]` scaled to `scale` fraction digits; `None` for any other text
 /// (the general path parses it or says why not) or on overflow.
+/// A value read through the text protocol as the binary protocol sends it: integers,
+/// years and temporals typed; every other type is bytes either way.
+pub fn typed_text_value(v: &mysql_async::Value, kind: &Kind) -> mysql_async::Value {
+    use mysql_async::Value as V;
+    let V::Bytes(b) = v else {
+        return v.clone();
+    };
+    let text = std::str::from_utf8(b).ok();
+    let typed = match kind {
+        Kind::Int { unsigned: true, .. } => text.and_then(|t| t.parse().ok()).map(V::UInt),
+        Kind::Int { .. } | Kind::Year => text.and_then(|t| t.parse().ok()).map(V::Int),
+        Kind::Date | Kind::DateTime | Kind::Timestamp | Kind::Time => temporal_value(b, kind),
+        _ => None,
+    };
+    typed.unwrap_or_else(|| v.clone())
+}
+
 /// A DATE (`YYYY-MM-DD`), DATETIME or TIMESTAMP (`YYYY-MM-DD HH:MM:SS[.ffffff]`) or
 /// TIME (`[-]H+:MM:SS[.ffffff]`) as the text protocol writes it, as the value the
 /// binary protocol would have sent (zero dates included: they are checked where the
@@ -305,6 +322,37 @@ mod tests {
         ] {
             assert_eq!(v(good, k), Some(want), "{good}");
         }
+        assert_eq!(
+            typed_text_value(
+                &V::Bytes(b"18446744073709551615".to_vec()),
+                &Kind::Int {
+                    bytes: 8,
+                    unsigned: true
+                }
+            ),
+            V::UInt(u64::MAX)
+        );
+        assert_eq!(
+            typed_text_value(
+                &V::Bytes(b"-9007199254740993".to_vec()),
+                &Kind::Int {
+                    bytes: 8,
+                    unsigned: false
+                }
+            ),
+            V::Int(-9007199254740993)
+        );
+        assert_eq!(
+            typed_text_value(
+                &V::Bytes(b"2024-02-29 01:02:03.5".to_vec()),
+                &Kind::DateTime
+            ),
+            V::Date(2024, 2, 29, 1, 2, 3, 500_000)
+        );
+        assert_eq!(
+            typed_text_value(&V::Bytes(b"abc".to_vec()), &Kind::Binary),
+            V::Bytes(b"abc".to_vec())
+        );
         for (bad, k) in [
             ("2024-02-29 ", Kind::Date),
             ("2024-2-29", Kind::Date),
