@@ -6,6 +6,8 @@ pub mod apply;
 #[cfg(feature = "sync")]
 pub mod calendar;
 #[cfg(feature = "sync")]
+pub mod digits;
+#[cfg(feature = "sync")]
 pub mod durable;
 #[cfg(feature = "sync")]
 pub mod failpoint;

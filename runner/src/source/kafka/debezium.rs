@@ -126,15 +126,9 @@ pub(super) fn to_mysql(
 }
 
 pub(super) fn scaled(x: i128, scale: i8) -> String {
-    if scale <= 0 {
-        return x.to_string();
-    }
-    let neg = x < 0;
-    let digits = x.unsigned_abs().to_string();
-    let s = scale as usize;
-    let padded = format!("{digits:0>width$}", width = s + 1);
-    let (int, frac) = padded.split_at(padded.len() - s);
-    format!("{}{int}.{frac}", if neg { "-" } else { "" })
+    let mut out = String::new();
+    crate::digits::decimal(&mut out, x, scale.max(0) as usize);
+    out
 }
 
 pub(super) fn date_from_micros(us: i64) -> mysql_async::Value {

@@ -353,17 +353,6 @@ fn shared_text(out: &mut String, col: &ArrayRef, row: usize, pg: bool) -> Result
     Ok(())
 }
 
-/// `v` in decimal digits, zero-padded to at least `width` (no `fmt` machinery: this
-/// runs for every time and date a checkpoint writes).
-fn padded(out: &mut String, v: u64, width: usize) {
-    let mut b = itoa::Buffer::new();
-    let s = b.format(v);
-    for _ in s.len()..width {
-        out.push('0');
-    }
-    out.push_str(s);
-}
-
 /// `hh:mm:ss` of a count of seconds (hours past 99 take more digits).
 fn hms(out: &mut String, secs: u64) {
     padded(out, secs / 3600, 2);
@@ -389,31 +378,8 @@ fn ymd(out: &mut String, days: i64) {
     padded(out, u64::from(d), 2);
 }
 
-/// A decimal's unscaled value `v` with `scale` fractional digits, as Arrow writes it
-/// (`-0.05`, `12.30`, `7`).
-fn decimal(out: &mut String, v: i128, scale: usize) {
-    if v < 0 {
-        out.push('-');
-    }
-    let mut b = itoa::Buffer::new();
-    let digits = b.format(v.unsigned_abs());
-    if scale == 0 {
-        out.push_str(digits);
-    } else if digits.len() > scale {
-        let (int, frac) = digits.split_at(digits.len() - scale);
-        out.push_str(int);
-        out.push('.');
-        out.push_str(frac);
-    } else {
-        out.push_str("0.");
-        for _ in digits.len()..scale {
-            out.push('0');
-        }
-        out.push_str(digits);
-    }
-}
-
 use crate::calendar::civil_from_days;
+use crate::digits::{decimal, padded};
 
 /// Space `row` reuses from row to row: a value's text and the row being built, so a
 /// row costs one allocation (its `Row`).
