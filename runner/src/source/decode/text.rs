@@ -129,8 +129,6 @@ pub(crate) fn append_decimal_text(
     decimal_text_general(b, bytes, scale)
 }
 
-/// `[-]digits[.digits]` scaled to `scale` fraction digits; `None` for any other text
-/// (the general path parses it or says why not) or on overflow.
 /// A value read through the text protocol as the binary protocol sends it: integers,
 /// years and temporals typed; every other type is bytes either way.
 pub fn typed_text_value(v: &mysql_async::Value, kind: &Kind) -> mysql_async::Value {
@@ -170,7 +168,7 @@ fn temporal_value(t: &[u8], kind: &Kind) -> Option<mysql_async::Value> {
             _ => None,
         }
     }
-    /// `HH:MM:SS[.ffffff]` after the hours' digits `h` (any number of them).
+    /// `H+:MM:SS[.ffffff]` (any number of hour digits, at least one).
     fn clock(t: &[u8]) -> Option<(u32, u32, u32, u32)> {
         let colon = t.iter().position(|&c| c == b':')?;
         let h = num(t, colon).filter(|_| colon > 0)?;
@@ -221,6 +219,8 @@ fn temporal_value(t: &[u8], kind: &Kind) -> Option<mysql_async::Value> {
     }
 }
 
+/// `[-]digits[.digits]` scaled to `scale` fraction digits; `None` for any other text
+/// (the general path parses it or says why not) or on overflow.
 fn decimal_i128(bytes: &[u8], scale: usize) -> Option<i128> {
     let (neg, digits) = match bytes.split_first() {
         Some((b'-', rest)) => (true, rest),
