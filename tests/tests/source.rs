@@ -245,6 +245,89 @@ async fn a_text_read_chunk_leaves_an_exact_cursor() {
     assert_eq!(rows("timed"), 3, "every row of shop.timed once");
 }
 
+/// Hostile text through the snapshot's text protocol (a table without floats): NUL,
+/// backslashes, quotes, tabs and newlines, invalid-looking escapes, a 4 MiB value and
+/// an empty one read the same as the binlog has them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_text_reads_the_same_through_the_text_protocol() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.h (id INT PRIMARY KEY, t LONGTEXT, b LONGBLOB, d DATETIME(6), k VARCHAR(20)) DEFAULT CHARSET=utf8mb4",
+    )
+    .await
+    .unwrap();
+    let p0 = master_position(&db).await;
+    let hostile = [
+        "a\0b",
+        "back\\slash",
+        "quo'te\"dq",
+        "tab\tnew\nline\r",
+        "\\N",
+        "NULL",
+        "",
+        "ü✓\u{1F600}",
+    ];
+    let ins = c
+        .prep("INSERT INTO shop.h VALUES (?, ?, ?, ?, ?)")
+        .await
+        .unwrap();
+    for (i, h) in hostile.iter().enumerate() {
+        let s = h.to_string();
+        c.exec_drop(
+            &ins,
+            (
+                i as i32,
+                s.clone(),
+                s.clone().into_bytes(),
+                "2024-01-02 03:04:05.000007",
+                s.chars().take(20).collect::<String>(),
+            ),
+        )
+        .await
+        .unwrap();
+    }
+    let huge = "x\0'\\".repeat(1 << 20);
+    c.exec_drop(
+        &ins,
+        (
+            100,
+            huge.clone(),
+            huge.into_bytes(),
+            None::<String>,
+            None::<String>,
+        ),
+    )
+    .await
+    .unwrap();
+    let binlog = collect(
+        source(&db, &format!("{{mode: position, position: '{p0}'}}")),
+        to_end(None, None, false),
+    )
+    .await
+    .unwrap();
+    let snap = collect(source(&db, "{mode: initial}"), to_end(None, None, false))
+        .await
+        .unwrap();
+    let b: Vec<RecordBatch> = binlog
+        .iter()
+        .filter_map(|e| match e {
+            SourceEvent::Rows(b) => b.after.clone(),
+            _ => None,
+        })
+        .collect();
+    let s: Vec<RecordBatch> = snap
+        .iter()
+        .filter_map(|e| match e {
+            SourceEvent::SnapshotRows { rows, .. } if rows.num_rows() > 0 => Some(rows.clone()),
+            _ => None,
+        })
+        .collect();
+    let (b, s) = (concat(&b), concat(&s));
+    assert_eq!(b.num_rows(), hostile.len() + 1);
+    assert_eq!(b, s, "binlog and text-protocol snapshot differ");
+}
+
 /// A workload of small transactions, a large one, DDL and a swap rename.
 async fn workload(c: &mut mysql_async::Conn) {
     for i in 0..20 {
