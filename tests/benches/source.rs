@@ -12,7 +12,9 @@
 //! `cargo bench -p lakeshift-tests --bench source` (ROWS=1000000 by default; set
 //! LAKESHIFT_BENCH_ROWS for a smaller backlog; LAKESHIFT_BENCH_MANY=1000,5000,10000
 //! for the many-tables snapshot at several counts, 1000 by default;
-//! LAKESHIFT_BENCH_ONLY=snapshot for the snapshot rows alone).
+//! LAKESHIFT_BENCH_ONLY=snapshot for the snapshot rows alone;
+//! LAKESHIFT_BENCH_PARALLEL=1,2 the `snapshot-parallel` settings of the snapshot rows;
+//! LAKESHIFT_BENCH_MANY_PARALLEL=2 that of the many-tables rows).
 
 use lakeshift_tests::MariaDb;
 use mysql_async::prelude::Queryable;
@@ -115,12 +117,12 @@ async fn backlog(db: &MariaDb, changes: usize) -> (Position, usize, Defs) {
 }
 
 fn job(db: &MariaDb) -> runner::source::config::Source {
-    job_of(db, "bench\\..*")
+    job_of(db, "bench\\..*", 1)
 }
 
-fn job_of(db: &MariaDb, tables: &str) -> runner::source::config::Source {
+fn job_of(db: &MariaDb, tables: &str, parallel: usize) -> runner::source::config::Source {
     let yaml = format!(
-        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 777\n  tables: ['{tables}']\n  startup: {{mode: initial}}\n",
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 777\n  tables: ['{tables}']\n  startup: {{mode: initial}}\n  snapshot-parallel: {parallel}\n",
         db.port
     );
     parse_job(&yaml, |_| None).unwrap().1
@@ -500,10 +502,15 @@ async fn maintain_lake(lake: &mut Lake) -> f64 {
 
 /// A sync job of the tables matching `tables` into a fresh local Iceberg warehouse,
 /// run to the binlog's end (snapshot first): rows written and seconds.
-async fn sync_into_iceberg(db: &MariaDb, tables: &str, server_id: u32) -> (u64, f64) {
+async fn sync_into_iceberg(
+    db: &MariaDb,
+    tables: &str,
+    server_id: u32,
+    parallel: usize,
+) -> (u64, f64) {
     let dir = tempfile::tempdir().unwrap();
     let yaml = format!(
-        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {server_id}\n  tables: ['{tables}']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: snap\n  state: {}\n  checkpoint-interval-seconds: 5\n  progress-seconds: 0\n",
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: {server_id}\n  tables: ['{tables}']\n  snapshot-parallel: {parallel}\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: snap\n  state: {}\n  checkpoint-interval-seconds: 5\n  progress-seconds: 0\n",
         db.port,
         dir.path().join("wh").display(),
         dir.path().join("state").display()
@@ -520,8 +527,17 @@ async fn sync_into_iceberg(db: &MariaDb, tables: &str, server_id: u32) -> (u64, 
 
 /// The initial snapshot of the bench tables into Iceberg, as `lakeshift sync` runs it
 /// (snapshot, then the binlog's end: nothing after it).
-async fn snapshot_into_iceberg(db: &MariaDb) -> (u64, f64) {
-    sync_into_iceberg(db, "bench\\..*", 780).await
+async fn snapshot_into_iceberg(db: &MariaDb, parallel: usize) -> (u64, f64) {
+    sync_into_iceberg(db, "bench\\..*", 780, parallel).await
+}
+
+/// `snapshot-parallel` of the many-tables rows: LAKESHIFT_BENCH_MANY_PARALLEL, 2 (the
+/// default) unless set.
+fn many_parallel() -> usize {
+    std::env::var("LAKESHIFT_BENCH_MANY_PARALLEL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
 }
 
 /// One pass of the many-tables rows: with the server's table caches as they are, or
@@ -624,9 +640,10 @@ async fn many_tables_both(db: &MariaDb, n: usize, out: &mut Vec<Many>) {
 /// Arrow), the sync into Iceberg (its peak RSS), then the client's reference.
 async fn many_tables(db: &MariaDb, n: usize, caches: &'static str) -> Many {
     reset_peak_rss();
-    let (srows, source_secs) = lakeshift_snapshot(db, &format!("many{n}\\..*")).await;
+    let (srows, source_secs) =
+        lakeshift_snapshot(db, &format!("many{n}\\..*"), many_parallel()).await;
     assert_eq!(srows as usize, 2 * n, "the source's rows of {n} tables");
-    let (rows, secs) = sync_into_iceberg(db, &format!("many{n}\\..*"), 779).await;
+    let (rows, secs) = sync_into_iceberg(db, &format!("many{n}\\..*"), 779, many_parallel()).await;
     assert_eq!(rows as usize, 2 * n, "every row of {n} tables");
     let rss = peak_rss_mib();
     Many {
@@ -639,11 +656,11 @@ async fn many_tables(db: &MariaDb, n: usize, caches: &'static str) -> Many {
     }
 }
 
-async fn lakeshift_snapshot(db: &MariaDb, tables: &str) -> (u64, f64) {
+async fn lakeshift_snapshot(db: &MariaDb, tables: &str, parallel: usize) -> (u64, f64) {
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let t0 = Instant::now();
     let task = tokio::spawn(run(
-        Arc::new(job_of(db, tables)),
+        Arc::new(job_of(db, tables, parallel)),
         RunOptions {
             state_dir: None,
             resume: None,
@@ -683,20 +700,31 @@ fn raw_select(db: &MariaDb) -> (u64, f64) {
 async fn snapshots(db: &MariaDb) {
     // Each path run three times, alternating, the fastest kept: these runs take
     // tenths of a second, and one run of each swung by half between runs.
-    let (mut ssecs, mut rsecs, mut isecs) = (f64::MAX, f64::MAX, f64::MAX);
-    let (mut srows, mut rrows, mut irows) = (0, 0, 0);
-    let mut snap_rss = 0.0f64;
+    // LAKESHIFT_BENCH_PARALLEL: the snapshot-parallel settings compared, 1,2 unless set.
+    let parallel: Vec<usize> = std::env::var("LAKESHIFT_BENCH_PARALLEL")
+        .unwrap_or_else(|_| "1,2".into())
+        .split(',')
+        .filter_map(|x| x.trim().parse().ok())
+        .collect();
+    let mut rsecs = f64::MAX;
+    let mut rrows = 0;
+    // Per setting: (rows, seconds) into Arrow, (rows, seconds, peak RSS) into Iceberg.
+    let mut runs = vec![((0, f64::MAX), (0, f64::MAX, 0.0f64)); parallel.len()];
     for _ in 0..3 {
-        let (rows, secs) = lakeshift_snapshot(db, "bench\\..*").await;
-        (srows, ssecs) = (rows, ssecs.min(secs));
         let (rows, secs) = raw_select(db);
         (rrows, rsecs) = (rows, rsecs.min(secs));
-        assert_eq!(srows, rrows, "snapshot rows");
-        reset_peak_rss();
-        let (rows, secs) = snapshot_into_iceberg(db).await;
-        (irows, isecs) = (rows, isecs.min(secs));
-        snap_rss = snap_rss.max(peak_rss_mib());
-        assert_eq!(irows, rrows, "snapshot rows into Iceberg");
+        for (p, run) in parallel.iter().zip(runs.iter_mut()) {
+            let (rows, secs) = lakeshift_snapshot(db, "bench\\..*", *p).await;
+            assert_eq!(rows, rrows, "snapshot rows, snapshot-parallel {p}");
+            run.0 = (rows, run.0 .1.min(secs));
+            reset_peak_rss();
+            let (rows, secs) = snapshot_into_iceberg(db, *p).await;
+            assert_eq!(
+                rows, rrows,
+                "snapshot rows into Iceberg, snapshot-parallel {p}"
+            );
+            run.1 = (rows, run.1 .1.min(secs), run.1 .2.max(peak_rss_mib()));
+        }
     }
     // LAKESHIFT_BENCH_MANY: table counts, e.g. 1000,5000,10000.
     let counts: Vec<usize> = std::env::var("LAKESHIFT_BENCH_MANY")
@@ -715,7 +743,7 @@ async fn snapshots(db: &MariaDb) {
     c.query_drop("CREATE DATABASE tiny; CREATE TABLE tiny.t (id INT PRIMARY KEY, v INT); INSERT INTO tiny.t VALUES (1, 1), (2, 2)")
         .await
         .unwrap();
-    let (trows, tsecs) = sync_into_iceberg(db, "tiny\\..*", 778).await;
+    let (trows, tsecs) = sync_into_iceberg(db, "tiny\\..*", 778, many_parallel()).await;
     assert_eq!(trows, 2, "the tiny job's rows");
     let t0 = Instant::now();
     let (every, _) = runner::source::snapshot::read_definitions(&mut c, |_, _| true)
@@ -739,13 +767,15 @@ async fn snapshots(db: &MariaDb) {
     println!("|---|---:|---:|---:|---:|");
     let rrate = rrows as f64 / rsecs;
     println!("| mariadb --quick SELECT * (baseline) | {rrows} | {rsecs:.2} | {rrate:.0} | 1.00x |");
-    let srate = srows as f64 / ssecs;
-    println!(
-        "| lakeshift snapshot -> Arrow | {srows} | {ssecs:.2} | {srate:.0} | {:.2}x |",
-        srate / rrate
-    );
-    let irate = irows as f64 / isecs;
-    println!("| lakeshift sync snapshot -> Iceberg (peak RSS {snap_rss:.0} MiB) | {irows} | {isecs:.2} | {irate:.0} | {:.2}x |", irate / rrate);
+    for (p, ((srows, ssecs), (irows, isecs, rss))) in parallel.iter().zip(&runs) {
+        let srate = *srows as f64 / ssecs;
+        println!(
+            "| lakeshift snapshot -> Arrow, snapshot-parallel {p} | {srows} | {ssecs:.2} | {srate:.0} | {:.2}x |",
+            srate / rrate
+        );
+        let irate = *irows as f64 / isecs;
+        println!("| lakeshift sync snapshot -> Iceberg, snapshot-parallel {p} (peak RSS {rss:.0} MiB) | {irows} | {isecs:.2} | {irate:.0} | {:.2}x |", irate / rrate);
+    }
     println!();
     println!(
         "| tables (2 rows each) snapshotted into Iceberg | server's table caches | seconds | ms per table | peak RSS MiB | the source's snapshot alone, s | mariadb client, every table in one consistent-snapshot transaction, s (ms per table) | sync minus the source's snapshot alone, ms per table |"

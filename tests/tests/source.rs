@@ -1,6 +1,6 @@
 //! The MySQL/MariaDB change source against a throwaway MariaDB with binlog.
 
-use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatch};
 use lakeshift_tests::MariaDb;
 use mysql_async::prelude::Queryable;
 use runner::source::config::{parse_job, Source};
@@ -243,6 +243,226 @@ async fn a_text_read_chunk_leaves_an_exact_cursor() {
     assert_eq!(rows("big"), 5, "every row of shop.big once");
     assert_eq!(rows("wide"), 5, "every row of shop.wide once");
     assert_eq!(rows("timed"), 3, "every row of shop.timed once");
+}
+
+/// Per table, in order: its snapshot events' rows (concatenated), whether each
+/// event was `fresh`, the `done` counts, and whether each cursor is its event's
+/// last key.
+type Read = Vec<(String, RecordBatch, Vec<bool>, Vec<u64>)>;
+
+fn snapshot_by_table(events: &[SourceEvent]) -> Read {
+    let mut out: Read = Vec::new();
+    let mut parts: Vec<RecordBatch> = Vec::new();
+    for e in events {
+        let SourceEvent::SnapshotRows {
+            table,
+            rows,
+            done,
+            fresh,
+            cursor,
+            ..
+        } = e
+        else {
+            continue;
+        };
+        if out.last().is_none_or(|(name, ..)| *name != table.name) {
+            assert!(
+                out.iter().all(|(name, ..)| *name != table.name),
+                "{}'s events are not contiguous",
+                table.name
+            );
+            if let Some(last) = out.last_mut() {
+                last.1 = concat(&std::mem::take(&mut parts));
+            }
+            out.push((table.name.clone(), rows.clone(), Vec::new(), Vec::new()));
+        }
+        let last = out.last_mut().unwrap();
+        last.2.push(*fresh);
+        last.3.push(*done);
+        parts.push(rows.clone());
+        // A keyed table's cursor is the last row's key.
+        if let (Some(c), Some(k)) = (cursor, table.key.first()) {
+            let ids = arrow_cast::cast(rows.column(*k), &arrow_schema::DataType::Utf8).unwrap();
+            let ids = ids
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap();
+            let key = match &c.after[0] {
+                runner::source::snapshot::KeyValue::Int(i) => i.to_string(),
+                runner::source::snapshot::KeyValue::UInt(u) => u.to_string(),
+                other => panic!("an integer cursor: {other:?}"),
+            };
+            assert_eq!(ids.value(ids.len() - 1), key, "{}'s cursor", table.name);
+        }
+    }
+    if let Some(last) = out.last_mut() {
+        last.1 = concat(&parts);
+    }
+    out
+}
+
+/// Several sessions cut a table with one integer key into key ranges: skewed keys,
+/// negative ones, unsigned ones past 2^63, an empty table, a keyless one and a
+/// composite key read every row once, in key order, the same events as one session
+/// gives (a table's events together, `fresh` on its first, `done` counting on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_sessions_read_the_same_rows_in_the_same_order() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.skew (id BIGINT PRIMARY KEY, v VARCHAR(20));
+         CREATE TABLE shop.ubig (id BIGINT UNSIGNED PRIMARY KEY, v INT);
+         CREATE TABLE shop.empty (id INT PRIMARY KEY);
+         CREATE TABLE shop.nokey (v INT);
+         CREATE TABLE shop.comp (a INT, b INT, v INT, PRIMARY KEY (a, b));
+         CREATE TABLE shop.dense (id SMALLINT PRIMARY KEY)",
+    )
+    .await
+    .unwrap();
+    // Dense keys between sparse outliers at both ends of BIGINT.
+    let mut skew: Vec<String> = (-700..2300).map(|i| format!("({i}, 'r{i}')")).collect();
+    for k in [i64::MIN, i64::MIN + 1, 1_000_000_000_000, 1 << 62, i64::MAX] {
+        skew.push(format!("({k}, 'far')"));
+    }
+    let mut ubig: Vec<String> = (0..600).map(|i| format!("({i}, {i})")).collect();
+    for k in [1u64 << 63, (1 << 63) + 1, u64::MAX - 1, u64::MAX] {
+        ubig.push(format!("({k}, 0)"));
+    }
+    let nokey: Vec<String> = (0..300).map(|i| format!("({i})")).collect();
+    let comp: Vec<String> = (0..500)
+        .map(|i| format!("({}, {}, {i})", i / 7, i % 7))
+        .collect();
+    let dense: Vec<String> = (0..1000).map(|i| format!("({})", i * 3 - 1500)).collect();
+    for (t, v) in [
+        ("skew", skew),
+        ("ubig", ubig),
+        ("nokey", nokey),
+        ("comp", comp),
+        ("dense", dense),
+    ] {
+        c.query_drop(format!("INSERT INTO shop.{t} VALUES {}", v.join(",")))
+            .await
+            .unwrap();
+    }
+    // Row estimates the planner can cut by.
+    c.query_drop("ANALYZE TABLE shop.skew, shop.ubig, shop.comp, shop.dense")
+        .await
+        .unwrap();
+    let read = |parallel: usize| {
+        let yaml = format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4244\n  tables: ['shop\\..*']\n  snapshot-chunk-rows: 64\n  snapshot-parallel: {parallel}\n  startup: {{mode: initial}}\n",
+            db.port
+        );
+        collect(
+            parse_job(&yaml, |_| None).unwrap().1,
+            to_end(None, None, false),
+        )
+    };
+    let one = snapshot_by_table(&read(1).await.unwrap());
+    let three = snapshot_by_table(&read(3).await.unwrap());
+    let names: Vec<&str> = three.iter().map(|(n, ..)| n.as_str()).collect();
+    assert_eq!(names, ["comp", "dense", "empty", "nokey", "skew", "ubig"]);
+    for ((name, rows, fresh, done), (_, rows1, _, _)) in three.iter().zip(&one) {
+        assert_eq!(rows, rows1, "{name}: the rows of one session, in its order");
+        assert_eq!(fresh[0], true, "{name}: its first event is fresh");
+        assert!(fresh[1..].iter().all(|f| !f), "{name}: only its first");
+        assert!(done.windows(2).all(|w| w[0] < w[1]), "{name}: {done:?}");
+        assert_eq!(*done.last().unwrap(), rows.num_rows() as u64, "{name}");
+    }
+    let count = |name: &str| three.iter().find(|t| t.0 == name).unwrap().1.num_rows();
+    assert_eq!(count("skew"), 3005);
+    assert_eq!(count("ubig"), 604);
+    assert_eq!(count("empty"), 0);
+    assert_eq!(count("nokey"), 300);
+    assert_eq!(count("comp"), 500);
+    assert_eq!(count("dense"), 1000);
+    // The skewed table was read in ranges: more events than its rows need chunks.
+    let events = three.iter().find(|t| t.0 == "skew").unwrap().2.len();
+    assert!(events >= 3005 / 64, "{events} events");
+}
+
+/// Sessions that start a snapshot while transactions commit see one point: money
+/// moves between two tables in each transaction, and the copy's totals per key add
+/// up, though each table is read by another session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_sessions_see_one_point_while_transactions_commit() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (id INT PRIMARY KEY, bal BIGINT);
+         CREATE TABLE shop.b (id INT PRIMARY KEY, bal BIGINT)",
+    )
+    .await
+    .unwrap();
+    let rows: Vec<String> = (0..50).map(|i| format!("({i}, 1000)")).collect();
+    for t in ["a", "b"] {
+        c.query_drop(format!("INSERT INTO shop.{t} VALUES {}", rows.join(",")))
+            .await
+            .unwrap();
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let moved = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writer = {
+        let (mut w, stop, moved) = (db.conn(None).await, stop.clone(), moved.clone());
+        tokio::spawn(async move {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && i < 200_000 {
+                let k = i % 50;
+                w.query_drop(format!(
+                    "START TRANSACTION; UPDATE shop.a SET bal = bal - 1 WHERE id = {k}; UPDATE shop.b SET bal = bal + 1 WHERE id = {k}; COMMIT"
+                ))
+                .await
+                .unwrap();
+                i += 1;
+                moved.store(i, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+    // Transactions are committing before the snapshots start.
+    let t0 = std::time::Instant::now();
+    while moved.load(std::sync::atomic::Ordering::Relaxed) < 200 {
+        assert!(t0.elapsed().as_secs() < 60, "the writer commits");
+        tokio::task::yield_now().await;
+    }
+    let yaml = format!(
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4245\n  tables: ['shop\\..*']\n  snapshot-parallel: 2\n  startup: {{mode: initial}}\n",
+        db.port
+    );
+    let src = Arc::new(parse_job(&yaml, |_| None).unwrap().1);
+    for attempt in 0..5 {
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(run(src.clone(), to_end(None, None, false), tx));
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            let done = matches!(e, SourceEvent::SnapshotDone { .. });
+            events.push(e);
+            if done {
+                break;
+            }
+        }
+        drop(rx);
+        let _ = task.await.unwrap();
+        let read = snapshot_by_table(&events);
+        let bal = |t: usize| {
+            let col = read[t].1.column(1);
+            arrow_cast::cast(col, &arrow_schema::DataType::Int64)
+                .unwrap()
+                .as_any()
+                .downcast_ref::<arrow_array::Int64Array>()
+                .unwrap()
+                .values()
+                .to_vec()
+        };
+        let (a, b) = (bal(0), bal(1));
+        assert_eq!(a.len(), 50);
+        for k in 0..50 {
+            assert_eq!(a[k] + b[k], 2000, "attempt {attempt}: key {k} at one point");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.await.unwrap();
 }
 
 /// Hostile text through the snapshot's text protocol (a table without floats): NUL,

@@ -110,6 +110,9 @@ pub struct SourceConfig {
     /// Rows per snapshot chunk.
     #[serde(default = "default_chunk")]
     pub snapshot_chunk_rows: u64,
+    /// Sessions reading the snapshot side by side (in one consistent snapshot).
+    #[serde(default = "default_parallel")]
+    pub snapshot_parallel: usize,
     /// Row batches are cut at about this many bytes.
     #[serde(default = "default_batch_bytes")]
     pub batch_bytes: usize,
@@ -127,6 +130,9 @@ fn default_port() -> u16 {
 }
 fn default_chunk() -> u64 {
     8192
+}
+fn default_parallel() -> usize {
+    2
 }
 fn default_batch_bytes() -> usize {
     4 << 20
@@ -470,6 +476,13 @@ fn validate(
         &c.key_overrides,
         "database",
     )?;
+    if !(1..=64).contains(&c.snapshot_parallel) {
+        return Err(field(
+            "snapshot-parallel",
+            format!("{}: must be 1-64 sessions", c.snapshot_parallel),
+        )
+        .into());
+    }
     Ok(Source {
         kind: SourceKind::Binlog(Box::new(c.clone())),
         key_overrides: c.key_overrides.clone(),

@@ -278,33 +278,8 @@ pub async fn snapshot(
     scope: Scope,
     stored: Option<SchemaHistory>,
 ) -> Result<Option<(Position, SchemaHistory)>, SourceError> {
-    let mut conn = mysql_async::Conn::new(src.opts())
-        .await
-        .map_err(|e| SourceError::connect(&src.at(), e))?;
-    for q in [
-        "SET SESSION time_zone = '+00:00'",
-        "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
-        "START TRANSACTION WITH CONSISTENT SNAPSHOT",
-    ] {
-        conn.query_drop(q).await.map_err(SourceError::sql)?;
-    }
-    let status: Vec<(String, String)> = conn
-        .query("SHOW STATUS LIKE 'binlog_snapshot_%'")
-        .await
-        .map_err(SourceError::sql)?;
-    let get = |k: &str| {
-        status
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(k))
-            .map(|(_, v)| v.clone())
-    };
-    let (Some(file), Some(pos)) = (get("binlog_snapshot_file"), get("binlog_snapshot_position"))
-    else {
-        return Err(SourceError::Preflight(
-            "the server has no binlog_snapshot_file/position status (MariaDB provides them); a consistent snapshot without locks needs them".into(),
-        ));
-    };
-    let mut position = Position::new(file, pos.parse().unwrap_or(4));
+    let (mut conn, followers, (file, pos)) = open_sessions(src).await?;
+    let mut position = Position::new(file, pos);
     position.gtid = gtid_at(&mut conn, &position).await?;
     let (defs, unread) = read_definitions(&mut conn, |db, name| src.describes(db, name)).await?;
     let (history, report_at) = match (&scope, stored) {
@@ -362,20 +337,19 @@ pub async fn snapshot(
         }
         .store(dir)?;
     }
-    let reading = match &scope {
+    let count = match &scope {
         Scope::Only(tables, _) => tables.len(),
         _ => defs
             .iter()
             .filter(|(db, n, _, _)| src.captures(db, n))
             .count(),
     };
-    warn_table_caches(&mut conn, reading).await;
-    let mut total = 0u64;
-    let mut n_tables = 0;
+    warn_table_caches(&mut conn, count).await;
     let done: std::collections::HashSet<&(String, String)> = match &scope {
         Scope::Resume(r) => r.done.iter().collect(),
         _ => Default::default(),
     };
+    let mut work = Vec::new();
     for (db, name, estimate, _) in &defs {
         if !src.captures(db, name) {
             continue;
@@ -411,18 +385,51 @@ pub async fn snapshot(
             .map(Vec::as_slice);
         let table =
             Arc::new(SourceTable::from_ir(db, ir, over).map_err(|e| SourceError::Schema(e.0))?);
-        n_tables += 1;
         // A table read from its start by a snapshot of every table replaces the
         // target's copy (newly captured tables alone may share a target: no).
         let fresh = after.is_none() && !matches!(scope, Scope::Only(..));
-        let at = (&report_at, fresh);
-        match read_table(&mut conn, src, &table, *estimate, tx, after, at).await? {
-            Some(n) => total += n,
+        work.push(Piece {
+            table,
+            estimate: *estimate,
+            after,
+            upto: None,
+            first: true,
+            fresh,
+        });
+    }
+    let n_tables = work.len();
+    let reading = Reading {
+        chunk: src.binlog().snapshot_chunk_rows,
+        zero_fail: src.binlog().zero_dates == super::config::ZeroDates::Fail,
+    };
+    let total = if followers.is_empty() {
+        let mut total = 0;
+        for piece in &work {
+            let mut out = Chunks {
+                tx,
+                table: &piece.table,
+                estimate: piece.estimate,
+                at: &report_at,
+                fresh: piece.fresh,
+                done: 0,
+            };
+            if !read_piece(&mut conn, &reading, piece, &mut out).await? {
+                return Ok(None);
+            }
+            total += out.done;
+        }
+        conn.query_drop("COMMIT").await.map_err(SourceError::sql)?;
+        let _ = conn.disconnect().await;
+        total
+    } else {
+        let work = split(&mut conn, work, &reading).await?;
+        let mut sessions = followers;
+        sessions.push(conn);
+        match read_parallel(sessions, work, reading, &report_at, tx).await? {
+            Some(total) => total,
             None => return Ok(None),
         }
-    }
-    conn.query_drop("COMMIT").await.map_err(SourceError::sql)?;
-    let _ = conn.disconnect().await;
+    };
     if tx
         .send(SourceEvent::SnapshotDone {
             position: report_at.clone(),
@@ -544,16 +551,303 @@ impl Read<'_, '_> {
     }
 }
 
-/// Read one table in key chunks. Returns the rows read (None: receiver gone).
-pub async fn read_table(
-    conn: &mut mysql_async::Conn,
-    src: &Source,
-    table: &Arc<SourceTable>,
+/// How chunks are read: rows per chunk, and whether zero dates fail.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    chunk: u64,
+    zero_fail: bool,
+}
+
+/// A table, or a key range of one, read by one session.
+struct Piece {
+    table: Arc<SourceTable>,
     estimate: u64,
-    tx: &mpsc::Sender<SourceEvent>,
+    /// Keys after this (exclusive); None: from the table's start.
     after: Option<Vec<Value>>,
-    (at, fresh): (&Position, bool),
+    /// The single integer key's last value (inclusive) of this range; None: to the
+    /// table's end.
+    upto: Option<i128>,
+    /// The table's first piece: it is sent even when empty (its `fresh` replaces
+    /// the target's copy of an emptied table).
+    first: bool,
+    fresh: bool,
+}
+
+/// Attempts at starting the sessions at one binlog point before reading with one.
+const MATCH_ATTEMPTS: usize = 20;
+
+/// One session in UTC, repeatable read, in a consistent snapshot: its binlog point.
+async fn begin(conn: &mut mysql_async::Conn) -> Result<(String, u64), SourceError> {
+    conn.query_drop(
+        "SET SESSION time_zone = '+00:00'; \
+         SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ; \
+         START TRANSACTION WITH CONSISTENT SNAPSHOT",
+    )
+    .await
+    .map_err(SourceError::sql)?;
+    let status: Vec<(String, String)> = conn
+        .query("SHOW STATUS LIKE 'binlog_snapshot_%'")
+        .await
+        .map_err(SourceError::sql)?;
+    let get = |k: &str| {
+        status
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(k))
+            .map(|(_, v)| v.clone())
+    };
+    match (get("binlog_snapshot_file"), get("binlog_snapshot_position")) {
+        (Some(file), Some(pos)) => Ok((file, pos.parse().unwrap_or(4))),
+        _ => Err(SourceError::Preflight(
+            "the server has no binlog_snapshot_file/position status (MariaDB provides them); a consistent snapshot without locks needs them".into(),
+        )),
+    }
+}
+
+/// The snapshot's sessions (`snapshot-parallel` of them): the first, the others,
+/// and their binlog point. MariaDB takes a consistent snapshot and its binlog point
+/// together, under the lock that orders commits, so sessions that report the same
+/// point see the same committed transactions. All start at once; when a commit
+/// lands between them, all start again, up to [`MATCH_ATTEMPTS`] times, then the
+/// snapshot is read by the first session alone (said in a warning).
+#[allow(clippy::type_complexity)]
+async fn open_sessions(
+    src: &Source,
+) -> Result<(mysql_async::Conn, Vec<mysql_async::Conn>, (String, u64)), SourceError> {
+    let connect = || async {
+        mysql_async::Conn::new(src.opts())
+            .await
+            .map_err(|e| SourceError::connect(&src.at(), e))
+    };
+    let mut first = connect().await?;
+    let n = src.binlog().snapshot_parallel.max(1);
+    if n == 1 {
+        let at = begin(&mut first).await?;
+        return Ok((first, Vec::new(), at));
+    }
+    let mut others = Vec::with_capacity(n - 1);
+    for _ in 1..n {
+        others.push(connect().await?);
+    }
+    for attempt in 1..=MATCH_ATTEMPTS {
+        let (at, rest) = tokio::join!(
+            begin(&mut first),
+            futures::future::try_join_all(others.iter_mut().map(begin))
+        );
+        let at = at?;
+        if rest?.iter().all(|p| *p == at) {
+            return Ok((first, others, at));
+        }
+        if attempt == MATCH_ATTEMPTS {
+            tracing::warn!(
+                "the binlog moved while the snapshot's {n} sessions started, {MATCH_ATTEMPTS} times: the snapshot is read by one session"
+            );
+            for mut c in others {
+                let _ = c.query_drop("COMMIT").await;
+                let _ = c.disconnect().await;
+            }
+            return Ok((first, Vec::new(), at));
+        }
+        for c in std::iter::once(&mut first).chain(others.iter_mut()) {
+            c.query_drop("COMMIT").await.map_err(SourceError::sql)?;
+        }
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// The single integer key column of `table`, if that is its key.
+fn int_key(table: &SourceTable) -> Option<usize> {
+    match table.key.as_slice() {
+        [k] if matches!(table.columns[*k].kind, Kind::Int { .. }) => Some(*k),
+        _ => None,
+    }
+}
+
+/// An integer key value as the server sent it.
+fn int_of(v: &Value) -> Option<i128> {
+    match v {
+        Value::Int(i) => Some(i128::from(*i)),
+        Value::UInt(u) => Some(i128::from(*u)),
+        Value::Bytes(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        _ => None,
+    }
+}
+
+/// An integer key value as a cursor parameter.
+fn int_value(v: i128) -> Value {
+    match i64::try_from(v) {
+        Ok(i) => Value::Int(i),
+        Err(_) => Value::UInt(u64::try_from(v).unwrap_or(u64::MAX)),
+    }
+}
+
+/// Cut `span` keys from `min` to `max` into `n` ranges: each range's last key,
+/// the last one open (None).
+fn ranges(min: i128, max: i128, n: u64) -> Vec<Option<i128>> {
+    let n = i128::from(n.max(1));
+    let width = ((max - min + 1) + n - 1) / n;
+    let width = width.max(1);
+    let mut out = Vec::new();
+    let mut hi = min - 1 + width;
+    while hi < max {
+        out.push(Some(hi));
+        hi += width;
+    }
+    out.push(None);
+    out
+}
+
+/// Pieces for several sessions: a table with one integer key and more rows than
+/// two chunks is cut into key ranges of about a chunk each (by its smallest and
+/// largest key and its row estimate; a range holding more rows is read in chunks
+/// all the same), read side by side and delivered in key order.
+async fn split(
+    conn: &mut mysql_async::Conn,
+    work: Vec<Piece>,
+    reading: &Reading,
+) -> Result<Vec<Piece>, SourceError> {
+    let mut out = Vec::with_capacity(work.len());
+    for piece in work {
+        let Some(k) = int_key(&piece.table).filter(|_| piece.estimate > 2 * reading.chunk) else {
+            out.push(piece);
+            continue;
+        };
+        let t = &piece.table;
+        let col = quote(&t.columns[k].name);
+        let lower = piece
+            .after
+            .as_ref()
+            .and_then(|a| a.first())
+            .and_then(int_of);
+        let cond = lower
+            .map(|l| format!(" WHERE {col} > {l}"))
+            .unwrap_or_default();
+        let bounds: Option<(Option<String>, Option<String>)> = conn
+            .query_first(format!(
+                "SELECT MIN({col}), MAX({col}) FROM {}.{}{cond}",
+                quote(&t.db),
+                quote(&t.name)
+            ))
+            .await
+            .map_err(SourceError::sql)?;
+        let parse = |v: Option<String>| v.and_then(|v| v.parse::<i128>().ok());
+        let Some((Some(min), Some(max))) = bounds.map(|(a, b)| (parse(a), parse(b))) else {
+            out.push(piece);
+            continue;
+        };
+        let his = ranges(min, max, piece.estimate.div_ceil(reading.chunk));
+        let mut after = piece.after.clone();
+        for (i, upto) in his.into_iter().enumerate() {
+            out.push(Piece {
+                table: t.clone(),
+                estimate: piece.estimate,
+                after: after.take(),
+                upto,
+                first: i == 0,
+                fresh: piece.fresh && i == 0,
+            });
+            after = upto.map(|u| vec![int_value(u)]);
+        }
+    }
+    Ok(out)
+}
+
+/// Read `work` with several sessions in one snapshot: each session takes the next
+/// piece and reads it into that piece's own small channel; pieces are forwarded to
+/// `tx` in order, so the pipeline sees the same sequence as from one session (a
+/// table's rows counted across its pieces). Returns the rows read (None: the
+/// receiver went away).
+async fn read_parallel(
+    sessions: Vec<mysql_async::Conn>,
+    work: Vec<Piece>,
+    reading: Reading,
+    at: &Position,
+    tx: &mpsc::Sender<SourceEvent>,
 ) -> Result<Option<u64>, SourceError> {
+    let mut receivers = Vec::with_capacity(work.len());
+    let mut queue = std::collections::VecDeque::with_capacity(work.len());
+    for piece in work {
+        // Two chunks read ahead per piece at most.
+        let (s, r) = mpsc::channel::<SourceEvent>(2);
+        queue.push_back((piece, s));
+        receivers.push(r);
+    }
+    let queue = Arc::new(std::sync::Mutex::new(queue));
+    let mut tasks = tokio::task::JoinSet::new();
+    for mut conn in sessions {
+        let (queue, at) = (queue.clone(), at.clone());
+        tasks.spawn(async move {
+            loop {
+                // Pieces are taken in order: the one the forwarder waits for is
+                // always being read.
+                let next = queue.lock().expect("not poisoned").pop_front();
+                let Some((piece, s)) = next else {
+                    break;
+                };
+                let mut out = Chunks {
+                    tx: &s,
+                    table: &piece.table,
+                    estimate: piece.estimate,
+                    at: &at,
+                    fresh: piece.fresh,
+                    done: 0,
+                };
+                if !read_piece(&mut conn, &reading, &piece, &mut out).await? {
+                    break;
+                }
+            }
+            let _ = conn.query_drop("COMMIT").await;
+            let _ = conn.disconnect().await;
+            Ok::<(), SourceError>(())
+        });
+    }
+    let fail = |e: tokio::task::JoinError| SourceError::Protocol(format!("snapshot reader: {e}"));
+    let (mut total, mut table_done) = (0u64, 0u64);
+    let mut current: Option<Arc<SourceTable>> = None;
+    for mut r in receivers {
+        loop {
+            tokio::select! {
+                ev = r.recv() => match ev {
+                    Some(mut ev) => {
+                        if let SourceEvent::SnapshotRows { table, rows, done, .. } = &mut ev {
+                            if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, table)) {
+                                current = Some(table.clone());
+                                table_done = 0;
+                            }
+                            table_done += rows.num_rows() as u64;
+                            total += rows.num_rows() as u64;
+                            *done = table_done;
+                        }
+                        if tx.send(ev).await.is_err() {
+                            tasks.abort_all();
+                            return Ok(None);
+                        }
+                    }
+                    None => break,
+                },
+                // A session that failed ends the snapshot with its error.
+                Some(ended) = tasks.join_next(), if !tasks.is_empty() => {
+                    if let Err(e) = ended.map_err(fail)? {
+                        tasks.abort_all();
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+    while let Some(ended) = tasks.join_next().await {
+        ended.map_err(fail)??;
+    }
+    Ok(Some(total))
+}
+
+/// Read one piece in key chunks into `out`. False: the receiver went away.
+async fn read_piece(
+    conn: &mut mysql_async::Conn,
+    reading: &Reading,
+    piece: &Piece,
+    out: &mut Chunks<'_>,
+) -> Result<bool, SourceError> {
+    let table = &piece.table;
     let cols = table
         .columns
         .iter()
@@ -561,8 +855,7 @@ pub async fn read_table(
         .collect::<Vec<_>>()
         .join(", ");
     let from = format!("{}.{}", quote(&table.db), quote(&table.name));
-    let chunk = src.binlog().snapshot_chunk_rows;
-    let zero_fail = src.binlog().zero_dates == super::config::ZeroDates::Fail;
+    let Reading { chunk, zero_fail } = *reading;
     let key: Vec<String> = table
         .key
         .iter()
@@ -572,33 +865,33 @@ pub async fn read_table(
         .columns
         .iter()
         .any(|c| matches!(c.kind, Kind::Float | Kind::Double));
-    let mut out = Chunks {
-        tx,
-        table,
-        estimate,
-        at,
-        fresh,
-        done: 0,
-    };
-    let mut last: Option<Vec<Value>> = after;
+    // A range's end: its one integer key up to a literal (only integers are cut).
+    let upto = piece
+        .upto
+        .map(|u| format!("{} <= {u}", key.join(", ")))
+        .filter(|_| key.len() == 1);
+    let mut last: Option<Vec<Value>> = piece.after.clone();
     loop {
         let sql = if key.is_empty() {
             format!("SELECT {cols} FROM {from}")
         } else {
             let order = key.join(", ");
-            match &last {
-                None => format!("SELECT {cols} FROM {from} ORDER BY {order} LIMIT {chunk}"),
-                Some(_) => format!(
-                    "SELECT {cols} FROM {from} WHERE ({order}) > ({}) ORDER BY {order} LIMIT {chunk}",
-                    vec!["?"; key.len()].join(", ")
-                ),
+            let mut conds: Vec<String> = Vec::new();
+            if last.is_some() {
+                conds.push(format!("({order}) > ({})", vec!["?"; key.len()].join(", ")));
             }
+            conds.extend(upto.clone());
+            let cond = match conds.is_empty() {
+                true => String::new(),
+                false => format!(" WHERE {}", conds.join(" AND ")),
+            };
+            format!("SELECT {cols} FROM {from}{cond} ORDER BY {order} LIMIT {chunk}")
         };
         let params = last.clone().unwrap_or_default();
         let mut b = RowsBuilder::new(table.clone());
         let mut read = Read {
             b: &mut b,
-            out: &mut out,
+            out,
             table,
             keyed: !key.is_empty(),
             chunk,
@@ -621,7 +914,7 @@ pub async fn read_table(
             read.rows(result).await?
         };
         if !sent {
-            return Ok(None);
+            return Ok(false);
         }
         let (in_chunk, last_row) = (read.in_chunk, read.last_row);
         let last_row: Option<Vec<Value>> = last_row.map(|row| {
@@ -640,16 +933,16 @@ pub async fn read_table(
                 })
                 .collect()
         });
-        if b.rows > 0 || out.done == 0 {
+        if b.rows > 0 || (piece.first && out.done == 0) {
             let after = last_row
                 .as_ref()
                 .map(|k| k.iter().map(KeyValue::from_mysql).collect());
             if !out.send(&mut b, after).await {
-                return Ok(None);
+                return Ok(false);
             }
         }
         if key.is_empty() || in_chunk < chunk {
-            return Ok(Some(out.done));
+            return Ok(true);
         }
         last = last_row;
     }
