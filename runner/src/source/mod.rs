@@ -16,6 +16,7 @@ pub mod json;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod kafka_config;
+pub mod ordered;
 pub mod pg;
 pub mod pg_config;
 pub mod position;

@@ -751,11 +751,9 @@ async fn split(
     Ok(out)
 }
 
-/// Read `work` with several sessions in one snapshot: each session takes the next
-/// piece and reads it into that piece's own small channel; pieces are forwarded to
-/// `tx` in order, so the pipeline sees the same sequence as from one session (a
-/// table's rows counted across its pieces). Returns the rows read (None: the
-/// receiver went away).
+/// Read `work` with several sessions in one snapshot, delivered in order
+/// ([`super::ordered::read_in_order`]). Returns the rows read (None: the receiver
+/// went away).
 async fn read_parallel(
     sessions: Vec<mysql_async::Conn>,
     work: Vec<Piece>,
@@ -763,81 +761,27 @@ async fn read_parallel(
     at: &Position,
     tx: &mpsc::Sender<SourceEvent>,
 ) -> Result<Option<u64>, SourceError> {
-    let mut receivers = Vec::with_capacity(work.len());
-    let mut queue = std::collections::VecDeque::with_capacity(work.len());
-    for piece in work {
-        // Two chunks read ahead per piece at most.
-        let (s, r) = mpsc::channel::<SourceEvent>(2);
-        queue.push_back((piece, s));
-        receivers.push(r);
-    }
-    let queue = Arc::new(std::sync::Mutex::new(queue));
-    let mut tasks = tokio::task::JoinSet::new();
-    for mut conn in sessions {
-        let (queue, at) = (queue.clone(), at.clone());
-        tasks.spawn(async move {
-            loop {
-                // Pieces are taken in order: the one the forwarder waits for is
-                // always being read.
-                let next = queue.lock().expect("not poisoned").pop_front();
-                let Some((piece, s)) = next else {
-                    break;
-                };
-                let mut out = Chunks {
-                    tx: &s,
-                    table: &piece.table,
-                    estimate: piece.estimate,
-                    at: &at,
-                    fresh: piece.fresh,
-                    done: 0,
-                };
-                if !read_piece(&mut conn, &reading, &piece, &mut out).await? {
-                    break;
-                }
-            }
-            let _ = conn.query_drop("COMMIT").await;
-            let _ = conn.disconnect().await;
-            Ok::<(), SourceError>(())
-        });
-    }
-    let fail = |e: tokio::task::JoinError| SourceError::Protocol(format!("snapshot reader: {e}"));
-    let (mut total, mut table_done) = (0u64, 0u64);
-    let mut current: Option<Arc<SourceTable>> = None;
-    for mut r in receivers {
-        loop {
-            tokio::select! {
-                ev = r.recv() => match ev {
-                    Some(mut ev) => {
-                        if let SourceEvent::SnapshotRows { table, rows, done, .. } = &mut ev {
-                            if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, table)) {
-                                current = Some(table.clone());
-                                table_done = 0;
-                            }
-                            table_done += rows.num_rows() as u64;
-                            total += rows.num_rows() as u64;
-                            *done = table_done;
-                        }
-                        if tx.send(ev).await.is_err() {
-                            tasks.abort_all();
-                            return Ok(None);
-                        }
-                    }
-                    None => break,
-                },
-                // A session that failed ends the snapshot with its error.
-                Some(ended) = tasks.join_next(), if !tasks.is_empty() => {
-                    if let Err(e) = ended.map_err(fail)? {
-                        tasks.abort_all();
-                        return Err(e);
-                    }
-                }
-            }
+    let at = at.clone();
+    let read = move |mut conn: mysql_async::Conn, piece: Piece, s: mpsc::Sender<SourceEvent>| {
+        let at = at.clone();
+        async move {
+            let mut out = Chunks {
+                tx: &s,
+                table: &piece.table,
+                estimate: piece.estimate,
+                at: &at,
+                fresh: piece.fresh,
+                done: 0,
+            };
+            let go = read_piece(&mut conn, &reading, &piece, &mut out).await?;
+            Ok(go.then_some(conn))
         }
-    }
-    while let Some(ended) = tasks.join_next().await {
-        ended.map_err(fail)??;
-    }
-    Ok(Some(total))
+    };
+    let end = |mut conn: mysql_async::Conn| async move {
+        let _ = conn.query_drop("COMMIT").await;
+        let _ = conn.disconnect().await;
+    };
+    super::ordered::read_in_order(sessions, work, read, end, tx).await
 }
 
 /// Read one piece in key chunks into `out`. False: the receiver went away.

@@ -642,9 +642,8 @@ async fn snapshot(
 }
 
 /// Read `work`'s tables with `snapshot-parallel` sessions in `snap`'s snapshot
-/// (exported to the others): each session takes the next table and reads it into
-/// that table's own small channel; the tables' rows are forwarded to `tx` table by
-/// table, in order, so the pipeline sees the same sequence as from one session.
+/// (exported to the others), delivered table by table in order
+/// ([`super::ordered::read_in_order`]).
 /// Returns the rows read (None: the receiver went away).
 async fn read_tables(
     src: &Arc<Source>,
@@ -678,72 +677,21 @@ async fn read_tables(
             .map_err(catalog::sql)?;
         readers.push(c);
     }
-    let mut senders = Vec::with_capacity(work.len());
-    let mut receivers = Vec::with_capacity(work.len());
-    for _ in 0..work.len() {
-        let (s, r) = mpsc::channel::<SourceEvent>(2);
-        senders.push(Some(s));
-        receivers.push(r);
-    }
-    let work = Arc::new(std::sync::Mutex::new(
-        work.into_iter()
-            .zip(senders)
-            .map(|(w, s)| (w, s.expect("made")))
-            .collect::<std::collections::VecDeque<_>>(),
-    ));
-    let mut tasks = tokio::task::JoinSet::new();
-    for c in readers {
-        let (src, work, at) = (src.clone(), work.clone(), at.clone());
-        tasks.spawn(async move {
-            let mut total = 0u64;
-            loop {
-                // Tables are taken in order: the one the forwarder waits for is
-                // always being read.
-                let next = work.lock().expect("not poisoned").pop_front();
-                let Some(((t, estimate, after), out)) = next else {
-                    break;
-                };
-                let fresh = after.is_none();
-                match read_table(&src, &c, &t, estimate, &out, after, &at, fresh).await? {
-                    Some(rows) => total += rows,
-                    None => break,
-                }
-            }
-            let _ = c.batch_execute("COMMIT").await;
-            Ok::<u64, SourceError>(total)
-        });
-    }
-    let fail = |e: tokio::task::JoinError| SourceError::Protocol(format!("snapshot reader: {e}"));
-    let mut total = 0;
-    for mut r in receivers {
-        loop {
-            tokio::select! {
-                ev = r.recv() => match ev {
-                    Some(ev) => {
-                        if tx.send(ev).await.is_err() {
-                            tasks.abort_all();
-                            return Ok(None);
-                        }
-                    }
-                    None => break,
-                },
-                // A reader that failed ends the snapshot with its error.
-                Some(done) = tasks.join_next(), if !tasks.is_empty() => {
-                    match done.map_err(fail)? {
-                        Ok(rows) => total += rows,
-                        Err(e) => {
-                            tasks.abort_all();
-                            return Err(e);
-                        }
-                    }
-                }
-            }
+    let (src, at) = (src.clone(), at.clone());
+    let read = move |c: tokio_postgres::Client,
+                     (t, estimate, after): (PgTable, u64, Option<Vec<KeyValue>>),
+                     out: mpsc::Sender<SourceEvent>| {
+        let (src, at) = (src.clone(), at.clone());
+        async move {
+            let fresh = after.is_none();
+            let read = read_table(&src, &c, &t, estimate, &out, after, &at, fresh).await?;
+            Ok(read.map(|_| c))
         }
-    }
-    while let Some(done) = tasks.join_next().await {
-        total += done.map_err(fail)??;
-    }
-    Ok(Some(total))
+    };
+    let end = |c: tokio_postgres::Client| async move {
+        let _ = c.batch_execute("COMMIT").await;
+    };
+    super::ordered::read_in_order(readers, work, read, end, tx).await
 }
 
 /// One table in key chunks through `COPY (SELECT ...) TO STDOUT` (text format).
