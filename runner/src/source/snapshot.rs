@@ -891,3 +891,34 @@ async fn read_piece(
         last = last_row;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every range's last key, with the ranges' (exclusive) starts: the cut covers
+    /// every key from `min` once, in order.
+    fn covers(min: i128, max: i128, n: u64) {
+        let his = ranges(min, max, n);
+        assert_eq!(his.last(), Some(&None), "the last range is open");
+        let mut from = min - 1;
+        for hi in his.iter().flatten() {
+            assert!(*hi > from, "{min}..{max} / {n}: {his:?}");
+            from = *hi;
+        }
+        assert!(from < max, "the open range holds the largest key");
+        assert!(his.len() as u64 <= n.max(1), "{his:?}");
+    }
+
+    #[test]
+    fn key_ranges_cover_every_key_once() {
+        covers(0, 2999, 47);
+        covers(5, 5, 10);
+        covers(0, 3, 10);
+        covers(i128::from(i64::MIN), i128::from(i64::MAX), 4096);
+        covers(0, i128::from(u64::MAX), 3);
+        assert_eq!(ranges(0, 99, 4), vec![Some(24), Some(49), Some(74), None]);
+        assert_eq!(int_value(i128::from(u64::MAX)), Value::UInt(u64::MAX));
+        assert_eq!(int_value(-5), Value::Int(-5));
+    }
+}
