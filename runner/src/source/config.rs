@@ -388,10 +388,11 @@ pub(crate) fn table_patterns(tables: &[String]) -> Result<Vec<Regex>, JobFileErr
     Ok(out)
 }
 
-/// The reading settings both database sources have: chunk rows, batch bytes and
-/// key overrides (`<container>.table: [column, ...]`).
+/// The reading settings both database sources have: chunk rows, snapshot
+/// sessions, batch bytes and key overrides (`<container>.table: [column, ...]`).
 pub(crate) fn check_reading(
     chunk_rows: u64,
+    parallel: usize,
     batch_bytes: usize,
     key_overrides: &BTreeMap<String, Vec<String>>,
     container: &str,
@@ -399,6 +400,13 @@ pub(crate) fn check_reading(
     let field = |f: &str, why: String| format!("job file: source.{f}: {why}");
     if chunk_rows == 0 {
         return Err(field("snapshot-chunk-rows", "must be at least 1".into()).into());
+    }
+    if !(1..=64).contains(&parallel) {
+        return Err(field(
+            "snapshot-parallel",
+            format!("{parallel}: must be 1-64 sessions"),
+        )
+        .into());
     }
     if batch_bytes < 1024 {
         return Err(field("batch-bytes", "must be at least 1024".into()).into());
@@ -472,17 +480,11 @@ fn validate(
     };
     check_reading(
         c.snapshot_chunk_rows,
+        c.snapshot_parallel,
         c.batch_bytes,
         &c.key_overrides,
         "database",
     )?;
-    if !(1..=64).contains(&c.snapshot_parallel) {
-        return Err(field(
-            "snapshot-parallel",
-            format!("{}: must be 1-64 sessions", c.snapshot_parallel),
-        )
-        .into());
-    }
     Ok(Source {
         kind: SourceKind::Binlog(Box::new(c.clone())),
         key_overrides: c.key_overrides.clone(),
@@ -508,6 +510,23 @@ mod tests {
         assert!(s.captures("shop", "orders"));
         assert!(!s.captures("shopx", "orders"));
         assert_eq!(s.start, Start::Initial);
+    }
+
+    #[test]
+    fn snapshot_parallel_is_one_to_64_sessions() {
+        let (_, s) = parse_job(JOB, |_| None).unwrap();
+        assert_eq!(s.binlog().snapshot_parallel, 2);
+        for bad in [0, 65] {
+            let e = parse_job(&format!("{JOB}  snapshot-parallel: {bad}\n"), |_| None)
+                .unwrap_err()
+                .0;
+            assert!(
+                e.contains("source.snapshot-parallel") && e.contains("1-64"),
+                "{e}"
+            );
+        }
+        let (_, s) = parse_job(&format!("{JOB}  snapshot-parallel: 64\n"), |_| None).unwrap();
+        assert_eq!(s.binlog().snapshot_parallel, 64);
     }
 
     #[test]

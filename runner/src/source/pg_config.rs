@@ -151,15 +151,9 @@ pub fn validate(c: PgConfig, env: impl Fn(&str) -> Option<String>) -> Result<Sou
             .into())
         }
     };
-    if !(1..=64).contains(&c.snapshot_parallel) {
-        return Err(field(
-            "snapshot-parallel",
-            format!("{}: must be 1-64 sessions", c.snapshot_parallel),
-        )
-        .into());
-    }
     super::config::check_reading(
         c.snapshot_chunk_rows,
+        c.snapshot_parallel,
         c.batch_bytes,
         &c.key_overrides,
         "schema",
