@@ -402,33 +402,15 @@ pub async fn snapshot(
         chunk: src.binlog().snapshot_chunk_rows,
         zero_fail: src.binlog().zero_dates == super::config::ZeroDates::Fail,
     };
-    let total = if followers.is_empty() {
-        let mut total = 0;
-        for piece in &work {
-            let mut out = Chunks {
-                tx,
-                table: &piece.table,
-                estimate: piece.estimate,
-                at: &report_at,
-                fresh: piece.fresh,
-                done: 0,
-            };
-            if !read_piece(&mut conn, &reading, piece, &mut out).await? {
-                return Ok(None);
-            }
-            total += out.done;
-        }
-        conn.query_drop("COMMIT").await.map_err(SourceError::sql)?;
-        let _ = conn.disconnect().await;
-        total
-    } else {
-        let work = split(&mut conn, work, &reading).await?;
-        let mut sessions = followers;
-        sessions.push(conn);
-        match read_parallel(sessions, work, reading, &report_at, tx).await? {
-            Some(total) => total,
-            None => return Ok(None),
-        }
+    // Several sessions cut large tables into key ranges; one reads them whole.
+    let work = match followers.is_empty() {
+        true => work,
+        false => split(&mut conn, work, &reading).await?,
+    };
+    let mut sessions = followers;
+    sessions.push(conn);
+    let Some(total) = read_pieces(sessions, work, reading, &report_at, tx).await? else {
+        return Ok(None);
     };
     if tx
         .send(SourceEvent::SnapshotDone {
@@ -751,10 +733,10 @@ async fn split(
     Ok(out)
 }
 
-/// Read `work` with several sessions in one snapshot, delivered in order
+/// Read `work` with the snapshot's sessions, delivered in order
 /// ([`super::ordered::read_in_order`]). Returns the rows read (None: the receiver
 /// went away).
-async fn read_parallel(
+async fn read_pieces(
     sessions: Vec<mysql_async::Conn>,
     work: Vec<Piece>,
     reading: Reading,
