@@ -636,10 +636,15 @@ async fn open_sessions(
     unreachable!("the last attempt returns")
 }
 
-/// The single integer key column of `table`, if that is its key.
+/// The single integer key column of `table`, if that is its key and it is NOT NULL
+/// (a key override may name a nullable column: its NULL rows fit no key range).
 fn int_key(table: &SourceTable) -> Option<usize> {
     match table.key.as_slice() {
-        [k] if matches!(table.columns[*k].kind, Kind::Int { .. }) => Some(*k),
+        [k] if matches!(table.columns[*k].kind, Kind::Int { .. })
+            && !table.columns[*k].nullable =>
+        {
+            Some(*k)
+        }
         _ => None,
     }
 }
