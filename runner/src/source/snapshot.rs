@@ -636,15 +636,11 @@ async fn open_sessions(
     unreachable!("the last attempt returns")
 }
 
-/// The single integer key column of `table`, if that is its key and it is NOT NULL
-/// (a key override may name a nullable column: its NULL rows fit no key range).
+/// The single integer key column of `table`, if that is its chunk key (NOT NULL: a
+/// key override may name a nullable column, whose NULL rows fit no key range).
 fn int_key(table: &SourceTable) -> Option<usize> {
-    match table.key.as_slice() {
-        [k] if matches!(table.columns[*k].kind, Kind::Int { .. })
-            && !table.columns[*k].nullable =>
-        {
-            Some(*k)
-        }
+    match table.chunk_key() {
+        [k] if matches!(table.columns[*k].kind, Kind::Int { .. }) => Some(*k),
         _ => None,
     }
 }
@@ -788,7 +784,7 @@ async fn read_piece(
     let from = format!("{}.{}", quote(&table.db), quote(&table.name));
     let Reading { chunk, zero_fail } = *reading;
     let key: Vec<String> = table
-        .key
+        .chunk_key()
         .iter()
         .map(|i| quote(&table.columns[*i].name))
         .collect();
@@ -850,7 +846,7 @@ async fn read_piece(
         let (in_chunk, last_row) = (read.in_chunk, read.last_row);
         let last_row: Option<Vec<Value>> = last_row.map(|row| {
             table
-                .key
+                .chunk_key()
                 .iter()
                 .map(|i| {
                     let v = row.as_ref(*i).unwrap_or(&Value::NULL);

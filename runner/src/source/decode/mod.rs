@@ -232,6 +232,17 @@ impl SourceTable {
             ir: Arc::new(t.clone()),
         })
     }
+
+    /// The key a snapshot reads in chunks after a cursor: the key when every column
+    /// of it is NOT NULL, else none (the table is read in one query). A key override
+    /// may name a nullable column, and a cursor at NULL, or a row value holding one,
+    /// compares as unknown: the rows after it would not be read.
+    pub fn chunk_key(&self) -> &[usize] {
+        match self.key.iter().all(|k| !self.columns[*k].nullable) {
+            true => &self.key,
+            false => &[],
+        }
+    }
 }
 
 pub fn arrow_type(k: &Kind) -> A {

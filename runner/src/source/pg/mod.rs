@@ -716,7 +716,7 @@ async fn read_table(
         .join(", ");
     let from = format!("{}.{}", ident(&table.db), ident(&table.name));
     let key: Vec<String> = table
-        .key
+        .chunk_key()
         .iter()
         .map(|i| ident(&table.columns[*i].name))
         .collect();
@@ -831,7 +831,7 @@ async fn read_table(
             copy_fields(&last_line, &mut fields).map_err(bad)?;
             Some(
                 table
-                    .key
+                    .chunk_key()
                     .iter()
                     .map(|i| match fields.get(*i).cloned().flatten() {
                         None => KeyValue::Null,
