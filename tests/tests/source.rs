@@ -503,12 +503,40 @@ async fn parallel_sessions_read_a_bounded_number_of_tables_ahead() {
     let _ = task.await.unwrap();
 }
 
-/// Sessions that start a snapshot while transactions commit see one point: money
-/// moves between two tables in each transaction, and the copy's totals per key add
-/// up, though each table is read by another session.
+/// Sessions that start a snapshot while transactions commit see one point, and it is
+/// the snapshot's binlog point: money moves between two tables in each transaction,
+/// the copy's totals per key add up though each table is read by another session,
+/// and the transactions the copy holds are exactly those before its point (its GTID
+/// sequence). Other clients run `SHOW STATUS` meanwhile: MariaDB keeps
+/// `binlog_snapshot_position` in one global that a concurrent `SHOW STATUS` overwrites,
+/// so a point read from it could be another session's, or the binlog's end (before,
+/// about one snapshot in 150 here was off).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn parallel_sessions_see_one_point_while_transactions_commit() {
+async fn snapshot_sessions_see_their_point_while_transactions_commit() {
     let db = MariaDb::start().await;
+    snapshots_at_their_points(&db, "root", 3, 400).await;
+}
+
+/// An account without RELOAD cannot block commits: the sessions start without the
+/// block, their points read until they agree, and the copy is still at one point,
+/// its own (no other client runs `SHOW STATUS` here: that race needs the block).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_sessions_without_reload_see_their_point() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        // (As cdc@'%' it would lose to the anonymous ''@localhost a fresh server has.)
+        "CREATE USER cdc@localhost; GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO cdc@localhost",
+    )
+    .await
+    .unwrap();
+    snapshots_at_their_points(&db, "cdc", 0, 40).await;
+}
+
+/// `snapshots` snapshots as `user` (1 and 2 sessions in turn) while a writer moves
+/// money between two tables and `monitors` clients poll `SHOW GLOBAL STATUS`: each
+/// copy is at one point, the one it reports.
+async fn snapshots_at_their_points(db: &MariaDb, user: &str, monitors: usize, snapshots: usize) {
     let mut c = db.conn(None).await;
     c.query_drop(
         "CREATE DATABASE shop;
@@ -523,13 +551,20 @@ async fn parallel_sessions_see_one_point_while_transactions_commit() {
             .await
             .unwrap();
     }
+    // The GTID sequence before the first transfer: each transfer is one more.
+    let before: String = c
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .unwrap()
+        .unwrap();
+    let seq0: u64 = before.rsplit('-').next().unwrap().parse().unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let moved = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let writer = {
         let (mut w, stop, moved) = (db.conn(None).await, stop.clone(), moved.clone());
         tokio::spawn(async move {
             let mut i = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) && i < 200_000 {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && i < 1_000_000 {
                 let k = i % 50;
                 w.query_drop(format!(
                     "START TRANSACTION; UPDATE shop.a SET bal = bal - 1 WHERE id = {k}; UPDATE shop.b SET bal = bal + 1 WHERE id = {k}; COMMIT"
@@ -541,30 +576,45 @@ async fn parallel_sessions_see_one_point_while_transactions_commit() {
             }
         })
     };
+    // Clients polling the server's status, as monitoring agents do.
+    let mut polls = Vec::new();
+    for _ in 0..monitors {
+        let (mut m, stop) = (db.conn(None).await, stop.clone());
+        polls.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _: Vec<(String, String)> =
+                    m.query("SHOW GLOBAL STATUS LIKE 'binlog_%'").await.unwrap();
+            }
+        }));
+    }
     // Transactions are committing before the snapshots start.
     let t0 = std::time::Instant::now();
     while moved.load(std::sync::atomic::Ordering::Relaxed) < 200 {
         assert!(t0.elapsed().as_secs() < 60, "the writer commits");
         tokio::task::yield_now().await;
     }
-    let yaml = format!(
-        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4245\n  tables: ['shop\\..*']\n  snapshot-parallel: 2\n  startup: {{mode: initial}}\n",
-        db.port
-    );
-    let src = Arc::new(parse_job(&yaml, |_| None).unwrap().1);
-    for attempt in 0..5 {
+    for (attempt, parallel) in (0..snapshots).map(|i| (i, 1 + i % 2)) {
+        let yaml = format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: {user}\n  server-id: 4245\n  tables: ['shop\\..*']\n  snapshot-parallel: {parallel}\n  startup: {{mode: initial}}\n",
+            db.port
+        );
+        let src = Arc::new(parse_job(&yaml, |_| None).unwrap().1);
         let (tx, mut rx) = mpsc::channel(16);
-        let task = tokio::spawn(run(src.clone(), to_end(None, None, false), tx));
+        let task = tokio::spawn(run(src, to_end(None, None, false), tx));
         let mut events = Vec::new();
+        let mut point = None;
         while let Some(e) = rx.recv().await {
-            let done = matches!(e, SourceEvent::SnapshotDone { .. });
-            events.push(e);
-            if done {
+            if let SourceEvent::SnapshotDone { position, .. } = &e {
+                point = Some(position.clone());
+                events.push(e);
                 break;
             }
+            events.push(e);
         }
         drop(rx);
-        let _ = task.await.unwrap();
+        if let Err(e) = task.await.unwrap() {
+            panic!("snapshot {attempt} as {user}: {e}");
+        }
         let read = snapshot_by_table(&events);
         let bal = |t: usize| {
             let col = read[t].1.column(1);
@@ -579,11 +629,27 @@ async fn parallel_sessions_see_one_point_while_transactions_commit() {
         let (a, b) = (bal(0), bal(1));
         assert_eq!(a.len(), 50);
         for k in 0..50 {
-            assert_eq!(a[k] + b[k], 2000, "attempt {attempt}: key {k} at one point");
+            assert_eq!(
+                a[k] + b[k],
+                2000,
+                "snapshot {attempt} ({parallel} sessions): key {k} at one point"
+            );
         }
+        let seen: i64 = a.iter().map(|v| 1000 - v).sum();
+        let point = point.expect("the snapshot ends");
+        let seq = point.gtid.0.values().map(|g| g.seq).max().unwrap();
+        assert_eq!(
+            seq - seq0,
+            seen as u64,
+            "snapshot {attempt} ({parallel} sessions): its point {point:?} after {} transfers, its rows after {seen}",
+            seq - seq0
+        );
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.await.unwrap();
+    for m in polls {
+        m.await.unwrap();
+    }
 }
 
 /// Hostile text through the snapshot's text protocol (a table without floats): NUL,

@@ -1,6 +1,8 @@
-//! The lock-free consistent snapshot: `START TRANSACTION WITH CONSISTENT SNAPSHOT`
-//! plus MariaDB's `binlog_snapshot_file` / `binlog_snapshot_position` give the binlog
-//! point that matches the snapshot exactly, without a global read lock. Captured tables
+//! The consistent snapshot: `START TRANSACTION WITH CONSISTENT SNAPSHOT` in each
+//! session while MariaDB's `BACKUP STAGE BLOCK_COMMIT` blocks commits for a moment,
+//! so the binlog's end is the snapshot's point (without the RELOAD privilege, MariaDB's
+//! `binlog_snapshot_file` / `binlog_snapshot_position` give it, read until stable:
+//! a concurrent `SHOW STATUS` can overwrite it). Captured tables
 //! are read in primary-key chunks, in bounded memory, with progress; the session runs
 //! in UTC so snapshot and binlog values agree. Chunks after a cursor go through the
 //! binary protocol (a prepared statement takes the cursor as parameters; exact floats
@@ -558,82 +560,186 @@ struct Piece {
 /// Attempts at starting the sessions at one binlog point before reading with one.
 const MATCH_ATTEMPTS: usize = 20;
 
-/// One session in UTC, repeatable read, in a consistent snapshot: its binlog point.
-async fn begin(conn: &mut mysql_async::Conn) -> Result<(String, u64), SourceError> {
+/// One session in UTC, repeatable read, in a consistent snapshot.
+async fn begin(conn: &mut mysql_async::Conn) -> Result<(), SourceError> {
     conn.query_drop(
         "SET SESSION time_zone = '+00:00'; \
          SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ; \
          START TRANSACTION WITH CONSISTENT SNAPSHOT",
     )
     .await
-    .map_err(SourceError::sql)?;
-    let status: Vec<(String, String)> = conn
-        .query("SHOW STATUS LIKE 'binlog_snapshot_%'")
-        .await
-        .map_err(SourceError::sql)?;
-    let get = |k: &str| {
-        status
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(k))
-            .map(|(_, v)| v.clone())
-    };
-    match (get("binlog_snapshot_file"), get("binlog_snapshot_position")) {
-        (Some(file), Some(pos)) => Ok((file, pos.parse().unwrap_or(4))),
-        _ => Err(SourceError::Preflight(
-            "the server has no binlog_snapshot_file/position status (MariaDB provides them); a consistent snapshot without locks needs them".into(),
-        )),
+    .map_err(SourceError::sql)
+}
+
+/// The binlog point of a session's consistent snapshot, from MariaDB's
+/// `binlog_snapshot_file/position` status. The server keeps it in one global that a
+/// concurrent `SHOW STATUS` of any session overwrites before it is sent: a value is
+/// taken only when [`STATUS_READS`] reads in a row agree (None: they never did).
+async fn snapshot_point(
+    conn: &mut mysql_async::Conn,
+) -> Result<Option<(String, u64)>, SourceError> {
+    let mut last = None;
+    let mut same = 0;
+    for _ in 0..STATUS_READS * 4 {
+        let status: Vec<(String, String)> = conn
+            .query("SHOW STATUS LIKE 'binlog_snapshot_%'")
+            .await
+            .map_err(SourceError::sql)?;
+        let get = |k: &str| {
+            status
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(k))
+                .map(|(_, v)| v.clone())
+        };
+        let point = match (get("binlog_snapshot_file"), get("binlog_snapshot_position")) {
+            (Some(file), Some(pos)) => (file, pos.parse().unwrap_or(4)),
+            _ => return Err(SourceError::Preflight(
+                "the server has no binlog_snapshot_file/position status (MariaDB provides them); a consistent snapshot needs them".into(),
+            )),
+        };
+        same = match last.as_ref() == Some(&point) {
+            true => same + 1,
+            false => 1,
+        };
+        if same == STATUS_READS {
+            return Ok(Some(point));
+        }
+        last = Some(point);
     }
+    Ok(None)
+}
+
+/// Reads of a snapshot's binlog point that must agree (lock-free snapshots only).
+const STATUS_READS: usize = 3;
+
+/// How long the snapshot waits to block commits (running DDL and commits hold it off)
+/// before it starts without the block.
+const BLOCK_WAIT_SECONDS: u32 = 10;
+
+/// Start `sessions` in one consistent snapshot while commits are blocked: MariaDB's
+/// `BACKUP STAGE BLOCK_COMMIT` (about a millisecond here) on a connection of its own,
+/// the sessions' snapshots, the binlog's end (`SHOW MASTER STATUS`: no commit can
+/// move it), and `BACKUP STAGE END`. None: the account may not block commits (it
+/// lacks RELOAD), the server has no BACKUP STAGE, or the block was not granted in time.
+async fn begin_blocked(
+    src: &Source,
+    sessions: &mut [mysql_async::Conn],
+) -> Result<Option<(String, u64)>, SourceError> {
+    let mut lock = mysql_async::Conn::new(src.opts())
+        .await
+        .map_err(|e| SourceError::connect(&src.at(), e))?;
+    let blocked = lock
+        .query_drop(format!(
+            "SET SESSION lock_wait_timeout = {BLOCK_WAIT_SECONDS}; BACKUP STAGE START; BACKUP STAGE BLOCK_COMMIT"
+        ))
+        .await;
+    match blocked {
+        Ok(()) => {}
+        // Access denied (no RELOAD), unknown syntax (no BACKUP STAGE), lock wait timeout.
+        Err(mysql_async::Error::Server(e)) if matches!(e.code, 1227 | 1064 | 1205) => {
+            tracing::warn!(
+                "the snapshot could not block commits for its start ({}): its binlog point is read from binlog_snapshot_position, which a concurrent SHOW STATUS on the server can misreport; grant RELOAD so that lakeshift blocks commits for about a millisecond (BACKUP STAGE BLOCK_COMMIT) instead",
+                e.message
+            );
+            let _ = lock.disconnect().await;
+            return Ok(None);
+        }
+        Err(e) => return Err(SourceError::sql(e)),
+    }
+    let started = async {
+        futures::future::try_join_all(sessions.iter_mut().map(begin)).await?;
+        let row: Option<Row> = lock
+            .query_first("SHOW MASTER STATUS")
+            .await
+            .map_err(SourceError::sql)?;
+        let row = row.ok_or_else(|| {
+            SourceError::Preflight("SHOW MASTER STATUS is empty: binary logging is off".into())
+        })?;
+        let file: String = row.get(0).unwrap_or_default();
+        let pos: u64 = row.get(1).unwrap_or(4);
+        Ok::<_, SourceError>((file, pos))
+    }
+    .await;
+    // The block ends with its connection too, should END fail.
+    let _ = lock.query_drop("BACKUP STAGE END").await;
+    let _ = lock.disconnect().await;
+    started.map(Some)
 }
 
 /// The snapshot's sessions (`snapshot-parallel` of them): the first, the others,
-/// and their binlog point. MariaDB takes a consistent snapshot and its binlog point
+/// and their binlog point.
+///
+/// Commits are blocked while the sessions start ([`begin_blocked`]). Without that
+/// block (no RELOAD), MariaDB takes a consistent snapshot and its binlog point
 /// together, under the lock that orders commits, so sessions that report the same
-/// point see the same committed transactions. All start at once; when a commit
-/// lands between them, all start again, up to [`MATCH_ATTEMPTS`] times, then the
-/// snapshot is read by the first session alone (said in a warning).
+/// point see the same committed transactions: all start at once, their points are
+/// read one at a time, and when a commit landed between them, all start again, up to
+/// [`MATCH_ATTEMPTS`] times; then the first session reads alone (said in a warning).
 #[allow(clippy::type_complexity)]
 async fn open_sessions(
     src: &Source,
 ) -> Result<(mysql_async::Conn, Vec<mysql_async::Conn>, (String, u64)), SourceError> {
-    let connect = || async {
-        mysql_async::Conn::new(src.opts())
-            .await
-            .map_err(|e| SourceError::connect(&src.at(), e))
-    };
-    let mut first = connect().await?;
     let n = src.binlog().snapshot_parallel.max(1);
-    if n == 1 {
-        let at = begin(&mut first).await?;
-        return Ok((first, Vec::new(), at));
-    }
-    let mut others = Vec::with_capacity(n - 1);
-    for _ in 1..n {
-        others.push(connect().await?);
-    }
-    for attempt in 1..=MATCH_ATTEMPTS {
-        let (at, rest) = tokio::join!(
-            begin(&mut first),
-            futures::future::try_join_all(others.iter_mut().map(begin))
+    let mut sessions = Vec::with_capacity(n);
+    for _ in 0..n {
+        sessions.push(
+            mysql_async::Conn::new(src.opts())
+                .await
+                .map_err(|e| SourceError::connect(&src.at(), e))?,
         );
-        let at = at?;
-        if rest?.iter().all(|p| *p == at) {
-            return Ok((first, others, at));
-        }
-        if attempt == MATCH_ATTEMPTS {
-            tracing::warn!(
-                "the binlog moved while the snapshot's {n} sessions started, {MATCH_ATTEMPTS} times: the snapshot is read by one session"
-            );
-            for mut c in others {
-                let _ = c.query_drop("COMMIT").await;
-                let _ = c.disconnect().await;
+    }
+    let at = match begin_blocked(src, &mut sessions).await? {
+        Some(at) => at,
+        None => match lock_free(&mut sessions).await? {
+            Some(at) => at,
+            None => {
+                tracing::warn!(
+                    "the binlog moved while the snapshot's {n} sessions started, {MATCH_ATTEMPTS} times: the snapshot is read by one session"
+                );
+                for mut c in sessions.drain(1..) {
+                    let _ = c.query_drop("COMMIT").await;
+                    let _ = c.disconnect().await;
+                }
+                let first = &mut sessions[0];
+                let _ = first.query_drop("COMMIT").await;
+                begin(first).await?;
+                match snapshot_point(first).await? {
+                    Some(at) => at,
+                    None => {
+                        return Err(SourceError::Protocol(format!(
+                            "the snapshot's binlog point (binlog_snapshot_position) read differently {} times in a row: grant RELOAD so that the snapshot blocks commits for its start",
+                            STATUS_READS * 4
+                        )))
+                    }
+                }
             }
-            return Ok((first, Vec::new(), at));
+        },
+    };
+    let first = sessions.remove(0);
+    Ok((first, sessions, at))
+}
+
+/// Start `sessions` at one binlog point without blocking commits (see
+/// [`open_sessions`]). None: no attempt matched.
+async fn lock_free(
+    sessions: &mut [mysql_async::Conn],
+) -> Result<Option<(String, u64)>, SourceError> {
+    for _ in 0..MATCH_ATTEMPTS {
+        futures::future::try_join_all(sessions.iter_mut().map(begin)).await?;
+        let mut points = Vec::with_capacity(sessions.len());
+        for c in sessions.iter_mut() {
+            points.push(snapshot_point(c).await?);
         }
-        for c in std::iter::once(&mut first).chain(others.iter_mut()) {
+        if let Some(Some(at)) = points.first() {
+            if points.iter().all(|p| p.as_ref() == Some(at)) {
+                return Ok(Some(at.clone()));
+            }
+        }
+        for c in sessions.iter_mut() {
             c.query_drop("COMMIT").await.map_err(SourceError::sql)?;
         }
     }
-    unreachable!("the last attempt returns")
+    Ok(None)
 }
 
 /// The single integer key column of `table`, if that is its chunk key (NOT NULL: a
