@@ -635,10 +635,11 @@ async fn begin_blocked(
         .await;
     match blocked {
         Ok(()) => {}
-        // Access denied (no RELOAD), unknown syntax (no BACKUP STAGE), lock wait timeout.
-        Err(mysql_async::Error::Server(e)) if matches!(e.code, 1227 | 1064 | 1205) => {
+        // Access denied (no RELOAD), unknown syntax (no BACKUP STAGE), lock wait
+        // timeout, another backup's stage: the server refused, the snapshot goes on.
+        Err(mysql_async::Error::Server(e)) => {
             tracing::warn!(
-                "the snapshot could not block commits for its start ({}): its binlog point is read from binlog_snapshot_position, which a concurrent SHOW STATUS on the server can misreport; grant RELOAD so that lakeshift blocks commits for about a millisecond (BACKUP STAGE BLOCK_COMMIT) instead",
+                "the snapshot could not block commits for the millisecond its sessions take to start (BACKUP STAGE BLOCK_COMMIT, which needs the RELOAD privilege): {}; its binlog point is read from binlog_snapshot_position instead, which a concurrent SHOW STATUS on the server can misreport",
                 e.message
             );
             let _ = lock.disconnect().await;
