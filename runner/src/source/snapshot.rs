@@ -647,7 +647,7 @@ async fn begin_blocked(
         }
         Err(e) => return Err(SourceError::sql(e)),
     }
-    let started = async {
+    let started = tokio::time::timeout(BLOCK_HOLD, async {
         futures::future::try_join_all(sessions.iter_mut().map(begin)).await?;
         let row: Option<Row> = lock
             .query_first("SHOW MASTER STATUS")
@@ -659,13 +659,24 @@ async fn begin_blocked(
         let file: String = row.get(0).unwrap_or_default();
         let pos: u64 = row.get(1).unwrap_or(4);
         Ok::<_, SourceError>((file, pos))
-    }
+    })
     .await;
+    let Ok(started) = started else {
+        // Dropped, the connection closes: the server ends its block.
+        drop(lock);
+        return Err(SourceError::Protocol(format!(
+            "the snapshot's sessions took over {} s to start while commits were blocked: the block is released, the job stops",
+            BLOCK_HOLD.as_secs()
+        )));
+    };
     // The block ends with its connection too, should END fail.
     let _ = lock.query_drop("BACKUP STAGE END").await;
     let _ = lock.disconnect().await;
     started.map(Some)
 }
+
+/// The longest the snapshot's sessions may take to start while commits are blocked.
+const BLOCK_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The snapshot's sessions (`snapshot-parallel` of them): the first, the others,
 /// and their binlog point.
