@@ -1613,3 +1613,92 @@ async fn a_snapshot_reads_every_row_of_a_nullable_override_key() {
     let got = lake(dir, "pair").await.unwrap_or_default();
     lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.pair\n{log}"));
 }
+
+/// The snapshot's sessions read only a few tables ahead of what the sink took: with
+/// a sink slower than the reads (it takes one event at a time and pauses after each),
+/// the server never ran more `COPY`s than the tables taken plus the few handed out
+/// ahead (counted in the server's statement log, written as they run; the pause
+/// only gives reads that are not held back the time to show).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_sessions_read_a_bounded_number_of_tables_ahead() {
+    use runner::source::Source as _;
+    let server = PgServer::start_with(&[
+        "wal_level=logical",
+        "max_replication_slots=10",
+        "max_wal_senders=10",
+        "logging_collector=on",
+        "log_statement=all",
+        "log_filename=statements.log",
+    ])
+    .await;
+    let pg = server.create_db("app").await;
+    let mut ddl = String::from("CREATE SCHEMA shop;");
+    for t in 0..300 {
+        ddl.push_str(&format!(
+            "CREATE TABLE shop.t{t:03} (id int PRIMARY KEY, v int); INSERT INTO shop.t{t:03} VALUES (1, {t}), (2, {t});"
+        ));
+    }
+    pg.batch_execute(&ddl).await.unwrap();
+    let data: String = pg
+        .query_one("SHOW data_directory", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let log = Path::new(&data).join("log").join("statements.log");
+    // The COPY statements run so far, each with its table's name.
+    let copies = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("COPY (SELECT"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "source:\n  type: postgres\n  hostname: 127.0.0.1\n  port: {}\n  username: postgres\n  database: app\n  tables: ['shop\\..*']\n  slot: ahead\n  snapshot-parallel: 2\n",
+        server.port
+    );
+    let (_, src) = runner::source::config::parse_job(&yaml, |_| None).unwrap();
+    let mut source =
+        runner::source::pg::PgSource::new(std::sync::Arc::new(src), tmp.path().join("state"));
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let task = source.start(runner::source::Resume::default(), true, tx);
+    let mut taken: Vec<String> = Vec::new();
+    while taken.len() < 20 {
+        let Some(e) = rx.recv().await else { break };
+        let runner::source::SourceEvent::SnapshotRows { table, .. } = e else {
+            continue;
+        };
+        if taken.last() == Some(&table.name) {
+            continue;
+        }
+        taken.push(table.name.clone());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The log is written as statements run, through the server's log collector:
+        // wait until it shows this table's COPY.
+        let t0 = std::time::Instant::now();
+        let ran = loop {
+            let ran = copies();
+            if ran.iter().any(|l| l.contains(&table.name)) {
+                break ran;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "the statement log never showed {}'s COPY",
+                table.name
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        // Two sessions, two pieces each handed out ahead of the one forwarded.
+        assert!(
+            ran.len() <= taken.len() + 8,
+            "{} COPYs with {} tables taken",
+            ran.len(),
+            taken.len()
+        );
+    }
+    assert_eq!(taken.len(), 20, "the snapshot delivers tables");
+    drop(rx);
+    let _ = task.await;
+}
