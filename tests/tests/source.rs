@@ -533,6 +533,42 @@ async fn snapshot_sessions_without_reload_see_their_point() {
     snapshots_at_their_points(&db, "cdc", 0, 40).await;
 }
 
+/// A backup holding MariaDB's backup lock (as mariadb-backup does for its whole run):
+/// the snapshot waits 2 s for the commit block, then starts without it and reads
+/// every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_during_a_backup_starts_without_the_block() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v INT); \
+         INSERT INTO shop.t VALUES (1, 10), (2, 20), (3, 30)",
+    )
+    .await
+    .unwrap();
+    let mut backup = db.conn(None).await;
+    backup.query_drop("BACKUP STAGE START").await.unwrap();
+    let yaml = format!(
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4248\n  tables: ['shop\\..*']\n  startup: {{mode: initial}}\n",
+        db.port
+    );
+    let t0 = std::time::Instant::now();
+    let events = collect(
+        parse_job(&yaml, |_| None).unwrap().1,
+        to_end(None, None, false),
+    )
+    .await
+    .unwrap();
+    let read = snapshot_by_table(&events);
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].1.num_rows(), 3);
+    assert!(
+        t0.elapsed() >= std::time::Duration::from_secs(2),
+        "the snapshot waited for the block first"
+    );
+    backup.query_drop("BACKUP STAGE END").await.unwrap();
+}
+
 /// `snapshots` snapshots as `user` (1 and 2 sessions in turn) while a writer moves
 /// money between two tables and `monitors` clients poll `SHOW GLOBAL STATUS`: each
 /// copy is at one point, the one it reports.
