@@ -240,8 +240,8 @@ pub async fn definition(
     }
 }
 
-/// The server's binlog position now, with the GTID state there.
-pub async fn current_position(conn: &mut mysql_async::Conn) -> Result<Position, SourceError> {
+/// The binlog's end now: file and offset (`SHOW MASTER STATUS`).
+async fn binlog_end(conn: &mut mysql_async::Conn) -> Result<(String, u64), SourceError> {
     let row: Option<Row> = conn
         .query_first("SHOW MASTER STATUS")
         .await
@@ -249,8 +249,12 @@ pub async fn current_position(conn: &mut mysql_async::Conn) -> Result<Position, 
     let row = row.ok_or_else(|| {
         SourceError::Preflight("SHOW MASTER STATUS is empty: binary logging is off".into())
     })?;
-    let file: String = row.get(0).unwrap_or_default();
-    let pos: u64 = row.get(1).unwrap_or(4);
+    Ok((row.get(0).unwrap_or_default(), row.get(1).unwrap_or(4)))
+}
+
+/// The server's binlog position now, with the GTID state there.
+pub async fn current_position(conn: &mut mysql_async::Conn) -> Result<Position, SourceError> {
+    let (file, pos) = binlog_end(conn).await?;
     let mut p = Position::new(file, pos);
     p.gtid = gtid_at(conn, &p).await?;
     Ok(p)
@@ -650,16 +654,7 @@ async fn begin_blocked(
     }
     let started = tokio::time::timeout(BLOCK_HOLD, async {
         futures::future::try_join_all(sessions.iter_mut().map(begin)).await?;
-        let row: Option<Row> = lock
-            .query_first("SHOW MASTER STATUS")
-            .await
-            .map_err(SourceError::sql)?;
-        let row = row.ok_or_else(|| {
-            SourceError::Preflight("SHOW MASTER STATUS is empty: binary logging is off".into())
-        })?;
-        let file: String = row.get(0).unwrap_or_default();
-        let pos: u64 = row.get(1).unwrap_or(4);
-        Ok::<_, SourceError>((file, pos))
+        binlog_end(&mut lock).await
     })
     .await;
     let Ok(started) = started else {
