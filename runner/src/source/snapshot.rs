@@ -696,31 +696,26 @@ async fn open_sessions(
                 .map_err(|e| SourceError::connect(&src.at(), e))?,
         );
     }
+    let unstable = || {
+        SourceError::Protocol(format!(
+            "the snapshot's binlog point (binlog_snapshot_position) never read the same {STATUS_READS} times in a row, in {MATCH_ATTEMPTS} attempts: grant RELOAD so that the snapshot blocks commits for its start"
+        ))
+    };
     let at = match begin_blocked(src, &mut sessions).await? {
         Some(at) => at,
         None => match lock_free(&mut sessions).await? {
             Some(at) => at,
-            None => {
+            None if n > 1 => {
                 tracing::warn!(
                     "the binlog moved while the snapshot's {n} sessions started, {MATCH_ATTEMPTS} times: the snapshot is read by one session"
                 );
-                for mut c in sessions.drain(1..) {
-                    let _ = c.query_drop("COMMIT").await;
+                // (Each failed attempt ended the sessions' transactions.)
+                for c in sessions.drain(1..) {
                     let _ = c.disconnect().await;
                 }
-                let first = &mut sessions[0];
-                let _ = first.query_drop("COMMIT").await;
-                begin(first).await?;
-                match snapshot_point(first).await? {
-                    Some(at) => at,
-                    None => {
-                        return Err(SourceError::Protocol(format!(
-                            "the snapshot's binlog point (binlog_snapshot_position) read differently {} times in a row: grant RELOAD so that the snapshot blocks commits for its start",
-                            STATUS_READS * 4
-                        )))
-                    }
-                }
+                lock_free(&mut sessions).await?.ok_or_else(unstable)?
             }
+            None => return Err(unstable()),
         },
     };
     let first = sessions.remove(0);
