@@ -892,8 +892,8 @@ async fn read_piece(
         .join(", ");
     let from = format!("{}.{}", quote(&table.db), quote(&table.name));
     let Reading { chunk, zero_fail } = *reading;
-    let key: Vec<String> = table
-        .chunk_key()
+    let chunk_key = table.chunk_key();
+    let key: Vec<String> = chunk_key
         .iter()
         .map(|i| quote(&table.columns[*i].name))
         .collect();
@@ -954,8 +954,7 @@ async fn read_piece(
         }
         let (in_chunk, last_row) = (read.in_chunk, read.last_row);
         let last_row: Option<Vec<Value>> = last_row.map(|row| {
-            table
-                .chunk_key()
+            chunk_key
                 .iter()
                 .map(|i| {
                     let v = row.as_ref(*i).unwrap_or(&Value::NULL);

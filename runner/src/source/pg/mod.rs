@@ -715,8 +715,8 @@ async fn read_table(
         .collect::<Vec<_>>()
         .join(", ");
     let from = format!("{}.{}", ident(&table.db), ident(&table.name));
-    let key: Vec<String> = table
-        .chunk_key()
+    let chunk_key = table.chunk_key();
+    let key: Vec<String> = chunk_key
         .iter()
         .map(|i| ident(&table.columns[*i].name))
         .collect();
@@ -830,8 +830,7 @@ async fn read_table(
             let mut fields = Vec::new();
             copy_fields(&last_line, &mut fields).map_err(bad)?;
             Some(
-                table
-                    .chunk_key()
+                chunk_key
                     .iter()
                     .map(|i| match fields.get(*i).cloned().flatten() {
                         None => KeyValue::Null,
