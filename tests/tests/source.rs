@@ -382,72 +382,55 @@ async fn parallel_sessions_read_the_same_rows_in_the_same_order() {
     assert!(events >= 3005 / 64, "{events} events");
 }
 
-/// A key override may name a nullable column: rows whose key is NULL are read once,
-/// by one session or several. More NULL keys than a chunk holds (a cursor at NULL
-/// matches nothing after it), and a composite key with a nullable part (a row value
-/// with a NULL compares as unknown), lost rows before.
+/// A key override naming a nullable column is refused, naming the column: rows whose
+/// key is NULL cannot be told apart (an upsert of one replaced the others: a snapshot
+/// killed and resumed left 7,428 of 42,857 such rows in an Iceberg table), and a
+/// chunk cursor at NULL matched no row after it. A composite key with a nullable part
+/// too; a NOT NULL override is taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_read_rows_with_a_null_override_key() {
+async fn a_nullable_override_key_is_refused() {
     let db = MariaDb::start().await;
     let mut c = db.conn(None).await;
     c.query_drop(
         "CREATE DATABASE shop; CREATE TABLE shop.loose (k INT NULL, v INT); \
-         CREATE TABLE shop.pair (a INT NOT NULL, b INT NULL, v INT)",
+         CREATE TABLE shop.pair (a INT NOT NULL, b INT NULL, v INT); \
+         CREATE TABLE shop.firm (k INT NOT NULL, v INT); \
+         INSERT INTO shop.loose VALUES (NULL, 1), (NULL, 2), (3, 3); \
+         INSERT INTO shop.pair VALUES (1, NULL, 1), (1, NULL, 2); \
+         INSERT INTO shop.firm VALUES (1, 1), (2, 2)",
     )
     .await
     .unwrap();
-    // 40 NULL keys: more than two 16-row chunks.
-    let rows: Vec<String> = (0..200)
-        .map(|i| match i % 5 {
-            0 => format!("(NULL, {i})"),
-            _ => format!("({i}, {i})"),
-        })
-        .collect();
-    c.query_drop(format!("INSERT INTO shop.loose VALUES {}", rows.join(",")))
-        .await
-        .unwrap();
-    let rows: Vec<String> = (0..200)
-        .map(|i| match i % 3 {
-            0 => format!("({}, NULL, {i})", i / 10),
-            _ => format!("({}, {i}, {i})", i / 10),
-        })
-        .collect();
-    c.query_drop(format!("INSERT INTO shop.pair VALUES {}", rows.join(",")))
-        .await
-        .unwrap();
-    c.query_drop("ANALYZE TABLE shop.loose, shop.pair")
-        .await
-        .unwrap();
-    for parallel in [1, 2] {
+    for (table, key, column) in [("loose", "[k]", "k"), ("pair", "[a, b]", "b")] {
         let yaml = format!(
-            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4247\n  tables: ['shop\\..*']\n  key-overrides: {{shop.loose: [k], shop.pair: [a, b]}}\n  snapshot-chunk-rows: 16\n  snapshot-parallel: {parallel}\n  startup: {{mode: initial}}\n",
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4247\n  tables: ['shop\\.{table}']\n  key-overrides: {{shop.{table}: {key}}}\n  startup: {{mode: initial}}\n",
             db.port
         );
-        let events = collect(
+        let e = collect(
             parse_job(&yaml, |_| None).unwrap().1,
             to_end(None, None, false),
         )
         .await
-        .unwrap();
-        let read = snapshot_by_table(&events);
-        assert_eq!(read.len(), 2, "{parallel} sessions");
-        for (name, rows, ..) in &read {
-            let last = rows.num_columns() - 1;
-            let v = arrow_cast::cast(rows.column(last), &arrow_schema::DataType::Int64).unwrap();
-            let mut v = v
-                .as_any()
-                .downcast_ref::<arrow_array::Int64Array>()
-                .unwrap()
-                .values()
-                .to_vec();
-            v.sort();
-            assert_eq!(
-                v,
-                (0..200).collect::<Vec<i64>>(),
-                "{name}, {parallel} sessions"
-            );
-        }
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!("shop.{table}: key column {column} is nullable")),
+            "{e}"
+        );
     }
+    let yaml = format!(
+        "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 4247\n  tables: ['shop\\.firm']\n  key-overrides: {{shop.firm: [k]}}\n  startup: {{mode: initial}}\n",
+        db.port
+    );
+    let events = collect(
+        parse_job(&yaml, |_| None).unwrap().1,
+        to_end(None, None, false),
+    )
+    .await
+    .unwrap();
+    let read = snapshot_by_table(&events);
+    assert_eq!(read[0].1.num_rows(), 2);
 }
 
 /// The server's count of SELECT statements run so far.

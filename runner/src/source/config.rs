@@ -104,7 +104,8 @@ pub struct SourceConfig {
     pub tables: Vec<String>,
     #[serde(default)]
     pub startup: Startup,
-    /// Key columns for tables without a primary key (or to override it).
+    /// Key columns for tables without a primary key (or to override it); NOT NULL
+    /// columns only (refused when the table's definition is read).
     #[serde(default)]
     pub key_overrides: BTreeMap<String, Vec<String>>,
     /// Rows per snapshot chunk.

@@ -745,10 +745,10 @@ async fn lock_free(
     Ok(None)
 }
 
-/// The single integer key column of `table`, if that is its chunk key (NOT NULL: a
-/// key override may name a nullable column, whose NULL rows fit no key range).
+/// The single integer key column of `table`, if that is its key (key columns are
+/// NOT NULL: every row fits a key range).
 fn int_key(table: &SourceTable) -> Option<usize> {
-    match table.chunk_key() {
+    match table.key.as_slice() {
         [k] if matches!(table.columns[*k].kind, Kind::Int { .. }) => Some(*k),
         _ => None,
     }
@@ -892,8 +892,8 @@ async fn read_piece(
         .join(", ");
     let from = format!("{}.{}", quote(&table.db), quote(&table.name));
     let Reading { chunk, zero_fail } = *reading;
-    let chunk_key = table.chunk_key();
-    let key: Vec<String> = chunk_key
+    let key: Vec<String> = table
+        .key
         .iter()
         .map(|i| quote(&table.columns[*i].name))
         .collect();
@@ -954,7 +954,8 @@ async fn read_piece(
         }
         let (in_chunk, last_row) = (read.in_chunk, read.last_row);
         let last_row: Option<Vec<Value>> = last_row.map(|row| {
-            chunk_key
+            table
+                .key
                 .iter()
                 .map(|i| {
                     let v = row.as_ref(*i).unwrap_or(&Value::NULL);

@@ -201,14 +201,14 @@ impl SourceTable {
         };
         let mut key = Vec::new();
         for k in &key_names {
-            key.push(
-                columns
-                    .iter()
-                    .position(|c| c.name.eq_ignore_ascii_case(k))
-                    .ok_or_else(|| {
-                        format!("{db}.{}: key column {k} does not exist", t.name.name)
-                    })?,
-            );
+            let i = columns
+                .iter()
+                .position(|c| c.name.eq_ignore_ascii_case(k))
+                .ok_or_else(|| format!("{db}.{}: key column {k} does not exist", t.name.name))?;
+            if key_override.is_some() && columns[i].nullable {
+                return Err(nullable_key(db, &t.name.name, k).into());
+            }
+            key.push(i);
         }
         let arrow = Arc::new(Schema::new(
             columns
@@ -232,17 +232,15 @@ impl SourceTable {
             ir: Arc::new(t.clone()),
         })
     }
+}
 
-    /// The key a snapshot reads in chunks after a cursor: the key when every column
-    /// of it is NOT NULL, else none (the table is read in one query). A key override
-    /// may name a nullable column, and a cursor at NULL, or a row value holding one,
-    /// compares as unknown: the rows after it would not be read.
-    pub fn chunk_key(&self) -> &[usize] {
-        match self.key.iter().all(|k| !self.columns[*k].nullable) {
-            true => &self.key,
-            false => &[],
-        }
-    }
+/// The refusal of a key override naming a nullable column: rows whose key is NULL
+/// cannot be told apart (an upsert of one would replace the others, a delete of one
+/// every one), and a snapshot's chunk cursor at NULL matches no row after it.
+pub fn nullable_key(container: &str, table: &str, column: &str) -> String {
+    format!(
+        "{container}.{table}: key column {column} is nullable: a key override must name NOT NULL columns (rows with a NULL key cannot be told apart); make it NOT NULL or name other columns in key-overrides"
+    )
 }
 
 pub fn arrow_type(k: &Kind) -> A {

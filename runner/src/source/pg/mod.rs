@@ -253,8 +253,8 @@ fn pg_table(src: &Source, schema: &str, ir: &ddl_core::Table) -> Result<PgTable,
         });
         forms.push(form);
     }
-    let key_names: Vec<String> = match src.key_overrides.get(&format!("{schema}.{}", ir.name.name))
-    {
+    let over = src.key_overrides.get(&format!("{schema}.{}", ir.name.name));
+    let key_names: Vec<String> = match over {
         Some(k) => k.clone(),
         None => ir
             .primary_key
@@ -264,12 +264,20 @@ fn pg_table(src: &Source, schema: &str, ir: &ddl_core::Table) -> Result<PgTable,
     };
     let mut key = Vec::new();
     for k in &key_names {
-        key.push(columns.iter().position(|c| c.name == *k).ok_or_else(|| {
+        let i = columns.iter().position(|c| c.name == *k).ok_or_else(|| {
             SourceError::Schema(format!(
                 "{schema}.{}: key column {k} does not exist",
                 ir.name.name
             ))
-        })?);
+        })?;
+        if over.is_some() && columns[i].nullable {
+            return Err(SourceError::Schema(super::decode::nullable_key(
+                schema,
+                &ir.name.name,
+                k,
+            )));
+        }
+        key.push(i);
     }
     let arrow = Arc::new(Schema::new(
         columns
@@ -715,8 +723,8 @@ async fn read_table(
         .collect::<Vec<_>>()
         .join(", ");
     let from = format!("{}.{}", ident(&table.db), ident(&table.name));
-    let chunk_key = table.chunk_key();
-    let key: Vec<String> = chunk_key
+    let key: Vec<String> = table
+        .key
         .iter()
         .map(|i| ident(&table.columns[*i].name))
         .collect();
@@ -830,7 +838,8 @@ async fn read_table(
             let mut fields = Vec::new();
             copy_fields(&last_line, &mut fields).map_err(bad)?;
             Some(
-                chunk_key
+                table
+                    .key
                     .iter()
                     .map(|i| match fields.get(*i).cloned().flatten() {
                         None => KeyValue::Null,
