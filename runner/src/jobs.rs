@@ -140,24 +140,32 @@ where
 }
 
 async fn stop_on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    let term = async {
-        #[cfg(unix)]
-        {
-            if let Ok(mut s) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            {
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    for n in 0.. {
+        let term_recv = async {
+            #[cfg(unix)]
+            if let Some(s) = term.as_mut() {
                 s.recv().await;
+                return;
             }
+            std::future::pending::<()>().await
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term_recv => {}
         }
-        #[cfg(not(unix))]
-        std::future::pending::<()>().await;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+        if n == 0 {
+            tracing::info!(
+                "stopping: committing what was read (a second SIGINT or SIGTERM stops at once)"
+            );
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        } else {
+            // As a crash would: the next run resumes from the last checkpoint.
+            eprintln!("stopped at once by a second signal: changes read since the last checkpoint are read again by the next run");
+            std::process::exit(130);
+        }
     }
-    tracing::info!("stopping: committing what was read");
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
 pub(super) fn ddl_log(config: &std::path::Path, resolve: Option<u64>, retry: bool) -> ExitCode {

@@ -65,6 +65,11 @@ pub struct RowBatch {
     /// FULL), as (row, column) in row order. Their slots in `after` are NULL; the
     /// row's previous value stays (the sink takes it from what it holds).
     pub unchanged: Vec<(u32, u32)>,
+    /// Whether this batch ends its delivery. A source splits what it read by table
+    /// and kind of change, so the batches of one delivery interleave: only after the
+    /// last of them is every row before the last row read delivered (the position
+    /// after it may be committed).
+    pub complete: bool,
 }
 
 impl RowBatch {
@@ -94,6 +99,7 @@ impl RowBatch {
                 .filter_map(|(p, k)| k.then_some(*p))
                 .collect(),
             txns: self.txns.clone(),
+            complete: self.complete,
             unchanged: if self.unchanged.is_empty() {
                 Vec::new()
             } else {

@@ -121,6 +121,7 @@ impl HeldBatch {
                 .collect(),
             txns: Arc::new(self.txns.clone()),
             unchanged: self.unchanged.clone(),
+            complete: true,
         })
     }
 

@@ -152,8 +152,13 @@ pub trait Sink {
 struct Cursor {
     /// The last transaction boundary read.
     boundary: Option<Position>,
-    /// Just after the last row read (binlog sources).
+    /// Just after the last row read (binlog sources), at the end of a complete
+    /// delivery (see [`RowBatch::complete`]).
     read_to: Option<Position>,
+    /// Just after the furthest row of a delivery whose batches are still coming:
+    /// rows of other batches of it may lie before that point, so it is no place to
+    /// commit or stop at.
+    reading: Option<Position>,
     /// The snapshot under way.
     snapshot: Option<SnapshotResume>,
     /// Sets over its table lists (they hold every table of a job of many).
@@ -324,6 +329,11 @@ impl<S: Sink> Pipeline<S> {
             drop(rx);
             let src_res = task.await.map_err(|e| e.to_string())?;
             res?;
+            // Ended inside a delivery: the source's own error says why.
+            let src_res = match src_res {
+                Err(e) if cur.reading.is_some() => return Err(e.into()),
+                r => r,
+            };
             // Everything read is committed before a stop, an end or a reconnect.
             self.drain(&cur).await?;
             if self.stopping() {
@@ -345,6 +355,7 @@ impl<S: Sink> Pipeline<S> {
                     );
                     cur.boundary = None;
                     cur.read_to = None;
+                    cur.reading = None;
                     tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8))))
                         .await;
                 }
@@ -358,6 +369,17 @@ impl<S: Sink> Pipeline<S> {
     async fn drain(&mut self, cur: &Cursor) -> Result<()> {
         // The committed position is the one to compare with.
         self.sink.settle().await?;
+        if let Some(r) = &cur.reading {
+            // The source ended inside a delivery: what was taken of it lies on both
+            // sides of the last complete point, so nothing may commit (the sink's
+            // pending changes hold part of it); the next run reads again from the
+            // last checkpoint.
+            return Err(format!(
+                "the source ended inside a delivery (rows up to {r} read in part); nothing read since checkpoint {} was committed, and the next run reads it again",
+                self.sink.status().checkpoint
+            )
+            .into());
+        }
         self.drain_to(cur).await?;
         // Done before the source starts again or the job stops.
         self.sink.settle().await?;
@@ -419,7 +441,8 @@ impl<S: Sink> Pipeline<S> {
         cur: &mut Cursor,
     ) -> Result<()> {
         loop {
-            if self.stopping() {
+            // A stop waits for the rest of a delivery (its batches are on their way).
+            if self.stopping() && cur.reading.is_none() {
                 return Ok(());
             }
             self.progress().await;
@@ -515,10 +538,19 @@ impl<S: Sink> Pipeline<S> {
                 let Some(last) = b.num_rows().checked_sub(1) else {
                     return Ok(());
                 };
-                cur.read_to = Some(b.position_after(last));
+                let end = b.position_after(last);
+                let end = match cur.reading.take() {
+                    Some(r) if r > end => r,
+                    _ => end,
+                };
+                if b.complete {
+                    cur.read_to = Some(end);
+                } else {
+                    cur.reading = Some(end);
+                }
                 let snapshotting = cur.snapshot.is_some();
                 self.sink.rows(b, snapshotting).await?;
-                if self.sink.over_budget() {
+                if cur.reading.is_none() && self.sink.over_budget() {
                     self.sink.relieve(cur.read_to.clone(), snapshotting).await?;
                     crate::malloc::trim();
                 }

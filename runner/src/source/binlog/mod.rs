@@ -380,7 +380,8 @@ impl BinlogReader {
         } else {
             self.pending_commit.take()
         };
-        for (table, op, mut a, b, positions) in open {
+        let n = open.len();
+        for (i, (table, op, mut a, b, positions)) in open.into_iter().enumerate() {
             let first = a.finish();
             let (before, after) = match (op, b) {
                 (Op::Insert, _) => (None, Some(first)),
@@ -396,6 +397,7 @@ impl BinlogReader {
                 positions,
                 txns: txns.clone(),
                 unchanged: Vec::new(),
+                complete: i + 1 == n,
             };
             if !self.send(SourceEvent::Rows(batch)).await {
                 return Ok(false);

@@ -636,6 +636,7 @@ impl Reader {
                 ..position.clone()
             }]),
             unchanged: Vec::new(),
+            complete: true,
         };
         self.delivered += 1;
         Ok(deliver(&self.tx, None, vec![batch], end, position).await)

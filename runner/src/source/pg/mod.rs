@@ -1847,6 +1847,8 @@ impl Stream {
         if let Some(t) = &self.txn {
             self.txns.push(lsn_position(t.commit, 0));
         }
+        // Built first, sent after: the last one sent ends the delivery.
+        let mut batches = Vec::with_capacity(open.len());
         for Open {
             table: t,
             op,
@@ -1875,6 +1877,7 @@ impl Stream {
                 positions,
                 txns: txns.clone(),
                 unchanged,
+                complete: false,
             };
             let batch = if bad.is_empty() {
                 batch
@@ -1890,6 +1893,12 @@ impl Stream {
                 }
                 kept
             };
+            batches.push(batch);
+        }
+        if let Some(last) = batches.last_mut() {
+            last.complete = true;
+        }
+        for batch in batches {
             if !self.send(SourceEvent::Rows(batch)).await {
                 return Ok(false);
             }
