@@ -17,7 +17,11 @@ export PATH="$(pg_config --bindir):$PATH"
 # The interop tests read lakeshift's Iceberg tables with pyiceberg and DuckDB (with its
 # iceberg, avro and parquet extensions from PyPI, loaded offline) from a virtualenv;
 # the S3 tests run moto's S3 server from it.
-VENV=target/interop-venv
+# Tools the tests build or install live in a cache outside the clone, keyed by their
+# versions, so a clean clone on the same machine reuses them.
+CACHE="${LAKESHIFT_CACHE:-$HOME/.cache/lakeshift}"
+mkdir -p "$CACHE"
+VENV="$CACHE/interop-venv-pyiceberg0.12.0-duckdb1.4.4-moto5.2.5"
 if ! { "$VENV/bin/python" -c "import pyiceberg, duckdb, duckdb_ext, moto, boto3" 2>/dev/null \
     && ls "$VENV"/lib/python3*/site-packages/duckdb_ext/extensions/*/*/httpfs.duckdb_extension >/dev/null 2>&1; }; then
   python3 -m venv "$VENV"
@@ -27,16 +31,17 @@ if ! { "$VENV/bin/python" -c "import pyiceberg, duckdb, duckdb_ext, moto, boto3"
     duckdb-ext-parquet==1.4.4.20260205 duckdb-ext-httpfs==1.4.4.20260205 \
     "moto[server]==5.2.5"
 fi
-export LAKESHIFT_INTEROP_PYTHON="$PWD/$VENV/bin/python"
+export LAKESHIFT_INTEROP_PYTHON="$VENV/bin/python"
 
 # The Kafka tests run a real Kafka-protocol broker: tansu from crates.io, with its
-# in-memory store, built once into target/tansu.
-TANSU=target/tansu/bin/tansu
+# in-memory store, built once into the cache.
+TANSU_ROOT="$CACHE/tansu-0.6.0-dynostore-debug"
+TANSU="$TANSU_ROOT/bin/tansu"
 if ! "$TANSU" --version >/dev/null 2>&1; then
   # A debug build: half the build time of a release one, and fast enough here.
-  cargo install tansu --version 0.6.0 --locked --features dynostore --debug --root target/tansu
+  cargo install tansu --version 0.6.0 --locked --features dynostore --debug --root "$TANSU_ROOT"
 fi
-export LAKESHIFT_TANSU="$PWD/$TANSU"
+export LAKESHIFT_TANSU="$TANSU"
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -26,13 +26,9 @@ pub fn interop_python() -> PathBuf {
     if let Ok(p) = std::env::var("LAKESHIFT_INTEROP_PYTHON") {
         return PathBuf::from(p);
     }
-    let p = workspace_root().join("target/interop-venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run ./scripts/test.sh, which installs pyiceberg and DuckDB into it",
-        p.display()
-    );
-    p
+    panic!(
+        "LAKESHIFT_INTEROP_PYTHON is not set: run ./scripts/test.sh, which installs pyiceberg and DuckDB into a virtualenv (in ~/.cache/lakeshift) and sets it"
+    )
 }
 
 /// Python that opens DuckDB as `con` with its parquet, avro and iceberg extensions

@@ -381,6 +381,18 @@ impl SourceError {
     pub fn sql(e: mysql_async::Error) -> Self {
         if connection_lost(&e) {
             SourceError::Lost(e.to_string())
+        } else if let mysql_async::Error::Server(s) = &e {
+            // A captured table changed under a read (a DDL after the snapshot's point
+            // and before its read of the table: unknown column, no such table, table
+            // definition changed): read again from the last checkpoint, where a
+            // resumed snapshot reads the tables it had not begun at a later point.
+            if [1054, 1146, 1412].contains(&s.code) {
+                SourceError::Lost(format!(
+                    "a captured table changed while it was read ({e}); reading again"
+                ))
+            } else {
+                SourceError::Sql(e.to_string())
+            }
         } else {
             SourceError::Sql(e.to_string())
         }

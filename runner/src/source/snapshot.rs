@@ -327,7 +327,7 @@ pub async fn snapshot(
         // cursor is keyed: changes applied again to keyed rows land the same).
         let whole: Vec<(String, String)> = defs
             .iter()
-            .filter(|(db, name, _, _)| src.captures(db, name))
+            .filter(|(db, name, _, _)| src.captures(db, name) && history.table(db, name).is_some())
             .map(|(db, name, _, _)| (db.clone(), name.clone()))
             .filter(|k| {
                 !r.done.contains(k)
@@ -366,6 +366,14 @@ pub async fn snapshot(
             Scope::All => {}
             Scope::Resume(r) => {
                 if done.contains(&key) {
+                    continue;
+                }
+                if history.table(db, name).is_none() {
+                    // Created after the snapshot's point (a DDL while it was
+                    // interrupted): the binlog from that point brings it whole.
+                    tracing::info!(
+                        "{db}.{name}: created after the snapshot's point; its rows come from the binlog"
+                    );
                     continue;
                 }
                 if let Some(c) = r

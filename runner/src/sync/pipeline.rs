@@ -526,7 +526,14 @@ impl<S: Sink> Pipeline<S> {
                 self.sink.snapshot_rows(&table, rows, &position).await?;
                 self.snapshot_cursor(&table, cursor, position, cur).await?;
             }
-            SourceEvent::SnapshotDone { position, .. } => {
+            SourceEvent::SnapshotDone {
+                position,
+                tables,
+                rows,
+            } => {
+                tracing::info!(
+                    "snapshot done: {tables} table(s), {rows} row(s); following changes from {position}"
+                );
                 cur.snapshot = None;
                 self.snapshot_progress = None;
                 self.checkpoint(Some(position.clone()), None).await?;

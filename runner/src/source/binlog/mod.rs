@@ -186,6 +186,11 @@ impl BinlogReader {
                     {
                         return Ok(());
                     }
+                    // The pipeline stopped (SIGTERM) while the server is quiet: end
+                    // now, not at the next event or heartbeat.
+                    if self.tx.is_closed() {
+                        return Ok(());
+                    }
                     continue;
                 }
                 Ok(None) => break,
