@@ -15,6 +15,8 @@ pub mod failpoint;
 pub mod iceberg;
 pub mod malloc;
 #[cfg(feature = "sync")]
+pub mod segment;
+#[cfg(feature = "sync")]
 pub mod source;
 #[cfg(feature = "sync")]
 pub mod sync;

@@ -452,8 +452,16 @@ impl Catalog {
         out
     }
 
+    /// A new table's folder: one folder per namespace level, then the table, each
+    /// name encoded so that none can leave the warehouse (`..`, `/`, NUL, ...).
     pub fn table_location(&self, ns: &str, table: &str) -> String {
-        format!("{}/{}/{}", self.warehouse, ns.replace('.', "/"), table)
+        let ns: Vec<String> = ns.split('.').map(crate::segment::encode).collect();
+        format!(
+            "{}/{}/{}",
+            self.warehouse,
+            ns.join("/"),
+            crate::segment::encode(table)
+        )
     }
 
     pub async fn namespace_exists(&self, ns: &str) -> Result<bool> {

@@ -345,6 +345,11 @@ pub enum SourceError {
     /// reading again from the last checkpoint can fix it.
     #[error("the connection to the source was lost: {0}")]
     Lost(String),
+    /// A captured table changed under a read (a DDL after the snapshot's point and
+    /// before its read of the table): read again, a few times, from the last
+    /// checkpoint, where a resumed snapshot reads tables it had not begun later.
+    #[error("a captured table changed while it was read ({0}); if this stays, re-snapshot the table (drop its target table and restart the job)")]
+    Changed(String),
 }
 
 /// Whether a client error means the connection itself broke (I/O, closed, the server
@@ -363,7 +368,18 @@ impl SourceError {
     /// Whether a reconnect can fix it (the connection was lost, not refused for a
     /// reason that stays).
     pub fn transient(&self) -> bool {
-        matches!(self, SourceError::Connect(_) | SourceError::Lost(_))
+        matches!(
+            self,
+            SourceError::Connect(_) | SourceError::Lost(_) | SourceError::Changed(_)
+        )
+    }
+
+    /// How many reads again in a row (without progress) a transient error gets.
+    pub fn retries(&self) -> u32 {
+        match self {
+            SourceError::Changed(_) => 3,
+            _ => 60,
+        }
     }
 
     /// A failed connection: refused credentials or privileges (MySQL 1044, 1045,
@@ -387,9 +403,7 @@ impl SourceError {
             // definition changed): read again from the last checkpoint, where a
             // resumed snapshot reads the tables it had not begun at a later point.
             if [1054, 1146, 1412].contains(&s.code) {
-                SourceError::Lost(format!(
-                    "a captured table changed while it was read ({e}); reading again"
-                ))
+                SourceError::Changed(e.to_string())
             } else {
                 SourceError::Sql(e.to_string())
             }
@@ -530,7 +544,10 @@ mod tests {
         assert!(matches!(SourceError::sql(closed), SourceError::Lost(_)));
         assert!(SourceError::sql(server(1927)).transient());
         // A refused statement stays definite, whatever its message says.
-        assert!(!SourceError::sql(server(1146)).transient());
+        assert!(!SourceError::sql(server(1105)).transient());
+        // A table changed under a read is read again, a few times.
+        let changed = SourceError::sql(server(1146));
+        assert!(matches!(changed, SourceError::Changed(_)) && changed.retries() == 3);
         let from = binlog::ReadFrom::Position(Position::new("bin.000001", 4));
         assert!(matches!(
             SourceError::classify(server(1236), &from),

@@ -256,7 +256,9 @@ impl DdlLog {
     }
 
     fn held_path(&self, table: &str) -> PathBuf {
-        self.dir.join("held").join(format!("{table}.json"))
+        self.dir
+            .join("held")
+            .join(format!("{}.json", crate::segment::encode(table)))
     }
 
     /// Hold statements of checkpoint `ck` for a table, durably. Statements an earlier

@@ -196,8 +196,10 @@ impl HeldStore {
         }
     }
 
+    /// A table's folder, its name encoded (it cannot leave the store); a name too
+    /// long to encode whole is kept in the folder's `.name` file.
     fn table_dir(&self, table: &str) -> PathBuf {
-        self.dir.join(table)
+        self.dir.join(crate::segment::encode(table))
     }
 
     /// Files of one table: (checkpoint, path), oldest first.
@@ -228,7 +230,11 @@ impl HeldStore {
             .map(|rd| {
                 rd.flatten()
                     .filter(|e| e.path().is_dir())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter_map(|e| {
+                        let seg = e.file_name().to_string_lossy().into_owned();
+                        crate::segment::decode(&seg)
+                            .or_else(|| std::fs::read_to_string(e.path().join(".name")).ok())
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -240,6 +246,10 @@ impl HeldStore {
     pub fn write(&self, table: &str, ck: u64, items: &[HeldItem]) -> Result<(), SyncError> {
         let d = self.table_dir(table);
         std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        let name = d.join(".name");
+        if crate::segment::decode(&crate::segment::encode(table)).is_none() && !name.exists() {
+            write_durably(&name, table.as_bytes())?;
+        }
         let bytes = serde_json::to_vec(items).map_err(|e| e.to_string())?;
         write_durably(&d.join(format!("{ck:020}.json")), &bytes)
     }

@@ -341,7 +341,7 @@ impl<S: Sink> Pipeline<S> {
             }
             match src_res {
                 Ok(()) => return Ok(()),
-                Err(e) if e.transient() && retries < 60 => {
+                Err(e) if e.transient() && retries < e.retries() => {
                     if self.sink.status().rows > rows_before {
                         retries = 0;
                     }
@@ -531,12 +531,12 @@ impl<S: Sink> Pipeline<S> {
                 tables,
                 rows,
             } => {
-                tracing::info!(
-                    "snapshot done: {tables} table(s), {rows} row(s); following changes from {position}"
-                );
                 cur.snapshot = None;
                 self.snapshot_progress = None;
                 self.checkpoint(Some(position.clone()), None).await?;
+                tracing::info!(
+                    "snapshot done and committed: {tables} table(s), {rows} row(s); following changes from {position}"
+                );
                 cur.boundary = Some(position);
             }
             SourceEvent::Rows(b) => {
