@@ -385,31 +385,7 @@ impl Rig {
     async fn source_state(&self) -> BTreeMap<String, (Vec<String>, Rows)> {
         let mut out = BTreeMap::new();
         match &self.src {
-            Src::Maria(m) => {
-                let mut c = m.conn(None).await;
-                let tables: Vec<String> = c
-                    .exec(
-                        "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
-                        (DB,),
-                    )
-                    .await
-                    .unwrap();
-                for t in tables {
-                    let cols: Vec<String> = c
-                        .exec(
-                            "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
-                            (DB, &t),
-                        )
-                        .await
-                        .unwrap();
-                    let rows = lakeshift_tests::mysql_text_rows(
-                        &mut c,
-                        &format!("SELECT * FROM {DB}.{}", quote_my(&t)),
-                    )
-                    .await;
-                    out.insert(t, (cols, rows));
-                }
-            }
+            Src::Maria(m) => out = mysql_state(m).await,
             Src::Pg(p) => {
                 let c = p.client("app").await;
                 let (tables, cols) = pg_tables(&c, DB).await;
@@ -464,31 +440,7 @@ impl Rig {
                     out.insert(t, (cs, rows));
                 }
             }
-            Dst::Maria(m) => {
-                let mut c = m.conn(None).await;
-                let tables: Vec<String> = c
-                    .exec(
-                        "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
-                        (DB,),
-                    )
-                    .await
-                    .unwrap();
-                for t in tables {
-                    let cols: Vec<String> = c
-                        .exec(
-                            "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
-                            (DB, &t),
-                        )
-                        .await
-                        .unwrap();
-                    let rows = lakeshift_tests::mysql_text_rows(
-                        &mut c,
-                        &format!("SELECT * FROM {DB}.{}", quote_my(&t)),
-                    )
-                    .await;
-                    out.insert(t, (cols, rows));
-                }
-            }
+            Dst::Maria(m) => out = mysql_state(m).await,
         }
         out
     }
@@ -619,6 +571,35 @@ fn quote_pg(n: &str) -> String {
     format!("\"{}\"", n.replace('"', "\"\""))
 }
 
+/// A MariaDB database's base tables: (column names, rows as text) each.
+async fn mysql_state(m: &MariaDb) -> BTreeMap<String, (Vec<String>, Rows)> {
+    let mut out = BTreeMap::new();
+    let mut c = m.conn(None).await;
+    let tables: Vec<String> = c
+        .exec(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE'",
+            (DB,),
+        )
+        .await
+        .unwrap();
+    for t in tables {
+        let cols: Vec<String> = c
+            .exec(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+                (DB, &t),
+            )
+            .await
+            .unwrap();
+        let rows = lakeshift_tests::mysql_text_rows(
+            &mut c,
+            &format!("SELECT * FROM {DB}.{}", quote_my(&t)),
+        )
+        .await;
+        out.insert(t, (cols, rows));
+    }
+    out
+}
+
 /// A PostgreSQL schema's base tables and their columns in order.
 async fn pg_tables(
     c: &tokio_postgres::Client,
@@ -666,7 +647,14 @@ fn norm(v: Option<&str>) -> Option<String> {
             && int.bytes().all(|c| c.is_ascii_digit())
             && frac.is_some_and(|f| !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit()))
     };
-    if numeric {
+    // A timestamp's zero fraction (DATETIME(6) prints `.000000`, PostgreSQL none).
+    let b = s.as_bytes();
+    let timestamp = b.len() > 20
+        && b[4] == b'-'
+        && b[13] == b':'
+        && b[19] == b'.'
+        && b[20..].iter().all(u8::is_ascii_digit);
+    if numeric || timestamp {
         s = s.trim_end_matches('0').trim_end_matches('.').to_owned();
         if s == "-0" {
             s = "0".into();
@@ -676,19 +664,7 @@ fn norm(v: Option<&str>) -> Option<String> {
 }
 
 fn diff_rows(t: &str, got: &Rows, want: &Rows) -> String {
-    let only = |a: &Rows, b: &Rows| -> Rows {
-        let mut b = b.clone();
-        let mut out = Vec::new();
-        for r in a {
-            match b.iter().position(|x| x == r) {
-                Some(i) => {
-                    b.swap_remove(i);
-                }
-                None => out.push(r.clone()),
-            }
-        }
-        out
-    };
+    let only = lakeshift_tests::only_in;
     let short = |rows: Rows| -> String {
         let n = rows.len();
         let mut s: Vec<String> = rows
@@ -1602,6 +1578,14 @@ fn values_compare_without_trailing_fraction_zeros() {
         Some("2024-01-01 10:00:00")
     );
     assert_eq!(norm(Some("v1.50x")).as_deref(), Some("v1.50x"));
+    assert_eq!(
+        norm(Some("1970-01-01 00:00:01.000000")).as_deref(),
+        Some("1970-01-01 00:00:01")
+    );
+    assert_eq!(
+        norm(Some("1970-01-01 00:00:01.120000")).as_deref(),
+        Some("1970-01-01 00:00:01.12")
+    );
 }
 
 /// Security (issue item 12): a table named `../../../esc` (and one with a slash and a

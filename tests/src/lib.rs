@@ -1077,24 +1077,28 @@ pub type Rows = Vec<Vec<Option<String>>>;
 /// The source's contents of some tables at one point (the oracle of the kill tests).
 pub type Dump = std::collections::BTreeMap<&'static str, Rows>;
 
+/// The rows of `a` that `b` lacks (as a multiset: a row twice in `a` and once in `b`
+/// is in the answer once).
+pub fn only_in(a: &Rows, b: &Rows) -> Rows {
+    let mut b = b.clone();
+    let mut out = Vec::new();
+    for r in a {
+        match b.iter().position(|x| x == r) {
+            Some(i) => {
+                b.swap_remove(i);
+            }
+            None => out.push(r.clone()),
+        }
+    }
+    out
+}
+
 /// Rows equal, or a failure that shows the rows only one side has.
 pub fn assert_rows_eq(got: &Rows, want: &Rows, what: &str) {
     if got == want {
         return;
     }
-    let only = |a: &Rows, b: &Rows| -> Vec<Vec<Option<String>>> {
-        let mut b = b.clone();
-        let mut out = Vec::new();
-        for r in a {
-            match b.iter().position(|x| x == r) {
-                Some(i) => {
-                    b.swap_remove(i);
-                }
-                None => out.push(r.clone()),
-            }
-        }
-        out
-    };
+    let only = only_in;
     panic!(
         "{what}: {} rows vs {} expected; only read: {:?}; only expected: {:?}",
         got.len(),

@@ -146,6 +146,7 @@ impl RdbEngine {
         )?;
         self.ensure_namespace(&k.0).await?;
         for s in &sql.0 {
+            let s = &utf8mb4(self.dialect, s);
             self.target()
                 .await?
                 .exec(s)
@@ -182,7 +183,10 @@ impl RdbEngine {
         let id = self.emitter_ctx_ident(db);
         let sql = match self.dialect {
             Dialect::Postgres => format!("CREATE SCHEMA IF NOT EXISTS {id}"),
-            _ => format!("CREATE DATABASE IF NOT EXISTS {id}"),
+            // Text of any source fits whatever the server's default charset is.
+            _ => format!(
+                "CREATE DATABASE IF NOT EXISTS {id} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+            ),
         };
         Ok(self
             .target()
@@ -247,4 +251,22 @@ impl RdbEngine {
         }
         Ok((out, notes))
     }
+}
+
+/// A MySQL/MariaDB `CREATE TABLE` that names no character set gets utf8mb4 (with a
+/// binary collation: keys that differ only in case or accents, distinct in the
+/// source, stay distinct), so that a server whose default is latin1 neither refuses
+/// nor mangles 4-byte or non-Latin text.
+pub(super) fn utf8mb4(dialect: Dialect, sql: &str) -> std::borrow::Cow<'_, str> {
+    let create = sql
+        .get(..12)
+        .is_some_and(|p| p.eq_ignore_ascii_case("CREATE TABLE"));
+    if dialect == Dialect::Postgres || !create || sql.to_ascii_uppercase().contains("CHARSET") {
+        return sql.into();
+    }
+    format!(
+        "{} DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+        sql.trim_end().trim_end_matches(';')
+    )
+    .into()
 }
