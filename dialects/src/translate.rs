@@ -699,6 +699,26 @@ mod tests {
     }
 
     #[test]
+    fn a_json_column_takes_no_charset_on_mysql_targets() {
+        // regression (issue 36 item 8): MariaDB's JSON is utf8mb4_bin underneath and
+        // its SHOW CREATE TABLE says so; `JSON CHARACTER SET utf8mb4 COLLATE
+        // utf8mb4_bin` was emitted, a syntax error on MariaDB, which stuck a job.
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::MySql,
+            "CREATE TABLE t (id INT PRIMARY KEY, j JSON CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, k longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`k`)), s VARCHAR(5) CHARACTER SET latin1);",
+        );
+        assert!(
+            out[0].contains("j JSON,") && out[0].contains("k JSON,"),
+            "{out:#?}"
+        );
+        assert!(
+            out[0].contains("s VARCHAR(5) CHARACTER SET latin1"),
+            "{out:#?}"
+        );
+    }
+
+    #[test]
     fn forward_foreign_keys_wait_for_their_table() {
         // regression: a dump with FOREIGN_KEY_CHECKS=0 created 5 of 16 tables on
         // PostgreSQL, because inline keys pointed at tables created later.

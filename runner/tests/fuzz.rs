@@ -1658,3 +1658,100 @@ async fn hostile_table_names_stay_inside_the_warehouse() {
         .unwrap();
     assert_eq!(rows, vec![vec![Some("7".to_owned())]]);
 }
+
+/// Issue items 1 and 2: sessions with `binlog_row_image=NOBLOB` and `MINIMAL`.
+/// Updates leave unchanged columns out of the after image (a TEXT column under
+/// NOBLOB; every unchanged column under MINIMAL, key changes too); those values stay
+/// what the target holds. Before, the NOBLOB update wrote NULL into the TEXT column
+/// and the MINIMAL key change NULL into the other columns. An insert that leaves
+/// columns out (MINIMAL, a column with a default) stops the job naming the row image.
+async fn row_images(sink: SinkKind) {
+    let mut rig = Rig::new(Pair(SrcKind::Maria, sink), 0.2).await;
+    rig.exec(
+        "CREATE TABLE fz.doc (id INT PRIMARY KEY, title VARCHAR(20), body TEXT, n INT);
+         INSERT INTO fz.doc VALUES (1, 'one', 'long body one', 10), (2, 'two', 'body two', 20),
+           (3, 'three', 'body three', 30), (4, 'four', NULL, 40);",
+    )
+    .await
+    .unwrap();
+    rig.start();
+    rig.wait_for_log("snapshot done and committed").unwrap();
+    for image in ["NOBLOB", "MINIMAL"] {
+        let bump = if image == "NOBLOB" { 1 } else { 100 };
+        rig.exec(&format!(
+            "SET SESSION binlog_row_image = {image};
+             UPDATE fz.doc SET title = 'T{image}' WHERE id = 1;
+             UPDATE fz.doc SET n = n + {bump} WHERE id IN (2, 3);
+             INSERT INTO fz.doc VALUES ({k}, 'new', 'new body', 5);
+             DELETE FROM fz.doc WHERE id = 4;",
+            k = 10 + bump
+        ))
+        .await
+        .unwrap();
+    }
+    // A key change under MINIMAL: the other columns come from the old row.
+    rig.exec("SET SESSION binlog_row_image = MINIMAL; UPDATE fz.doc SET id = 7 WHERE id = 3")
+        .await
+        .unwrap();
+    rig.catch_up().unwrap();
+    rig.compare().await.unwrap();
+    // An insert that leaves a column out: a clear stop, again on a restart.
+    rig.exec("SET SESSION binlog_row_image = MINIMAL; INSERT INTO fz.doc (id, title) VALUES (50, 'partial')")
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let e = rig.catch_up().unwrap_err();
+        assert!(
+            e.contains("binlog_row_image")
+                && e.contains("fz.doc")
+                && e.contains("[\"body\", \"n\"]"),
+            "{e}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_images_minimal_and_noblob_into_iceberg() {
+    row_images(SinkKind::Iceberg).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_images_minimal_and_noblob_into_postgres() {
+    row_images(SinkKind::Pg).await;
+}
+
+/// Issue item 14: a table list that matches nothing (a typo, an account that may not
+/// read the tables) is refused at the start, naming the patterns and what to check;
+/// before, the job ran on, logging `0 row changes`, and exited 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_list_that_matches_nothing_is_refused() {
+    for src in [SrcKind::Maria, SrcKind::Pg] {
+        let mut rig = Rig::new(Pair(src, SinkKind::Iceberg), 0.2).await;
+        rig.exec("CREATE TABLE fz.present (id INT PRIMARY KEY)")
+            .await
+            .unwrap();
+        let text = std::fs::read_to_string(&rig.job)
+            .unwrap()
+            .replace("tables: ['fz\\..*']", "tables: ['fx\\..*']");
+        std::fs::write(&rig.job, text).unwrap();
+        let e = rig.catch_up().unwrap_err();
+        assert!(
+            e.contains("source.tables [\"fx\\\\..*\"] matches none of the")
+                && e.contains("GRANT SELECT"),
+            "{src:?}: {e}"
+        );
+        // Fixed, the same job runs and logs what it captures.
+        let text = std::fs::read_to_string(&rig.job)
+            .unwrap()
+            .replace("tables: ['fx\\..*']", "tables: ['fz\\..*']");
+        std::fs::write(&rig.job, text).unwrap();
+        rig.catch_up().unwrap();
+        assert!(
+            std::fs::read_to_string(rig.log_path())
+                .unwrap()
+                .contains("capturing 1 table(s)"),
+            "{src:?}: {}",
+            rig.log_tail()
+        );
+    }
+}

@@ -426,7 +426,10 @@ impl Emitter {
             }
             None => None,
         };
-        if self.target == Dialect::MySql && same {
+        // A JSON column takes no charset or collation (MariaDB's JSON is utf8mb4_bin
+        // already and refuses them after the type name).
+        let json = matches!(c.data_type, ddl_core::DataType::Json { .. });
+        if self.target == Dialect::MySql && same && !json {
             if let Some(cs) = &c.charset {
                 s.push_str(&format!(" CHARACTER SET {cs}"));
             }
@@ -436,7 +439,7 @@ impl Emitter {
                 Some(co) => s.push_str(&format!(" COLLATE {co}")),
                 None => {}
             }
-        } else if let Some(co) = &c.collation {
+        } else if let Some(co) = c.collation.as_ref().filter(|_| !json) {
             cx.diags.skip(format!(
                 "{table}.{}: collation {co} is not carried to {}",
                 c.name, self.target

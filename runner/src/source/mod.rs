@@ -348,8 +348,44 @@ pub enum SourceError {
     /// A captured table changed under a read (a DDL after the snapshot's point and
     /// before its read of the table): read again, a few times, from the last
     /// checkpoint, where a resumed snapshot reads tables it had not begun later.
+    /// A row event without every column (binlog_row_image MINIMAL or NOBLOB) that
+    /// cannot be mirrored exactly.
+    #[error("{0}")]
+    RowImage(String),
     #[error("a captured table changed while it was read ({0}); if this stays, re-snapshot the table (drop its target table and restart the job)")]
     Changed(String),
+}
+
+/// How many of the tables an account can see (`db`/schema, table) the job's table
+/// list captures (logged), or why none: a typo in the patterns, or an account that
+/// may not read the tables, would otherwise follow nothing, forever.
+pub fn captured_count(
+    src: &config::Source,
+    visible: &[(String, String)],
+    user: &str,
+) -> Result<usize, String> {
+    let captured = visible.iter().filter(|(d, t)| src.captures(d, t)).count();
+    if captured > 0 {
+        tracing::info!(
+            "capturing {captured} table(s) of the {} the source account can see",
+            visible.len()
+        );
+        return Ok(captured);
+    }
+    let patterns: Vec<&str> = src
+        .tables
+        .iter()
+        .map(|r| {
+            let s = r.as_str();
+            s.strip_prefix("^(?:")
+                .and_then(|s| s.strip_suffix(")$"))
+                .unwrap_or(s)
+        })
+        .collect();
+    Err(format!(
+        "source.tables {patterns:?} matches none of the {} table(s) user {user} can see: check the patterns (regular expressions over `db.table`, a dot written `\\.`) and that the user may read the tables (GRANT SELECT ON ... TO {user})",
+        visible.len()
+    ))
 }
 
 /// Whether a client error means the connection itself broke (I/O, closed, the server

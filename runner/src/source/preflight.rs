@@ -111,6 +111,19 @@ pub async fn check(src: &Source) -> Result<ServerInfo, SourceError> {
     } else {
         None
     };
+    // The table list must capture something this account can see: a typo, or an
+    // account without SELECT, would otherwise follow nothing, forever.
+    let visible: Vec<(String, String)> = conn
+        .query(
+            "SELECT table_schema, table_name FROM information_schema.tables \
+             WHERE table_type IN ('BASE TABLE', 'SYSTEM VERSIONED') \
+             AND table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')",
+        )
+        .await
+        .map_err(SourceError::sql)?;
+    if let Err(e) = super::captured_count(src, &visible, &src.binlog().username) {
+        problems.push(e);
+    }
     let _ = conn.disconnect().await;
     if !problems.is_empty() {
         return Err(SourceError::Preflight(problems.join("; ")));

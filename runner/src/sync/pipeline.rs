@@ -540,20 +540,20 @@ impl<S: Sink> Pipeline<S> {
                 cur.boundary = Some(position);
             }
             SourceEvent::Rows(b) => {
-                // A batch can be empty: a resume inside a transaction skips what
-                // was delivered of it.
-                let Some(last) = b.num_rows().checked_sub(1) else {
+                // A batch can be empty (a resume inside a transaction skips what
+                // was delivered of it), and still end its delivery.
+                let end = b.num_rows().checked_sub(1).map(|l| b.position_after(l));
+                let end = match (cur.reading.take(), end) {
+                    (Some(r), Some(e)) => Some(r.max(e)),
+                    (r, e) => r.or(e),
+                };
+                if !b.complete {
+                    cur.reading = end;
+                } else if end.is_some() {
+                    cur.read_to = end;
+                }
+                if b.num_rows() == 0 {
                     return Ok(());
-                };
-                let end = b.position_after(last);
-                let end = match cur.reading.take() {
-                    Some(r) if r > end => r,
-                    _ => end,
-                };
-                if b.complete {
-                    cur.read_to = Some(end);
-                } else {
-                    cur.reading = Some(end);
                 }
                 let snapshotting = cur.snapshot.is_some();
                 self.sink.rows(b, snapshotting).await?;

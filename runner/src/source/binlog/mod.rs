@@ -33,13 +33,15 @@ const HEARTBEAT: u8 = 27;
 /// MariaDB GTID event flag: a statement outside BEGIN/COMMIT (DDL).
 const FL_STANDALONE: u8 = 1;
 
-/// A batch being built: table, op, builders (before/after for updates) and positions.
+/// A batch being built: table, op, builders (before/after for updates), positions,
+/// and the cells of updates' after images the row image left out (unchanged).
 type OpenBatch = (
     Arc<SourceTable>,
     Op,
     RowsBuilder,
     Option<RowsBuilder>,
     Vec<RowPos>,
+    Vec<(u32, u32)>,
 );
 
 struct MappedTable {
@@ -386,13 +388,23 @@ impl BinlogReader {
             self.pending_commit.take()
         };
         let n = open.len();
-        for (i, (table, op, mut a, b, positions)) in open.into_iter().enumerate() {
+        for (i, (table, op, mut a, b, positions, unchanged)) in open.into_iter().enumerate() {
             let first = a.finish();
             let (before, after) = match (op, b) {
                 (Op::Insert, _) => (None, Some(first)),
                 (Op::Delete, _) => (Some(first), None),
                 (Op::Update, Some(mut after)) => (Some(first), Some(after.finish())),
                 (Op::Update, None) => unreachable!("updates keep two builders"),
+            };
+            // Key columns an update's after image left out (MINIMAL) are its
+            // unchanged key: taken from the before image, so the row keeps its key.
+            let (after, unchanged) = match (&before, after) {
+                (Some(b), Some(a)) if !unchanged.is_empty() => {
+                    let (a, u) = keys_from_before(&table, b, a, unchanged)
+                        .map_err(|e| SourceError::Decode(e.to_string()))?;
+                    (Some(a), u)
+                }
+                (_, a) => (a, unchanged),
             };
             let batch = RowBatch {
                 table,
@@ -401,7 +413,7 @@ impl BinlogReader {
                 after,
                 positions,
                 txns: txns.clone(),
-                unchanged: Vec::new(),
+                unchanged,
                 complete: i + 1 == n,
             };
             if !self.send(SourceEvent::Rows(batch)).await {
@@ -527,6 +539,14 @@ impl BinlogReader {
             .columns_after_image()
             .map(|b| b.iter().take(cols.len()).map(|x| *x).collect())
             .unwrap_or_default();
+        // A row image that is not FULL (binlog_row_image MINIMAL or NOBLOB, for the
+        // server or the session that made the change): checked per event.
+        let left_out = row_image_gaps(&table, op, &before, &after).map_err(|why| {
+            SourceError::RowImage(format!(
+                "{}.{} at {}:{start}: {why}",
+                table.db, table.name, self.file
+            ))
+        })?;
         let zero_fail = self.src.binlog().zero_dates == super::config::ZeroDates::Fail;
         // An open builder for this table and op, or a new one (a different op of the
         // same table closes the batches so far, keeping the table's order).
@@ -582,6 +602,10 @@ impl BinlogReader {
                 continue;
             }
             self.rows_decoded += 1;
+            let row = self.open[idx].4.len() as u32;
+            self.open[idx]
+                .5
+                .extend(left_out.iter().map(|&c| (row, c as u32)));
             self.open[idx].4.push(RowPos {
                 txn,
                 ordinal: self.ordinal as u32,
@@ -640,7 +664,99 @@ impl BinlogReader {
     fn open_builder(&mut self, table: &Arc<SourceTable>, op: Op) -> usize {
         let a = RowsBuilder::new(table.clone());
         let b = (op == Op::Update).then(|| RowsBuilder::new(table.clone()));
-        self.open.push((table.clone(), op, a, b, Vec::new()));
+        self.open
+            .push((table.clone(), op, a, b, Vec::new(), Vec::new()));
         self.open.len() - 1
     }
+}
+
+/// The columns an update's after image leaves out (unchanged values: MINIMAL and
+/// NOBLOB row images), or why the event cannot be mirrored: an insert that leaves
+/// columns out (their values are the server's defaults, which the binlog does not
+/// carry), a before image without the table's key (or, without a key, without every
+/// column), an update of a keyless table that leaves columns out.
+pub(crate) fn row_image_gaps(
+    table: &SourceTable,
+    op: Op,
+    before: &[bool],
+    after: &[bool],
+) -> Result<Vec<usize>, String> {
+    let n = table.columns.len();
+    let has = |img: &[bool], i: usize| img.get(i).copied().unwrap_or(false);
+    let names = |img: &[bool]| -> Vec<&str> {
+        (0..n)
+            .filter(|&i| !has(img, i))
+            .map(|i| table.columns[i].name.as_str())
+            .collect()
+    };
+    const FIX: &str = "set binlog_row_image=FULL on the server and in every session that writes captured tables (SET GLOBAL binlog_row_image=FULL; sessions that set it themselves keep their own), then re-snapshot the table";
+    let identifies = |img: &[bool]| -> bool {
+        if table.key.is_empty() {
+            (0..n).all(|i| has(img, i))
+        } else {
+            table.key.iter().all(|&i| has(img, i))
+        }
+    };
+    match op {
+        Op::Insert => {
+            let missing = names(after);
+            if !missing.is_empty() {
+                return Err(format!(
+                    "an insert's row image leaves out columns {missing:?} (binlog_row_image is not FULL): their values are not in the binlog; {FIX}"
+                ));
+            }
+            Ok(Vec::new())
+        }
+        Op::Delete | Op::Update if !identifies(before) => Err(format!(
+            "the row image before the change leaves out columns {:?} that identify the row (binlog_row_image is not FULL); {FIX}",
+            names(before)
+        )),
+        Op::Delete => Ok(Vec::new()),
+        Op::Update => {
+            let left: Vec<usize> = (0..n).filter(|&i| !has(after, i)).collect();
+            if !left.is_empty() && table.key.is_empty() {
+                return Err(format!(
+                    "an update of a table without a key leaves out columns {:?} (binlog_row_image is not FULL): the row cannot be rebuilt; {FIX}",
+                    names(after)
+                ));
+            }
+            Ok(left)
+        }
+    }
+}
+
+/// An update batch's after image with each key cell the row image left out taken
+/// from the before image (the key did not change), and the unchanged cells that are
+/// left (non-key columns: the target's previous values).
+fn keys_from_before(
+    table: &SourceTable,
+    before: &arrow_array::RecordBatch,
+    after: arrow_array::RecordBatch,
+    unchanged: Vec<(u32, u32)>,
+) -> Result<(arrow_array::RecordBatch, Vec<(u32, u32)>), arrow_schema::ArrowError> {
+    let (keys, rest): (Vec<_>, Vec<_>) = unchanged
+        .into_iter()
+        .partition(|(_, c)| table.key.contains(&(*c as usize)));
+    if keys.is_empty() {
+        return Ok((after, rest));
+    }
+    let mut cols = after.columns().to_vec();
+    for &k in &table.key {
+        let mut mask = vec![false; after.num_rows()];
+        let mut any = false;
+        for &(r, c) in &keys {
+            if c as usize == k {
+                mask[r as usize] = true;
+                any = true;
+            }
+        }
+        if any {
+            let mask = arrow_array::BooleanArray::from(mask);
+            cols[k] = arrow_select::zip::zip(&mask, before.column(k), after.column(k))?;
+        }
+    }
+    Ok((
+        arrow_array::RecordBatch::try_new(after.schema(), cols)?,
+        rest,
+    ))
 }

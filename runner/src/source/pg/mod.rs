@@ -318,6 +318,18 @@ async fn run(
     let c = cfg(&src).clone();
     let client = connect(&src).await?;
     catalog::preflight(&client, &c.username, &c.slot).await?;
+    let visible: Vec<(String, String)> = client
+        .query(
+            "SELECT table_schema::text, table_name::text FROM information_schema.tables \
+             WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')",
+            &[],
+        )
+        .await
+        .map_err(catalog::sql)?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    super::captured_count(&src, &visible, &c.username).map_err(SourceError::Preflight)?;
     ensure_publication(&client, &c.publication).await?;
     if !catalog::capture_installed(&client).await? {
         tracing::warn!(
