@@ -699,6 +699,29 @@ mod tests {
     }
 
     #[test]
+    fn an_enum_changed_on_postgres_gets_its_check_again() {
+        // regression (issue 36 item 7): `MODIFY e ENUM(...)` with a new value kept the
+        // CHECK made at creation on PostgreSQL; the first row with the new value
+        // stopped the job.
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE t (id INT PRIMARY KEY, e ENUM('a','b'));\n\
+             ALTER TABLE t MODIFY e ENUM('a','b','c');\n\
+             ALTER TABLE t MODIFY e VARCHAR(5);",
+        );
+        let all = out.join("\n");
+        assert!(all.contains("CHECK (e IN ('a', 'b'))"), "{all}");
+        let drop = "ALTER TABLE t DROP CONSTRAINT IF EXISTS t_e_check";
+        let add = "ALTER TABLE t ADD CONSTRAINT t_e_check CHECK (e IN ('a', 'b', 'c'))";
+        assert!(all.contains(drop) && all.contains(add), "{all}");
+        assert!(all.find(drop) < all.find(add), "{all}");
+        // No longer an enum: the CHECK goes, none comes back.
+        assert_eq!(all.matches(drop).count(), 2, "{all}");
+        assert_eq!(all.matches("ADD CONSTRAINT t_e_check").count(), 1, "{all}");
+    }
+
+    #[test]
     fn a_json_column_takes_no_charset_on_mysql_targets() {
         // regression (issue 36 item 8): MariaDB's JSON is utf8mb4_bin underneath and
         // its SHOW CREATE TABLE says so; `JSON CHARACTER SET utf8mb4 COLLATE

@@ -1605,10 +1605,34 @@ impl Emitter {
                     }
                     _ => String::new(),
                 };
+                // An enum's values are a CHECK made with the column, under the name
+                // PostgreSQL gives it (`<table>_<column>_check`): dropped before the
+                // change, made again with the new values after it (else a new value
+                // breaks the old CHECK, and a column that stops being an enum keeps it).
+                let was_enum = cx
+                    .before
+                    .table(table)
+                    .and_then(|t| t.column(column))
+                    .is_some_and(|o| matches!(o.data_type, ddl_core::DataType::Enum { .. }));
+                let is_enum = matches!(c.data_type, ddl_core::DataType::Enum { .. });
+                let check = format!(
+                    "{}_{}_check",
+                    map_case(&table.name, cx.source.fold(), tgt.fold()),
+                    map_case(column, cx.source.fold(), tgt.fold())
+                );
+                let named = check.len() <= tgt.max_ident_bytes();
+                let check = quote_ident(tgt, &check);
+                if was_enum && named {
+                    out.push(format!("ALTER TABLE {tn} DROP CONSTRAINT IF EXISTS {check}"));
+                }
                 out.push(format!("ALTER TABLE {tn} ALTER COLUMN {cn} TYPE {ty}{using}"));
-                if let ddl_core::DataType::Enum { .. } = c.data_type {
+                if is_enum && named {
+                    let mut rule = String::new();
+                    self.enum_check(cx, &c, &mut rule);
+                    out.push(format!("ALTER TABLE {tn} ADD CONSTRAINT {check}{rule}"));
+                } else if is_enum || was_enum {
                     cx.diags.warn(format!(
-                        "{table}.{column}: enum values are not enforced after a type change"
+                        "{table}.{column}: enum values are not enforced after a type change (the name of its CHECK is too long to know)"
                     ));
                 }
             }
