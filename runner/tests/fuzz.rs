@@ -728,9 +728,12 @@ enum Ty {
     Date,
     Ts,
     Dbl,
+    /// MariaDB `ENUM('v0', ..., 'v{n-1}')` (a VARCHAR on PostgreSQL sources).
+    Enum(u8),
 }
 
-const TYPES: [Ty; 8] = [
+const TYPES: [Ty; 9] = [
+    Ty::Enum(2),
     Ty::Int,
     Ty::Big,
     Ty::Str,
@@ -806,7 +809,19 @@ impl Model {
         }
     }
 
-    fn type_sql(&self, t: Ty) -> &'static str {
+    fn type_sql(&self, t: Ty) -> String {
+        if let Ty::Enum(n) = t {
+            return match self.pair.0 {
+                SrcKind::Maria => format!(
+                    "ENUM({})",
+                    (0..n)
+                        .map(|i| format!("'v{i}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                SrcKind::Pg => "VARCHAR(10)".into(),
+            };
+        }
         match (self.pair.0, t) {
             (_, Ty::Int) => "INT",
             (_, Ty::Big) => "BIGINT",
@@ -819,7 +834,9 @@ impl Model {
             (SrcKind::Pg, Ty::Ts) => "TIMESTAMP",
             (SrcKind::Maria, Ty::Dbl) => "DOUBLE",
             (SrcKind::Pg, Ty::Dbl) => "DOUBLE PRECISION",
+            (_, Ty::Enum(_)) => unreachable!("above"),
         }
+        .to_owned()
     }
 
     fn string_lit(&self, s: &str) -> String {
@@ -893,6 +910,7 @@ impl Model {
                     "2024-02-29 12:34:56",
                 ])
             ),
+            Ty::Enum(n) => format!("'v{}'", r.below(u64::from(n))),
             Ty::Dbl => {
                 let mut v = vec!["0", "-0.5", "1.5", "123456.25", "0.001", "-2.75"];
                 // NaN: PostgreSQL only, and not into MariaDB (it has none).
@@ -1113,6 +1131,24 @@ impl Model {
                 } else {
                     format!("ALTER TABLE {tn} ALTER COLUMN {c} TYPE BIGINT")
                 }
+            }
+            9 if maria && t.cols.iter().any(|(_, ty)| matches!(ty, Ty::Enum(_))) => {
+                // An enum gains a value (MODIFY with the longer list).
+                let i = t
+                    .cols
+                    .iter()
+                    .position(|(_, ty)| matches!(ty, Ty::Enum(_)))
+                    .expect("an enum");
+                let Ty::Enum(n) = t.cols[i].1 else {
+                    unreachable!("an enum")
+                };
+                let ty = Ty::Enum((n + 1).min(20));
+                self.tables[ti].cols[i].1 = ty;
+                format!(
+                    "ALTER TABLE {tn} MODIFY COLUMN {} {}",
+                    quote_my(&t.cols[i].0),
+                    self.type_sql(ty)
+                )
             }
             5 => {
                 self.tables[ti].ids.clear();
