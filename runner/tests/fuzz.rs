@@ -235,7 +235,7 @@ impl Rig {
             return Ok(None);
         };
         if signals.iter().any(|s| *s != "KILL") {
-            wait_for_handlers(c.id());
+            lakeshift_tests::wait_for_handlers(c.id());
         }
         for (i, s) in signals.iter().enumerate() {
             if i > 0 {
@@ -519,29 +519,6 @@ impl Drop for Rig {
             let _ = c.wait();
         }
     }
-}
-
-/// Wait (at most 60 s) until process `pid` handles SIGINT and SIGTERM (its
-/// `SigCgt` mask in /proc), so that a signal sent next reaches the job's handler,
-/// not the default action of a process still starting; returns early if it ended.
-fn wait_for_handlers(pid: u32) {
-    const WANT: u64 = (1 << (2 - 1)) | (1 << (15 - 1));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-            return;
-        };
-        let caught = status
-            .lines()
-            .find_map(|l| l.strip_prefix("SigCgt:"))
-            .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
-            .unwrap_or(0);
-        if caught & WANT == WANT {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("process {pid} did not install its SIGINT/SIGTERM handlers within 60 s");
 }
 
 /// SQL shortened for a message (huge values cut in the middle).
@@ -1471,7 +1448,7 @@ async fn stop_under_writes(pair: Pair, signals: &[&str]) {
                 .unwrap();
         }
         let child = rig.child.as_ref().expect("the job runs").id();
-        wait_for_handlers(child);
+        lakeshift_tests::wait_for_handlers(child);
         // The signal lands while the writer goes on.
         let writer = {
             let (acc, log) = (acc.clone(), log.clone());

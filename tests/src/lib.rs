@@ -70,6 +70,29 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// Wait (at most 60 s) until process `pid` handles SIGINT and SIGTERM (its
+/// `SigCgt` mask in /proc), so that a signal sent next reaches the job's handler,
+/// not the default action of a process still starting; returns early if it ended.
+pub fn wait_for_handlers(pid: u32) {
+    const WANT: u64 = (1 << (2 - 1)) | (1 << (15 - 1));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            return;
+        };
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & WANT == WANT {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("process {pid} did not install its SIGINT/SIGTERM handlers within 60 s");
+}
+
 /// A throwaway MariaDB server.
 pub struct MariaDb {
     pub port: u16,
