@@ -719,6 +719,25 @@ mod tests {
         // No longer an enum: the CHECK goes, none comes back.
         assert_eq!(all.matches(drop).count(), 2, "{all}");
         assert_eq!(all.matches("ADD CONSTRAINT t_e_check").count(), 1, "{all}");
+        // Renames of the table or the column keep the name a type change looks for
+        // (found by the fuzzer: a MODIFY after a RENAME TABLE kept the old CHECK).
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE a (id INT PRIMARY KEY, e ENUM('x'));\n\
+             RENAME TABLE a TO b;\n\
+             ALTER TABLE b RENAME COLUMN e TO f;\n\
+             ALTER TABLE b MODIFY f ENUM('x','y');",
+        );
+        let all = out.join("\n");
+        for want in [
+            "ALTER TABLE b RENAME CONSTRAINT a_e_check TO b_e_check",
+            "ALTER TABLE b RENAME CONSTRAINT b_e_check TO b_f_check",
+            "ALTER TABLE b DROP CONSTRAINT IF EXISTS b_f_check",
+            "ALTER TABLE b ADD CONSTRAINT b_f_check CHECK (f IN ('x', 'y'))",
+        ] {
+            assert!(all.contains(want), "{want}\n{all}");
+        }
     }
 
     #[test]

@@ -445,6 +445,34 @@ impl Rig {
         out
     }
 
+    /// A table of the local warehouse read with pyiceberg (when the interop Python
+    /// is there): column names and rows as Python prints their values.
+    fn pyiceberg_rows(&self, table: &str) -> Option<(Vec<String>, Rows)> {
+        let python = std::env::var("LAKESHIFT_INTEROP_PYTHON").ok()?;
+        let wh = self.dir.path().join("warehouse");
+        let script = r#"
+import json, sys
+from pyiceberg.catalog.sql import SqlCatalog
+wh, ns, t = sys.argv[1], sys.argv[2], sys.argv[3]
+c = SqlCatalog("lakeshift", uri="sqlite:///" + wh + "/catalog.db", warehouse="file://" + wh)
+a = c.load_table((ns, t)).scan().to_arrow()
+rows = [[None if v is None else str(v) for v in r.values()] for r in a.to_pylist()]
+print(json.dumps({"cols": a.column_names, "rows": rows}))
+"#;
+        let out = Command::new(python)
+            .args(["-c", script, &wh.display().to_string(), DB, table])
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!("pyiceberg: {}", String::from_utf8_lossy(&out.stderr));
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let cols = serde_json::from_value(v["cols"].clone()).ok()?;
+        let rows = serde_json::from_value(v["rows"].clone()).ok()?;
+        Some((cols, rows))
+    }
+
     /// The oracle: every source table equals its target table (by column name,
     /// case-insensitively; values compared as text, numbers without trailing
     /// fraction zeros), and the target has no table the source lacks.
@@ -496,7 +524,25 @@ impl Rig {
             let want = norm_rows(srows, None);
             let got = norm_rows(drows, Some(&map));
             if want != got {
-                problems.push(diff_rows(sk, &got, &want));
+                // The iceberg crate's reader (0.10.1) has been seen to read a wrong
+                // value from a keyless table after ADD + DROP COLUMN and position
+                // deletes, where pyiceberg reads the lake right: a table that differs
+                // is read again with pyiceberg (position deletes only; it refuses
+                // equality deletes), which has the last word.
+                let again = match self.pair.1 {
+                    SinkKind::Iceberg => self.pyiceberg_rows(dk),
+                    _ => None,
+                };
+                match again {
+                    Some((cols, rows))
+                        if cols == *dcols && norm_rows(&rows, Some(&map)) == want =>
+                    {
+                        eprintln!(
+                            "{sk}: the iceberg crate's reader differs from the source, pyiceberg reads the lake equal to it"
+                        );
+                    }
+                    _ => problems.push(diff_rows(sk, &got, &want)),
+                }
             }
         }
         for (lk, dk) in &dl {
@@ -1184,7 +1230,7 @@ impl Model {
 /// Open: a swap of two tables' names in one `RENAME TABLE` (issue item 3) doubles a
 /// keyless table's rows after restarts (seed 1001, MariaDB -> Iceberg with equality
 /// deletes, when it is drawn): left out of the generator until it is fixed.
-const SWAP_RENAMES: bool = false;
+const SWAP_RENAMES: bool = true;
 
 /// Open: a table created, renamed or dropped while a job restarts (a fault after the
 /// DDL, before the job passed it) is snapshotted again at a later point under the
@@ -1192,7 +1238,7 @@ const SWAP_RENAMES: bool = false;
 /// in between, the read fails (`Unknown column`, MariaDB -> PostgreSQL seed 1002
 /// with table DDL on) or rows diverge. Table-level DDL is left out of the generator
 /// until the later-point snapshot reads the table's current definition.
-const TABLE_DDL: bool = false;
+const TABLE_DDL: bool = true;
 
 /// What one seed does: its pair, its steps (setup SQL before the job starts, then
 /// SQL and faults while it runs) and its checkpoint interval.
@@ -1367,13 +1413,21 @@ async fn fuzz_one(pair: Pair, seed: u64, len: usize, after_snapshot: bool) {
         replay.push_str(&format!("  {s}\n"));
     }
     panic!(
-        "fuzz failure: pair {pair}, seed {seed} (LAKESHIFT_FUZZ_SEED={seed}), checkpoint interval {} s\n{e}\nshortest replay found ({} steps):\n{replay}",
+        "fuzz failure: pair {pair}, seed {seed} (replay: LAKESHIFT_FUZZ_PAIR='{pair}' LAKESHIFT_FUZZ_SEED={seed} cargo test -p runner --test fuzz a_new_seed), checkpoint interval {} s\n{e}\nshortest replay found ({} steps):\n{replay}",
         small.interval,
         small.steps.len()
     );
 }
 
+/// The pair a seed runs on: `LAKESHIFT_FUZZ_PAIR` (as printed, e.g.
+/// `Maria->IcebergEq`) when set, else one drawn from the seed.
 fn pair_index(seed: u64) -> Pair {
+    if let Ok(name) = std::env::var("LAKESHIFT_FUZZ_PAIR") {
+        return *PAIRS
+            .iter()
+            .find(|p| p.to_string() == name)
+            .unwrap_or_else(|| panic!("LAKESHIFT_FUZZ_PAIR={name}: not one of {PAIRS:?}"));
+    }
     PAIRS[(seed % PAIRS.len() as u64) as usize]
 }
 

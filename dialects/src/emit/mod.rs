@@ -552,6 +552,31 @@ impl Emitter {
         s
     }
 
+    /// The name PostgreSQL gives the CHECK of an enum column made with the column
+    /// (`<table>_<column>_check`), quoted; None when it is too long to be that.
+    fn enum_check_name(&self, cx: &EmitCtx<'_>, table: &str, column: &str) -> Option<String> {
+        let name = format!(
+            "{}_{}_check",
+            map_case(table, cx.source.fold(), self.target.fold()),
+            map_case(column, cx.source.fold(), self.target.fold())
+        );
+        (name.len() <= self.target.max_ident_bytes()).then(|| quote_ident(self.target, &name))
+    }
+
+    /// The enum columns of `table` before the statement.
+    fn enum_columns(&self, cx: &EmitCtx<'_>, table: &TableName) -> Vec<String> {
+        cx.before
+            .table(table)
+            .map(|t| {
+                t.columns
+                    .iter()
+                    .filter(|c| matches!(c.data_type, ddl_core::DataType::Enum { .. }))
+                    .map(|c| c.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn enum_check(&self, cx: &mut EmitCtx<'_>, c: &Column, s: &mut String) {
         if let ddl_core::DataType::Enum { values } = &c.data_type {
             let list = values
@@ -1525,6 +1550,21 @@ impl Emitter {
                     }
                     let t = self.ident(cx, &to.name);
                     out.push(format!("ALTER TABLE {f} RENAME TO {t}"));
+                    // Enum CHECKs keep `<table>_<column>_check` (a later type change
+                    // finds them by it).
+                    if tgt == Dialect::Postgres {
+                        let mut renamed = from.clone();
+                        renamed.name = to.name.clone();
+                        let rn = self.table(cx, &renamed);
+                        for col in self.enum_columns(cx, from) {
+                            if let (Some(a), Some(b)) = (
+                                self.enum_check_name(cx, &from.name, &col),
+                                self.enum_check_name(cx, &to.name, &col),
+                            ) {
+                                out.push(format!("ALTER TABLE {rn} RENAME CONSTRAINT {a} TO {b}"));
+                            }
+                        }
+                    }
                 }
             }
             C::TruncateTable { name } => {
@@ -1579,6 +1619,14 @@ impl Emitter {
                 let f = self.ident(cx, from);
                 let t = self.ident(cx, to);
                 out.push(format!("ALTER TABLE {tn} RENAME COLUMN {f} TO {t}"));
+                if tgt == Dialect::Postgres && self.enum_columns(cx, table).contains(from) {
+                    if let (Some(a), Some(b)) = (
+                        self.enum_check_name(cx, &table.name, from),
+                        self.enum_check_name(cx, &table.name, to),
+                    ) {
+                        out.push(format!("ALTER TABLE {tn} RENAME CONSTRAINT {a} TO {b}"));
+                    }
+                }
             }
             // PostgreSQL column facts (MySQL and Oracle are grouped in `emit`).
             C::AlterColumnType {
@@ -1615,13 +1663,9 @@ impl Emitter {
                     .and_then(|t| t.column(column))
                     .is_some_and(|o| matches!(o.data_type, ddl_core::DataType::Enum { .. }));
                 let is_enum = matches!(c.data_type, ddl_core::DataType::Enum { .. });
-                let check = format!(
-                    "{}_{}_check",
-                    map_case(&table.name, cx.source.fold(), tgt.fold()),
-                    map_case(column, cx.source.fold(), tgt.fold())
-                );
-                let named = check.len() <= tgt.max_ident_bytes();
-                let check = quote_ident(tgt, &check);
+                let check = self.enum_check_name(cx, &table.name, column);
+                let named = check.is_some();
+                let check = check.unwrap_or_default();
                 if was_enum && named {
                     out.push(format!("ALTER TABLE {tn} DROP CONSTRAINT IF EXISTS {check}"));
                 }

@@ -45,11 +45,25 @@ fn load_captured(dir: &std::path::Path) -> Option<Vec<(String, String)>> {
     serde_json::from_slice(&std::fs::read(dir.join("captured.json")).ok()?).ok()
 }
 
+/// The table list (its compiled patterns) of the last run.
+fn load_patterns(dir: &std::path::Path) -> Option<Vec<regex::Regex>> {
+    let p: Vec<String> =
+        serde_json::from_slice(&std::fs::read(dir.join("captured-patterns.json")).ok()?).ok()?;
+    p.iter().map(|s| regex::Regex::new(s).ok()).collect()
+}
+
 fn save_captured(
     dir: Option<&std::path::Path>,
+    src: &Source,
     tables: &[(String, String)],
 ) -> Result<(), SourceError> {
     let Some(dir) = dir else { return Ok(()) };
+    let patterns: Vec<&str> = src.tables.iter().map(|r| r.as_str()).collect();
+    crate::durable::replace(
+        &dir.join("captured-patterns.json"),
+        &serde_json::to_vec(&patterns).expect("serialises"),
+    )
+    .map_err(|e| SourceError::Schema(format!("{}: {e}", dir.display())))?;
     // regression: written without fsync, so a crash could leave it empty.
     crate::durable::replace(
         &dir.join("captured.json"),
@@ -144,7 +158,7 @@ pub async fn run(
         .await?
         {
             Some((p, h)) => {
-                save_captured(Some(dir), &captured_tables(&src, &h))?;
+                save_captured(Some(dir), &src, &captured_tables(&src, &h))?;
                 return follow(&src, &opts, h, ReadFrom::Position(p), tx).await;
             }
             None => return Ok(()),
@@ -168,7 +182,11 @@ pub async fn run(
     let Some((history, from)) = started else {
         return Ok(()); // the engine went away during a snapshot
     };
-    save_captured(opts.state_dir.as_deref(), &captured_tables(&src, &history))?;
+    save_captured(
+        opts.state_dir.as_deref(),
+        &src,
+        &captured_tables(&src, &history),
+    )?;
     follow(&src, &opts, history, from, tx).await
 }
 
@@ -190,12 +208,24 @@ async fn resume_at(
         ))
     })?;
     // Tables that match the table list now but did not before: a snapshot of them
-    // alone, then the binlog for all.
-    if let Some(before) = opts.state_dir.as_deref().and_then(load_captured) {
+    // alone, then the binlog for all. A table the last run's list matched too is not
+    // new, whatever its name was then: one a DDL created or renamed (before the
+    // resume point) comes from the binlog like every other (a snapshot of it at a
+    // later point, under its definition at the resume point, read columns a later
+    // DDL had changed: found by the fuzzer).
+    let dir = opts.state_dir.as_deref();
+    if let Some(before) = dir.and_then(load_captured) {
+        let old_list = dir.and_then(load_patterns).map(|tables| Source {
+            tables,
+            ..(**src).clone()
+        });
         let now = captured_tables(src, &history);
         let new: Vec<_> = now
             .iter()
-            .filter(|t| !before.contains(t))
+            .filter(|t| match &old_list {
+                Some(old) => !old.captures(&t.0, &t.1),
+                None => !before.contains(t),
+            })
             .cloned()
             .collect();
         if !new.is_empty() {
