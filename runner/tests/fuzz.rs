@@ -1873,3 +1873,38 @@ async fn tables_created_or_renamed_before_a_stop_are_not_snapshotted_again() {
     rig.catch_up().unwrap();
     rig.compare().await.unwrap();
 }
+
+/// Issue item 9 (found again by the fuzzer, PostgreSQL -> MariaDB seed 1006): the
+/// MariaDB target's server default is latin1 (`--no-defaults`), and the target
+/// database exists already, made latin1 by its owner; tables made by the snapshot
+/// and by a DDL later take 4-byte and non-Latin text exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latin1_mariadb_target_takes_any_text() {
+    let mut rig = Rig::new(Pair(SrcKind::Pg, SinkKind::Maria), 0.2).await;
+    let text = "'emoji \u{1F600} \u{1D11E} line\u{2028}sep caf\u{e9} \u{4E2D}\u{6587}'";
+    rig.exec(&format!(
+        "CREATE TABLE fz.a (id BIGINT PRIMARY KEY, t TEXT, v VARCHAR(50));
+         INSERT INTO fz.a VALUES (1, {text}, {text});"
+    ))
+    .await
+    .unwrap();
+    match &rig.dst {
+        Dst::Maria(m) => m
+            .conn(None)
+            .await
+            .query_drop("CREATE DATABASE fz CHARACTER SET latin1")
+            .await
+            .unwrap(),
+        _ => unreachable!("a MariaDB target"),
+    }
+    rig.start();
+    rig.wait_for_log("snapshot done and committed").unwrap();
+    rig.exec(&format!(
+        "CREATE TABLE fz.b (id BIGINT PRIMARY KEY, t TEXT);
+         INSERT INTO fz.b VALUES (1, {text}); INSERT INTO fz.a VALUES (2, {text}, 'x');"
+    ))
+    .await
+    .unwrap();
+    rig.catch_up().unwrap();
+    rig.compare().await.unwrap();
+}

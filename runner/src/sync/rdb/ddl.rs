@@ -274,7 +274,6 @@ impl RdbEngine {
                     tracing::info!("DDL #{seq} at {position} had taken effect before a restart; recorded, not repeated");
                     break;
                 }
-                let s = &super::tables::utf8mb4(self.dialect, s);
                 match self.target().await?.exec(s).await {
                     Ok(_) => {
                         failpoint("after-ddl");

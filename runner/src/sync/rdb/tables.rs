@@ -146,7 +146,6 @@ impl RdbEngine {
         )?;
         self.ensure_namespace(&k.0).await?;
         for s in &sql.0 {
-            let s = &utf8mb4(self.dialect, s);
             self.target()
                 .await?
                 .exec(s)
@@ -197,12 +196,47 @@ impl RdbEngine {
             .map_err(|e| format!("{sql}: {e}"))?)
     }
 
+    /// On a MySQL/MariaDB target, a created table that names no character set gets
+    /// utf8mb4 with a binary collation (keys that differ only in case or accents,
+    /// distinct in the source, stay distinct), so a server whose default is latin1
+    /// neither refuses nor mangles 4-byte or non-Latin text. The emitter writes
+    /// them as it writes any MySQL table option.
+    fn utf8mb4<'c>(&self, changes: &'c [SchemaChange]) -> std::borrow::Cow<'c, [SchemaChange]> {
+        let lacks = |c: &SchemaChange| matches!(c, SchemaChange::CreateTable { table, .. } if !table.options.contains_key("charset"));
+        if self.dialect == Dialect::Postgres || !changes.iter().any(lacks) {
+            return changes.into();
+        }
+        changes
+            .iter()
+            .map(|c| match c {
+                SchemaChange::CreateTable {
+                    table,
+                    if_not_exists,
+                } if lacks(c) => {
+                    let mut table = table.clone();
+                    for (k, v) in [("charset", "utf8mb4"), ("collate", "utf8mb4_bin")] {
+                        table
+                            .options
+                            .insert(k.to_owned(), ddl_core::DialectSql::new("mysql", v));
+                    }
+                    SchemaChange::CreateTable {
+                        table,
+                        if_not_exists: *if_not_exists,
+                    }
+                }
+                c => c.clone(),
+            })
+            .collect()
+    }
+
     /// Translate routed IR changes into target statements. Err: the reason it cannot.
     pub(super) fn translate(
         &self,
         changes: &[SchemaChange],
         after_tables: &[Table],
     ) -> Result<(Vec<String>, Vec<String>), SyncError> {
+        let changes_utf8mb4 = self.utf8mb4(changes);
+        let changes: &[SchemaChange] = &changes_utf8mb4;
         let names: Vec<TableName> = changes
             .iter()
             .flat_map(|c| {
@@ -251,22 +285,4 @@ impl RdbEngine {
         }
         Ok((out, notes))
     }
-}
-
-/// A MySQL/MariaDB `CREATE TABLE` that names no character set gets utf8mb4 (with a
-/// binary collation: keys that differ only in case or accents, distinct in the
-/// source, stay distinct), so that a server whose default is latin1 neither refuses
-/// nor mangles 4-byte or non-Latin text.
-pub(super) fn utf8mb4(dialect: Dialect, sql: &str) -> std::borrow::Cow<'_, str> {
-    let create = sql
-        .get(..12)
-        .is_some_and(|p| p.eq_ignore_ascii_case("CREATE TABLE"));
-    if dialect == Dialect::Postgres || !create || sql.to_ascii_uppercase().contains("CHARSET") {
-        return sql.into();
-    }
-    format!(
-        "{} DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-        sql.trim_end().trim_end_matches(';')
-    )
-    .into()
 }
