@@ -38,6 +38,11 @@ pub fn encode(name: &str) -> String {
     out
 }
 
+/// A table's `db.table` name as one segment (a per-table file in the state folder).
+pub fn table(key: &(String, String)) -> String {
+    encode(&format!("{}.{}", key.0, key.1))
+}
+
 /// The name [`encode`] made `segment` from, when it is reversible (not cut).
 pub fn decode(segment: &str) -> Option<String> {
     if segment.contains("~~") {

@@ -1664,17 +1664,15 @@ impl Emitter {
                     .is_some_and(|o| matches!(o.data_type, ddl_core::DataType::Enum { .. }));
                 let is_enum = matches!(c.data_type, ddl_core::DataType::Enum { .. });
                 let check = self.enum_check_name(cx, &table.name, column);
-                let named = check.is_some();
-                let check = check.unwrap_or_default();
-                if was_enum && named {
+                if let (true, Some(check)) = (was_enum, &check) {
                     out.push(format!("ALTER TABLE {tn} DROP CONSTRAINT IF EXISTS {check}"));
                 }
                 out.push(format!("ALTER TABLE {tn} ALTER COLUMN {cn} TYPE {ty}{using}"));
-                if is_enum && named {
+                if let (true, Some(check)) = (is_enum, &check) {
                     let mut rule = String::new();
                     self.enum_check(cx, &c, &mut rule);
                     out.push(format!("ALTER TABLE {tn} ADD CONSTRAINT {check}{rule}"));
-                } else if is_enum || was_enum {
+                } else if (is_enum || was_enum) && check.is_none() {
                     cx.diags.warn(format!(
                         "{table}.{column}: enum values are not enforced after a type change (the name of its CHECK is too long to know)"
                     ));

@@ -389,6 +389,19 @@ pub(crate) fn table_patterns(tables: &[String]) -> Result<Vec<Regex>, JobFileErr
     Ok(out)
 }
 
+/// The patterns of [`table_patterns`] as the job file wrote them.
+pub(crate) fn written_patterns(tables: &[Regex]) -> Vec<&str> {
+    tables
+        .iter()
+        .map(|r| {
+            let s = r.as_str();
+            s.strip_prefix("^(?:")
+                .and_then(|s| s.strip_suffix(")$"))
+                .unwrap_or(s)
+        })
+        .collect()
+}
+
 /// The reading settings both database sources have: chunk rows, snapshot
 /// sessions, batch bytes and key overrides (`<container>.table: [column, ...]`).
 pub(crate) fn check_reading(

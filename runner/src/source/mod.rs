@@ -345,13 +345,13 @@ pub enum SourceError {
     /// reading again from the last checkpoint can fix it.
     #[error("the connection to the source was lost: {0}")]
     Lost(String),
-    /// A captured table changed under a read (a DDL after the snapshot's point and
-    /// before its read of the table): read again, a few times, from the last
-    /// checkpoint, where a resumed snapshot reads tables it had not begun later.
     /// A row event without every column (binlog_row_image MINIMAL or NOBLOB) that
     /// cannot be mirrored exactly.
     #[error("{0}")]
     RowImage(String),
+    /// A captured table changed under a read (a DDL after the snapshot's point and
+    /// before its read of the table): read again, a few times, from the last
+    /// checkpoint, where a resumed snapshot reads tables it had not begun later.
     #[error("a captured table changed while it was read ({0}); if this stays, re-snapshot the table (drop its target table and restart the job)")]
     Changed(String),
 }
@@ -372,16 +372,7 @@ pub fn captured_count(
         );
         return Ok(captured);
     }
-    let patterns: Vec<&str> = src
-        .tables
-        .iter()
-        .map(|r| {
-            let s = r.as_str();
-            s.strip_prefix("^(?:")
-                .and_then(|s| s.strip_suffix(")$"))
-                .unwrap_or(s)
-        })
-        .collect();
+    let patterns = config::written_patterns(&src.tables);
     Err(format!(
         "source.tables {patterns:?} matches none of the {} table(s) user {user} can see: check the patterns (regular expressions over `db.table`, a dot written `\\.`) and that the user may read the tables (GRANT SELECT ON ... TO {user})",
         visible.len()

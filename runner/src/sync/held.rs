@@ -244,10 +244,11 @@ impl HeldStore {
 
     /// Hold a table's items of checkpoint `ck`, durably (before the checkpoint's state).
     pub fn write(&self, table: &str, ck: u64, items: &[HeldItem]) -> Result<(), SyncError> {
-        let d = self.table_dir(table);
+        let seg = crate::segment::encode(table);
+        let d = self.dir.join(&seg);
         std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
         let name = d.join(".name");
-        if crate::segment::decode(&crate::segment::encode(table)).is_none() && !name.exists() {
+        if crate::segment::decode(&seg).is_none() && !name.exists() {
             write_durably(&name, table.as_bytes())?;
         }
         let bytes = serde_json::to_vec(items).map_err(|e| e.to_string())?;

@@ -61,10 +61,9 @@ fn default_text(d: &DefaultValue) -> Option<Option<String>> {
 
 impl Engine {
     fn fill_path(&self, t: &(String, String)) -> PathBuf {
-        self.state_dir.join("fill").join(format!(
-            "{}.json",
-            crate::segment::encode(&format!("{}.{}", t.0, t.1))
-        ))
+        self.state_dir
+            .join("fill")
+            .join(format!("{}.json", crate::segment::table(t)))
     }
 
     /// The fills a DDL needs (added columns with a non-NULL default, on tables that

@@ -19,10 +19,9 @@ pub(super) fn last_maintained(state: &Path) -> Option<std::time::SystemTime> {
 
 /// Where a clean stop keeps a table's row index.
 fn index_path(state: &Path, key: &(String, String)) -> PathBuf {
-    state.join("index").join(format!(
-        "{}.idx",
-        crate::segment::encode(&format!("{}.{}", key.0, key.1))
-    ))
+    state
+        .join("index")
+        .join(format!("{}.idx", crate::segment::table(key)))
 }
 
 /// Where row indexes past their memory share move their locations (scratch files,
