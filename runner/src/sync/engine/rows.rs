@@ -55,19 +55,31 @@ impl Engine {
             return Ok(());
         }
         let arrow = s.arrow.clone();
-        let conv = |x: &Option<RecordBatch>| -> Result<Option<RecordBatch>, SyncError> {
+        // A before image only identifies its row (the key; every column of a keyless
+        // table): a row image that leaves the other columns out (MINIMAL, NOBLOB,
+        // PostgreSQL's default replica identity) holds NULLs there, whatever the
+        // table requires. It is read with every column optional, except into a
+        // changelog table, which writes before images as rows.
+        let before_schema = if s.changelog {
+            arrow.clone()
+        } else {
+            optional(&arrow)
+        };
+        let conv = |x: &Option<RecordBatch>,
+                    schema: &arrow_schema::SchemaRef|
+         -> Result<Option<RecordBatch>, SyncError> {
             x.as_ref()
-                .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, &arrow))
+                .map(|r| to_iceberg(&name, &rename_batch(r, &routed)?, schema))
                 .transpose()
         };
-        let before = conv(&b.before)?;
+        let before = conv(&b.before, &before_schema)?;
         let after = match (&b.after, &before) {
             (Some(a), Some(old)) if !b.unchanged.is_empty() => {
                 let a = rename_batch(a, &routed)?;
                 let cols = crate::sync::convert::to_iceberg_columns(&name, &a, &arrow)?;
                 Some(self.keep_unchanged(&key, &b, &a, old, cols, &keep).await?)
             }
-            _ => conv(&b.after)?,
+            _ => conv(&b.after, &arrow)?,
         };
         let s = self.sink(&table, &first).await?;
         let last = b.position_after(b.num_rows() - 1);
@@ -421,4 +433,20 @@ pub(super) fn snapshot_changelog_columns(
         }
     }
     Ok(RecordBatch::try_new(schema, cols).map_err(|e| e.to_string())?)
+}
+
+/// `schema` with every field optional (field ids and other metadata kept).
+fn optional(schema: &arrow_schema::SchemaRef) -> arrow_schema::SchemaRef {
+    if schema.fields().iter().all(|f| f.is_nullable()) {
+        return schema.clone();
+    }
+    let fields: Vec<arrow_schema::Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
 }
