@@ -1232,7 +1232,7 @@ impl Model {
 /// with `must either specify a row count or at least one column` (replay:
 /// LAKESHIFT_FUZZ_PAIR='Maria->IcebergEq' LAKESHIFT_FUZZ_SEED=801153592 with this
 /// on). Left out of the generator until it is fixed.
-const SWAP_RENAMES: bool = false;
+const SWAP_RENAMES: bool = true;
 
 /// Open: table-level DDL (create, rename, drop, truncate) with faults. A `RENAME
 /// TABLE`, then a crash (a double SIGINT) before the next checkpoint, leaves the old
@@ -1242,7 +1242,7 @@ const SWAP_RENAMES: bool = false;
 /// until it is fixed; 48 seeds of every pair passed with it on otherwise, after the
 /// fixes it found (enum CHECK names across renames, tables renamed before a resume
 /// point taken for new ones).
-const TABLE_DDL: bool = false;
+const TABLE_DDL: bool = true;
 
 /// What one seed does: its pair, its steps (setup SQL before the job starts, then
 /// SQL and faults while it runs) and its checkpoint interval.

@@ -2919,3 +2919,88 @@ async fn row_indexes_past_their_memory_share_spill_to_disk_and_find_every_row() 
     let left = std::fs::read_dir(&spill).map_or(0, |d| d.count());
     assert_eq!(left, 0, "a clean stop leaves no spill file behind");
 }
+
+/// Table renames (a swap through a third name among them) and drops, then a crash
+/// before the next checkpoint: once right after the swap changed the catalog (before
+/// the DDL log said so), once after two DDL were done. The restart reads again the
+/// rows before the DDL, under the tables' old names: they are in the lake already,
+/// in the tables the DDL renamed. Before the fix, the rows of `a` went into the table
+/// then named `a` (the old `b`), the swap ran a second time, and renamed and dropped
+/// tables came back beside the new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_renames_and_drops_survive_a_crash_before_the_next_checkpoint() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (id INT PRIMARY KEY, v VARCHAR(10));
+         CREATE TABLE shop.b (id INT PRIMARY KEY, v VARCHAR(10));
+         CREATE TABLE shop.k (v VARCHAR(10));
+         CREATE TABLE shop.d (id INT PRIMARY KEY);
+         INSERT INTO shop.a VALUES (1, 'a1'), (2, 'a2');
+         INSERT INTO shop.b VALUES (1, 'b1');
+         INSERT INTO shop.k VALUES ('k'), ('k');
+         INSERT INTO shop.d VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    // No checkpoint between the DDL and the crash: only the stops commit the state.
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        "checkpoint-interval-seconds: 0.1",
+        "checkpoint-interval-seconds: 3600",
+    );
+    std::fs::write(&job, text).unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    let mut round = 0;
+    for (swap, k, k2, drop, failpoint) in [
+        (
+            "RENAME TABLE shop.a TO shop.t, shop.b TO shop.a, shop.t TO shop.b",
+            "k",
+            "k2",
+            "DROP TABLE shop.d",
+            "before-fill:1",
+        ),
+        (
+            "RENAME TABLE shop.b TO shop.t, shop.a TO shop.b, shop.t TO shop.a",
+            "k2",
+            "k3",
+            "CREATE TABLE shop.d (id INT PRIMARY KEY); INSERT INTO shop.d VALUES (2)",
+            "before-fill:3",
+        ),
+    ] {
+        round += 1;
+        let base = round * 10;
+        c.query_drop(format!(
+            "INSERT INTO shop.a (id, v) VALUES ({base}, 'a'); INSERT INTO shop.b (id, v) VALUES ({base}, 'b');
+             INSERT INTO shop.{k} VALUES ('k{round}');
+             {swap};
+             INSERT INTO shop.a (id, v) VALUES ({}, 'a'); UPDATE shop.b SET v = 'moved' WHERE id = {base};
+             RENAME TABLE shop.{k} TO shop.{k2};
+             INSERT INTO shop.{k2} VALUES ('k{round}'), ('k{round}');
+             {drop};
+             ALTER TABLE shop.a ADD COLUMN z{round} INT;
+             INSERT INTO shop.a (id, v, z{round}) VALUES ({}, 'a', 1);",
+            base + 1,
+            base + 2,
+        ))
+        .await
+        .unwrap();
+        eprintln!("round {round}: {}", stop_at(&job, failpoint));
+        catch_up(&job);
+        let names: Vec<String> = c
+            .query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'shop' ORDER BY 1")
+            .await
+            .unwrap();
+        let mut lake = cat.list_tables("shop").await.unwrap();
+        lake.sort();
+        assert_eq!(
+            lake, names,
+            "round {round}: the lake's tables are the source's"
+        );
+        let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+        assert_mirrored(&mut c, &cat, &refs).await;
+    }
+}

@@ -857,26 +857,47 @@ impl Catalog {
     }
 
     pub async fn rename_table(&self, from: &TableIdent, to: &TableIdent) -> Result<()> {
+        self.rename_tables(&[(from.clone(), to.clone())]).await
+    }
+
+    /// Rename tables in order, all or none (one catalog transaction): a statement
+    /// that swaps two tables through a third name is never seen half done, by a
+    /// reader or by a job restarted after a crash.
+    pub async fn rename_tables(&self, renames: &[(TableIdent, TableIdent)]) -> Result<()> {
         self.register_deferred().await?;
-        if self.metadata_location(to).await?.is_some() {
-            return Err(Error::TableExists(display(to)));
+        for (_, to) in renames {
+            self.ensure_namespace(&to.namespace().join(".")).await?;
         }
-        self.ensure_namespace(&to.namespace().join(".")).await?;
-        let r = sqlx::query(&self.q(
-            "UPDATE iceberg_tables SET table_namespace = ?, table_name = ?
-              WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
-                AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
-        ))
-        .bind(to.namespace().join("."))
-        .bind(to.name())
-        .bind(&self.name)
-        .bind(from.namespace().join("."))
-        .bind(from.name())
-        .execute(&self.pool)
-        .await?;
-        if r.rows_affected() == 0 {
-            return Err(Error::NoSuchTable(display(from)));
+        let mut tx = self.pool.begin().await?;
+        for (from, to) in renames {
+            let taken = sqlx::query(&self.q(
+                "SELECT 1 FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+            ))
+            .bind(&self.name)
+            .bind(to.namespace().join("."))
+            .bind(to.name())
+            .fetch_optional(&mut *tx)
+            .await?;
+            if taken.is_some() {
+                return Err(Error::TableExists(display(to)));
+            }
+            let r = sqlx::query(&self.q(
+                "UPDATE iceberg_tables SET table_namespace = ?, table_name = ?
+                  WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?
+                    AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
+            ))
+            .bind(to.namespace().join("."))
+            .bind(to.name())
+            .bind(&self.name)
+            .bind(from.namespace().join("."))
+            .bind(from.name())
+            .execute(&mut *tx)
+            .await?;
+            if r.rows_affected() == 0 {
+                return Err(Error::NoSuchTable(display(from)));
+            }
         }
+        tx.commit().await?;
         Ok(())
     }
 

@@ -95,6 +95,7 @@ pub async fn execute(
     let mut applied: Vec<Applied> = Vec::new();
     let mut schema_changed: BTreeSet<(String, String)> = BTreeSet::new();
     let mut removed_props: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut renamed = false;
     for a in &plan.actions {
         match a {
             Action::CreateNamespace { namespace } => {
@@ -147,18 +148,36 @@ pub async fn execute(
                 known.remove(&(ns, name));
                 applied.push(Applied::DroppedTable(table.clone()));
             }
-            Action::RenameTable { from, to } => {
-                let (k1, k2) = (split(from), split(to));
-                c.catalog
-                    .rename_table(&ident(&k1.0, &k1.1)?, &ident(&k2.0, &k2.1)?)
-                    .await?;
-                if let Some(v) = known.remove(&k1) {
-                    known.insert(k2, v);
+            Action::RenameTable { .. } => {
+                // The statement's renames are one catalog transaction: done with
+                // the first, skipped after.
+                if renamed {
+                    continue;
                 }
-                applied.push(Applied::RenamedTable {
-                    from: from.clone(),
-                    to: to.clone(),
-                });
+                renamed = true;
+                let pairs: Vec<(&String, &String)> = plan
+                    .actions
+                    .iter()
+                    .filter_map(|a| match a {
+                        Action::RenameTable { from, to } => Some((from, to)),
+                        _ => None,
+                    })
+                    .collect();
+                let mut ids = Vec::new();
+                for (from, to) in &pairs {
+                    let (k1, k2) = (split(from), split(to));
+                    ids.push((ident(&k1.0, &k1.1)?, ident(&k2.0, &k2.1)?));
+                }
+                c.catalog.rename_tables(&ids).await?;
+                for (from, to) in pairs {
+                    if let Some(v) = known.remove(&split(from)) {
+                        known.insert(split(to), v);
+                    }
+                    applied.push(Applied::RenamedTable {
+                        from: from.clone(),
+                        to: to.clone(),
+                    });
+                }
             }
             Action::TruncateTable { table } => {
                 let (ns, name) = split(table);

@@ -64,6 +64,15 @@ pub struct Entry {
     /// Checkpoint whose commit released this entry's held changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub released_in: Option<u64>,
+    /// Iceberg: the tables (namespace, name) whose rows before this DDL its barrier
+    /// committed. Such a row read again after a restart is in the lake already, in
+    /// the table the DDL may since have renamed or dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flushed: Vec<(String, String)>,
+    /// Iceberg: each touched table's uuid as the DDL began (None: no such table). A
+    /// DDL found pending after a crash ran iff one of them changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uuids: Vec<(String, String, Option<String>)>,
 }
 
 impl Entry {
@@ -86,6 +95,8 @@ impl Entry {
             done: 0,
             at: 0,
             released_in: None,
+            flushed: Vec::new(),
+            uuids: Vec::new(),
         }
     }
 }

@@ -59,6 +59,17 @@ impl Engine {
             }
         }
         failpoint("inside-ddl-barrier");
+        if self.barrier_recorded(position, sql, &touched)? {
+            return self.ddl_logged(
+                position,
+                sql,
+                &touched,
+                Vec::new(),
+                Status::Executed,
+                Some("applied before a restart".into()),
+            );
+        }
+        failpoint("after-ddl-recorded");
         if self.applied_before(&touched, position) {
             return self.ddl_logged(
                 position,
@@ -173,6 +184,63 @@ impl Engine {
                     e.status
                 );
                 return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Record, before the DDL changes anything, that its barrier committed the
+    /// touched tables, and which table each touched name held (a pending entry).
+    /// Returns true when a pending entry of an earlier run shows the DDL ran: a
+    /// touched name holds another table than it did (a rename, a swap, a drop).
+    fn barrier_recorded(
+        &mut self,
+        position: &Position,
+        sql: &str,
+        touched: &[(String, String)],
+    ) -> Result<bool, SyncError> {
+        let uuids: Vec<(String, String, Option<String>)> = touched
+            .iter()
+            .map(|k| {
+                let uuid = self
+                    .sinks
+                    .get(k)
+                    .map(|s| s.table.metadata.uuid().to_string());
+                (k.0.clone(), k.1.clone(), uuid)
+            })
+            .collect();
+        for k in touched {
+            let floor = self.barriers.entry(k.clone()).or_insert(position.clone());
+            if *floor < *position {
+                *floor = position.clone();
+            }
+        }
+        let mut log = DdlLog::load(&self.state_dir)?;
+        match log.find(&position.to_string()) {
+            Some(i) => {
+                let e = &mut log.entries[i];
+                if e.status == Status::Pending && !e.uuids.is_empty() && e.uuids != uuids {
+                    tracing::info!(
+                        "DDL at {position} ran before a restart (its tables were renamed, dropped or created); not repeated"
+                    );
+                    return Ok(true);
+                }
+                if e.flushed.is_empty() {
+                    e.flushed = touched.to_vec();
+                    log.store()?;
+                }
+            }
+            None => {
+                let mut e = Entry::new(
+                    position.to_string(),
+                    sql,
+                    touched.iter().map(|(a, b)| format!("{a}.{b}")).collect(),
+                    Status::Pending,
+                    None,
+                );
+                e.flushed = touched.to_vec();
+                e.uuids = uuids;
+                log.add(e)?;
             }
         }
         Ok(false)
@@ -354,6 +422,7 @@ pub(super) fn mark_schema_position(plan: &mut dialects::iceberg::StatementPlan, 
 
 /// The tables a DDL touches (a rename: both names), as the engine keys them.
 fn touched_tables(changes: &[ddl_core::SchemaChange]) -> Vec<(String, String)> {
+    let mut seen = BTreeSet::new();
     changes
         .iter()
         .flat_map(|c| {
@@ -370,5 +439,6 @@ fn touched_tables(changes: &[ddl_core::SchemaChange]) -> Vec<(String, String)> {
                 })
                 .collect::<Vec<_>>()
         })
+        .filter(|k| seen.insert(k.clone()))
         .collect()
 }

@@ -187,6 +187,28 @@ pub struct Engine {
     /// another, a large finished table commits at once (its files are written while
     /// the source reads ahead), not at the checkpoint.
     snapshotting: Option<(String, String)>,
+    /// Per table, the last DDL whose barrier committed its rows: a row before it,
+    /// read again after a restart, is in the lake already (in the table the DDL may
+    /// have renamed or dropped since), so it is not applied again.
+    barriers: BTreeMap<(String, String), Position>,
+}
+
+/// The DDL log's barriers: per table, the position of the last DDL whose barrier
+/// committed it.
+fn barrier_floors(log: &DdlLog) -> BTreeMap<(String, String), Position> {
+    let mut out: BTreeMap<(String, String), Position> = BTreeMap::new();
+    for e in &log.entries {
+        let Ok(p) = e.position.parse::<Position>() else {
+            continue;
+        };
+        for k in &e.flushed {
+            let floor = out.entry(k.clone()).or_insert(p.clone());
+            if *floor < p {
+                *floor = p.clone();
+            }
+        }
+    }
+    out
 }
 
 /// `ns.table` of the DDL log into the engine's table key.
@@ -249,11 +271,9 @@ impl Engine {
         // source; parked tables are those of parked DDL (and DDL queued behind it).
         let held_store = HeldStore::new(&state_dir);
         held_store.discard_after(state.checkpoint)?;
-        let parked = DdlLog::load(&state_dir)?
-            .parked_tables()
-            .iter()
-            .map(|t| table_key(t))
-            .collect();
+        let log = DdlLog::load(&state_dir)?;
+        let parked = log.parked_tables().iter().map(|t| table_key(t)).collect();
+        let barriers = barrier_floors(&log);
         let mut held_offsets: HashMap<String, i64> = HashMap::new();
         for t in held_store.tables() {
             for item in held_store.load(&t)? {
@@ -278,6 +298,7 @@ impl Engine {
             pending_bytes: 0,
             last_checkpoint: Instant::now(),
             snapshotting: None,
+            barriers,
             rows: 0,
             commits: 0,
             ddl_stalls: Vec::new(),

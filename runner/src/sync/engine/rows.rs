@@ -31,6 +31,17 @@ impl Engine {
             );
             Ok(())
         };
+        // Rows a DDL's barrier committed (read again after a restart): not again,
+        // and not into a table of their name that the DDL renamed or dropped.
+        if dedup == Dedup::ByPosition
+            && b.num_rows() > 0
+            && self
+                .barriers
+                .get(&key)
+                .is_some_and(|floor| b.position_after(b.num_rows() - 1) < *floor)
+        {
+            return Ok(());
+        }
         if self.parked.contains(&key) {
             return held(self, key, &b);
         }
