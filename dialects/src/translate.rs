@@ -741,6 +741,32 @@ mod tests {
     }
 
     #[test]
+    fn a_swap_of_tables_renames_the_enum_checks_of_the_table_it_moves() {
+        // regression (found by the fuzzer, MariaDB -> PostgreSQL): in `RENAME TABLE a
+        // TO tmp, b TO a, tmp TO b`, the table renamed from `tmp` was not known by
+        // that name before the statement, so its CHECK kept `tmp_e_check`; the next
+        // swap renamed `b_e_check`, which did not exist, and stopped the job.
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE a (id INT PRIMARY KEY, e ENUM('x'));\n\
+             CREATE TABLE b (id INT PRIMARY KEY);\n\
+             RENAME TABLE a TO tmp, b TO a, tmp TO b;\n\
+             RENAME TABLE b TO tmp, a TO b, tmp TO a;",
+        );
+        let all = out.join("\n");
+        for want in [
+            "ALTER TABLE tmp RENAME CONSTRAINT a_e_check TO tmp_e_check",
+            "ALTER TABLE b RENAME CONSTRAINT tmp_e_check TO b_e_check",
+            "ALTER TABLE tmp RENAME CONSTRAINT b_e_check TO tmp_e_check",
+            "ALTER TABLE a RENAME CONSTRAINT tmp_e_check TO a_e_check",
+        ] {
+            assert!(all.contains(want), "{want}\n{all}");
+        }
+        assert_eq!(all.matches("RENAME CONSTRAINT").count(), 4, "{all}");
+    }
+
+    #[test]
     fn a_json_column_takes_no_charset_on_mysql_targets() {
         // regression (issue 36 item 8): MariaDB's JSON is utf8mb4_bin underneath and
         // its SHOW CREATE TABLE says so; `JSON CHARACTER SET utf8mb4 COLLATE

@@ -3004,3 +3004,54 @@ async fn table_renames_and_drops_survive_a_crash_before_the_next_checkpoint() {
         assert_mirrored(&mut c, &cat, &refs).await;
     }
 }
+
+/// A second job with the server-id of a running one is refused before it connects
+/// its binlog reader (a second reader with the same id disconnects the first, on
+/// every reconnect: the running job stopped with a raw ERROR 4052). The running job
+/// goes on; killed and restarted, it is not refused by its own connection the server
+/// may still list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_job_with_a_running_jobs_server_id_is_refused() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY); INSERT INTO shop.t VALUES (1)")
+        .await
+        .unwrap();
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let job_a = job(a.path(), db.port);
+    let job_b = job(b.path(), db.port);
+    let cat = warehouse(a.path()).await;
+    let mut running = spawn(&job_a, false, None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let replicas: Vec<mysql_async::Row> = c.query("SHOW SLAVE HOSTS").await.unwrap();
+        if !replicas.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job A did not register as a replica within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let out = spawn(&job_b, true, None).wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "job B ran: {log}");
+    assert!(
+        log.contains("source.server-id 501 is in use") && log.contains("another lakeshift job"),
+        "{log}"
+    );
+    assert!(running.try_wait().unwrap().is_none(), "job A stopped");
+    c.query_drop("INSERT INTO shop.t VALUES (2)").await.unwrap();
+    lakeshift_tests::wait_until("job A mirrors a new row", || async {
+        iceberg_rows(&cat, "t").await.is_some_and(|r| r.len() == 2)
+    })
+    .await;
+    // Killed and restarted at once: its old connection is its own.
+    running.kill().unwrap();
+    running.wait().unwrap();
+    c.query_drop("INSERT INTO shop.t VALUES (3)").await.unwrap();
+    catch_up(&job_a);
+    assert_mirrored(&mut c, &cat, &["t"]).await;
+}

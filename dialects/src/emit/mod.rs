@@ -1351,7 +1351,7 @@ impl Emitter {
                 i = j;
                 continue;
             }
-            self.change(cx, &changes[i], &mut out);
+            self.change(cx, &changes[i], &changes[..i], &mut out);
             i += 1;
         }
         out
@@ -1489,7 +1489,15 @@ impl Emitter {
         }
     }
 
-    fn change(&self, cx: &mut EmitCtx<'_>, ch: &SchemaChange, out: &mut Vec<String>) {
+    /// One change; `earlier`: the statement's changes before it (a table renamed by
+    /// one of them is known by its name before the statement).
+    fn change(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        ch: &SchemaChange,
+        earlier: &[SchemaChange],
+        out: &mut Vec<String>,
+    ) {
         use SchemaChange as C;
         let tgt = self.target;
         match ch {
@@ -1556,7 +1564,17 @@ impl Emitter {
                         let mut renamed = from.clone();
                         renamed.name = to.name.clone();
                         let rn = self.table(cx, &renamed);
-                        for col in self.enum_columns(cx, from) {
+                        // The table as the statement found it: a swap renames a
+                        // table through a name that did not exist before.
+                        let mut origin = from.clone();
+                        for e in earlier.iter().rev() {
+                            if let C::RenameTable { from: f, to: t } = e {
+                                if *t == origin {
+                                    origin = f.clone();
+                                }
+                            }
+                        }
+                        for col in self.enum_columns(cx, &origin) {
                             if let (Some(a), Some(b)) = (
                                 self.enum_check_name(cx, &from.name, &col),
                                 self.enum_check_name(cx, &to.name, &col),

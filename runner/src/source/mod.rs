@@ -447,6 +447,14 @@ impl SourceError {
             return SourceError::Lost(e.to_string());
         }
         let msg = e.to_string();
+        // Another reader registered with this job's server-id (MariaDB 4052, MySQL
+        // 1236 with this text): reconnecting would disconnect it in turn, forever.
+        if matches!(&e, mysql_async::Error::Server(s) if s.code == 4052 || s.message.contains("same server_uuid/server_id"))
+        {
+            return SourceError::Refused(format!(
+                "the server closed this job's binlog connection because another reader connected with the same server-id: {msg}; give each reader of the server its own source.server-id (SHOW SLAVE HOSTS lists the ids in use)"
+            ));
+        }
         if matches!(&e, mysql_async::Error::Server(s) if s.code == 1236) {
             let position = match from {
                 binlog::ReadFrom::Position(p) => p.to_string(),

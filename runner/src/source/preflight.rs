@@ -13,7 +13,8 @@ pub struct ServerInfo {
     pub gtid_binlog_pos: String,
 }
 
-pub async fn check(src: &Source) -> Result<ServerInfo, SourceError> {
+/// `replica_name`: the host name this job registers with ([`super::run::replica_name`]).
+pub async fn check(src: &Source, replica_name: &str) -> Result<ServerInfo, SourceError> {
     let at = src.at();
     // A name that does not resolve is a mistake in the job file, not an outage.
     if tokio::net::lookup_host(&at).await.is_err() {
@@ -104,6 +105,9 @@ pub async fn check(src: &Source) -> Result<ServerInfo, SourceError> {
             src.binlog().username, src.binlog().username
         ));
     }
+    if let Some(p) = server_id_problem(&mut conn, src.binlog().server_id, replica_name).await? {
+        problems.push(p);
+    }
     let gtid: Option<String> = if mariadb {
         conn.query_first(var("gtid_binlog_pos"))
             .await
@@ -133,4 +137,48 @@ pub async fn check(src: &Source) -> Result<ServerInfo, SourceError> {
         mariadb,
         gtid_binlog_pos: gtid.unwrap_or_default(),
     })
+}
+
+/// A server-id another reader of this server uses (a second reader with the same id
+/// disconnects the first, on every connect), or the server's own. The list of
+/// replicas needs REPLICATION MASTER ADMIN (MariaDB) or REPLICATION SLAVE (MySQL);
+/// without it only the server's own id is checked.
+async fn server_id_problem(
+    conn: &mut mysql_async::Conn,
+    id: u32,
+    replica_name: &str,
+) -> Result<Option<String>, SourceError> {
+    let own: Option<u32> = conn
+        .query_first("SELECT @@global.server_id")
+        .await
+        .map_err(SourceError::sql)?;
+    if own == Some(id) {
+        return Ok(Some(format!(
+            "source.server-id {id} is the source server's own @@server_id: give the job an id that no server or replica of this topology uses"
+        )));
+    }
+    let rows: Vec<mysql_async::Row> = match conn.query("SHOW SLAVE HOSTS").await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(
+                "SHOW SLAVE HOSTS: {e}; the server-id is not checked against other readers"
+            );
+            return Ok(None);
+        }
+    };
+    for r in rows {
+        let sid: Option<u32> = r.get_opt("Server_id").and_then(|v| v.ok());
+        let host: Option<String> = r.get_opt("Host").and_then(|v| v.ok());
+        if sid == Some(id) && host.as_deref() != Some(replica_name) {
+            let who = match host.as_deref() {
+                Some(h) if h.starts_with("lakeshift") => format!("another lakeshift job ({h})"),
+                Some("") | None => "another replica".to_owned(),
+                Some(h) => format!("another replica ({h})"),
+            };
+            return Ok(Some(format!(
+                "source.server-id {id} is in use: {who} reads this server's binlog with it, and a second reader with the same id disconnects the first; give this job its own source.server-id (SHOW SLAVE HOSTS lists the ids in use)"
+            )));
+        }
+    }
+    Ok(None)
 }

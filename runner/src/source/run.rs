@@ -140,7 +140,7 @@ pub async fn run(
     opts: RunOptions,
     tx: mpsc::Sender<SourceEvent>,
 ) -> Result<(), SourceError> {
-    preflight::check(&src).await?;
+    preflight::check(&src, &replica_name(opts.state_dir.as_deref())).await?;
     if let Some(r) = &opts.snapshot_resume {
         let dir = opts.state_dir.as_deref().ok_or_else(|| {
             SourceError::Schema("resuming a snapshot needs its state folder".into())
@@ -283,6 +283,23 @@ async fn start_at(
     Ok((history, from))
 }
 
+/// The name this reader registers with on the server (`SHOW SLAVE HOSTS` lists it
+/// as its host): one per state folder, so preflight tells this job's own earlier
+/// connection (killed, not yet gone) from another reader that uses its server-id.
+pub fn replica_name(state_dir: Option<&std::path::Path>) -> String {
+    let Some(dir) = state_dir else {
+        return "lakeshift".into();
+    };
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+    // FNV-1a: stable across builds and platforms.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in dir.to_string_lossy().as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("lakeshift-{h:016x}")
+}
+
 /// Follow the binlog (re-snapshotting on a purged resume point when asked).
 async fn follow(
     src: &Arc<Source>,
@@ -293,6 +310,7 @@ async fn follow(
 ) -> Result<(), SourceError> {
     loop {
         let mut reader = BinlogReader::new(src.clone(), history, tx.clone());
+        reader.replica_name = replica_name(opts.state_dir.as_deref());
         reader.seen = opts
             .state_dir
             .as_deref()

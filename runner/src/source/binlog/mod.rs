@@ -93,6 +93,8 @@ pub struct BinlogReader {
     /// Tables a resumed snapshot read at a later point (their earlier changes are
     /// in its copy).
     pub seen: Option<super::snapshot::SeenBySnapshot>,
+    /// The host name this reader registers with ([`crate::source::run::replica_name`]).
+    pub replica_name: String,
 }
 
 impl BinlogReader {
@@ -104,6 +106,7 @@ impl BinlogReader {
             tables: HashMap::new(),
             decoders: HashMap::new(),
             file: String::new(),
+            replica_name: "lakeshift".into(),
             gtid: GtidState::default(),
             in_txn: false,
             txn_start: 0,
@@ -168,6 +171,7 @@ impl BinlogReader {
         };
         self.file = file.clone();
         let mut req = BinlogStreamRequest::new(self.src.binlog().server_id)
+            .with_hostname(self.replica_name.as_bytes())
             .with_filename(file.as_bytes())
             .with_pos(pos.max(4));
         if stop_at_end {
