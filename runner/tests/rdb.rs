@@ -2055,3 +2055,213 @@ async fn after_resume(c: &mut mysql_async::Conn, job: &Path) {
         .unwrap();
     catch_up(job);
 }
+
+/// Values the target refuses that no check finds before the write (issue 36 item
+/// 6): a MariaDB TIME past 24 hours into PostgreSQL `time`, and text longer than a
+/// column the target's owner made narrower. `fail` stops naming the policy; `skip`
+/// writes exactly the refused rows to the dead-letter file and commits the rest of
+/// the checkpoint (before, every policy stopped the job on every run and nothing
+/// reached the dead-letter file).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_the_target_refuses_follow_the_row_error_policy() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, d TIME, s VARCHAR(20));
+         CREATE TABLE shop.n (id INT PRIMARY KEY, s VARCHAR(20));
+         CREATE TABLE shop.k (v VARCHAR(20));
+         INSERT INTO shop.t VALUES (1, '10:00:00', 'first');
+         INSERT INTO shop.n VALUES (1, 'abc');",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("lake").await;
+    // The target's owner made shop.n.s narrower than the source's column.
+    pg.batch_execute(
+        "CREATE SCHEMA shop; CREATE TABLE shop.n (id integer PRIMARY KEY, s varchar(3))",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+        pgs.port
+    );
+    let dir = tmp.path().join("j");
+    let job = |policy: &str| {
+        job_in(
+            &dir,
+            ("127.0.0.1", src.port),
+            790,
+            "",
+            &sink,
+            &format!("  row-error-policy: {policy}\n  checkpoint-interval-seconds: 60\n"),
+        )
+    };
+    catch_up(&job("fail"));
+    // One source transaction: good and refused rows of three tables in one checkpoint.
+    c.query_drop(
+        "START TRANSACTION;
+         INSERT INTO shop.t VALUES (2, '838:59:59', 'too late'), (3, '01:00:00', 'fine'), (4, '-01:00:00', 'negative');
+         UPDATE shop.t SET s = 'changed' WHERE id = 1;
+         INSERT INTO shop.n VALUES (2, 'abcdef'), (3, 'xyz');
+         INSERT INTO shop.k VALUES ('kept'), ('kept too');
+         COMMIT;",
+    )
+    .await
+    .unwrap();
+    let st = spawn(&job("fail"), true, None).wait().unwrap();
+    let log = log_tail(&job("fail"));
+    assert!(!st.success(), "{log}");
+    assert!(
+        log.contains("SQLSTATE 22") && log.contains("row-error-policy: skip"),
+        "{log}"
+    );
+    catch_up(&job("skip"));
+    let t: Rows = pg_rows(&pg, "SELECT id::text, d::text, s FROM shop.t ORDER BY id").await;
+    let want = |r: &[(&str, &str, &str)]| -> Rows {
+        r.iter()
+            .map(|(a, b, c)| {
+                vec![
+                    Some(a.to_string()),
+                    Some(b.to_string()),
+                    Some(c.to_string()),
+                ]
+            })
+            .collect()
+    };
+    assert_eq!(
+        t,
+        want(&[("1", "10:00:00", "changed"), ("3", "01:00:00", "fine")])
+    );
+    let n: Rows = pg_rows(&pg, "SELECT id::text, s FROM shop.n ORDER BY id").await;
+    assert_eq!(
+        n,
+        vec![
+            vec![Some("1".into()), Some("abc".into())],
+            vec![Some("3".into()), Some("xyz".into())]
+        ]
+    );
+    let k: Rows = pg_rows(&pg, "SELECT v FROM shop.k ORDER BY v").await;
+    assert_eq!(
+        k,
+        vec![vec![Some("kept".into())], vec![Some("kept too".into())]]
+    );
+    let dl = std::fs::read_to_string(dir.join("state/dead-letter.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = dl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut got: Vec<(String, String)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["table"].as_str().unwrap().to_owned(),
+                r["after"]["id"].to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("shop.n".to_owned(), "\"2\"".to_owned()),
+            ("shop.t".to_owned(), "\"2\"".to_owned()),
+            ("shop.t".to_owned(), "\"4\"".to_owned())
+        ],
+        "{dl}"
+    );
+    assert!(
+        dl.contains("SQLSTATE 22001") && dl.contains("SQLSTATE 22008"),
+        "{dl}"
+    );
+    // The job goes on past them.
+    c.query_drop("INSERT INTO shop.t VALUES (5, '02:00:00', 'later')")
+        .await
+        .unwrap();
+    catch_up(&job("skip"));
+    let t: Rows = pg_rows(&pg, "SELECT id::text FROM shop.t WHERE id = 5").await;
+    assert_eq!(t.len(), 1);
+}
+
+/// `DROP DATABASE` of captured tables drops them on every target (issue 36 item 4:
+/// it was ignored without a log line, and the database made again with a table of
+/// an old name but other columns stopped Iceberg and PostgreSQL jobs on every run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_database_drops_its_tables_and_may_come_back() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(10));
+         CREATE TABLE shop.gone (id INT PRIMARY KEY);
+         INSERT INTO shop.t VALUES (1, 'old'); INSERT INTO shop.gone VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("lake").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let pg_sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+        pgs.port
+    );
+    let ice_dir = tmp.path().join("ice");
+    let jobs = [
+        job_in(
+            &tmp.path().join("pg"),
+            ("127.0.0.1", src.port),
+            795,
+            "",
+            &pg_sink,
+            "",
+        ),
+        job_in(
+            &ice_dir,
+            ("127.0.0.1", src.port),
+            796,
+            "",
+            &iceberg_sink(&ice_dir),
+            "",
+        ),
+    ];
+    for j in &jobs {
+        catch_up(j);
+    }
+    c.query_drop(
+        "INSERT INTO shop.t VALUES (2, 'old');
+         DROP DATABASE shop;
+         CREATE DATABASE shop;
+         CREATE TABLE shop.t (id BIGINT PRIMARY KEY, w INT NOT NULL, v VARCHAR(10));
+         INSERT INTO shop.t VALUES (7, 70, 'new');",
+    )
+    .await
+    .unwrap();
+    for j in &jobs {
+        catch_up(j);
+        let (_, ddl_log, _) = lakeshift(&["ddl-log", "--config", &j.display().to_string()]);
+        assert!(ddl_log.contains("DROP DATABASE shop"), "{ddl_log}");
+    }
+    let want = vec![vec![
+        Some("7".to_owned()),
+        Some("70".to_owned()),
+        Some("new".to_owned()),
+    ]];
+    let t: Rows = pg_rows(&pg, "SELECT id::text, w::text, v FROM shop.t").await;
+    assert_eq!(t, want);
+    let gone: Rows = pg_rows(
+        &pg,
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'shop' AND table_name = 'gone'",
+    )
+    .await;
+    assert!(gone.is_empty(), "shop.gone stays on PostgreSQL");
+    let cat =
+        runner::iceberg::Catalog::open(&runner::iceberg::CatalogConfig::local(ice_dir.join("wh")))
+            .await
+            .unwrap();
+    assert_eq!(cat.list_tables("shop").await.unwrap(), vec!["t".to_owned()]);
+    let rows = lakeshift_tests::iceberg_text_rows(&cat, "shop", "t", None)
+        .await
+        .unwrap();
+    assert_eq!(rows, want);
+}

@@ -282,7 +282,19 @@ impl SchemaHistory {
                 }
                 out.notes.push(format!("{}: {}", d.severity, d.message));
             }
-            out.changes.extend(r.changes);
+            // DROP DATABASE drops its tables: said table by table, so the sinks drop
+            // the captured ones (a database made again later starts empty).
+            for c in r.changes {
+                if let ddl_core::SchemaChange::DropNamespace { name, .. } = &c {
+                    for t in r.tables.iter().filter(|t| t.schema.as_ref() == Some(name)) {
+                        out.changes.push(ddl_core::SchemaChange::DropTable {
+                            name: t.clone(),
+                            if_exists: true,
+                        });
+                    }
+                }
+                out.changes.push(c);
+            }
         }
         Ok(out)
     }

@@ -17,6 +17,9 @@ pub enum ErrorKind {
     /// between rows inside it): applying it again with changed keys deleted first
     /// can fix it.
     UniqueViolation,
+    /// The target refused a value of a row (a data exception, a NOT NULL or CHECK of
+    /// its own): the row-error policy decides (`skip` and `park` take the rows out).
+    BadValue,
     /// Anything else: the job stops with the message.
     Definite,
 }
@@ -104,6 +107,8 @@ impl From<super::rdb::target::TargetError> for SyncError {
             ErrorKind::Transient
         } else if e.unique_violation() {
             ErrorKind::UniqueViolation
+        } else if e.bad_value() {
+            ErrorKind::BadValue
         } else {
             ErrorKind::Definite
         };

@@ -185,6 +185,22 @@ impl Keyed {
         }
     }
 
+    /// The key columns (indexes into a row).
+    pub fn key_cols(&self) -> &[usize] {
+        &self.key
+    }
+
+    /// Forget a key's change (the target keeps the key's row as it was).
+    pub fn remove(&mut self, key: &Row) {
+        let h = self.hash(key.bytes());
+        let probe = key.bytes();
+        let k = &self.key;
+        if let Ok(e) = self.slots.find_entry(h, |s| holds(s, h, k, probe)) {
+            let (slot, _) = e.remove();
+            self.rows -= slot.row.size();
+        }
+    }
+
     /// Every key's change, in no order.
     pub fn iter(&self) -> impl Iterator<Item = Change<'_>> {
         self.slots.iter().map(|slot| Change {

@@ -26,6 +26,7 @@
 mod ddl;
 mod keyed;
 mod keys;
+mod refused;
 pub mod render;
 mod state;
 pub mod step;

@@ -342,7 +342,19 @@ impl RdbEngine {
                     f.n
                 );
                 // (Boxed: applying commits, which settles first.)
-                Box::pin(self.apply(&f.pending, &[], true, position, snapshot)).await
+                let mut pending = std::mem::take(&mut f.pending);
+                Box::pin(self.apply(&mut pending, &[], true, position, snapshot)).await
+            }
+            Err(e) if e.kind == ErrorKind::BadValue => {
+                // A value the target refused: the row-error policy, then the rest.
+                let mut pending = std::mem::take(&mut f.pending);
+                // (Boxed: finding the rows uses the target, which settles first.)
+                if Box::pin(self.without_refused(&mut pending, f.n, position.as_ref(), &e)).await?
+                    == 0
+                {
+                    return Err(e);
+                }
+                Box::pin(self.apply(&mut pending, &[], false, position, snapshot)).await
             }
             Err(e) => Err(e),
         }

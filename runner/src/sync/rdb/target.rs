@@ -43,6 +43,23 @@ impl TargetError {
         self.code_in(&["23505", "1062"])
     }
 
+    /// A value of a row the target cannot take: PostgreSQL's data exceptions (class
+    /// 22: too long, out of range, bad date or time) and its NOT NULL and CHECK
+    /// violations; MySQL's out of range (1264, 1690), too long (1406), truncated
+    /// (1265), incorrect value (1292, 1366, 1367, 1411), NULL (1048), CHECK (3819,
+    /// 4025), invalid JSON (3140).
+    pub fn bad_value(&self) -> bool {
+        let Some(c) = self.code.as_deref() else {
+            return false;
+        };
+        c.len() == 5 && (c.starts_with("22") || c == "23502" || c == "23514")
+            || [
+                "1264", "1690", "1406", "1265", "1292", "1366", "1367", "1411", "1048", "3819",
+                "4025", "3140",
+            ]
+            .contains(&c)
+    }
+
     /// The statement's effect is there already: what it creates exists, what it
     /// drops is gone (a DDL run again after a crash).
     pub fn already_applied(&self) -> bool {
@@ -127,10 +144,12 @@ impl Target {
                 .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
             // TIMESTAMP values are written and read as UTC; text is utf8mb4; string
             // literals escape with backslashes (NO_BACKSLASH_ESCAPES would keep the
-            // doubled backslashes the sink writes), whatever the server's sql_mode.
+            // doubled backslashes the sink writes), whatever the server's sql_mode;
+            // a value a column cannot hold is an error, never cut or changed to fit
+            // (STRICT_ALL_TABLES), so the row-error policy sees it.
             c.query_drop(
                 "SET SESSION time_zone = '+00:00'; SET NAMES utf8mb4; \
-                 SET SESSION sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))",
+                 SET SESSION sql_mode = CONCAT_WS(',', NULLIF(TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ',')), ''), 'STRICT_ALL_TABLES')",
             )
                 .await
                 .map_err(|e| format!("target {shown}: {e}"))?;

@@ -481,7 +481,8 @@ impl RdbEngine {
                 .dispatch(stmts, pending, bytes, position, snapshot)
                 .await;
         }
-        self.apply(&pending, &held, false, position, snapshot)
+        let mut pending = pending;
+        self.apply(&mut pending, &held, false, position, snapshot)
             .await?;
         for i in released {
             self.released(i)?;
@@ -494,13 +495,14 @@ impl RdbEngine {
     /// and `held`.
     pub(super) async fn apply(
         &mut self,
-        pending: &BTreeMap<(String, String), Pend>,
+        pending: &mut BTreeMap<(String, String), Pend>,
         held: &[Step],
         mut rewrite: bool,
         position: Option<Position>,
         snapshot: Option<SnapshotResume>,
     ) -> Result<(), SyncError> {
         let n = self.checkpoint + 1;
+        let mut refused = 0;
         loop {
             let stmts = self.steps(n, pending, rewrite, held)?;
             match self
@@ -513,6 +515,17 @@ impl RdbEngine {
                     // same changes again, every changed key deleted first.
                     tracing::info!("checkpoint {n}: {e}; applying it again with every changed key deleted first");
                     rewrite = true;
+                }
+                // A value the target refused: out with the rows holding such values
+                // (row-error-policy skip or park), and again, while some are found.
+                Err(e) if e.kind == ErrorKind::BadValue && refused < 1_000 => {
+                    let out = self
+                        .without_refused(pending, n, position.as_ref(), &e)
+                        .await?;
+                    if out == 0 {
+                        return Err(e);
+                    }
+                    refused += out;
                 }
                 Err(e) => return Err(e),
             }
