@@ -1613,6 +1613,15 @@ async fn postgres_to_mariadb_stop_by_a_second_sigint_loses_nothing() {
     stop_under_writes(Pair(SrcKind::Pg, SinkKind::Maria), &["INT", "INT"]).await;
 }
 
+/// Found by the fuzzer (seed 293740230, MariaDB -> Iceberg; 6 steps once shrunk): after a
+/// source restart the server handed the table id of `we.ird1` as mapped before the
+/// restart to its new definition, with as many columns; the reader kept the old
+/// columns (matched by count) and stopped with `ENUM value in a non-enum column`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_293740230_a_table_id_reused_after_a_source_restart() {
+    fuzz_one(Pair(SrcKind::Maria, SinkKind::Iceberg), 293740230, 40, true).await;
+}
+
 /// Found by the fuzzer (seed 7, steps from the job's start): a DDL on a captured
 /// table after the snapshot's point and before the snapshot read it (`DROP COLUMN`)
 /// stopped the job with `Unknown column 'from' in 'SELECT'`; the read is now taken

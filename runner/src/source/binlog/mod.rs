@@ -290,6 +290,9 @@ impl BinlogReader {
                 // strip (it comes before the format description): strip it when the
                 // last 4 bytes are the CRC32 of the event.
                 self.file = binlog_name(r.name_raw(), ends_with_checksum(&h, ev.data()));
+                // Table ids are the server's of one run: a new file may follow a
+                // restart, which hands the same ids to other tables or definitions.
+                self.tables.clear();
             }
             EventData::QueryEvent(q) => {
                 let sql = q.query();
@@ -440,11 +443,6 @@ impl BinlogReader {
         let id = tme.table_id();
         let db = tme.database_name().into_owned();
         let name = tme.table_name().into_owned();
-        if let Some(m) = self.tables.get(&id) {
-            if m.db == db && m.name == name && m.cols.len() == tme.columns_count() as usize {
-                return Ok(());
-            }
-        }
         let mut cols = Vec::with_capacity(tme.columns_count() as usize);
         for i in 0..tme.columns_count() as usize {
             let ty = tme
@@ -468,6 +466,13 @@ impl BinlogReader {
                         .map(|c| c.name().into_owned())
                         .collect(),
                 );
+            }
+        }
+        // The same table as mapped before (most rows events): its decoder stays. A
+        // restarted server reuses ids, so the columns are compared, not only counted.
+        if let Some(m) = self.tables.get(&id) {
+            if m.db == db && m.name == name && m.cols == cols && m.names == names {
+                return Ok(());
             }
         }
         self.tables.insert(
