@@ -103,8 +103,9 @@ enum Command {
     /// `pipeline.row-error-policy` (fail, skip to the dead-letter file, or park: that
     /// too, and hold the table's changes until `ddl-log --resolve`). One process
     /// runs a job: a second one is refused (Iceberg jobs hold a lease in the catalog, so
-    /// on other hosts too). SIGTERM or Ctrl-C commits what was read, then stops (exit
-    /// 0); a second one stops at once (exit 130). A restart (after a crash too) resumes
+    /// on other hosts too). SIGTERM or Ctrl-C reads on to the end of a source transaction it
+    /// is inside (up to 5 s), commits what was read, then stops (exit 0); a second one
+    /// stops at once (exit 130). A restart (after a crash too) resumes
     /// without loss or duplicates.
     Sync {
         /// The job file (YAML).

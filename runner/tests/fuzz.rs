@@ -1218,6 +1218,44 @@ impl Model {
         })
     }
 
+    /// A statement of the source's grammar that changes nothing the mirror holds
+    /// (comments, indexes, storage, statistics, a no-op `DROP ... IF EXISTS`): the
+    /// job must read past each, whether or not lakeshift has a use for it.
+    fn noop_ddl(&self, r: &mut Rng, n: u64) -> Option<String> {
+        let t = r.pick(&self.tables).clone();
+        let tn = format!("{}.{}", DB, self.q(&t.name));
+        let indexable = t
+            .cols
+            .iter()
+            .find(|(_, ty)| matches!(ty, Ty::Int | Ty::Big | Ty::Date | Ty::Dec))
+            .map(|(c, _)| self.q(c));
+        Some(match self.pair.0 {
+            SrcKind::Maria => match r.below(8) {
+                0 => format!("ALTER TABLE {tn} COMMENT = 'note {n}'"),
+                1 => format!("ALTER TABLE {tn} ENGINE = InnoDB"),
+                2 => format!(
+                    "ALTER TABLE {tn} ADD INDEX IF NOT EXISTS `ix{n}` ({})",
+                    indexable?
+                ),
+                3 => format!("ALTER TABLE {tn} DROP FOREIGN KEY IF EXISTS `fk_none{n}`"),
+                4 => format!("ALTER TABLE {tn} FORCE"),
+                5 => format!("OPTIMIZE TABLE {tn}"),
+                6 => format!("ANALYZE TABLE {tn}"),
+                _ => format!("ALTER TABLE {tn} ALGORITHM=COPY, LOCK=SHARED, COMMENT = 'copy {n}'"),
+            },
+            SrcKind::Pg => match r.below(5) {
+                0 => format!("COMMENT ON TABLE {tn} IS 'note {n}'"),
+                1 => format!(
+                    "CREATE INDEX IF NOT EXISTS \"ix{n}\" ON {tn} ({})",
+                    indexable?
+                ),
+                2 => format!("ANALYZE {tn}"),
+                3 => format!("ALTER TABLE {tn} SET (fillfactor = 90)"),
+                _ => format!("VACUUM {tn}"),
+            },
+        })
+    }
+
     /// A table name not in use: plain, a reserved word, a quote, a dot, non-ASCII.
     fn fresh_name(&mut self, r: &mut Rng) -> String {
         let base = *r.pick(&["t", "order", "group", "we.ird", "o'q", "t\u{e9}", "x-y"]);
@@ -1281,7 +1319,18 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool) -> Plan {
         Fault::IntTwice,
         Fault::SourceRestart,
     ];
-    while steps.len() < len {
+    // Statements that change nothing the mirror holds, drawn from a stream of their
+    // own (the rest of a seed's plan is what it was without them).
+    let mut quiet = Rng(seed ^ 0x5bd1_e995_9e37_79b9);
+    let mut noops = 0;
+    while steps.len() - noops < len {
+        if !m.tables.is_empty() && quiet.chance(5) {
+            let n = quiet.below(1_000_000);
+            if let Some(sql) = m.noop_ddl(&mut quiet, n) {
+                steps.push(Step::Sql(sql));
+                noops += 1;
+            }
+        }
         let k = r.below(100);
         if k < 6 {
             steps.push(Step::Fault(*r.pick(&faults)));

@@ -1113,10 +1113,25 @@ async fn a_message_that_cannot_be_decoded_follows_the_row_error_policy() {
     let ghost = json!({"before": null, "after": {"id": 1}, "source": source(Some("ghost"), 99),
                        "op": "c", "ts_ms": 1_700_000_000_000u64, "transaction": null})
     .to_string();
+    // Envelope drift (issue 36 item 17): a field the captured DDL lacks was dropped,
+    // and a column missing from the image was written as NULL, silently.
+    let extra = json!({"before": null, "after": {"tag": "drift1", "n": 1, "color": "red"},
+                       "source": source(Some("tags"), 98), "op": "c",
+                       "ts_ms": 1_700_000_000_000u64, "transaction": null})
+    .to_string();
+    let lacking = json!({"before": null, "after": {"tag": "drift2"},
+                         "source": source(Some("tags"), 97), "op": "c",
+                         "ts_ms": 1_700_000_000_000u64, "transaction": null})
+    .to_string();
     produce_raw(
         &bootstrap,
         &format!("{PREFIX}.shop.tags"),
-        &[b"{not json", ghost.as_bytes()],
+        &[
+            b"{not json",
+            ghost.as_bytes(),
+            extra.as_bytes(),
+            lacking.as_bytes(),
+        ],
     )
     .await;
     feed.workload(3, 10);
@@ -1157,15 +1172,15 @@ async fn a_message_that_cannot_be_decoded_follows_the_row_error_policy() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(records.len(), 2, "{dl}");
+    assert_eq!(records.len(), 4, "{dl}");
     assert_eq!(records[0]["payload"], "{not json");
+    let reason = |i: usize| records[i]["reason"].as_str().unwrap().to_owned();
+    assert!(reason(1).contains("shop.ghost"), "{dl}");
     assert!(
-        records[1]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("shop.ghost"),
+        reason(2).contains("field `color`") && reason(2).contains("schema topic"),
         "{dl}"
     );
+    assert!(reason(3).contains("lacks column `n`"), "{dl}");
     for r in &records {
         assert_eq!(r["kind"], "message");
         assert_eq!(r["topic"], "dbz.shop.tags");

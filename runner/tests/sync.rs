@@ -3055,3 +3055,49 @@ async fn a_second_job_with_a_running_jobs_server_id_is_refused() {
     catch_up(&job_a);
     assert_mirrored(&mut c, &cat, &["t"]).await;
 }
+
+/// Two jobs of different names on the same Iceberg tables (issue 36 item 10): the
+/// second applied every change a second time (a keyless table doubled). A table
+/// written by one job is now refused to another, naming both and the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_written_by_one_job_is_refused_to_another() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.k (v VARCHAR(10)); INSERT INTO shop.k VALUES ('a'), ('a')",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let first = job(dir.path(), db.port);
+    catch_up(&first);
+    let second = dir.path().join("second.yaml");
+    std::fs::write(
+        &second,
+        std::fs::read_to_string(&first)
+            .unwrap()
+            .replace("name: mirror", "name: other")
+            .replace("server-id: 501", "server-id: 502")
+            .replace(
+                &dir.path().join("state").display().to_string(),
+                &dir.path().join("state2").display().to_string(),
+            ),
+    )
+    .unwrap();
+    let out = spawn(&second, true, None).wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{log}");
+    assert!(
+        log.contains("shop.k is written by lakeshift job `mirror`")
+            && log.contains("pipeline.name: mirror"),
+        "{log}"
+    );
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["k"]).await;
+    // The owner goes on.
+    c.query_drop("INSERT INTO shop.k VALUES ('b')")
+        .await
+        .unwrap();
+    catch_up(&first);
+    assert_mirrored(&mut c, &cat, &["k"]).await;
+}

@@ -230,6 +230,9 @@ fn drain_point(
     (pending || moved).then_some(at)
 }
 
+/// How long a stop waits for the end of a source transaction read in part.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
 /// A DDL barrier is given up after this many barrier time limits.
 const BARRIER_GIVE_UP: u32 = 10;
 
@@ -440,10 +443,30 @@ impl<S: Sink> Pipeline<S> {
         rx: &mut mpsc::Receiver<SourceEvent>,
         cur: &mut Cursor,
     ) -> Result<()> {
+        let mut stop_seen: Option<Instant> = None;
         loop {
-            // A stop waits for the rest of a delivery (its batches are on their way).
+            // A stop waits for the rest of a delivery (its batches are on their way),
+            // and for the end of a source transaction read in part (most end within
+            // milliseconds), so the state it commits is the source at a transaction
+            // boundary; one that does not end within STOP_WAIT commits in part.
             if self.stopping() && cur.reading.is_none() {
-                return Ok(());
+                let open = !self.source.by_offsets()
+                    && cur.snapshot.is_none()
+                    && cur
+                        .read_to
+                        .as_ref()
+                        .is_some_and(|r| cur.boundary.as_ref().is_none_or(|b| r > b));
+                let since = *stop_seen.get_or_insert_with(Instant::now);
+                if !open {
+                    return Ok(());
+                }
+                if since.elapsed() >= STOP_WAIT {
+                    tracing::warn!(
+                        "stopping inside a source transaction that did not end within {} s: what was read of it commits, and the next run reads the rest",
+                        STOP_WAIT.as_secs()
+                    );
+                    return Ok(());
+                }
             }
             self.progress().await;
             self.sink.keep_alive().await?;

@@ -23,13 +23,37 @@ pub(super) fn position_of(source: &J) -> Option<Position> {
 }
 
 /// One Debezium row image (a JSON object by column name) as a one-row batch.
+/// `whole`: the image must name exactly the table's columns (an after image; a
+/// before image of a keyless table, which identifies its row by every value). A
+/// keyed table's before image only identifies its row: its key must be there.
 pub(super) fn decode_row(
     t: &Arc<SourceTable>,
     row: &J,
+    whole: bool,
 ) -> Result<arrow_array::RecordBatch, DecodeError> {
     let obj = row
         .as_object()
         .ok_or_else(|| format!("{}.{}: a row image that is not an object", t.db, t.name))?;
+    // The image and the captured definition name the same columns: a field more
+    // would be dropped, a field less written as NULL over the row's value (envelope
+    // drift: the producer's schema changed without a DDL in the schema topic).
+    let drift = |what: String| {
+        format!(
+            "{}.{}: {what}; the producer's schema changed without a DDL in the schema topic (the message follows the row-error policy; fix the schema topic, then re-read the table)",
+            t.db, t.name
+        )
+    };
+    let whole = whole || t.key.is_empty();
+    if let Some(k) = obj
+        .keys()
+        .find(|k| !t.columns.iter().any(|c| c.name.eq_ignore_ascii_case(k)))
+        .filter(|_| whole)
+    {
+        return Err(drift(format!(
+            "the row image has a field `{k}` that the table's captured definition lacks"
+        ))
+        .into());
+    }
     let mut b = RowsBuilder::new(t.clone());
     for (i, c) in t.columns.iter().enumerate() {
         let v = obj
@@ -39,7 +63,13 @@ pub(super) fn decode_row(
                     .find(|(k, _)| k.eq_ignore_ascii_case(&c.name))
                     .map(|(_, v)| v)
             })
-            .unwrap_or(&J::Null);
+            .or((!whole && !t.key.contains(&i)).then_some(&J::Null))
+            .ok_or_else(|| {
+                drift(format!(
+                    "the row image lacks column `{}` of the table's captured definition",
+                    c.name
+                ))
+            })?;
         let ir = &t.ir.columns[i];
         let mv = to_mysql(v, &c.kind, &ir.data_type)
             .map_err(|e| format!("{}.{} column {}: {e}", t.db, t.name, c.name))?;

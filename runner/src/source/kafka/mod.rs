@@ -580,7 +580,7 @@ impl Reader {
         let image = |key: &str| -> Result<Option<arrow_array::RecordBatch>, SourceError> {
             match v.get(key) {
                 None | Some(J::Null) => Ok(None),
-                Some(row) => decode_row(&st, row)
+                Some(row) => decode_row(&st, row, key == "after")
                     .map(Some)
                     .map_err(|e| SourceError::Decode(format!("{at}: {e}"))),
             }

@@ -130,6 +130,15 @@ impl Engine {
     ) -> Result<Sink, SyncError> {
         let ice = iconv::ice_table(&id.namespace().join("."), id.name(), &table.metadata)
             .map_err(|e| e.to_string())?;
+        if let Some(other) = owner(&table).filter(|j| **j != self.job.pipeline.name) {
+            return Err(format!(
+                "Iceberg table {}.{} is written by lakeshift job `{other}` (its newest commit): job `{mine}` would apply the same changes to it a second time. Give this job tables of its own (a `route` into another namespace, or another warehouse); or, if `{other}` is this job under its old name, set `pipeline.name: {other}`",
+                ice.namespace,
+                ice.name,
+                mine = self.job.pipeline.name
+            )
+            .into());
+        }
         self.planner
             .tables
             .insert((ice.namespace.clone(), ice.name.clone()), ice.clone());
@@ -243,4 +252,18 @@ pub(super) fn check_namespace(ns: &str, db: &str, table: &str) -> Result<(), Syn
         .into());
     }
     Ok(())
+}
+
+/// The lakeshift job whose commit is the table's newest (None: no job wrote it).
+fn owner(t: &LoadedTable) -> Option<&String> {
+    t.metadata
+        .snapshots()
+        .filter_map(|s| {
+            s.summary()
+                .additional_properties
+                .get(super::JOB)
+                .map(|j| (s.sequence_number(), j))
+        })
+        .max_by_key(|(seq, _)| *seq)
+        .map(|(_, j)| j)
 }
