@@ -498,6 +498,18 @@ impl<'a> Lowerer<'a> {
         self.catalog.resolve_column(table, &n).unwrap_or(n)
     }
 
+    /// Whether the table has an index, key or constraint named `name`.
+    fn has_named(&self, table: &TableName, name: &str) -> bool {
+        let Some(t) = self.catalog.table(table) else {
+            return false;
+        };
+        let is = |n: &Option<String>| n.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name));
+        t.indexes.iter().any(|i| is(&i.name))
+            || t.foreign_keys.iter().any(|f| is(&f.name))
+            || t.checks.iter().any(|c| is(&c.name))
+            || t.primary_key.as_ref().is_some_and(|p| is(&p.name))
+    }
+
     fn position(&self, table: &TableName, p: &Option<Pos>) -> Option<ColumnPosition> {
         p.as_ref().map(|p| match p {
             Pos::First => ColumnPosition::First,
@@ -535,7 +547,39 @@ impl<'a> Lowerer<'a> {
         }
         let mut out: Vec<ChangeRequest> = Vec::new();
         let ch = |c: SchemaChange| ChangeRequest::Change(c);
+        // MariaDB's conditional index and constraint changes, decided on the catalog.
+        let mut specs: Vec<&AlterSpec> = Vec::with_capacity(d.specs.len());
         for spec in &d.specs {
+            let (inner, want) = match spec {
+                AlterSpec::IfExists(s) => (s.as_ref(), true),
+                AlterSpec::IfNotExists(s) => (s.as_ref(), false),
+                other => {
+                    specs.push(other);
+                    continue;
+                }
+            };
+            let name = match inner {
+                AlterSpec::DropIndex(n)
+                | AlterSpec::DropForeignKey(n)
+                | AlterSpec::DropConstraint(n) => Some(self.name(n)),
+                AlterSpec::AddElem(TableElem::Index { name, .. }) => {
+                    name.as_ref().map(|n| self.name(n))
+                }
+                _ => None,
+            };
+            let has = name.as_deref().is_some_and(|n| self.has_named(&table, n));
+            if has == want {
+                specs.push(inner);
+            } else {
+                self.diags.skip(format!(
+                    "{table}: {} {} (IF {}EXISTS): unchanged",
+                    name.unwrap_or_default(),
+                    if has { "exists" } else { "does not exist" },
+                    if want { "" } else { "NOT " }
+                ));
+            }
+        }
+        for spec in specs {
             match spec {
                 AlterSpec::AddColumns {
                     columns,
@@ -791,6 +835,8 @@ impl<'a> Lowerer<'a> {
                         crate::translate::excerpt(s)
                     ))
                 }
+                // Unwrapped above (nested conditions are not written).
+                AlterSpec::IfExists(_) | AlterSpec::IfNotExists(_) => {}
                 AlterSpec::Ignored(s) => self.diags.skip(format!(
                     "table {table}: `{}` has no schema meaning",
                     crate::translate::excerpt(s)

@@ -767,6 +767,46 @@ mod tests {
     }
 
     #[test]
+    fn mariadb_conditional_index_and_key_drops_parse_and_decide_on_the_catalog() {
+        // regression (found by the fuzzer's statements of MariaDB's grammar, issue 36
+        // item 13): `ADD INDEX IF NOT EXISTS` and `DROP FOREIGN KEY IF EXISTS` did not
+        // parse, so a live job stopped on a valid statement.
+        let (out, diags) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE t (id INT PRIMARY KEY, c INT, KEY ix (c));\n\
+             ALTER TABLE t ADD INDEX IF NOT EXISTS ix (c);\n\
+             ALTER TABLE t ADD INDEX IF NOT EXISTS ix2 (c);\n\
+             ALTER TABLE t DROP INDEX IF EXISTS nope;\n\
+             ALTER TABLE t DROP KEY IF EXISTS ix;\n\
+             ALTER TABLE t DROP FOREIGN KEY IF EXISTS fk_none;\n\
+             ALTER TABLE t DROP CONSTRAINT IF EXISTS c_none;",
+        );
+        let all = out.join("\n");
+        assert!(
+            !diags.iter().any(|d| d.starts_with("error")),
+            "{diags:#?}\n{all}"
+        );
+        // (PostgreSQL index names are per schema: prefixed with the table's.)
+        assert_eq!(all.matches("CREATE INDEX t_ix2 ON t").count(), 1, "{all}");
+        assert_eq!(all.matches("CREATE INDEX t_ix ON t").count(), 1, "{all}");
+        assert_eq!(all.matches("DROP INDEX").count(), 1, "{all}");
+        assert!(
+            all.contains("DROP INDEX t_ix\n") || all.ends_with("DROP INDEX t_ix"),
+            "{all}"
+        );
+        assert!(
+            !all.contains("fk_none") && !all.contains("c_none") && !all.contains("nope"),
+            "{all}"
+        );
+        assert_eq!(
+            diags.iter().filter(|d| d.contains("unchanged")).count(),
+            4,
+            "{diags:#?}"
+        );
+    }
+
+    #[test]
     fn a_json_column_takes_no_charset_on_mysql_targets() {
         // regression (issue 36 item 8): MariaDB's JSON is utf8mb4_bin underneath and
         // its SHOW CREATE TABLE says so; `JSON CHARACTER SET utf8mb4 COLLATE

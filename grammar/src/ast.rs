@@ -151,6 +151,12 @@ pub enum AlterSpec {
     DropIndex(Ident),
     DropForeignKey(Ident),
     DropConstraint(Ident),
+    /// MariaDB `DROP INDEX|KEY|FOREIGN KEY|CONSTRAINT IF EXISTS name`: the drop, when
+    /// the table has an index or constraint of that name.
+    IfExists(Box<AlterSpec>),
+    /// MariaDB `ADD INDEX|KEY IF NOT EXISTS name (...)`: the index, unless the table
+    /// has one of that name.
+    IfNotExists(Box<AlterSpec>),
     /// MySQL MODIFY: the whole column restated.
     ModifyColumn {
         column: ColumnDraft,

@@ -786,7 +786,9 @@ fn plain_index(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
             value(IndexKind::Plain, alt((kw("KEY"), kw("INDEX")))),
         ))
         .parse(i)?;
-        let (i, name) = opt(ident).parse(i)?;
+        // MariaDB's `IF NOT EXISTS` is read by `alter_spec`; here it is no name.
+        let (i, name) =
+            opt(preceded(nom::combinator::not((kw("IF"), kw("NOT"))), ident)).parse(i)?;
         let (i, _) = opt(index_kind_using).parse(i)?;
         let (i, parts) = paren_list(key_part(flavor))(i)?;
         let (i, _) = index_opts(flavor)(i)?;
@@ -920,6 +922,15 @@ fn position(i: &str) -> Res<'_, Option<Pos>> {
     .parse(i)
 }
 
+/// A drop, wrapped when written `IF EXISTS`.
+fn if_exists(written: bool, spec: AlterSpec) -> AlterSpec {
+    if written {
+        AlterSpec::IfExists(Box::new(spec))
+    } else {
+        spec
+    }
+}
+
 fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
     move |i| {
         alt((
@@ -929,6 +940,26 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                 alt((
                     map(constraint_elem(flavor), AlterSpec::AddElem),
                     map(plain_index(flavor), AlterSpec::AddElem),
+                    // MariaDB: ADD INDEX|KEY IF NOT EXISTS name (...).
+                    map(
+                        (
+                            alt((kw("INDEX"), kw("KEY"))),
+                            kw("IF"),
+                            kw("NOT"),
+                            kw("EXISTS"),
+                            ident,
+                            opt(index_kind_using),
+                            paren_list(key_part(flavor)),
+                            index_opts(flavor),
+                        ),
+                        |(_, _, _, _, name, _, parts, _)| {
+                            AlterSpec::IfNotExists(Box::new(AlterSpec::AddElem(TableElem::Index {
+                                name: Some(name),
+                                kind: IndexKind::Plain,
+                                parts,
+                            })))
+                        },
+                    ),
                     map(paren_list(constraint_elem(flavor)), AlterSpec::AddElems),
                     map(
                         preceded(opt(kw("COLUMN")), paren_list(column_def(flavor, true))),
@@ -959,22 +990,29 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                 alt((
                     value(AlterSpec::DropPrimaryKey, (kw("PRIMARY"), kw("KEY"))),
                     map(
-                        preceded((kw("FOREIGN"), kw("KEY")), ident),
-                        AlterSpec::DropForeignKey,
-                    ),
-                    map(
-                        preceded(alt((kw("INDEX"), kw("KEY"))), ident),
-                        AlterSpec::DropIndex,
-                    ),
-                    map(
-                        preceded(
-                            (
-                                alt((kw("CONSTRAINT"), kw("CHECK"))),
-                                opt((kw("IF"), kw("EXISTS"))),
-                            ),
+                        (
+                            kw("FOREIGN"),
+                            kw("KEY"),
+                            opt((kw("IF"), kw("EXISTS"))),
                             ident,
                         ),
-                        AlterSpec::DropConstraint,
+                        |(_, _, ie, n)| if_exists(ie.is_some(), AlterSpec::DropForeignKey(n)),
+                    ),
+                    map(
+                        (
+                            alt((kw("INDEX"), kw("KEY"))),
+                            opt((kw("IF"), kw("EXISTS"))),
+                            ident,
+                        ),
+                        |(_, ie, n)| if_exists(ie.is_some(), AlterSpec::DropIndex(n)),
+                    ),
+                    map(
+                        (
+                            alt((kw("CONSTRAINT"), kw("CHECK"))),
+                            opt((kw("IF"), kw("EXISTS"))),
+                            ident,
+                        ),
+                        |(_, ie, n)| if_exists(ie.is_some(), AlterSpec::DropConstraint(n)),
                     ),
                     map(paren_list(col_ident(flavor)), AlterSpec::DropColumns),
                     map(

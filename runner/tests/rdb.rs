@@ -2265,3 +2265,59 @@ async fn a_dropped_database_drops_its_tables_and_may_come_back() {
         .unwrap();
     assert_eq!(rows, want);
 }
+
+/// A generated column added to a table holding rows (issue 36 item 5): its older
+/// rows stayed NULL in Iceberg and PostgreSQL, with an INFO line only. The source
+/// computes their values and no change event carries them, so the DDL now follows
+/// `added-column-default`: by default it is refused (the DDL error policy: the job
+/// stops, saying why and what to do); `null` accepts NULL for them, with a warning.
+/// A MariaDB target computes the column itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generated_column_added_to_rows_follows_the_added_column_policy() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, c INT);
+         INSERT INTO shop.t VALUES (1, 10), (2, 20);",
+    )
+    .await
+    .unwrap();
+    pgs.create_db("lake").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let pg_sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+        pgs.port
+    );
+    let ice_dir = tmp.path().join("ice");
+    let jobs = [
+        (tmp.path().join("pg"), pg_sink.clone(), 797),
+        (ice_dir.clone(), iceberg_sink(&ice_dir), 798),
+    ];
+    let job = |(dir, sink, id): &(PathBuf, String, u32), extra: &str| {
+        job_in(dir, ("127.0.0.1", src.port), *id, "", sink, extra)
+    };
+    for j in &jobs {
+        catch_up(&job(j, ""));
+    }
+    c.query_drop("ALTER TABLE shop.t ADD COLUMN g INT AS (c + 1) STORED; INSERT INTO shop.t (id, c) VALUES (3, 30)")
+        .await
+        .unwrap();
+    for j in &jobs {
+        let p = job(j, "");
+        let st = spawn(&p, true, None).wait().unwrap();
+        let log = log_tail(&p);
+        assert!(!st.success(), "{log}");
+        assert!(
+            log.contains("column g of shop.t is added as generated")
+                && log.contains("added-column-default: null"),
+            "{log}"
+        );
+        let p = job(j, "  added-column-default: null\n");
+        catch_up(&p);
+        let log = log_tail(&p);
+        assert!(
+            log.contains("WARN") && log.contains("they read NULL"),
+            "{log}"
+        );
+    }
+}

@@ -289,9 +289,11 @@ pub struct PipelineConfig {
     /// that stops renewing it for this long may be taken over.
     #[serde(default = "default_lease")]
     pub owner_lease_seconds: f64,
-    /// Iceberg: a column added with a default to a table holding rows: `rewrite` the
-    /// rows with it (exact, the default), `null` (older rows read NULL), `fail`.
-    #[serde(default)]
+    /// A column added with a default to a table holding rows: `rewrite` the rows
+    /// with it (Iceberg; exact, the default), `null` (older rows read NULL), `fail`.
+    /// A generated column added to such a table is refused unless `null`. YAML's
+    /// bare `null` means `null` here.
+    #[serde(default, deserialize_with = "added_default")]
     pub added_column_default: super::engine::defaults::AddedDefault,
     /// A row holding a value the target cannot take: fail or skip (dead-letter).
     #[serde(default)]
@@ -439,7 +441,6 @@ const ICEBERG_PIPELINE_KEYS: &[&str] = &[
     "writer-shards",
     "parallelism",
     "owner-lease-seconds",
-    "added-column-default",
 ];
 
 /// The keys of a YAML mapping.
@@ -708,6 +709,18 @@ fn expand_env(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, 
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// `added-column-default`, where a bare YAML `null` (which YAML reads as no value) is
+/// the `null` policy.
+fn added_default<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<super::engine::defaults::AddedDefault, D::Error> {
+    use super::engine::defaults::AddedDefault;
+    Ok(match Option::<AddedDefault>::deserialize(d)? {
+        None => AddedDefault::Null,
+        Some(p) => p,
+    })
 }
 
 #[cfg(test)]

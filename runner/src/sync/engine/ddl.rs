@@ -136,7 +136,12 @@ impl Engine {
             Err(reason) if policy != defaults::AddedDefault::Null => {
                 return self.ddl_refused(position, sql, &touched, reason, item);
             }
-            Err(_) => Vec::new(),
+            Err(reason) => {
+                tracing::warn!(
+                    "DDL at {position}: {reason}; they read NULL (added-column-default: null)"
+                );
+                Vec::new()
+            }
         };
         for d in diags.0 {
             let filled = !fills.is_empty() && d.message.contains("read NULL for the new column");

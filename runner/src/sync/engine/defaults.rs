@@ -74,9 +74,9 @@ impl Engine {
             let SchemaChange::AddColumn { table, column, .. } = c else {
                 continue;
             };
-            let Some(d) = &column.default else {
+            if column.default.is_none() && column.generated.is_none() {
                 continue;
-            };
+            }
             let k = (
                 ns_of(table.schema.as_deref().unwrap_or_default()),
                 table.name.clone(),
@@ -88,6 +88,16 @@ impl Engine {
             if !has_rows || self.job.changelog(&k.0, &k.1) {
                 continue;
             }
+            if let Some(g) = &column.generated {
+                return Err(generated_refused(
+                    &format!("{}.{}", k.0, k.1),
+                    &column.name,
+                    g,
+                ));
+            }
+            let Some(d) = &column.default else {
+                continue;
+            };
             let text = match default_text(d) {
                 Some(None) => continue, // DEFAULT NULL: NULL is right
                 Some(Some(t)) => t,
@@ -295,4 +305,14 @@ fn filled(
         cols[*i] = arrow_select::zip::zip(&present, c, &dflt).map_err(|e| e.to_string())?;
     }
     Ok(RecordBatch::try_new(arrow.clone(), cols).map_err(|e| e.to_string())?)
+}
+
+/// Why a generated column added to a table holding rows cannot be given its older
+/// rows' values: the source computes them, and no change event carries them.
+pub fn generated_refused(table: &str, column: &str, g: &ddl_core::Generated) -> String {
+    format!(
+        "column {column} of {table} is added as generated ({}: {}); the rows already in the table would need the value the source computes for each, which no change event carries (added-column-default: null accepts NULL for them; re-snapshot the table for the values: drop the target table and restart the job)",
+        if g.stored { "STORED" } else { "VIRTUAL" },
+        g.expr
+    )
 }

@@ -54,7 +54,24 @@ impl RdbEngine {
         if let Some(i) = self.log.find(&at) {
             let e = self.log.entries[i].clone();
             match e.status {
-                Status::Pending | Status::Failed => {
+                Status::Failed => {
+                    if let Some(reason) = self.generated_added(&routed) {
+                        if self.job.pipeline.added_column_default
+                            != crate::sync::engine::defaults::AddedDefault::Null
+                        {
+                            return self
+                                .policy(i, position, &routed, &after_routed, reason)
+                                .await;
+                        }
+                        tracing::warn!(
+                            "DDL at {at}: {reason}; they read NULL (added-column-default: null)"
+                        );
+                    }
+                    return self
+                        .run_ddl(i, position, &routed, &after_routed, true)
+                        .await;
+                }
+                Status::Pending => {
                     return self
                         .run_ddl(i, position, &routed, &after_routed, true)
                         .await;
@@ -110,7 +127,20 @@ impl RdbEngine {
                     tracing::info!("DDL at {at}: {n}");
                 }
                 entry.target_sql = stmts;
+                let refused = self.generated_added(&routed);
                 let i = self.log.add(entry)?;
+                if let Some(reason) = refused {
+                    if self.job.pipeline.added_column_default
+                        != crate::sync::engine::defaults::AddedDefault::Null
+                    {
+                        return self
+                            .policy(i, position, &routed, &after_routed, reason)
+                            .await;
+                    }
+                    tracing::warn!(
+                        "DDL at {at}: {reason}; they read NULL (added-column-default: null)"
+                    );
+                }
                 self.run_ddl(i, position, &routed, &after_routed, false)
                     .await
             }
@@ -122,6 +152,25 @@ impl RdbEngine {
                     .await
             }
         }
+    }
+
+    /// A generated column added to an existing table that the target gets as a plain
+    /// column (its expression is another dialect's): its older rows would stay NULL.
+    fn generated_added(&self, routed: &[SchemaChange]) -> Option<String> {
+        routed.iter().find_map(|c| match c {
+            SchemaChange::AddColumn { table, column, .. } => column
+                .generated
+                .as_ref()
+                .filter(|g| g.dialect != self.dialect.name())
+                .map(|g| {
+                    crate::sync::engine::defaults::generated_refused(
+                        &show(&key_of(table)),
+                        &column.name,
+                        g,
+                    )
+                }),
+            _ => None,
+        })
     }
 
     /// The DDL's changes routed to their target tables; foreign keys the target does
