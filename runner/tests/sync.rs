@@ -1043,6 +1043,21 @@ async fn a_huge_transaction_spills_within_the_memory_budget() {
         mid_txn >= 2,
         "the transaction was committed in parts as it was read ({mid_txn})"
     );
+    // Each part says it holds part of a transaction (issue 36 item 18).
+    let snaps: Vec<_> = t.metadata.snapshots().collect();
+    let partial = snaps
+        .iter()
+        .filter(|s| {
+            s.summary()
+                .additional_properties
+                .get("lakeshift.partial-transaction")
+                .is_some_and(|v| v == "true")
+        })
+        .count();
+    assert!(
+        partial >= mid_txn,
+        "{partial} of {mid_txn} commits inside the transaction marked"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

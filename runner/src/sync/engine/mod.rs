@@ -57,6 +57,9 @@ pub const JOB: &str = "lakeshift.job";
 pub const CHECKPOINT: &str = "lakeshift.checkpoint-id";
 pub const WATERMARK: &str = "lakeshift.watermark";
 pub const SCHEMA_POSITION: &str = "lakeshift.schema-position";
+/// Snapshot summary: the commit holds part of a source transaction (a table
+/// committed early, over the memory budget).
+pub const PARTIAL: &str = "lakeshift.partial-transaction";
 
 /// The durable state: the last checkpoint, where the source resumes, and the files
 /// each table must have committed for it.
@@ -191,6 +194,8 @@ pub struct Engine {
     /// read again after a restart, is in the lake already (in the table the DDL may
     /// have renamed or dropped since), so it is not applied again.
     barriers: BTreeMap<(String, String), Position>,
+    /// The commit under way holds part of a source transaction (see [`PARTIAL`]).
+    partial: bool,
 }
 
 /// The DDL log's barriers: per table, the position of the last DDL whose barrier
@@ -299,6 +304,7 @@ impl Engine {
             last_checkpoint: Instant::now(),
             snapshotting: None,
             barriers,
+            partial: false,
             rows: 0,
             commits: 0,
             ddl_stalls: Vec::new(),
@@ -563,10 +569,7 @@ impl super::pipeline::Sink for Engine {
         _read_to: Option<Position>,
         _snapshotting: bool,
     ) -> Result<(), SyncError> {
-        if let Some(k) = self.largest_over_budget() {
-            self.flush_table(&k).await?;
-        }
-        Ok(())
+        self.within_budget().await
     }
 
     fn source_restarted(&mut self) {

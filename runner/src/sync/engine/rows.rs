@@ -128,10 +128,25 @@ impl Engine {
         let grew = s.pending.bytes.saturating_sub(had);
         self.rows += keep.iter().filter(|k| **k).count() as u64;
         self.folded(key, grew);
-        if let Some(k) = self.largest_over_budget() {
-            self.flush_table(&k).await?;
-        }
-        Ok(())
+        self.within_budget().await
+    }
+
+    /// Over the memory budget: the table holding the most commits now, inside the
+    /// source transaction being read. Until the next checkpoint readers see part of
+    /// that transaction: the log and the snapshot's summary say so.
+    pub(super) async fn within_budget(&mut self) -> Result<(), SyncError> {
+        let Some(k) = self.largest_over_budget() else {
+            return Ok(());
+        };
+        tracing::warn!(
+            "{}.{}: over the memory budget; committed inside a source transaction (the snapshot says {PARTIAL}=true; the next checkpoint completes the transaction)",
+            k.0,
+            k.1
+        );
+        self.partial = true;
+        let r = self.flush_table(&k).await;
+        self.partial = false;
+        r
     }
 
     /// Values an update left unchanged and the source did not send (`RowBatch::

@@ -43,6 +43,9 @@ impl Engine {
         if let Some(w) = watermark {
             m.insert(WATERMARK.to_owned(), w.to_string());
         }
+        if self.partial {
+            m.insert(PARTIAL.to_owned(), "true".to_owned());
+        }
         m
     }
 
