@@ -284,10 +284,15 @@ pub async fn snapshot(
     scope: Scope,
     stored: Option<SchemaHistory>,
 ) -> Result<Option<(Position, SchemaHistory)>, SourceError> {
-    let (mut conn, followers, (file, pos)) = open_sessions(src).await?;
+    let (mut conn, followers, (file, pos), read) = open_sessions(src).await?;
     let mut position = Position::new(file, pos);
     position.gtid = gtid_at(&mut conn, &position).await?;
-    let (defs, unread) = read_definitions(&mut conn, |db, name| src.describes(db, name)).await?;
+    // Read while commits (DDL too) were blocked, so they are the tables as of the
+    // snapshot's point; else now (a DDL in between is caught when its table is read).
+    let (defs, unread) = match read {
+        Some(d) => d,
+        None => read_definitions(&mut conn, |db, name| src.describes(db, name)).await?,
+    };
     let (history, report_at) = match (&scope, stored) {
         (Scope::All, _) => (
             SchemaHistory::create(
@@ -637,7 +642,7 @@ const BLOCK_WAIT_SECONDS: u32 = 2;
 async fn begin_blocked(
     src: &Source,
     sessions: &mut [mysql_async::Conn],
-) -> Result<Option<(String, u64)>, SourceError> {
+) -> Result<Option<((String, u64), Definitions)>, SourceError> {
     let mut lock = mysql_async::Conn::new(src.opts())
         .await
         .map_err(|e| SourceError::connect(&src.at(), e))?;
@@ -662,7 +667,10 @@ async fn begin_blocked(
     }
     let started = tokio::time::timeout(BLOCK_HOLD, async {
         futures::future::try_join_all(sessions.iter_mut().map(begin)).await?;
-        binlog_end(&mut lock).await
+        let end = binlog_end(&mut lock).await?;
+        // The tables' definitions as of the point: no DDL commits while blocked.
+        let defs = read_definitions(&mut sessions[0], |db, name| src.describes(db, name)).await?;
+        Ok::<_, SourceError>((end, defs))
     })
     .await;
     let Ok(started) = started else {
@@ -679,6 +687,10 @@ async fn begin_blocked(
     started.map(Some)
 }
 
+/// The tables a snapshot may read, with row estimates and definitions, and those it
+/// could not describe (see [`read_definitions`]).
+type Definitions = (Vec<(String, String, u64, String)>, Vec<(String, String)>);
+
 /// The longest the snapshot's sessions may take to start while commits are blocked.
 const BLOCK_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -694,7 +706,15 @@ const BLOCK_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
 #[allow(clippy::type_complexity)]
 async fn open_sessions(
     src: &Source,
-) -> Result<(mysql_async::Conn, Vec<mysql_async::Conn>, (String, u64)), SourceError> {
+) -> Result<
+    (
+        mysql_async::Conn,
+        Vec<mysql_async::Conn>,
+        (String, u64),
+        Option<Definitions>,
+    ),
+    SourceError,
+> {
     let n = src.binlog().snapshot_parallel.max(1);
     let mut sessions = Vec::with_capacity(n);
     for _ in 0..n {
@@ -709,10 +729,10 @@ async fn open_sessions(
             "the snapshot's binlog point (binlog_snapshot_position) never read the same {STATUS_READS} times in a row, in {MATCH_ATTEMPTS} attempts: grant RELOAD so that the snapshot blocks commits for its start"
         ))
     };
-    let at = match begin_blocked(src, &mut sessions).await? {
-        Some(at) => at,
+    let (at, defs) = match begin_blocked(src, &mut sessions).await? {
+        Some((at, defs)) => (at, Some(defs)),
         None => match lock_free(&mut sessions).await? {
-            Some(at) => at,
+            Some(at) => (at, None),
             None if n > 1 => {
                 tracing::warn!(
                     "the binlog moved while the snapshot's {n} sessions started, {MATCH_ATTEMPTS} times: the snapshot is read by one session"
@@ -721,13 +741,13 @@ async fn open_sessions(
                 for c in sessions.drain(1..) {
                     let _ = c.disconnect().await;
                 }
-                lock_free(&mut sessions).await?.ok_or_else(unstable)?
+                (lock_free(&mut sessions).await?.ok_or_else(unstable)?, None)
             }
             None => return Err(unstable()),
         },
     };
     let first = sessions.remove(0);
-    Ok((first, sessions, at))
+    Ok((first, sessions, at, defs))
 }
 
 /// Start `sessions` at one binlog point without blocking commits (see
