@@ -7,6 +7,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub const EXIT_CODE: i32 = 86;
 
+/// Whether `LAKESHIFT_FAILPOINT` names `name` (for a failpoint that needs the code
+/// before it to take a path a crash can leave behind, e.g. part of a commit landed).
+pub fn armed(name: &str) -> bool {
+    std::env::var("LAKESHIFT_FAILPOINT")
+        .is_ok_and(|spec| spec.split_once(':').map_or(spec.as_str(), |(f, _)| f) == name)
+}
+
 pub fn hit(name: &str) {
     static HITS: AtomicU32 = AtomicU32::new(0);
     let Ok(spec) = std::env::var("LAKESHIFT_FAILPOINT") else {

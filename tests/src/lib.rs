@@ -931,7 +931,16 @@ pub async fn iceberg_text_rows(
     let ident = runner::iceberg::catalog::ident;
     let t = cat.load(&ident(ns, table).unwrap()).await.unwrap()?;
     let t = t.table(&cat.file_io).unwrap();
-    let batches = scan_batches(&t, snapshot).await;
+    Some(table_text_rows(&t, snapshot).await)
+}
+
+/// Rows of an Iceberg table as [`iceberg_text_rows`] gives them, from a table of the
+/// iceberg crate (e.g. one read at an older metadata location).
+pub async fn table_text_rows(
+    t: &iceberg::table::Table,
+    snapshot: Option<i64>,
+) -> Vec<Vec<Option<String>>> {
+    let batches = scan_batches(t, snapshot).await;
     // Columns by the current schema's names: a file written before a column was added
     // may come back without it (the crate's reader), which reads as NULL.
     // (For a snapshot: the schema it was written with.)
@@ -992,7 +1001,7 @@ pub async fn iceberg_text_rows(
         }
     }
     out.sort();
-    Some(out)
+    out
 }
 
 /// Every snapshot the job committed equals the source contents after the transaction

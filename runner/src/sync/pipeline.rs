@@ -318,11 +318,14 @@ impl<S: Sink> Pipeline<S> {
             self.checkpoint(resume.position.clone(), None).await?;
         }
         let mut retries = 0u32;
+        // After a lost source connection: where reading stopped (what was read of
+        // an open transaction stays pending, uncommitted).
+        let mut read_on_from: Option<Position> = None;
         loop {
             // Source batches waiting for the sink: within their share of the budget.
             let (tx, mut rx) = mpsc::channel(self.queue);
             let from = Resume {
-                position: self.sink.position(),
+                position: read_on_from.take().or_else(|| self.sink.position()),
                 snapshot: cur.snapshot.clone(),
             };
             self.sink.source_restarted();
@@ -337,8 +340,25 @@ impl<S: Sink> Pipeline<S> {
                 Err(e) if cur.reading.is_some() => return Err(e.into()),
                 r => r,
             };
-            // Everything read is committed before a stop, an end or a reconnect.
-            self.drain(&cur).await?;
+            // A lost connection between snapshot chunks or Kafka messages: what was
+            // read commits (those have no source transactions to cut). Else it stays
+            // pending and the source is read on from just after it: committing it
+            // now could cut a source transaction, and a reader would see part of it.
+            let reconnect = !self.stopping()
+                && matches!(&src_res, Err(e) if e.transient() && retries < e.retries());
+            let committed = self.sink.position();
+            let pending = self.sink.has_pending();
+            let at = drain_point(pending, &cur, committed.as_ref()).flatten();
+            let keep = reconnect
+                && cur.snapshot.is_none()
+                && !self.source.by_offsets()
+                && (at.is_some() || !pending);
+            if keep {
+                read_on_from = at;
+            } else {
+                // Everything read is committed before a stop, an end or a reconnect.
+                self.drain(&cur).await?;
+            }
             if self.stopping() {
                 return Ok(());
             }
@@ -351,8 +371,9 @@ impl<S: Sink> Pipeline<S> {
                     retries += 1;
                     tracing::warn!(
                         "source connection lost ({e}); retrying from {} (attempt {retries})",
-                        self.sink
-                            .position()
+                        read_on_from
+                            .clone()
+                            .or_else(|| self.sink.position())
                             .map(|p| p.to_string())
                             .unwrap_or_else(|| "the start".into())
                     );
@@ -705,6 +726,20 @@ impl<S: Sink> Pipeline<S> {
             ..position.clone()
         };
         let before = cur.boundary.take().filter(|b| *b > start).unwrap_or(start);
+        // A DDL between transactions is a checkpoint first: its barrier then commits
+        // nothing, and no catalog state holds the tables it touches after it while
+        // other tables lag behind it (a reader saw a transaction of several tables
+        // in part). A DDL inside a source transaction (PostgreSQL allows it) keeps
+        // the barrier of its own tables.
+        let open = cur.read_to.as_ref().is_some_and(|r| r > &before);
+        if !open
+            && cur.reading.is_none()
+            && cur.snapshot.is_none()
+            && !self.source.by_offsets()
+            && self.sink.has_pending()
+        {
+            self.checkpoint(Some(before.clone()), None).await?;
+        }
         let d = Ddl {
             position,
             before,

@@ -133,6 +133,8 @@ impl Engine {
     pub async fn recover(&mut self) -> Result<usize, SyncError> {
         let n = self.state.checkpoint;
         let mut done = 0;
+        // A checkpoint taken inside a source transaction is marked as it was.
+        self.partial = self.state.position.as_ref().is_some_and(|p| p.ordinal > 0);
         for (name, (avro, wm)) in self.state.pending.clone() {
             let (ns, t) = name.split_once('.').ok_or("bad table name in state")?;
             let id = ident(ns, t).map_err(|e| e.to_string())?;
@@ -157,6 +159,7 @@ impl Engine {
                 .map_err(|e| format!("recovering checkpoint {n} of {name}: {e}"))?;
             done += 1;
         }
+        self.partial = false;
         Ok(done)
     }
 }

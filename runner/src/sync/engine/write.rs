@@ -382,6 +382,9 @@ impl Engine {
     ) -> Result<(), SyncError> {
         let n = self.state.checkpoint + 1;
         let t0 = Instant::now();
+        // A checkpoint inside a source transaction (a stop that did not wait for its
+        // end) says so in its snapshots, as an over-budget commit does.
+        self.partial = position.as_ref().is_some_and(|p| p.ordinal > 0);
         // Parked DDL a person resolved: the held changes join this checkpoint.
         let released = if self.parked.is_empty() {
             Vec::new()
@@ -469,12 +472,15 @@ impl Engine {
         }
         self.state = state;
         let t_state = t0.elapsed();
-        // The first table commits alone (a crash after it leaves the others to
-        // recovery); the rest together: their files and metadata first, then one
-        // sync of them all and one catalog transaction (a table whose swap fails
-        // goes on alone).
+        // Every table together: their files and metadata first, then one sync of
+        // them all and one catalog transaction, so that no reader of the catalog
+        // sees some of the checkpoint's tables without the others (a table whose
+        // swap fails goes on alone). The failpoint `between-table-commits` lands the
+        // first table alone and stops, as a process that dies while a table goes on
+        // alone leaves the others to recovery.
         let mut staged = staged.into_iter();
-        let first: Vec<_> = staged.by_ref().take(1).collect();
+        let split = usize::from(crate::failpoint::armed("between-table-commits"));
+        let first: Vec<_> = staged.by_ref().take(split).collect();
         for (i, batch) in [first, staged.collect::<Vec<_>>()].into_iter().enumerate() {
             if batch.is_empty() {
                 continue;
@@ -541,6 +547,7 @@ impl Engine {
         self.active
             .retain(|k| sinks.get(k).is_some_and(|s| !s.pending.is_empty()));
         self.recount_budget();
+        self.partial = false;
         self.last_checkpoint = Instant::now();
         self.maybe_maintain().await;
         tracing::debug!(
