@@ -85,9 +85,23 @@ where
     // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
     tokio::spawn(stop_on_signal(stop.clone()));
     let mut restarts = 0;
+    // Restarts after the target's connection was lost (each waits longer).
+    let mut reconnects = 0u32;
     loop {
         let sink = match open().await {
             Ok(s) => s,
+            // The target's connection failed or was lost while the sink opened (a
+            // server restarting): tried again, a bounded number of times.
+            Err(e)
+                if reconnects < TARGET_RECONNECTS
+                    && e.kind == runner::sync::error::ErrorKind::Transient
+                    && !stop.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                reconnects += 1;
+                tracing::warn!("the target is unreachable ({e}); trying again (attempt {reconnects} of {TARGET_RECONNECTS})");
+                tokio::time::sleep(reconnect_wait(reconnects)).await;
+                continue;
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(1);
@@ -130,6 +144,24 @@ where
                 tokio::time::sleep(std::time::Duration::from_millis(250 * u64::from(restarts)))
                     .await;
             }
+            // The target's connection was lost (a restart, a network fault): the job
+            // starts again from the last checkpoint the target holds, as a new
+            // process would.
+            Err(e)
+                if e.kind == runner::sync::error::ErrorKind::Transient
+                    && reconnects < TARGET_RECONNECTS
+                    && !stop.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                if st.commits > 0 {
+                    reconnects = 0;
+                }
+                reconnects += 1;
+                tracing::warn!(
+                    "the target's connection was lost ({e}); starting again from the last checkpoint (attempt {reconnects} of {TARGET_RECONNECTS})"
+                );
+                drop(p);
+                tokio::time::sleep(reconnect_wait(reconnects)).await;
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 eprintln!("the job stopped; run it again to resume from its last checkpoint");
@@ -137,6 +169,14 @@ where
             }
         }
     }
+}
+
+/// How many times in a row a job starts again after losing its target's connection
+/// (about a minute in all) before it stops.
+const TARGET_RECONNECTS: u32 = 12;
+
+fn reconnect_wait(attempt: u32) -> std::time::Duration {
+    std::time::Duration::from_millis(500 * u64::from(attempt.min(16)))
 }
 
 async fn stop_on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {

@@ -2101,6 +2101,31 @@ async fn seed_851071779_a_lost_source_connection_committed_part_of_a_transaction
     fuzz_one(Pair(SrcKind::Maria, SinkKind::Iceberg), 851071779, 40, true).await;
 }
 
+/// Found by the catalog-state oracle (seed 50914583, MariaDB -> Iceberg): a stop
+/// just after the source reconnected (what was read of an open transaction kept
+/// pending) forgot how far that was read, so it did not wait for the transaction's
+/// end and committed part of it, unmarked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_50914583_a_stop_after_a_reconnect_inside_a_transaction() {
+    fuzz_one(Pair(SrcKind::Maria, SinkKind::Iceberg), 50914583, 40, true).await;
+}
+
+/// Found by the fuzzer's target restarts (seed 296652790, MariaDB -> PostgreSQL): a
+/// relational target that crashed and started again stopped the job (`the target's
+/// tables: error communicating with database`); a lost target connection now starts
+/// the job again from the checkpoint the target holds, a bounded number of times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_296652790_a_target_restart_stopped_the_job() {
+    fuzz_one(Pair(SrcKind::Maria, SinkKind::Pg), 296652790, 40, true).await;
+}
+
+/// Found by the fuzzer's target restarts (seed 962410419, PostgreSQL -> PostgreSQL):
+/// the target crashed again while the job opened its sink after a first restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_962410419_a_target_restart_while_the_sink_opened() {
+    fuzz_one(Pair(SrcKind::Pg, SinkKind::Pg), 962410419, 40, true).await;
+}
+
 /// A DDL's barrier committed the tables the DDL touches and left the others' pending
 /// changes for the next checkpoint: after a transaction over two tables and a DDL on
 /// one of them, the catalog held the transaction in one table only until then. (A DDL

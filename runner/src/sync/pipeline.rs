@@ -377,11 +377,23 @@ impl<S: Sink> Pipeline<S> {
                             .map(|p| p.to_string())
                             .unwrap_or_else(|| "the start".into())
                     );
-                    cur.boundary = None;
-                    cur.read_to = None;
-                    cur.reading = None;
+                    // What is pending was read up to these points (kept with it);
+                    // else everything read was committed.
+                    if !keep {
+                        cur.boundary = None;
+                        cur.read_to = None;
+                        cur.reading = None;
+                    }
                     tokio::time::sleep(Duration::from_millis(250 * u64::from(retries.min(8))))
                         .await;
+                }
+                // Retried as long as the source allows: the job stops (a lost target
+                // connection, by contrast, starts the job again).
+                Err(e) if e.transient() => {
+                    return Err(crate::sync::error::SyncError::new(
+                        crate::sync::error::ErrorKind::Definite,
+                        e.to_string(),
+                    ))
                 }
                 Err(e) => return Err(e.into()),
             }

@@ -280,10 +280,7 @@ impl RdbEngine {
         if self.position.as_ref().is_some_and(|p| p >= position) {
             return Ok(());
         }
-        Ok(self
-            .commit(&[], Some(position.clone()), None)
-            .await
-            .map_err(|e| e.message)?)
+        Ok(self.commit(&[], Some(position.clone()), None).await?)
     }
 
     /// Run (or reconcile) the DDL of log entry `i`.
@@ -314,7 +311,7 @@ impl RdbEngine {
             stmts.push(step::Step::Sql(mark.clone()));
             let r = self.commit(&stmts, Some(position.clone()), None).await;
             failpoint("after-ddl");
-            r.map_err(|e| e.message)
+            r
         } else {
             let mut r = Ok(());
             let start = self.log.entries[i].done;
@@ -334,7 +331,9 @@ impl RdbEngine {
                         self.log.store()?;
                     }
                     Err(e) => {
-                        r = Err(format!("{e}\n  target statement: {s}"));
+                        let mut e = SyncError::from(e);
+                        e.message = format!("{}\n  target statement: {s}", e.message);
+                        r = Err(e);
                         break;
                     }
                 }
@@ -342,12 +341,12 @@ impl RdbEngine {
             if r.is_ok() {
                 if let Err(e) = self.target().await?.exec(&mark).await {
                     if !e.already_applied() && !e.unique_violation() {
-                        r = Err(e.to_string());
+                        r = Err(SyncError::from(e));
                     }
                 }
             }
             if r.is_ok() {
-                r = self.advance(position).await.map_err(|e| e.message);
+                r = self.advance(position).await;
             }
             r
         };
@@ -360,9 +359,16 @@ impl RdbEngine {
                 tracing::info!("DDL #{seq} at {position} executed on the target");
                 Ok(())
             }
-            Err(e) if e.contains("another process advanced it") => Err(e.into()),
-            Err(reason) => {
-                let reason = format!("the target refused it: {reason}");
+            // A lost connection is no refusal: the job starts again from its last
+            // checkpoint and runs the DDL again.
+            Err(e)
+                if e.message.contains("another process advanced it")
+                    || e.kind == crate::sync::error::ErrorKind::Transient =>
+            {
+                Err(e)
+            }
+            Err(e) => {
+                let reason = format!("the target refused it: {}", e.message);
                 self.policy(i, position, routed, after, reason).await
             }
         }

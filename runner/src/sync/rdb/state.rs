@@ -89,7 +89,7 @@ impl RdbEngine {
             .await?
             .query(&select)
             .await
-            .map_err(|e| format!("target state table: {e}"))?;
+            .map_err(|e| SyncError::from(e).context("target state table"))?;
         if rows.is_empty() {
             // The job's row, unless another process of the job made it just now.
             let insert = match self.dialect {
@@ -102,13 +102,13 @@ impl RdbEngine {
                 .await?
                 .exec(&insert)
                 .await
-                .map_err(|e| format!("target state table: {e}"))?;
+                .map_err(|e| SyncError::from(e).context("target state table"))?;
             rows = self
                 .target()
                 .await?
                 .query(&select)
                 .await
-                .map_err(|e| format!("target state table: {e}"))?;
+                .map_err(|e| SyncError::from(e).context("target state table"))?;
         }
         match rows.into_iter().next() {
             None => return Err("target state table: the job's row is missing".into()),
@@ -182,7 +182,7 @@ impl RdbEngine {
             .await?
             .tables_in(&schemas)
             .await
-            .map_err(|e| format!("the target's tables: {e}"))?;
+            .map_err(|e| SyncError::from(e).context("the target's tables"))?;
         self.ensured = known.intersection(&there).cloned().collect();
         Ok(())
     }

@@ -146,11 +146,11 @@ impl RdbEngine {
         )?;
         self.ensure_namespace(&k.0).await?;
         for s in &sql.0 {
-            self.target()
-                .await?
-                .exec(s)
-                .await
-                .map_err(|e| format!("creating {}: {e}\n  statement: {s}", show(k)))?;
+            self.target().await?.exec(s).await.map_err(|e| {
+                SyncError::from(e)
+                    .context(format_args!("creating {}", show(k)))
+                    .with_statement(s)
+            })?;
         }
         Ok(())
     }
@@ -193,7 +193,7 @@ impl RdbEngine {
             .exec(&sql)
             .await
             .map(|_| ())
-            .map_err(|e| format!("{sql}: {e}"))?)
+            .map_err(|e| SyncError::from(e).context(&sql))?)
     }
 
     /// On a MySQL/MariaDB target, a created table that names no character set gets

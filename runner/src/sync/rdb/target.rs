@@ -74,10 +74,15 @@ impl TargetError {
 }
 
 fn pg_err(e: sqlx::Error) -> TargetError {
-    let connection = matches!(
-        e,
-        sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed
-    );
+    // The connection failed, or the server ended it (SQLSTATE class 08, connection
+    // exception; 57P01-57P03, a shutdown, crash or start-up of the server).
+    let connection = match &e {
+        sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")),
+        _ => false,
+    };
     let (message, code) = match &e {
         sqlx::Error::Database(d) => (
             format!(
@@ -97,7 +102,13 @@ fn pg_err(e: sqlx::Error) -> TargetError {
 }
 
 fn my_err(e: mysql_async::Error) -> TargetError {
-    let connection = matches!(e, mysql_async::Error::Io(_) | mysql_async::Error::Driver(_));
+    // The connection failed, or the server ended it (1053: shutdown in progress;
+    // 1927: connection killed).
+    let connection = match &e {
+        mysql_async::Error::Io(_) | mysql_async::Error::Driver(_) => true,
+        mysql_async::Error::Server(s) => matches!(s.code, 1053 | 1927),
+        _ => false,
+    };
     let code = match &e {
         mysql_async::Error::Server(s) => Some(s.code.to_string()),
         _ => None,
@@ -120,10 +131,10 @@ impl Target {
                 .map_err(|e| format!("target url {shown}: {e}"))?
                 .log_statements(tracing::log::LevelFilter::Off)
                 .log_slow_statements(tracing::log::LevelFilter::Off, Duration::from_secs(1));
-            let mut c = opts
-                .connect()
-                .await
-                .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
+            let mut c = opts.connect().await.map_err(|e| {
+                SyncError::from(pg_err(e))
+                    .context(format_args!("cannot connect to the target {shown}"))
+            })?;
             // Settings the sink's SQL depends on, whatever the database or role set:
             // UTC timestamps, and string literals where a backslash is a character
             // (with `standard_conforming_strings = off` it escapes the closing quote).
@@ -133,15 +144,16 @@ impl Target {
             )
             .execute(&mut c)
             .await
-            .map_err(|e| format!("target {shown}: {e}"))?;
+            .map_err(|e| SyncError::from(pg_err(e)).context(format_args!("target {shown}")))?;
             Ok(Target::Pg(c))
         } else {
             let url = url.replacen("mariadb://", "mysql://", 1);
             let opts = mysql_async::Opts::from_url(&url)
                 .map_err(|e| format!("target url {shown}: {e}"))?;
-            let mut c = mysql_async::Conn::new(opts)
-                .await
-                .map_err(|e| format!("cannot connect to the target {shown}: {e}"))?;
+            let mut c = mysql_async::Conn::new(opts).await.map_err(|e| {
+                SyncError::from(my_err(e))
+                    .context(format_args!("cannot connect to the target {shown}"))
+            })?;
             // TIMESTAMP values are written and read as UTC; text is utf8mb4; string
             // literals escape with backslashes (NO_BACKSLASH_ESCAPES would keep the
             // doubled backslashes the sink writes), whatever the server's sql_mode;
@@ -152,7 +164,7 @@ impl Target {
                  SET SESSION sql_mode = CONCAT_WS(',', NULLIF(TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ',')), ''), 'STRICT_ALL_TABLES')",
             )
                 .await
-                .map_err(|e| format!("target {shown}: {e}"))?;
+                .map_err(|e| SyncError::from(my_err(e)).context(format_args!("target {shown}")))?;
             Ok(Target::My(c))
         }
     }
@@ -166,7 +178,7 @@ impl Target {
                 let v: Option<u64> = c
                     .query_first("SELECT @@max_allowed_packet")
                     .await
-                    .map_err(|e| format!("target: {e}"))?;
+                    .map_err(|e| SyncError::from(my_err(e)).context("target"))?;
                 Ok((v.unwrap_or(16 << 20) as usize)
                     .saturating_sub(4096)
                     .max(64 << 10))
