@@ -187,13 +187,12 @@ impl RdbEngine {
                 "CREATE DATABASE IF NOT EXISTS {id} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
             ),
         };
-        Ok(self
-            .target()
+        self.target()
             .await?
             .exec(&sql)
             .await
             .map(|_| ())
-            .map_err(|e| SyncError::from(e).context(&sql))?)
+            .map_err(|e| SyncError::from(e).context(&sql))
     }
 
     /// On a MySQL/MariaDB target, a created table that names no character set gets
