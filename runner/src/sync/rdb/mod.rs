@@ -191,7 +191,7 @@ impl RdbEngine {
             target
                 .exec("SET SESSION foreign_key_checks = 0")
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(SyncError::from)?;
         }
         let state_dir = job.pipeline.state.clone();
         std::fs::create_dir_all(&state_dir)

@@ -70,7 +70,7 @@ impl RdbEngine {
                         tries += 1;
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
-                    Err(e) => return Err(format!("target state table: {e}").into()),
+                    Err(e) => return Err(SyncError::from(e).context("target state table")),
                 }
             }
         }
