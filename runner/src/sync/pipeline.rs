@@ -742,16 +742,15 @@ impl<S: Sink> Pipeline<S> {
         // nothing, and no catalog state holds the tables it touches after it while
         // other tables lag behind it (a reader saw a transaction of several tables
         // in part). A DDL inside a source transaction (PostgreSQL allows it) keeps
-        // the barrier of its own tables.
+        // the barrier of its own tables. That checkpoint is part of the barrier (its
+        // time limit and report).
         let open = cur.read_to.as_ref().is_some_and(|r| r > &before);
-        if !open
+        let checkpoint_first = !open
             && cur.reading.is_none()
             && cur.snapshot.is_none()
             && !self.source.by_offsets()
-            && self.sink.has_pending()
-        {
-            self.checkpoint(Some(before.clone()), None).await?;
-        }
+            && self.sink.has_pending();
+        let at = before.clone();
         let d = Ddl {
             position,
             before,
@@ -772,7 +771,12 @@ impl<S: Sink> Pipeline<S> {
         };
         let started = Instant::now();
         let give_up = limit * BARRIER_GIVE_UP;
-        let fut = self.sink.schema(d);
+        let fut = async {
+            if checkpoint_first {
+                self.checkpoint(Some(at), None).await?;
+            }
+            self.sink.schema(d).await
+        };
         tokio::pin!(fut);
         loop {
             let Ok(r) = tokio::time::timeout(limit, &mut fut).await else {
