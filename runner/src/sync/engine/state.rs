@@ -69,24 +69,9 @@ impl Engine {
         }
     }
 
-    /// Commit one table's files of checkpoint `n`, with the commit id that recovery
-    /// uses too (so a commit whose reply was lost is found, not repeated).
-    pub(super) async fn commit_checkpoint(
-        &self,
-        id: &iceberg::TableIdent,
-        n: u64,
-        name: &str,
-        files: (Vec<iceberg::spec::DataFile>, Vec<iceberg::spec::DataFile>),
-        wm: &Option<Position>,
-        base: Option<Option<i64>>,
-    ) -> crate::iceberg::Result<crate::iceberg::commit::Committed> {
-        let (id, commit_id, change) = self.checkpoint_change(id, n, name, files, wm, base);
-        Committer::new(&self.catalog)
-            .commit(&id, &commit_id, &change)
-            .await
-    }
-
-    /// A table's commit of checkpoint `n`: (table, commit id, change).
+    /// A table's commit of checkpoint `n`: (table, commit id, change); the commit id
+    /// is the same in the checkpoint and in its recovery (so a commit whose reply was
+    /// lost is found, not repeated).
     pub(super) fn checkpoint_change(
         &self,
         id: &iceberg::TableIdent,
@@ -135,6 +120,7 @@ impl Engine {
         let mut done = 0;
         // A checkpoint taken inside a source transaction is marked as it was.
         self.partial = self.state.position.as_ref().is_some_and(|p| p.ordinal > 0);
+        let (mut items, mut names) = (Vec::new(), Vec::new());
         for (name, (avro, wm)) in self.state.pending.clone() {
             let (ns, t) = name.split_once('.').ok_or("bad table name in state")?;
             let id = ident(ns, t).map_err(|e| e.to_string())?;
@@ -154,12 +140,18 @@ impl Engine {
             let (data, deletes): (Vec<_>, Vec<_>) = files
                 .into_iter()
                 .partition(|f| f.content_type() == iceberg::spec::DataContentType::Data);
-            self.commit_checkpoint(&id, n, &name, (data, deletes), &wm, None)
-                .await
-                .map_err(|e| format!("recovering checkpoint {n} of {name}: {e}"))?;
+            items.push(self.checkpoint_change(&id, n, &name, (data, deletes), &wm, None));
+            names.push(name);
+        }
+        // The tables the crash left behind commit together, in one catalog
+        // transaction, as the checkpoint would have: no reader sees some of them
+        // without the others.
+        let results = Committer::new(&self.catalog).commit_many(&items).await;
+        self.partial = false;
+        for (name, r) in names.iter().zip(results) {
+            r.map_err(|e| format!("recovering checkpoint {n} of {name}: {e}"))?;
             done += 1;
         }
-        self.partial = false;
         Ok(done)
     }
 }
