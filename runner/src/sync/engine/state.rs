@@ -121,17 +121,13 @@ impl Engine {
         // A checkpoint taken inside a source transaction is marked as it was.
         self.partial = self.state.position.as_ref().is_some_and(|p| p.ordinal > 0);
         let (mut items, mut names) = (Vec::new(), Vec::new());
+        let was = self.uuids_at_checkpoint()?;
         for (name, (avro, wm)) in self.state.pending.clone() {
             let (ns, t) = name.split_once('.').ok_or("bad table name in state")?;
-            let id = ident(ns, t).map_err(|e| e.to_string())?;
-            let Some(table) = self
-                .catalog
-                .load(&id)
-                .await
-                .map_err(|e| format!("loading table {name}: {e}"))?
-            else {
+            let Some(table) = self.table_of_checkpoint(ns, t, &was).await? else {
                 continue; // dropped since
             };
+            let id = table.ident.clone();
             let (ck, _) = self.committed(&table);
             if ck.is_some_and(|c| c >= n) {
                 continue;
@@ -153,6 +149,68 @@ impl Engine {
             done += 1;
         }
         Ok(done)
+    }
+}
+
+impl Engine {
+    /// The uuid each table name held at the state's checkpoint, as the first DDL
+    /// after it recorded (None: no table had the name); names no DDL touched since
+    /// are absent.
+    fn uuids_at_checkpoint(&self) -> Result<HashMap<(String, String), Option<String>>, SyncError> {
+        let mut out = HashMap::new();
+        let Some(at) = self.state.position.clone() else {
+            return Ok(out);
+        };
+        let log = DdlLog::load(&self.state_dir)?;
+        let mut after: Vec<&Entry> = log
+            .entries
+            .iter()
+            .filter(|e| e.position.parse::<Position>().is_ok_and(|p| p > at))
+            .collect();
+        after.sort_by_key(|e| e.seq);
+        for e in after {
+            for (ns, t, u) in &e.uuids {
+                out.entry((ns.clone(), t.clone())).or_insert(u.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The table a checkpoint's pending list named `ns.t`: the one of that name,
+    /// unless a DDL after the checkpoint (a rename, a swap, a drop) gave the name to
+    /// another table; then the table of the uuid the name held (None: gone).
+    async fn table_of_checkpoint(
+        &self,
+        ns: &str,
+        t: &str,
+        was: &HashMap<(String, String), Option<String>>,
+    ) -> Result<Option<LoadedTable>, SyncError> {
+        let load = |t: String| async move {
+            let id = ident(ns, &t).map_err(|e| e.to_string())?;
+            self.catalog
+                .load(&id)
+                .await
+                .map_err(|e| SyncError::from(format!("loading table {ns}.{t}: {e}")))
+        };
+        let by_name = load(t.to_owned()).await?;
+        let Some(want) = was.get(&(ns.to_owned(), t.to_owned())) else {
+            return Ok(by_name);
+        };
+        let Some(want) = want else {
+            return Ok(None);
+        };
+        let uuid = |x: &LoadedTable| x.metadata.uuid().to_string();
+        if by_name.as_ref().is_some_and(|x| uuid(x) == *want) {
+            return Ok(by_name);
+        }
+        for other in self.catalog.list_tables(ns).await? {
+            if let Some(x) = load(other).await? {
+                if uuid(&x) == *want {
+                    return Ok(Some(x));
+                }
+            }
+        }
+        Ok(None)
     }
 }
 
