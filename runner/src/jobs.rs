@@ -146,11 +146,11 @@ where
             }
             // The target's connection was lost (a restart, a network fault): the job
             // starts again from the last checkpoint the target holds, as a new
-            // process would.
+            // process would. Also while stopping: the new run stops at once, cleanly,
+            // and what the lost commit held is read again by the next run.
             Err(e)
                 if e.kind == runner::sync::error::ErrorKind::Transient
-                    && reconnects < TARGET_RECONNECTS
-                    && !stop.load(std::sync::atomic::Ordering::SeqCst) =>
+                    && reconnects < TARGET_RECONNECTS =>
             {
                 if st.commits > 0 {
                     reconnects = 0;

@@ -2178,6 +2178,34 @@ async fn a_ddl_barrier_leaves_no_transaction_in_part() {
     );
 }
 
+/// Found by the fuzzer's faults (seed 241036856, MariaDB -> Iceberg equality deletes):
+/// a job whose captured tables were all dropped was refused on its next start
+/// ("matches none of the tables"), a check meant for a new job's typo; a job that
+/// resumes goes on, with a warning, and captures a table created later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_job_whose_tables_were_all_dropped_goes_on() {
+    for src in [SrcKind::Maria, SrcKind::Pg] {
+        let mut rig = Rig::new(Pair(src, SinkKind::Iceberg), 0.3).await;
+        rig.exec("CREATE TABLE fz.a (id INT PRIMARY KEY, v INT); INSERT INTO fz.a VALUES (1, 1)")
+            .await
+            .unwrap();
+        rig.catch_up().unwrap();
+        rig.exec("DROP TABLE fz.a").await.unwrap();
+        rig.catch_up().unwrap();
+        rig.catch_up().unwrap();
+        assert!(
+            rig.log_tail().contains("were they all dropped?"),
+            "{}",
+            rig.log_tail()
+        );
+        rig.exec("CREATE TABLE fz.b (id INT PRIMARY KEY, v INT); INSERT INTO fz.b VALUES (2, 2)")
+            .await
+            .unwrap();
+        rig.catch_up().unwrap();
+        rig.compare().await.unwrap();
+    }
+}
+
 /// Found by the fuzzer's full-disk fault (seed 45202458, MariaDB -> Iceberg): the
 /// checkpoint a swap of two tables takes first (of the one with new rows), then a
 /// crash before the next one:

@@ -359,10 +359,14 @@ pub enum SourceError {
 /// How many of the tables an account can see (`db`/schema, table) the job's table
 /// list captures (logged), or why none: a typo in the patterns, or an account that
 /// may not read the tables, would otherwise follow nothing, forever.
+///
+/// A job that resumes (`resuming`) may have seen every captured table dropped: it
+/// goes on (a table created later is captured), with a warning.
 pub fn captured_count(
     src: &config::Source,
     visible: &[(String, String)],
     user: &str,
+    resuming: bool,
 ) -> Result<usize, String> {
     let captured = visible.iter().filter(|(d, t)| src.captures(d, t)).count();
     if captured > 0 {
@@ -373,6 +377,13 @@ pub fn captured_count(
         return Ok(captured);
     }
     let patterns = config::written_patterns(&src.tables);
+    if resuming {
+        tracing::warn!(
+            "source.tables {patterns:?} matches none of the {} table(s) user {user} can see now (were they all dropped?); following on: tables created later are captured",
+            visible.len()
+        );
+        return Ok(0);
+    }
     Err(format!(
         "source.tables {patterns:?} matches none of the {} table(s) user {user} can see: check the patterns (regular expressions over `db.table`, a dot written `\\.`) and that the user may read the tables (GRANT SELECT ON ... TO {user})",
         visible.len()

@@ -14,7 +14,11 @@ pub struct ServerInfo {
 }
 
 /// `replica_name`: the host name this job registers with ([`super::run::replica_name`]).
-pub async fn check(src: &Source, replica_name: &str) -> Result<ServerInfo, SourceError> {
+pub async fn check(
+    src: &Source,
+    replica_name: &str,
+    resuming: bool,
+) -> Result<ServerInfo, SourceError> {
     let at = src.at();
     // A name that does not resolve is a mistake in the job file, not an outage.
     if tokio::net::lookup_host(&at).await.is_err() {
@@ -125,7 +129,7 @@ pub async fn check(src: &Source, replica_name: &str) -> Result<ServerInfo, Sourc
         )
         .await
         .map_err(SourceError::sql)?;
-    if let Err(e) = super::captured_count(src, &visible, &src.binlog().username) {
+    if let Err(e) = super::captured_count(src, &visible, &src.binlog().username, resuming) {
         problems.push(e);
     }
     let _ = conn.disconnect().await;

@@ -140,7 +140,8 @@ pub async fn run(
     opts: RunOptions,
     tx: mpsc::Sender<SourceEvent>,
 ) -> Result<(), SourceError> {
-    preflight::check(&src, &replica_name(opts.state_dir.as_deref())).await?;
+    let resuming = opts.resume.is_some() || opts.snapshot_resume.is_some();
+    preflight::check(&src, &replica_name(opts.state_dir.as_deref()), resuming).await?;
     if let Some(r) = &opts.snapshot_resume {
         let dir = opts.state_dir.as_deref().ok_or_else(|| {
             SourceError::Schema("resuming a snapshot needs its state folder".into())

@@ -329,7 +329,8 @@ async fn run(
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    super::captured_count(&src, &visible, &c.username).map_err(SourceError::Preflight)?;
+    let resuming = from.position.is_some() || from.snapshot.is_some();
+    super::captured_count(&src, &visible, &c.username, resuming).map_err(SourceError::Preflight)?;
     ensure_publication(&client, &c.publication).await?;
     if !catalog::capture_installed(&client).await? {
         tracing::warn!(

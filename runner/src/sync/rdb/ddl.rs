@@ -403,7 +403,7 @@ impl RdbEngine {
                 .await?
                 .columns(&k.0, &k.1)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(SyncError::from)?;
             if have != *want {
                 return Ok(false);
             }

@@ -402,7 +402,7 @@ impl RdbEngine {
             .await?
             .query(&sql)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(SyncError::from)?
             .is_empty())
     }
 
@@ -447,7 +447,7 @@ impl RdbEngine {
             .await?
             .query(&sql)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(SyncError::from)?;
         let f = rows
             .first()
             .and_then(|r| r[0].as_deref())

@@ -275,12 +275,10 @@ impl RdbEngine {
         let ids: Vec<&str> = cols.iter().map(|c| c.ident.as_str()).collect();
         let mut rows: Vec<Option<Row>> = vec![None; keys.len()];
         let err = |e: super::target::TargetError| -> SyncError {
-            format!(
-                "{}: reading the previous values of updated rows: {}",
-                show(k),
-                e.message
-            )
-            .into()
+            SyncError::from(e).context(format_args!(
+                "{}: reading the previous values of updated rows",
+                show(k)
+            ))
         };
         match self.dialect {
             Dialect::Postgres => {
