@@ -1879,10 +1879,11 @@ async fn fuzz_one(pair: Pair, seed: u64, len: usize, after_snapshot: bool) {
     fuzz_one_with(pair, seed, len, after_snapshot, more_faults()).await
 }
 
-/// Whether seeds also draw target restarts and a full state disk:
-/// `LAKESHIFT_FUZZ_FAULTS=all`. Off by default while the disk fault still finds a
-/// failure not yet fixed (a restart after a full disk can read a pending list it
-/// cannot parse); the named target-restart seeds always draw them.
+/// Whether new seeds also draw target restarts and a full state disk:
+/// `LAKESHIFT_FUZZ_FAULTS=all`. Off by default for the new seed of a run while they
+/// still find a failure not yet fixed (PostgreSQL -> PostgreSQL, seed 55885468: a
+/// kill after a table rename re-creates the old name on the target when the rows
+/// before the rename are read again); the fixed seeds and named seeds draw them.
 fn more_faults() -> bool {
     std::env::var("LAKESHIFT_FUZZ_FAULTS").is_ok_and(|v| v == "all")
 }
@@ -1890,6 +1891,13 @@ fn more_faults() -> bool {
 async fn fuzz_one_with(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more: bool) {
     eprintln!("fuzz: pair {pair}, seed {seed}, {len} steps");
     let p = plan(pair, seed, len, after_snapshot, more);
+    let mut faults: BTreeMap<String, usize> = BTreeMap::new();
+    for s in &p.steps {
+        if let Step::Fault(f) = s {
+            *faults.entry(format!("{f:?}")).or_default() += 1;
+        }
+    }
+    eprintln!("fuzz: pair {pair}, seed {seed}: faults {faults:?}");
     let Err(e) = run_plan(&p, false).await else {
         return;
     };
@@ -1928,11 +1936,12 @@ fn pair_index(seed: u64) -> Pair {
     PAIRS[(seed % PAIRS.len() as u64) as usize]
 }
 
-/// Fixed seeds, one a pair (each pair's own seed), 40 steps each.
+/// Fixed seeds, one a pair (each pair's own seed), 40 steps each, with every fault
+/// (target restarts and the full state disk too).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_pair_at_fixed_seeds() {
     for (i, pair) in PAIRS.iter().enumerate() {
-        fuzz_one(*pair, 1000 + i as u64, 40, true).await;
+        fuzz_one_with(*pair, 1000 + i as u64, 40, true, true).await;
     }
 }
 
