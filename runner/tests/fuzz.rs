@@ -191,6 +191,16 @@ impl Rig {
         rig
     }
 
+    /// A rig whose source holds `setup` (SQL), with the job started and its first
+    /// snapshot committed.
+    async fn running(pair: Pair, interval: f64, setup: &str) -> Rig {
+        let mut rig = Rig::new(pair, interval).await;
+        rig.exec(setup).await.unwrap();
+        rig.start();
+        rig.wait_for_log("snapshot done and committed").unwrap();
+        rig
+    }
+
     fn job_arg(&self) -> String {
         self.job.display().to_string()
     }
@@ -520,14 +530,7 @@ impl Rig {
                     let id = runner::iceberg::catalog::ident(DB, &t).unwrap();
                     let loaded = cat.load(&id).await.unwrap().unwrap();
                     let table = loaded.table(&cat.file_io).unwrap();
-                    let cols = table
-                        .metadata()
-                        .current_schema()
-                        .as_struct()
-                        .fields()
-                        .iter()
-                        .map(|f| f.name.clone())
-                        .collect();
+                    let cols = column_names(table.metadata());
                     let rows = lakeshift_tests::iceberg_text_rows(&cat, DB, &t, None)
                         .await
                         .unwrap();
@@ -551,7 +554,6 @@ impl Rig {
     /// A table of the local warehouse read with pyiceberg (when the interop Python
     /// is there): column names and rows as Python prints their values.
     fn pyiceberg_rows(&self, table: &str) -> Option<(Vec<String>, Rows)> {
-        let python = std::env::var("LAKESHIFT_INTEROP_PYTHON").ok()?;
         let wh = self.dir.path().join("warehouse");
         let script = r#"
 import json, sys
@@ -559,45 +561,18 @@ from pyiceberg.catalog.sql import SqlCatalog
 wh, ns, t = sys.argv[1], sys.argv[2], sys.argv[3]
 c = SqlCatalog("lakeshift", uri="sqlite:///" + wh + "/catalog.db", warehouse="file://" + wh)
 a = c.load_table((ns, t)).scan().to_arrow()
-rows = [[None if v is None else str(v) for v in r.values()] for r in a.to_pylist()]
-print(json.dumps({"cols": a.column_names, "rows": rows}))
 "#;
-        let out = Command::new(python)
-            .args(["-c", script, &wh.display().to_string(), DB, table])
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!("pyiceberg: {}", String::from_utf8_lossy(&out.stderr));
-            return None;
-        }
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        let cols = serde_json::from_value(v["cols"].clone()).ok()?;
-        let rows = serde_json::from_value(v["rows"].clone()).ok()?;
-        Some((cols, rows))
+        pyiceberg_json(script, &[&wh.display().to_string(), DB, table])
     }
 
     /// A table read with pyiceberg from a metadata file (as `pyiceberg_rows`).
     fn pyiceberg_rows_at(&self, location: &str) -> Option<(Vec<String>, Rows)> {
-        let python = std::env::var("LAKESHIFT_INTEROP_PYTHON").ok()?;
         let script = r#"
 import json, sys
 from pyiceberg.table import StaticTable
 a = StaticTable.from_metadata(sys.argv[1]).scan().to_arrow()
-rows = [[None if v is None else str(v) for v in r.values()] for r in a.to_pylist()]
-print(json.dumps({"cols": a.column_names, "rows": rows}))
 "#;
-        let out = Command::new(python)
-            .args(["-c", script, location])
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!("pyiceberg: {}", String::from_utf8_lossy(&out.stderr));
-            return None;
-        }
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        let cols = serde_json::from_value(v["cols"].clone()).ok()?;
-        let rows = serde_json::from_value(v["rows"].clone()).ok()?;
-        Some((cols, rows))
+        pyiceberg_json(script, &[location])
     }
 
     /// The oracle: every source table equals its target table (by column name,
@@ -818,15 +793,9 @@ impl Rig {
                             let partial = metadata.current_snapshot().is_some_and(|s| {
                                 s.summary()
                                     .additional_properties
-                                    .contains_key("lakeshift.partial-transaction")
+                                    .contains_key(runner::sync::engine::PARTIAL)
                             });
-                            let cols = metadata
-                                .current_schema()
-                                .as_struct()
-                                .fields()
-                                .iter()
-                                .map(|f| f.name.clone())
-                                .collect();
+                            let cols = column_names(&metadata);
                             let loaded = runner::iceberg::catalog::LoadedTable {
                                 ident: runner::iceberg::catalog::ident(DB, t).unwrap(),
                                 metadata_location: loc.clone(),
@@ -921,6 +890,40 @@ impl Drop for Rig {
                 .status();
         }
     }
+}
+
+/// Run `script` (which reads a table into the Arrow table `a`) with the interop
+/// Python, when it is there: column names and rows as Python prints their values.
+fn pyiceberg_json(script: &str, args: &[&str]) -> Option<(Vec<String>, Rows)> {
+    let python = std::env::var("LAKESHIFT_INTEROP_PYTHON").ok()?;
+    let script = format!(
+        "{script}rows = [[None if v is None else str(v) for v in r.values()] for r in a.to_pylist()]\nprint(json.dumps({{\"cols\": a.column_names, \"rows\": rows}}))\n"
+    );
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(&script)
+        .args(args)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("pyiceberg: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let cols = serde_json::from_value(v["cols"].clone()).ok()?;
+    let rows = serde_json::from_value(v["rows"].clone()).ok()?;
+    Some((cols, rows))
+}
+
+/// An Iceberg table's column names, by its current schema.
+fn column_names(metadata: &iceberg::spec::TableMetadata) -> Vec<String> {
+    metadata
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| f.name.clone())
+        .collect()
 }
 
 /// SQL shortened for a message (huge values cut in the middle).
@@ -2160,16 +2163,14 @@ async fn seed_962410419_a_target_restart_while_the_sink_opened() {
 /// interval keeps the next checkpoint away while the catalog is read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ddl_barrier_leaves_no_transaction_in_part() {
-    let mut rig = Rig::new(Pair(SrcKind::Maria, SinkKind::Iceberg), 600.0).await;
-    rig.exec(
+    let mut rig = Rig::running(
+        Pair(SrcKind::Maria, SinkKind::Iceberg),
+        600.0,
         "CREATE TABLE fz.a (id INT PRIMARY KEY, v INT);
          CREATE TABLE fz.b (id INT PRIMARY KEY, v INT);
          INSERT INTO fz.a VALUES (1, 100); INSERT INTO fz.b VALUES (1, 0);",
     )
-    .await
-    .unwrap();
-    rig.start();
-    rig.wait_for_log("snapshot done and committed").unwrap();
+    .await;
     rig.exec("BEGIN; UPDATE fz.a SET v = v - 40; UPDATE fz.b SET v = v + 40; COMMIT")
         .await
         .unwrap();
@@ -2224,16 +2225,14 @@ async fn a_resumed_job_whose_tables_were_all_dropped_goes_on() {
 /// which the DDL log records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_after_a_swap_recovers_the_checkpoint_before_it_into_the_right_tables() {
-    let mut rig = Rig::new(Pair(SrcKind::Maria, SinkKind::Iceberg), 600.0).await;
-    rig.exec(
+    let mut rig = Rig::running(
+        Pair(SrcKind::Maria, SinkKind::Iceberg),
+        600.0,
         "CREATE TABLE fz.a (id INT PRIMARY KEY, v VARCHAR(10));
          CREATE TABLE fz.b (k BIGINT, w DOUBLE);
          INSERT INTO fz.a VALUES (1, 'x'); INSERT INTO fz.b VALUES (7, 0.5);",
     )
-    .await
-    .unwrap();
-    rig.start();
-    rig.wait_for_log("snapshot done and committed").unwrap();
+    .await;
     rig.exec(
         "INSERT INTO fz.a VALUES (2, 'y');
          RENAME TABLE fz.a TO fz.t, fz.b TO fz.a, fz.t TO fz.b;",
@@ -2384,16 +2383,14 @@ async fn hostile_table_names_stay_inside_the_warehouse() {
 /// and the MINIMAL key change NULL into the other columns. An insert that leaves
 /// columns out (MINIMAL, a column with a default) stops the job naming the row image.
 async fn row_images(sink: SinkKind) {
-    let mut rig = Rig::new(Pair(SrcKind::Maria, sink), 0.2).await;
-    rig.exec(
+    let mut rig = Rig::running(
+        Pair(SrcKind::Maria, sink),
+        0.2,
         "CREATE TABLE fz.doc (id INT PRIMARY KEY, title VARCHAR(20), body TEXT, n INT);
          INSERT INTO fz.doc VALUES (1, 'one', 'long body one', 10), (2, 'two', 'body two', 20),
            (3, 'three', 'body three', 30), (4, 'four', NULL, 40);",
     )
-    .await
-    .unwrap();
-    rig.start();
-    rig.wait_for_log("snapshot done and committed").unwrap();
+    .await;
     for image in ["NOBLOB", "MINIMAL"] {
         let bump = if image == "NOBLOB" { 1 } else { 100 };
         rig.exec(&format!(
@@ -2481,14 +2478,12 @@ async fn a_table_list_that_matches_nothing_is_refused() {
 /// `Unknown column`, the job stopped. They come from the binlog like every other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_created_or_renamed_before_a_stop_are_not_snapshotted_again() {
-    let mut rig = Rig::new(Pair(SrcKind::Maria, SinkKind::Pg), 0.2).await;
-    rig.exec(
+    let mut rig = Rig::running(
+        Pair(SrcKind::Maria, SinkKind::Pg),
+        0.2,
         "CREATE TABLE fz.a (id BIGINT PRIMARY KEY, c INT); INSERT INTO fz.a VALUES (1, 1), (2, 2)",
     )
-    .await
-    .unwrap();
-    rig.start();
-    rig.wait_for_log("snapshot done and committed").unwrap();
+    .await;
     rig.exec(
         "CREATE TABLE fz.b (id BIGINT PRIMARY KEY, x INT); INSERT INTO fz.b VALUES (1, 10);
          RENAME TABLE fz.a TO fz.a2; INSERT INTO fz.a2 VALUES (3, 3);",
@@ -2562,15 +2557,13 @@ async fn a_latin1_mariadb_target_takes_any_text() {
 /// under the table's schema and stopped on every run (`Column 'e' is declared as
 /// non-nullable but contains null values`).
 async fn row_images_not_null(sink: SinkKind) {
-    let mut rig = Rig::new(Pair(SrcKind::Maria, sink), 0.2).await;
-    rig.exec(
+    let mut rig = Rig::running(
+        Pair(SrcKind::Maria, sink),
+        0.2,
         "CREATE TABLE fz.t (id INT PRIMARY KEY, a INT, b TEXT NOT NULL, e INT NOT NULL DEFAULT 7);
          INSERT INTO fz.t VALUES (1, 1, 'one', 1), (2, 2, 'two', 2), (3, 3, 'three', 3);",
     )
-    .await
-    .unwrap();
-    rig.start();
-    rig.wait_for_log("snapshot done and committed").unwrap();
+    .await;
     rig.exec(
         "SET SESSION binlog_row_image = MINIMAL;
          UPDATE fz.t SET a = 10 WHERE id = 1;
@@ -2607,15 +2600,9 @@ async fn row_images_of_not_null_columns_into_postgres() {
 /// both (the before image only identifies the row).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_default_replica_identity_into_iceberg() {
-    let mut rig = Rig::new(Pair(SrcKind::Pg, SinkKind::Iceberg), 0.2).await;
-    rig.exec(
-        "CREATE TABLE fz.orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, note TEXT NOT NULL);
-         INSERT INTO fz.orders SELECT g, g % 7, 'n' || g FROM generate_series(1, 50) g;",
-    )
-    .await
-    .unwrap();
-    rig.start();
-    rig.wait_for_log("snapshot done and committed").unwrap();
+    let setup = "CREATE TABLE fz.orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, note TEXT NOT NULL);
+         INSERT INTO fz.orders SELECT g, g % 7, 'n' || g FROM generate_series(1, 50) g;";
+    let mut rig = Rig::running(Pair(SrcKind::Pg, SinkKind::Iceberg), 0.2, setup).await;
     rig.exec(
         "DELETE FROM fz.orders WHERE id % 10 = 0;
          UPDATE fz.orders SET customer_id = 99 WHERE id % 10 = 1;

@@ -167,6 +167,16 @@ struct Cursor {
     at_boundary: bool,
 }
 
+impl Cursor {
+    /// Whether rows were read past `point` (None: the start), i.e. into a source
+    /// transaction that has not ended there.
+    fn read_past(&self, point: Option<&Position>) -> bool {
+        self.read_to
+            .as_ref()
+            .is_some_and(|r| point.is_none_or(|p| r > p))
+    }
+}
+
 /// Hash sets over a snapshot's `started` and `done` lists, and how many started
 /// tables route into each target table, kept up to date as the lists grow, so that a
 /// snapshot of many tables costs the same per table at its end as at its start.
@@ -222,9 +232,10 @@ fn drain_point(
     cur: &Cursor,
     committed: Option<&Position>,
 ) -> Option<Option<Position>> {
-    let at = match (cur.read_to.clone(), cur.boundary.clone()) {
-        (Some(r), b) if pending && b.as_ref().is_none_or(|b| r > *b) => Some(r),
-        (_, b) => b,
+    let at = if pending && cur.read_past(cur.boundary.as_ref()) {
+        cur.read_to.clone()
+    } else {
+        cur.boundary.clone()
     };
     let moved = at.as_ref().is_some_and(|a| committed.is_none_or(|p| p < a));
     (pending || moved).then_some(at)
@@ -345,17 +356,16 @@ impl<S: Sink> Pipeline<S> {
             // pending and the source is read on from just after it: committing it
             // now could cut a source transaction, and a reader would see part of it.
             let reconnect = !self.stopping()
-                && matches!(&src_res, Err(e) if e.transient() && retries < e.retries());
-            let committed = self.sink.position();
-            let pending = self.sink.has_pending();
-            let at = drain_point(pending, &cur, committed.as_ref()).flatten();
-            let keep = reconnect
                 && cur.snapshot.is_none()
                 && !self.source.by_offsets()
-                && (at.is_some() || !pending);
-            if keep {
-                read_on_from = at;
-            } else {
+                && matches!(&src_res, Err(e) if e.transient() && retries < e.retries());
+            let keep = reconnect && {
+                let pending = self.sink.has_pending();
+                let committed = self.sink.position();
+                read_on_from = drain_point(pending, &cur, committed.as_ref()).flatten();
+                read_on_from.is_some() || !pending
+            };
+            if !keep {
                 // Everything read is committed before a stop, an end or a reconnect.
                 self.drain(&cur).await?;
             }
@@ -485,10 +495,7 @@ impl<S: Sink> Pipeline<S> {
             if self.stopping() && cur.reading.is_none() {
                 let open = !self.source.by_offsets()
                     && cur.snapshot.is_none()
-                    && cur
-                        .read_to
-                        .as_ref()
-                        .is_some_and(|r| cur.boundary.as_ref().is_none_or(|b| r > b));
+                    && cur.read_past(cur.boundary.as_ref());
                 let since = *stop_seen.get_or_insert_with(Instant::now);
                 if !open {
                     return Ok(());
@@ -744,8 +751,7 @@ impl<S: Sink> Pipeline<S> {
         // in part). A DDL inside a source transaction (PostgreSQL allows it) keeps
         // the barrier of its own tables. That checkpoint is part of the barrier (its
         // time limit and report).
-        let open = cur.read_to.as_ref().is_some_and(|r| r > &before);
-        let checkpoint_first = !open
+        let checkpoint_first = !cur.read_past(Some(&before))
             && cur.reading.is_none()
             && cur.snapshot.is_none()
             && !self.source.by_offsets()

@@ -82,6 +82,12 @@ impl Engine {
         base: Option<Option<i64>>,
     ) -> (iceberg::TableIdent, String, Change) {
         let kafka = self.state.kafka.get(name).cloned();
+        let mut summary = self.summary(n, wm);
+        // A checkpoint inside a source transaction (a stop that did not wait for its
+        // end) says so, in its commits and in their recovery.
+        if self.state.position.as_ref().is_some_and(|p| p.ordinal > 0) {
+            summary.insert(PARTIAL.to_owned(), "true".to_owned());
+        }
         (
             id.clone(),
             format!("{}:{n}:{name}", self.job.pipeline.name),
@@ -89,7 +95,7 @@ impl Engine {
                 data_files: data,
                 delete_files: deletes,
                 truncate: self.state.replace.contains(name),
-                summary: self.summary(n, wm),
+                summary,
                 kafka,
                 base_snapshot: base,
                 ..Default::default()
@@ -118,8 +124,6 @@ impl Engine {
     pub async fn recover(&mut self) -> Result<usize, SyncError> {
         let n = self.state.checkpoint;
         let mut done = 0;
-        // A checkpoint taken inside a source transaction is marked as it was.
-        self.partial = self.state.position.as_ref().is_some_and(|p| p.ordinal > 0);
         let (mut items, mut names) = (Vec::new(), Vec::new());
         let was = self.uuids_at_checkpoint()?;
         for (name, (avro, wm)) in self.state.pending.clone() {
@@ -143,7 +147,6 @@ impl Engine {
         // transaction, as the checkpoint would have: no reader sees some of them
         // without the others.
         let results = Committer::new(&self.catalog).commit_many(&items).await;
-        self.partial = false;
         for (name, r) in names.iter().zip(results) {
             r.map_err(|e| format!("recovering checkpoint {n} of {name}: {e}"))?;
             done += 1;

@@ -382,9 +382,6 @@ impl Engine {
     ) -> Result<(), SyncError> {
         let n = self.state.checkpoint + 1;
         let t0 = Instant::now();
-        // A checkpoint inside a source transaction (a stop that did not wait for its
-        // end) says so in its snapshots, as an over-budget commit does.
-        self.partial = position.as_ref().is_some_and(|p| p.ordinal > 0);
         // Parked DDL a person resolved: the held changes join this checkpoint.
         let released = if self.parked.is_empty() {
             Vec::new()
@@ -547,7 +544,6 @@ impl Engine {
         self.active
             .retain(|k| sinks.get(k).is_some_and(|s| !s.pending.is_empty()));
         self.recount_budget();
-        self.partial = false;
         self.last_checkpoint = Instant::now();
         self.maybe_maintain().await;
         tracing::debug!(
