@@ -263,6 +263,33 @@ pub(super) fn status(config: &std::path::Path) -> ExitCode {
     })
 }
 
+pub(super) fn drop_job(config: &std::path::Path, apply: bool) -> ExitCode {
+    let job = match read_job(config) {
+        Ok(j) => j,
+        Err(c) => return c,
+    };
+    let Some(rt) = runtime() else {
+        return ExitCode::from(1);
+    };
+    rt.block_on(async move {
+        match runner::sync::dropjob::drop_job(&job, apply).await {
+            Ok(lines) => {
+                for l in &lines {
+                    println!("{l}");
+                }
+                if !apply {
+                    println!("(nothing removed yet: run again with --apply to remove it)");
+                }
+                ExitCode::from(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        }
+    })
+}
+
 pub(super) fn pg_setup(config: &std::path::Path, apply: bool) -> ExitCode {
     let text = match std::fs::read_to_string(config) {
         Ok(t) => t,

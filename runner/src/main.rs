@@ -164,6 +164,22 @@ enum Command {
         config: std::path::PathBuf,
     },
     #[cfg(feature = "sync")]
+    /// Remove what a job keeps outside its target tables, once the job is given up:
+    /// a PostgreSQL source's replication slot (it retains WAL on the server for as
+    /// long as it exists) and the publication the job made (one made by hand is
+    /// kept), the job's lease row in the Iceberg catalog or its state rows in a
+    /// PostgreSQL/MySQL target, and its state folder. The target's tables and rows
+    /// stay. Prints what it would remove; --apply removes it. A running job is
+    /// refused.
+    DropJob {
+        /// The job file (YAML).
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+        /// Remove it instead of listing it.
+        #[arg(long)]
+        apply: bool,
+    },
+    #[cfg(feature = "sync")]
     /// List the DDL a sync job handled: number, status (pending, executed, failed,
     /// skipped, parked, held, resolved), source position, source and target text, and
     /// the reason when it did not run; also the tables a row parked
@@ -379,6 +395,8 @@ fn main() -> ExitCode {
         Command::PgSetup { config, apply } => jobs::pg_setup(&config, apply),
         #[cfg(feature = "sync")]
         Command::Maintain { config, dry_run } => jobs::maintain(&config, dry_run),
+        #[cfg(feature = "sync")]
+        Command::DropJob { config, apply } => jobs::drop_job(&config, apply),
         #[cfg(feature = "sync")]
         Command::DdlLog {
             config,

@@ -301,6 +301,21 @@ impl Catalog {
         self.set_on_own_row("lease_until_ms", until).await
     }
 
+    /// Remove `job`'s lease row (`lakeshift drop-job`): whether there was one.
+    pub async fn forget_job(&self, job: &str) -> Result<bool> {
+        let Ok(r) = sqlx::query(
+            &self.q("DELETE FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?"),
+        )
+        .bind(&self.name)
+        .bind(job)
+        .execute(&self.pool)
+        .await
+        else {
+            return Ok(false); // no lease table
+        };
+        Ok(r.rows_affected() > 0)
+    }
+
     /// Give the job up (a clean stop): the next run on any host may claim it at once.
     pub async fn release(&self) -> Result<()> {
         let Some((job, run)) = &self.owner else {

@@ -10,7 +10,7 @@
 //!   database: shop
 //!   tables: ['public\..*']       # regexes over `schema.table`, matched whole
 //!   slot: lakeshift_shop         # the logical replication slot (created if missing)
-//!   publication: lakeshift_shop  # created FOR ALL TABLES if missing
+//!   publication: lakeshift_shop  # made over the captured tables if missing
 //!   startup:
 //!     mode: initial              # initial (snapshot, then the stream) | latest
 //!   purged-resume: fail          # or resnapshot, when the slot was lost

@@ -3,6 +3,7 @@
 
 pub mod convert;
 pub mod ddllog;
+pub mod dropjob;
 pub mod engine;
 pub mod error;
 pub mod fk;

@@ -171,6 +171,75 @@ pub async fn slot_status(src: &Source) -> Result<String, SourceError> {
     })
 }
 
+/// What the job holds on the server (`lakeshift drop-job`): its replication slot,
+/// which keeps WAL for as long as it exists, and the publication when the job made
+/// it (a publication made by hand is kept). Removed when `apply`. A slot being read
+/// is refused: the job still runs.
+pub async fn drop_held(src: &Source, apply: bool) -> Result<Vec<String>, SourceError> {
+    let c = connect(src).await?;
+    let (slot, publication) = (&cfg(src).slot, &cfg(src).publication);
+    let mut out = Vec::new();
+    let r = c
+        .query_opt(
+            "SELECT active, coalesce(active_pid, 0), coalesce((pg_current_wal_lsn() - restart_lsn)::bigint, 0) FROM pg_replication_slots WHERE slot_name = $1",
+            &[slot],
+        )
+        .await
+        .map_err(catalog::sql)?;
+    match r {
+        None => out.push(format!("replication slot {slot}: none")),
+        Some(r) => {
+            let (active, pid, held): (bool, i32, i64) = (r.get(0), r.get(1), r.get(2));
+            if active {
+                return Err(SourceError::Preflight(format!(
+                    "replication slot {slot} is being read (server process {pid}): stop the job first"
+                )));
+            }
+            if apply {
+                c.execute("SELECT pg_drop_replication_slot($1)", &[slot])
+                    .await
+                    .map_err(catalog::sql)?;
+            }
+            out.push(format!(
+                "{} replication slot {slot} (it retained {} of WAL)",
+                if apply { "dropped" } else { "would drop" },
+                human_bytes(held)
+            ));
+        }
+    }
+    let r = c
+        .query_opt(
+            "SELECT coalesce(obj_description(oid, 'pg_publication'), '') FROM pg_publication WHERE pubname = $1",
+            &[publication],
+        )
+        .await
+        .map_err(catalog::sql)?;
+    match r.map(|r| r.get::<_, String>(0)) {
+        None => out.push(format!("publication {publication}: none")),
+        Some(note) if note == made_note(slot) => {
+            if apply {
+                c.batch_execute(&format!("DROP PUBLICATION {}", ident(publication)))
+                    .await
+                    .map_err(catalog::sql)?;
+            }
+            out.push(format!(
+                "{} publication {publication} (the job made it)",
+                if apply { "dropped" } else { "would drop" }
+            ));
+        }
+        Some(_) => out.push(format!(
+            "publication {publication}: kept (the job did not make it; DROP PUBLICATION {} if nothing else uses it)",
+            ident(publication)
+        )),
+    }
+    Ok(out)
+}
+
+/// The comment on a publication the job made, naming its slot.
+fn made_note(slot: &str) -> String {
+    format!("made by lakeshift for slot {slot}")
+}
+
 fn human_bytes(b: i64) -> String {
     let b = b as f64;
     if b >= (1u64 << 30) as f64 {
@@ -331,16 +400,23 @@ async fn run(
         .collect();
     let resuming = from.position.is_some() || from.snapshot.is_some();
     super::captured_count(&src, &visible, &c.username, resuming).map_err(SourceError::Preflight)?;
-    ensure_publication(&client, &c.publication).await?;
+    ensure_publication(&client, &src, &c.publication).await?;
+    check_publication(&client, &src, &c.publication).await?;
     if !catalog::capture_installed(&client).await? {
         tracing::warn!(
             "the DDL capture is not installed in {}: schema changes will stop the job when their rows arrive; run `lakeshift pg-setup --config JOB --apply` (as a superuser) first",
             c.database
         );
     }
+    // The end: every transaction committed before now, including commits not yet
+    // flushed (`synchronous_commit = off`): the WAL inserted, not the WAL written.
+    // The stream reaches it once the WAL writer flushes it.
     let end = if stop_at_end {
         let r = client
-            .query_one("SELECT pg_current_wal_lsn()::text", &[])
+            .query_one(
+                "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text",
+                &[],
+            )
             .await
             .map_err(catalog::sql)?;
         Some(parse_lsn(&r.get::<_, String>(0))?)
@@ -478,11 +554,16 @@ async fn run(
         streamed: Streamed::new(streamed_dir),
     };
     let mut told = 0u64;
+    let mut checked = Instant::now();
     loop {
         let a = acked.load(Ordering::Relaxed);
         if a > told {
             repl.progress.flushed.store(a, Ordering::Relaxed);
             told = a;
+        }
+        if checked.elapsed() >= PUBLICATION_CHECK {
+            check_publication(&client, &s.src, &c.publication).await?;
+            checked = Instant::now();
         }
         let ev = match tokio::time::timeout(Duration::from_secs(1), repl.recv()).await {
             Err(_) => {
@@ -505,7 +586,88 @@ async fn run(
     }
 }
 
-async fn ensure_publication(c: &tokio_postgres::Client, name: &str) -> Result<(), SourceError> {
+/// How often a running job checks that its publication still publishes what it
+/// captures.
+const PUBLICATION_CHECK: Duration = Duration::from_secs(5);
+
+/// The publication publishes every action (insert, update, delete, truncate) of
+/// every captured table. A publication narrowed by hand (`publish = 'insert'`, a
+/// table dropped from it, a table created later that it does not cover) would lose
+/// changes silently: the job stops, naming what is missing and the fix.
+async fn check_publication(
+    c: &tokio_postgres::Client,
+    src: &super::config::Source,
+    name: &str,
+) -> Result<(), SourceError> {
+    let Some(p) = c
+        .query_opt(
+            "SELECT pubinsert, pubupdate, pubdelete, pubtruncate FROM pg_publication WHERE pubname = $1",
+            &[&name],
+        )
+        .await
+        .map_err(catalog::sql)?
+    else {
+        return Err(SourceError::Preflight(format!(
+            "publication {name} was dropped while the job used it: the changes since then are not in the stream; make it again (or let the job make it) and take a new snapshot (a new state folder and an empty target)"
+        )));
+    };
+    let missing: Vec<&str> = ["insert", "update", "delete", "truncate"]
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !p.get::<_, bool>(*i))
+        .map(|(_, a)| a)
+        .collect();
+    if !missing.is_empty() {
+        return Err(SourceError::Preflight(format!(
+            "publication {name} does not publish {} (altered by hand?): those changes of every captured table would be lost. ALTER PUBLICATION {} SET (publish = 'insert, update, delete, truncate'); changes made while it was narrower are not in the stream: take a new snapshot of the tables they touched",
+            missing.join(", "),
+            ident(name)
+        )));
+    }
+    let rows = c
+        .query(
+            "SELECT n.nspname::text, c.relname::text,
+               EXISTS (SELECT 1 FROM pg_publication_tables p
+                       WHERE p.pubname = $1 AND p.schemaname = n.nspname AND p.tablename = c.relname)
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind = 'r' AND NOT c.relispartition
+               AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'lakeshift')
+               AND n.nspname NOT LIKE 'pg\\_%'
+             ORDER BY 1, 2",
+            &[&name],
+        )
+        .await
+        .map_err(catalog::sql)?;
+    let unpublished: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.get::<_, bool>(2))
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+        .filter(|(s, t)| src.captures(s, t))
+        .map(|(s, t)| format!("{}.{}", ident(&s), ident(&t)))
+        .collect();
+    if !unpublished.is_empty() {
+        return Err(SourceError::Preflight(format!(
+            "captured table(s) {} are not in publication {name}: their changes would be lost. ALTER PUBLICATION {} ADD TABLE {}; changes made before that are not in the stream: take a new snapshot of those tables (or narrow source.tables)",
+            unpublished.join(", "),
+            ident(name),
+            unpublished.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The job's publication: used as it is when it exists; otherwise made over the
+/// captured tables only (`FOR TABLES IN SCHEMA` when every pattern is a whole schema,
+/// so tables created there later are in it too; `FOR TABLE` the captured tables
+/// otherwise), never `FOR ALL TABLES`. A published table whose updates and deletes
+/// cannot name their row (no key and REPLICA IDENTITY DEFAULT, or NOTHING) makes
+/// the application's own UPDATEs and DELETEs fail: such captured tables are named,
+/// with the statement that fixes each, before anything is made.
+async fn ensure_publication(
+    c: &tokio_postgres::Client,
+    src: &super::config::Source,
+    name: &str,
+) -> Result<(), SourceError> {
     let n = c
         .query_one(
             "SELECT count(*) FROM pg_publication WHERE pubname = $1",
@@ -517,14 +679,115 @@ async fn ensure_publication(c: &tokio_postgres::Client, name: &str) -> Result<()
     if n > 0 {
         return Ok(());
     }
-    c.batch_execute(&format!("CREATE PUBLICATION {} FOR ALL TABLES", ident(name)))
+    let tables = c
+        .query(
+            "SELECT n.nspname::text, c.relname::text,
+               c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS
+                 (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+               AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'lakeshift')
+               AND n.nspname NOT LIKE 'pg\\_%'
+             ORDER BY 1, 2",
+            &[],
+        )
         .await
-        .map_err(|e| {
-            SourceError::Preflight(format!(
-                "publication {name} does not exist and cannot be created ({}): create it as a superuser (CREATE PUBLICATION {name} FOR ALL TABLES) or over the captured tables (FOR TABLE ...)",
-                catalog::describe(&e)
-            ))
-        })
+        .map_err(catalog::sql)?;
+    let captured: Vec<(String, String, bool)> = tables
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .filter(|(s, t, _): &(String, String, bool)| src.captures(s, t))
+        .collect();
+    let unidentified: Vec<String> = captured
+        .iter()
+        .filter(|t| t.2)
+        .map(|(s, t, _)| format!("{}.{}", ident(s), ident(t)))
+        .collect();
+    if !unidentified.is_empty() {
+        let fix: Vec<String> = unidentified
+            .iter()
+            .map(|t| format!("ALTER TABLE {t} REPLICA IDENTITY FULL;"))
+            .collect();
+        return Err(SourceError::Preflight(format!(
+            "publication {name} does not exist, and {} captured table(s) have no primary key and no REPLICA IDENTITY: once published, the application's own UPDATEs and DELETEs on them fail (\"cannot update table ... because it does not have a replica identity\"). Give each a primary key, or run first: {}",
+            unidentified.len(),
+            fix.join(" ")
+        )));
+    }
+    let schemas = whole_schemas(&super::config::written_patterns(&src.tables));
+    let what = match schemas {
+        Some(s) => format!(
+            "FOR TABLES IN SCHEMA {}",
+            s.iter().map(|s| ident(s)).collect::<Vec<_>>().join(", ")
+        ),
+        None if captured.is_empty() => String::new(),
+        None => format!(
+            "FOR TABLE {}",
+            captured
+                .iter()
+                .map(|(s, t, _)| format!("{}.{}", ident(s), ident(t)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let sql = format!("CREATE PUBLICATION {} {what}", ident(name));
+    // Made and marked as the job's in one transaction (one simple query; `drop-job`
+    // drops only a publication the job made).
+    let made = format!(
+        "{sql}; COMMENT ON PUBLICATION {} IS {}",
+        ident(name),
+        literal(&made_note(&cfg(src).slot))
+    );
+    c.batch_execute(&made).await.map_err(|e| {
+        SourceError::Preflight(format!(
+            "publication {name} does not exist and cannot be created ({}): create it as a superuser or the tables' owner: {sql}",
+            catalog::describe(&e)
+        ))
+    })?;
+    if what.starts_with("FOR TABLES IN SCHEMA") {
+        tracing::info!("made publication {name} {what}");
+    } else {
+        tracing::warn!(
+            "made publication {name} over the {} table(s) captured now; a table created later that source.tables matches is not in it: ALTER PUBLICATION {} ADD TABLE it before writing to it",
+            captured.len(),
+            ident(name)
+        );
+    }
+    Ok(())
+}
+
+/// The text a regex matches when it matches one text only (escapes resolved).
+fn regex_literal(re: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut it = re.chars();
+    while let Some(c) = it.next() {
+        match c {
+            '\\' => match it.next()? {
+                n if n.is_ascii_alphanumeric() => return None,
+                n => out.push(n),
+            },
+            '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' => {
+                return None
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// The schemas `patterns` name when each is a whole schema (`shop\..*`), else None.
+fn whole_schemas(patterns: &[&str]) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for p in patterns {
+        let schema = regex_literal(p.strip_suffix("\\..*")?)?;
+        if schema.is_empty() {
+            return None;
+        }
+        if !out.contains(&schema) {
+            out.push(schema);
+        }
+    }
+    Some(out)
 }
 
 async fn slot_must_exist(
@@ -2262,6 +2525,28 @@ fn fill(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_whole_schema_patterns_make_a_schema_publication() {
+        assert_eq!(
+            whole_schemas(&["shop\\..*", "app_2\\..*", "shop\\..*"]),
+            Some(vec!["shop".to_owned(), "app_2".to_owned()])
+        );
+        assert_eq!(
+            whole_schemas(&["x\\-y\\.z\\..*"]),
+            Some(vec!["x-y.z".to_owned()])
+        );
+        for p in [
+            "shop\\.orders",
+            "sh.p\\..*",
+            "shop\\..*_x",
+            ".*\\..*",
+            "\\..*",
+            "\\w+\\..*",
+        ] {
+            assert_eq!(whole_schemas(&["a\\..*", p]), None, "{p}");
+        }
+    }
 
     #[test]
     fn a_multi_statement_query_gives_each_command_its_statement() {

@@ -327,7 +327,14 @@ fn timestamp(s: &str, tz: bool) -> Result<i64, DecodeError> {
         date(d)?
     };
     let us = time(t).ok_or_else(bad)?;
-    Ok(days * 86_400_000_000 + us - off * 1_000_000)
+    days.checked_mul(86_400_000_000)
+        .and_then(|d| d.checked_add(us))
+        .and_then(|v| v.checked_sub(off * 1_000_000))
+        .ok_or_else(|| {
+            DecodeError(format!(
+                "timestamp {s:?} is outside what Arrow and Iceberg hold (microseconds since 1970 in 64 bits: 290308 BC to 294247 AD)"
+            ))
+        })
 }
 
 #[cfg(test)]

@@ -441,6 +441,45 @@ pub fn ddl_log_report(job: &SyncJob) -> Result<String, SyncError> {
 
 /// `lakeshift status` of a relational target: the job's state row, Kafka offsets and
 /// the DDL log's counts by status.
+/// The job's rows in the target's state tables (`lakeshift drop-job`): what there
+/// is, removed when `apply`.
+pub async fn forget_job(job: &SyncJob, apply: bool) -> Result<Vec<String>, SyncError> {
+    let url = job.sink.rdb().map(|s| s.url.as_str()).unwrap_or_default();
+    let mut t = Target::connect(url).await?;
+    let name = dialects::emit::string_literal(t.dialect(), &job.pipeline.name);
+    let mut out = Vec::new();
+    for table in [STATE_TABLE, "kafka_offsets", "ddl_applied"] {
+        let Ok(rows) = t
+            .query(&format!(
+                "SELECT CAST(count(*) AS CHAR(20)) FROM {STATE_DB}.{table} WHERE job = {name}"
+            ))
+            .await
+        else {
+            continue; // no such table: never made on this target
+        };
+        let n: u64 = rows
+            .first()
+            .and_then(|r| r[0].as_deref())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if n == 0 {
+            continue;
+        }
+        if apply {
+            t.exec(&format!(
+                "DELETE FROM {STATE_DB}.{table} WHERE job = {name}"
+            ))
+            .await
+            .map_err(|e| SyncError::from(e).context(format!("{STATE_DB}.{table}")))?;
+        }
+        out.push(format!(
+            "{} {n} row(s) of the job in the target's {STATE_DB}.{table}",
+            if apply { "deleted" } else { "would delete" }
+        ));
+    }
+    Ok(out)
+}
+
 pub async fn status(job: &SyncJob) -> Result<String, SyncError> {
     use std::fmt::Write;
     let url = job.sink.rdb().map(|s| s.url.as_str()).unwrap_or_default();

@@ -15,7 +15,7 @@ use dialects::Dialect;
 use std::fmt::Write;
 
 /// How one target column's values are written.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ColSpec {
     /// The target column name, quoted for the target.
     pub ident: String,
@@ -23,6 +23,9 @@ pub struct ColSpec {
     pub bits: Option<u32>,
     /// A boolean column (MySQL TINYINT(1)).
     pub boolean: bool,
+    /// A uuid column (PostgreSQL `uuid`, MySQL `CHAR(36)`): 16 source bytes are
+    /// written as the uuid's text.
+    pub uuid: bool,
 }
 
 /// One value on its way to a target (a view into a `Row`).
@@ -202,6 +205,19 @@ pub fn push(
         out.push(Val::Null);
         return Ok(());
     }
+    if spec.uuid {
+        if let Some(b) = uuid_bytes(col, row) {
+            text.clear();
+            for (i, x) in b.iter().enumerate() {
+                if matches!(i, 4 | 6 | 8 | 10) {
+                    text.push('-');
+                }
+                let _ = write!(text, "{x:02x}");
+            }
+            out.push(Val::Text(text));
+            return Ok(());
+        }
+    }
     if d == Dialect::Postgres {
         text.clear();
         pg_text(text, col, row, spec)?;
@@ -237,6 +253,17 @@ pub fn push(
     };
     out.push(v);
     Ok(())
+}
+
+/// A 16-byte binary value (a uuid as the sources read it).
+fn uuid_bytes(col: &ArrayRef, row: usize) -> Option<&[u8]> {
+    let b: &[u8] = match col.data_type() {
+        A::Binary => col.as_binary::<i32>().value(row),
+        A::LargeBinary => col.as_binary::<i64>().value(row),
+        A::FixedSizeBinary(16) => col.as_fixed_size_binary().value(row),
+        _ => return None,
+    };
+    (b.len() == 16).then_some(b)
 }
 
 fn my_float(v: f64) -> Result<Val<'static>, SyncError> {
@@ -420,7 +447,7 @@ mod tests {
         let spec = ColSpec {
             ident: "c".into(),
             bits,
-            boolean: false,
+            ..ColSpec::default()
         };
         let mut b = RowBuf::default();
         push(&mut b, &mut String::new(), d, &a, 0, &spec)?;
@@ -542,8 +569,7 @@ mod tests {
             .unwrap();
             let spec = ColSpec {
                 ident: "c".into(),
-                bits: None,
-                boolean: false,
+                ..ColSpec::default()
             };
             let all: Vec<(Option<usize>, &ColSpec)> = vec![
                 (Some(0), &spec),

@@ -349,8 +349,9 @@ impl Plan {
             let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();
             let (s, ord) = self.stage(t.table, &names, rows, stage);
             let list = names.join(", ");
+            // (The source's values of an identity column GENERATED ALWAYS too.)
             let mut sql = format!(
-                "INSERT INTO {} ({list}) SELECT {list} FROM {s} ORDER BY {ord}",
+                "INSERT INTO {} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {s} ORDER BY {ord}",
                 t.table
             );
             if !t.key.is_empty() {
@@ -541,8 +542,7 @@ mod tests {
         .iter()
         .map(|n| ColSpec {
             ident: (*n).to_owned(),
-            bits: None,
-            boolean: false,
+            ..ColSpec::default()
         })
         .collect();
         let t = Cols {
@@ -573,8 +573,7 @@ mod tests {
         let spec: Vec<ColSpec> = (0..3)
             .map(|i| ColSpec {
                 ident: format!("c{i}"),
-                bits: None,
-                boolean: false,
+                ..ColSpec::default()
             })
             .collect();
         let t = Cols {

@@ -55,6 +55,7 @@ impl RdbEngine {
                         _ => None,
                     },
                     boolean: c.data_type == ddl_core::DataType::Boolean,
+                    uuid: c.data_type == ddl_core::DataType::Uuid,
                 })
                 .collect();
             let names: Vec<String> = t.columns.iter().map(|c| c.name.to_lowercase()).collect();
