@@ -1699,6 +1699,78 @@ async fn an_older_state_folder_is_refused() {
     assert_eq!(rows, ["4"], "{out}");
 }
 
+/// On a shared catalog a stale copy of the state folder, elsewhere, is refused, and
+/// changes nothing: the job's row still names the folder that really ran last, with
+/// no lease held, so that folder runs on at once (the refused run took the row and
+/// its lease first, and the right folder was refused in turn until it ran out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_stale_folder_leaves_the_job_to_the_folder_that_ran_last() {
+    let src = MariaDb::start().await;
+    let mut c = src.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v INT); INSERT INTO shop.t VALUES (1, 1)")
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        774,
+        "",
+        &iceberg_sink(tmp.path()),
+        "",
+    );
+    catch_up(&job);
+    let state = tmp.path().join("state");
+    let copy = tmp.path().join("copy");
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(&state)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    c.query_drop("UPDATE shop.t SET v = 2").await.unwrap();
+    catch_up(&job);
+    let stale = tmp.path().join("stale.yaml");
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        &format!("state: {}", state.display()),
+        &format!("state: {}", copy.display()),
+    );
+    assert!(text.contains("copy"), "{text}");
+    std::fs::write(&stale, text).unwrap();
+    let (ok, _, err) = lakeshift(&[
+        "sync",
+        "--config",
+        &stale.display().to_string(),
+        "--until-end",
+    ]);
+    assert!(
+        !ok && err.contains("the folder is older than the tables"),
+        "{err}"
+    );
+    let (ok, out, err) = lakeshift(&["status", "--config", &job.display().to_string()]);
+    assert!(ok, "{err}");
+    let owner = out
+        .lines()
+        .find(|l| l.starts_with("owner:"))
+        .unwrap_or_default();
+    assert!(
+        owner.contains(&format!(
+            "state folder {}",
+            state.canonicalize().unwrap().display()
+        )) && owner.contains("given up"),
+        "{out}"
+    );
+    c.query_drop("UPDATE shop.t SET v = 3").await.unwrap();
+    let (ok, _, err) = lakeshift(&[
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ]);
+    assert!(ok, "{err}");
+}
+
 /// A table whose name holds a dot (legal in MySQL when quoted) is one Iceberg table
 /// in its database's namespace, through snapshot, rows and DDL (its name was split at
 /// the dot into a wrong namespace, and the job failed on every run).

@@ -140,87 +140,106 @@ impl Catalog {
     /// Returns the last checkpoint the job recorded as committed (0: none), and the
     /// state folder (`host:path`) of the run before when it was another one.
     pub async fn claim(&mut self, o: &Owner, lease: Duration) -> Result<(u64, Option<String>)> {
+        self.claim_if(o, lease, |_, _| Ok(())).await
+    }
+
+    /// [`claim`](Self::claim), once `accept` agrees with what the row says (the
+    /// job's last committed checkpoint, the folder of the run before when another):
+    /// a run `accept` refuses changes nothing, so the row still names the folder
+    /// that really ran last and its lease. Its refusal is `Error::Invalid`.
+    pub async fn claim_if(
+        &mut self,
+        o: &Owner,
+        lease: Duration,
+        accept: impl FnOnce(u64, Option<&str>) -> std::result::Result<(), String>,
+    ) -> Result<(u64, Option<String>)> {
         self.ensure_owner_table().await?;
         let until = now_ms() + lease.as_millis() as i64;
-        let inserted = sqlx::query(&self.q(
-            "INSERT INTO lakeshift_job_owner (catalog_name, job, run_id, host, pid, state, lease_until_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (catalog_name, job) DO NOTHING",
+        let row = sqlx::query(&self.q(
+            "SELECT run_id, host, pid, state, lease_until_ms, checkpoint FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
         ))
         .bind(&self.name)
         .bind(&o.job)
-        .bind(&o.run)
-        .bind(&o.host)
-        .bind(i64::from(o.pid))
-        .bind(&o.state)
-        .bind(until)
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
-            == 1;
-        let mut checkpoint = 0u64;
-        let mut other = None;
-        if !inserted {
-            let r = sqlx::query(&self.q(
-                "SELECT run_id, host, pid, state, lease_until_ms, checkpoint FROM lakeshift_job_owner WHERE catalog_name = ? AND job = ?",
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(r) = row else {
+            accept(0, None).map_err(Error::Invalid)?;
+            let inserted = sqlx::query(&self.q(
+                "INSERT INTO lakeshift_job_owner (catalog_name, job, run_id, host, pid, state, lease_until_ms)
+                 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (catalog_name, job) DO NOTHING",
             ))
             .bind(&self.name)
             .bind(&o.job)
-            .fetch_one(&self.pool)
-            .await?;
-            let (run, host, pid, state, lease_until): (String, String, i64, String, i64) = (
-                r.try_get(0)?,
-                r.try_get(1)?,
-                r.try_get(2)?,
-                r.try_get(3)?,
-                r.try_get(4)?,
-            );
-            checkpoint = r.try_get::<i64, _>(5)?.max(0) as u64;
-            let mine = host == o.host && state == o.state;
-            if !mine {
-                other = Some(format!("{host}:{state}"));
-            }
-            let left = lease_until - now_ms();
-            if !mine && left > 0 {
-                return Err(Error::Fenced(format!(
-                    "job `{}` is running as process {pid} on {host} (state folder {state}); its lease ends in {:.1} s. Stop it first, or wait until its lease runs out if it is gone",
-                    o.job,
-                    left as f64 / 1000.0
-                )));
-            }
-            if !mine && lease_until <= 0 {
-                // (A clean stop gives its lease back.)
-                tracing::info!(
-                    "job `{}`: taking over from process {pid} on {host} (state folder {state}), which stopped cleanly",
-                    o.job
-                );
-            } else if !mine {
-                tracing::warn!(
-                    "job `{}`: taking over from process {pid} on {host} (state folder {state}), whose lease ran out {:.1} s ago",
-                    o.job,
-                    -left as f64 / 1000.0
-                );
-            }
-            let taken = sqlx::query(&self.q(
-                "UPDATE lakeshift_job_owner SET run_id = ?, host = ?, pid = ?, state = ?, lease_until_ms = ?
-                  WHERE catalog_name = ? AND job = ? AND run_id = ?",
-            ))
             .bind(&o.run)
             .bind(&o.host)
             .bind(i64::from(o.pid))
             .bind(&o.state)
             .bind(until)
-            .bind(&self.name)
-            .bind(&o.job)
-            .bind(&run)
             .execute(&self.pool)
             .await?
-            .rows_affected();
-            if taken != 1 {
+            .rows_affected()
+                == 1;
+            if !inserted {
                 return Err(Error::Fenced(format!(
                     "job `{}`: another process claimed it at the same moment; this run stops",
                     o.job
                 )));
             }
+            self.owner = Some((o.job.clone(), o.run.clone()));
+            return Ok((0, None));
+        };
+        let (run, host, pid, state, lease_until): (String, String, i64, String, i64) = (
+            r.try_get(0)?,
+            r.try_get(1)?,
+            r.try_get(2)?,
+            r.try_get(3)?,
+            r.try_get(4)?,
+        );
+        let checkpoint = r.try_get::<i64, _>(5)?.max(0) as u64;
+        let mine = host == o.host && state == o.state;
+        let other = (!mine).then(|| format!("{host}:{state}"));
+        let left = lease_until - now_ms();
+        if !mine && left > 0 {
+            return Err(Error::Fenced(format!(
+                "job `{}` is running as process {pid} on {host} (state folder {state}); its lease ends in {:.1} s. Stop it first, or wait until its lease runs out if it is gone",
+                o.job,
+                left as f64 / 1000.0
+            )));
+        }
+        accept(checkpoint, other.as_deref()).map_err(Error::Invalid)?;
+        if !mine && lease_until <= 0 {
+            // (A clean stop gives its lease back.)
+            tracing::info!(
+                "job `{}`: taking over from process {pid} on {host} (state folder {state}), which stopped cleanly",
+                o.job
+            );
+        } else if !mine {
+            tracing::warn!(
+                "job `{}`: taking over from process {pid} on {host} (state folder {state}), whose lease ran out {:.1} s ago",
+                o.job,
+                -left as f64 / 1000.0
+            );
+        }
+        let taken = sqlx::query(&self.q(
+            "UPDATE lakeshift_job_owner SET run_id = ?, host = ?, pid = ?, state = ?, lease_until_ms = ?
+              WHERE catalog_name = ? AND job = ? AND run_id = ?",
+        ))
+        .bind(&o.run)
+        .bind(&o.host)
+        .bind(i64::from(o.pid))
+        .bind(&o.state)
+        .bind(until)
+        .bind(&self.name)
+        .bind(&o.job)
+        .bind(&run)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        if taken != 1 {
+            return Err(Error::Fenced(format!(
+                "job `{}`: another process claimed it at the same moment; this run stops",
+                o.job
+            )));
         }
         self.owner = Some((o.job.clone(), o.run.clone()));
         Ok((checkpoint, other))

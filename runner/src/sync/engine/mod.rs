@@ -335,41 +335,50 @@ impl super::pipeline::Sink for Engine {
                 &self.job.pipeline.name,
                 &self.state_dir,
             );
-            let (recorded, before) = self
-                .catalog
-                .claim(&me, self.lease)
+            // The folder is checked against the job's row before the row is taken:
+            // a refused run leaves it naming the folder that really ran last.
+            let (name, dir) = (
+                self.job.pipeline.name.clone(),
+                self.state_dir.display().to_string(),
+            );
+            let (shared, pulled, fresh, at) = (
+                self.shared.is_some(),
+                self.pulled,
+                self.fresh,
+                self.state.checkpoint,
+            );
+            let accept = |recorded: u64, before: Option<&str>| -> Result<(), String> {
+                // With the state mirrored in the warehouse, a folder the job did not
+                // last run from may hold a checkpoint that never reached the mirror
+                // (written, then the process died before the push and the commits)
+                // under a number another host has used since: only the mirror's state
+                // is trusted then.
+                if let (Some(before), true, false, false) = (before, shared, pulled, fresh) {
+                    return Err(format!(
+                        "job `{name}` last ran from state folder {before}, not from {dir}: this folder may be behind or apart from the job's state; empty it and the job takes its newest state from the warehouse"
+                    ));
+                }
+                // (A missing folder is told apart below, by the tables' commits.)
+                if !fresh && recorded > at {
+                    let shared = if shared {
+                        "; the warehouse holds the job's newest state: empty this folder and the job takes it from there"
+                    } else {
+                        ""
+                    };
+                    return Err(format!(
+                        "the state folder {dir} is at checkpoint {at}, but job `{name}` committed checkpoint {recorded} to the catalog: the folder is older than the tables (restored from a backup, another copy, or the job ran on another host since). Resuming from it would apply committed changes again. Use the folder the job last ran with; or, to start over, drop the job's tables (or use a new pipeline.name){shared}"
+                    ));
+                }
+                Ok(())
+            };
+            self.catalog
+                .claim_if(&me, self.lease, accept)
                 .await
-                .map_err(|e| SyncError::fenced(e.to_string()))?;
+                .map_err(|e| match e {
+                    crate::iceberg::Error::Invalid(m) => SyncError::from(m),
+                    e => SyncError::fenced(e.to_string()),
+                })?;
             self.renewed = Instant::now();
-            // With the state mirrored in the warehouse, a folder the job did not last
-            // run from may hold a checkpoint that never reached the mirror (written,
-            // then the process died before the push and the commits) under a number
-            // another host has used since: only the mirror's state is trusted then.
-            if let (Some(before), Some(_), false, false) =
-                (before, &self.shared, self.pulled, self.fresh)
-            {
-                return Err(format!(
-                    "job `{}` last ran from state folder {before}, not from {}: this folder may be behind or apart from the job's state; empty it and the job takes its newest state from the warehouse",
-                    self.job.pipeline.name,
-                    self.state_dir.display()
-                )
-                .into());
-            }
-            // (A missing folder is told apart below, by the tables' commits.)
-            if !self.fresh && recorded > self.state.checkpoint {
-                let shared = if self.shared.is_some() {
-                    "; the warehouse holds the job's newest state: empty this folder and the job takes it from there"
-                } else {
-                    ""
-                };
-                return Err(format!(
-                    "the state folder {} is at checkpoint {}, but job `{}` committed checkpoint {recorded} to the catalog: the folder is older than the tables (restored from a backup, another copy, or the job ran on another host since). Resuming from it would apply committed changes again. Use the folder the job last ran with; or, to start over, drop the job's tables (or use a new pipeline.name){shared}",
-                    self.state_dir.display(),
-                    self.state.checkpoint,
-                    self.job.pipeline.name
-                )
-                .into());
-            }
             // This folder holds the job now: a later start is an ordinary restart.
             if self.pulled {
                 let _ = std::fs::remove_file(self.state_dir.join(shared::PULLED));
