@@ -883,10 +883,20 @@ impl IcebergPlanner {
                 table,
                 column,
                 data_type,
-                ..
+                using,
             } => {
                 let key = self.key(table);
                 touch(&key);
+                // USING with an expression rewrites every row's value; the table's
+                // rows here keep theirs, and no change event corrects them.
+                if let Some(u) = using.as_ref().filter(|u| !plain_cast(&u.sql, column)) {
+                    if self.tables.get(&key).is_some_and(|t| t.has_rows) {
+                        return Err(PlanError::refused(format!(
+                            "table {}.{} column {column}: the type change rewrites every row's value (USING {}); the rows already in the table would keep their old values, which no change event corrects: take a new snapshot of the table after it",
+                            key.0, key.1, u.sql
+                        )));
+                    }
+                }
                 let new_ty = self.map_type(column, data_type, diags);
                 self.alter_type(&key, column, new_ty, after, out, diags)?;
             }
@@ -1469,6 +1479,57 @@ fn no_table(k: &(String, String)) -> PlanError {
     PlanError {
         kind: PlanErrorKind::Missing,
         message: format!("table {}.{} does not exist in Iceberg", k.0, k.1),
+    }
+}
+
+/// Whether a USING expression only converts the column (`c`, `c::type`,
+/// `CAST(c AS type)`), which is what the type change itself does.
+fn plain_cast(sql: &str, column: &str) -> bool {
+    let e: String = sql
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '"')
+        .collect::<String>()
+        .to_lowercase();
+    let c = column.to_lowercase();
+    let inner = e
+        .strip_prefix('(')
+        .and_then(|x| x.strip_suffix(')'))
+        .unwrap_or(&e);
+    inner == c
+        || inner
+            .strip_prefix(&c)
+            .and_then(|rest| rest.strip_prefix("::"))
+            .is_some_and(|ty| {
+                ty.chars()
+                    .all(|x| x.is_alphanumeric() || "_(),.[]".contains(x))
+            })
+        || inner
+            .strip_prefix("cast(")
+            .and_then(|x| x.strip_prefix(&c))
+            .is_some_and(|rest| rest.starts_with("as"))
+}
+
+#[cfg(test)]
+#[test]
+fn using_expressions_that_only_cast_are_plain() {
+    for e in [
+        "v",
+        "v::bigint",
+        "(v::numeric(10,2))",
+        "\"v\"::text",
+        "CAST(v AS bigint)",
+    ] {
+        assert!(plain_cast(e, "v"), "{e}");
+    }
+    for e in [
+        "v * 1000",
+        "'v=' || v",
+        "v::int * 2",
+        "w::bigint",
+        "CAST(v * 2 AS bigint)",
+        "lower(v)",
+    ] {
+        assert!(!plain_cast(e, "v"), "{e}");
     }
 }
 

@@ -508,6 +508,18 @@ impl<'a> Lowerer<'a> {
             || t.foreign_keys.iter().any(|f| is(&f.name))
             || t.checks.iter().any(|c| is(&c.name))
             || t.primary_key.as_ref().is_some_and(|p| is(&p.name))
+            || self.implicit_pkey(table, name)
+    }
+
+    /// PostgreSQL names a primary key written without a name `<table>_pkey`; the
+    /// schema history keeps it unnamed, and a later `DROP CONSTRAINT <table>_pkey`
+    /// means it.
+    fn implicit_pkey(&self, table: &TableName, name: &str) -> bool {
+        self.dialect == Dialect::Postgres
+            && self.catalog.table(table).is_some_and(|t| {
+                t.primary_key.as_ref().is_some_and(|p| p.name.is_none())
+                    && name.eq_ignore_ascii_case(&format!("{}_pkey", table.name))
+            })
     }
 
     fn position(&self, table: &TableName, p: &Option<Pos>) -> Option<ColumnPosition> {
@@ -567,7 +579,21 @@ impl<'a> Lowerer<'a> {
                 }
                 _ => None,
             };
-            let has = name.as_deref().is_some_and(|n| self.has_named(&table, n));
+            let has = match inner {
+                AlterSpec::DropColumns(cols) => cols
+                    .iter()
+                    .all(|c| self.catalog.resolve_column(&table, &self.name(c)).is_ok()),
+                _ => name.as_deref().is_some_and(|n| self.has_named(&table, n)),
+            };
+            let name = name.or_else(|| match inner {
+                AlterSpec::DropColumns(cols) => Some(
+                    cols.iter()
+                        .map(|c| format!("column {}", self.name(c)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                _ => None,
+            });
             if has == want {
                 specs.push(inner);
             } else {
@@ -638,6 +664,14 @@ impl<'a> Lowerer<'a> {
                     table: table.clone(),
                     name: self.name(n),
                 })),
+                AlterSpec::DropConstraint(n) if self.implicit_pkey(&table, &self.name(n)) => {
+                    out.push(ch(SchemaChange::SetPrimaryKey {
+                        table: table.clone(),
+                        name: None,
+                        columns: None,
+                        prefixes: Default::default(),
+                    }))
+                }
                 AlterSpec::DropForeignKey(n) | AlterSpec::DropConstraint(n) => {
                     out.push(ch(SchemaChange::DropConstraint {
                         table: table.clone(),
@@ -711,6 +745,67 @@ impl<'a> Lowerer<'a> {
                         to: to.clone(),
                     }));
                     table = to;
+                }
+                AlterSpec::RenameConstraint { from, to } => {
+                    let (from, to) = (self.name(from), self.name(to));
+                    let named = |n: &Option<String>| {
+                        n.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(&from))
+                    };
+                    let Some(t) = self.catalog.table(&table) else {
+                        continue;
+                    };
+                    let t = t.clone();
+                    let pkey = self.implicit_pkey(&table, &from);
+                    if let Some(ix) = t.indexes.iter().find(|i| named(&i.name)) {
+                        let mut ix = ix.clone();
+                        ix.name = Some(to);
+                        out.push(ch(SchemaChange::DropIndex {
+                            table: table.clone(),
+                            name: from,
+                        }));
+                        out.push(ch(SchemaChange::AddIndex {
+                            table: table.clone(),
+                            index: ix,
+                        }));
+                    } else if let Some(fk) = t.foreign_keys.iter().find(|f| named(&f.name)) {
+                        let mut fk = fk.clone();
+                        fk.name = Some(to);
+                        out.push(ch(SchemaChange::DropConstraint {
+                            table: table.clone(),
+                            name: from,
+                        }));
+                        out.push(ch(SchemaChange::AddForeignKey {
+                            table: table.clone(),
+                            foreign_key: fk,
+                        }));
+                    } else if let Some(c) = t.checks.iter().find(|c| named(&c.name)) {
+                        let mut c = c.clone();
+                        c.name = Some(to);
+                        out.push(ch(SchemaChange::DropConstraint {
+                            table: table.clone(),
+                            name: from,
+                        }));
+                        out.push(ch(SchemaChange::AddCheck {
+                            table: table.clone(),
+                            check: c,
+                        }));
+                    } else if let Some(pk) = t
+                        .primary_key
+                        .as_ref()
+                        .filter(|p| pkey || named(&p.name))
+                    {
+                        out.push(ch(SchemaChange::SetPrimaryKey {
+                            table: table.clone(),
+                            name: Some(to),
+                            columns: Some(pk.columns.clone()),
+                            prefixes: pk.prefixes.clone(),
+                        }));
+                    } else {
+                        return Err(LowerError(
+                            format!("constraint {from} of table {table} is not known"),
+                            Vec::new(),
+                        ));
+                    }
                 }
                 AlterSpec::RenameIndex { from, to } => {
                     let from = self.name(from);
@@ -828,6 +923,26 @@ impl<'a> Lowerer<'a> {
                         "table {table}: `{}` is not carried: partitioning is not translated (rows and columns are the same either way)",
                         crate::translate::excerpt(s)
                     ))
+                }
+                // PostgreSQL's SET SCHEMA: the table moves (a rename into another
+                // schema).
+                AlterSpec::Ignored(s)
+                    if self.dialect == Dialect::Postgres && s.starts_with("SET SCHEMA ") =>
+                {
+                    let parts = grammar::lex::object_name(s["SET SCHEMA ".len()..].trim())
+                        .ok()
+                        .map(|(_, p)| p)
+                        .filter(|p| p.len() == 1)
+                        .ok_or_else(|| {
+                            LowerError(format!("cannot read the schema of `{s}`"), Vec::new())
+                        })?;
+                    let mut to = table.clone();
+                    to.schema = Some(self.name(&parts[0]));
+                    out.push(ch(SchemaChange::RenameTable {
+                        from: table.clone(),
+                        to: to.clone(),
+                    }));
+                    table = to;
                 }
                 AlterSpec::Ignored(s) if s.starts_with("ATTACH PARTITION") => {
                     self.diags.skip(format!(

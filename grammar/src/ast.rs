@@ -175,6 +175,11 @@ pub enum AlterSpec {
         to: Ident,
     },
     RenameTo(Vec<Ident>),
+    /// PostgreSQL's RENAME CONSTRAINT.
+    RenameConstraint {
+        from: Ident,
+        to: Ident,
+    },
     RenameIndex {
         from: Ident,
         to: Ident,

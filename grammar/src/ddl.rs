@@ -1022,7 +1022,7 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                             col_ident(flavor),
                             opt(alt((kw("CASCADE"), kw("RESTRICT")))),
                         ),
-                        |(_, _, c, _)| AlterSpec::DropColumns(vec![c]),
+                        |(_, ie, c, _)| if_exists(ie.is_some(), AlterSpec::DropColumns(vec![c])),
                     ),
                 )),
             ),
@@ -1074,6 +1074,10 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                     map(
                         (alt((kw("INDEX"), kw("KEY"))), ident, kw("TO"), ident),
                         |(_, from, _, to)| AlterSpec::RenameIndex { from, to },
+                    ),
+                    map(
+                        (kw("CONSTRAINT"), ident, kw("TO"), ident),
+                        |(_, from, _, to)| AlterSpec::RenameConstraint { from, to },
                     ),
                     map(
                         preceded(opt(alt((kw("TO"), kw("AS")))), object_name),

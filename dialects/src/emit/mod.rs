@@ -1551,13 +1551,27 @@ impl Emitter {
                     let t = self.table(cx, to);
                     out.push(format!("RENAME TABLE {f} TO {t}"));
                 } else {
+                    // PostgreSQL moves a table into another schema with SET SCHEMA,
+                    // then renames it there.
+                    let mut f = f;
+                    let mut moved = from.clone();
                     if from.schema != to.schema {
-                        cx.diags.warn(format!(
-                            "rename of {from} to {to} across schemas: only the name changes in {tgt}"
-                        ));
+                        match (&to.schema, tgt) {
+                            (Some(s), Dialect::Postgres) => {
+                                out.push(format!("ALTER TABLE {f} SET SCHEMA {}", self.ident(cx, s)));
+                                moved.schema = to.schema.clone();
+                                f = self.table(cx, &moved);
+                            }
+                            _ => cx.diags.warn(format!(
+                                "rename of {from} to {to} across schemas: only the name changes in {tgt}"
+                            )),
+                        }
                     }
-                    let t = self.ident(cx, &to.name);
-                    out.push(format!("ALTER TABLE {f} RENAME TO {t}"));
+                    if moved.name != to.name || moved.schema != to.schema {
+                        let t = self.ident(cx, &to.name);
+                        out.push(format!("ALTER TABLE {f} RENAME TO {t}"));
+                    }
+                    let from = &moved;
                     // Enum CHECKs keep `<table>_<column>_check` (a later type change
                     // finds them by it).
                     if tgt == Dialect::Postgres {
@@ -1579,7 +1593,11 @@ impl Emitter {
                                 self.enum_check_name(cx, &from.name, &col),
                                 self.enum_check_name(cx, &to.name, &col),
                             ) {
-                                out.push(format!("ALTER TABLE {rn} RENAME CONSTRAINT {a} TO {b}"));
+                                if a != b {
+                                    out.push(format!(
+                                        "ALTER TABLE {rn} RENAME CONSTRAINT {a} TO {b}"
+                                    ));
+                                }
                             }
                         }
                     }

@@ -87,6 +87,22 @@ pub async fn types(c: &tokio_postgres::Client) -> Result<Vec<(String, String)>, 
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
+/// Every schema outside the system ones, as CREATE SCHEMA statements: seeded into the
+/// history first, so a later DDL on a schema without tables (dropped, renamed into)
+/// finds it.
+pub async fn schemas(c: &tokio_postgres::Client) -> Result<Vec<(String, String)>, SourceError> {
+    let rows = c
+        .query(
+            "SELECT nspname::text, format('CREATE SCHEMA %I', nspname) FROM pg_namespace
+             WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'lakeshift')
+               AND nspname NOT LIKE 'pg\\_%' ORDER BY 1",
+            &[],
+        )
+        .await
+        .map_err(sql)?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 pub fn sql(e: tokio_postgres::Error) -> SourceError {
     if e.is_closed() || e.as_db_error().is_none() {
         SourceError::Lost(e.to_string())

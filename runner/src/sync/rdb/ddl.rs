@@ -296,10 +296,13 @@ impl RdbEngine {
         let seq = self.log.entries[i].seq;
         for t in &self.log.entries[i].tables.clone() {
             if let Some((db, _)) = t.split_once('.') {
-                if routed
-                    .iter()
-                    .any(|c| matches!(c, SchemaChange::CreateTable { .. }))
-                {
+                // (A table made, or moved into another schema.)
+                if routed.iter().any(|c| {
+                    matches!(
+                        c,
+                        SchemaChange::CreateTable { .. } | SchemaChange::RenameTable { .. }
+                    )
+                }) {
                     self.ensure_namespace(db).await?;
                 }
             }
