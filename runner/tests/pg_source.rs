@@ -2123,6 +2123,27 @@ async fn drop_job_removes_the_slot_the_publication_and_the_state_it_made() {
     );
     assert!(state_rows().await.is_empty());
     assert_eq!(publications().await.len(), 1);
+    // A job that never ran: nothing to remove, and nothing made (no warehouse).
+    let never = dir.join("never.yaml");
+    std::fs::write(
+        &never,
+        std::fs::read_to_string(&job)
+            .unwrap()
+            .replace("warehouse\n", "never-wh\n")
+            .replace("slot: mirror", "slot: never"),
+    )
+    .unwrap();
+    let (ok, text) = run(&[
+        "drop-job",
+        "--config",
+        &never.display().to_string(),
+        "--apply",
+    ]);
+    assert!(
+        ok && text.contains("replication slot never: none"),
+        "{text}"
+    );
+    assert!(!dir.join("never-wh").exists(), "{text}");
     assert_eq!(
         source(&target, "SELECT id::text, v FROM shop.t")
             .await

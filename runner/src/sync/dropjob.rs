@@ -20,7 +20,14 @@ pub async fn drop_job(job: &SyncJob, apply: bool) -> Result<Vec<String>, SyncErr
         None
     };
     let mut out = Vec::new();
-    if let Some(ice) = job.sink.iceberg() {
+    // A local warehouse whose catalog was never made holds nothing of the job (and
+    // opening it would make one).
+    let no_local_catalog = job.sink.iceberg().is_some_and(|ice| {
+        ice.catalog.is_none()
+            && !ice.warehouse.to_string_lossy().contains("://")
+            && !ice.warehouse.join("catalog.db").exists()
+    });
+    if let Some(ice) = job.sink.iceberg().filter(|_| !no_local_catalog) {
         let catalog = crate::iceberg::Catalog::open(&ice.catalog_config())
             .await
             .map_err(|e| e.to_string())?;
@@ -51,7 +58,7 @@ pub async fn drop_job(job: &SyncJob, apply: bool) -> Result<Vec<String>, SyncErr
             }
             None => {}
         }
-    } else {
+    } else if job.sink.iceberg().is_none() {
         out.extend(super::rdb::forget_job(job, apply).await?);
     }
     if job.source.postgres().is_some() {
