@@ -926,18 +926,9 @@ impl<'a> Lowerer<'a> {
                 }
                 // PostgreSQL's SET SCHEMA: the table moves (a rename into another
                 // schema).
-                AlterSpec::Ignored(s)
-                    if self.dialect == Dialect::Postgres && s.starts_with("SET SCHEMA ") =>
-                {
-                    let parts = grammar::lex::object_name(s["SET SCHEMA ".len()..].trim())
-                        .ok()
-                        .map(|(_, p)| p)
-                        .filter(|p| p.len() == 1)
-                        .ok_or_else(|| {
-                            LowerError(format!("cannot read the schema of `{s}`"), Vec::new())
-                        })?;
+                AlterSpec::SetSchema(schema) => {
                     let mut to = table.clone();
-                    to.schema = Some(self.name(&parts[0]));
+                    to.schema = Some(self.name(schema));
                     out.push(ch(SchemaChange::RenameTable {
                         from: table.clone(),
                         to: to.clone(),

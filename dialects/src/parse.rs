@@ -378,23 +378,11 @@ impl StatementParser<'_> {
     /// `a` dropped after), as PostgreSQL's SET SCHEMA would move each. Other forms
     /// (OWNER TO) change no table.
     fn alter_schema(&mut self, text: &str) -> Result<Parsed, ParseError> {
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
-        if upper.get(3).map(String::as_str) != Some("RENAME")
-            || upper.get(4).map(String::as_str) != Some("TO")
-        {
+        let (from, to) = grammar::ddl::parse_alter_schema(text).map_err(Self::grammar_error)?;
+        let Some(to) = to else {
             return Ok(Parsed::Skipped("ALTER SCHEMA: no table changes".into()));
-        }
-        let name = |w: &str| {
-            let w = w.trim_end_matches(';');
-            let quoted = w.starts_with('"');
-            crate::lower::stored_name(
-                self.dialect,
-                &w.trim_matches('"').replace("\"\"", "\""),
-                quoted,
-            )
         };
-        let (from, to) = (name(words[2]), name(words[5..].join(" ").as_str()));
+        let (from, to) = (self.lowerer().name(&from), self.lowerer().name(&to));
         let mut out = vec![ChangeRequest::Change(SchemaChange::CreateNamespace {
             name: to.clone(),
             if_not_exists: true,
@@ -422,83 +410,57 @@ impl StatementParser<'_> {
     /// target type widens with them). `RENAME TO` follows the type's name. Other
     /// forms change no table.
     fn alter_enum(&mut self, text: &str) -> Result<Parsed, ParseError> {
-        let bad = |m: &str| ParseError {
-            offset: 0,
-            message: format!("ALTER TYPE: {m}"),
-            unknown: Vec::new(),
-        };
-        let at = text.to_ascii_uppercase().find("TYPE").expect("ALTER TYPE") + 4;
-        let (rest, parts) = grammar::lex::object_name(text[at..].trim_start())
-            .map_err(|_| bad("cannot read the type's name"))?;
+        use grammar::ast::AlterEnum;
+        let (parts, form) = grammar::ddl::parse_alter_type(text).map_err(Self::grammar_error)?;
         let name = self.lowerer().table_name(&parts).name;
         let Some(old) = self.defs.enums.get(&name).cloned() else {
             return Ok(Parsed::Skipped(format!(
                 "type {name}: not an enum type of this schema; no table changes"
             )));
         };
-        let words: Vec<String> = rest
-            .split_whitespace()
-            .map(|w| w.to_ascii_uppercase())
-            .collect();
-        let labels = quoted_strings(rest);
-        let w = |i: usize| words.get(i).map(String::as_str).unwrap_or_default();
         let mut new = old.clone();
-        match (w(0), w(1)) {
-            ("ADD", "VALUE") => {
-                let label = labels
-                    .first()
-                    .ok_or_else(|| bad("ADD VALUE without a label"))?;
-                if !new.contains(label) {
-                    let near = labels.get(1).and_then(|l| new.iter().position(|x| x == l));
-                    match (words.iter().any(|x| x == "BEFORE"), near) {
-                        (true, Some(i)) => new.insert(i, label.clone()),
-                        (false, Some(i)) => new.insert(i + 1, label.clone()),
-                        _ => new.push(label.clone()),
-                    }
+        match form {
+            AlterEnum::AddValue { label, near } => {
+                if !new.contains(&label) {
+                    let at = near.and_then(|(before, other)| {
+                        let i = new.iter().position(|x| *x == other)?;
+                        Some(if before { i } else { i + 1 })
+                    });
+                    new.insert(at.unwrap_or(new.len()), label);
                 }
             }
-            ("RENAME", "VALUE") => {
-                let (Some(from), Some(to)) = (labels.first(), labels.get(1)) else {
-                    return Err(bad("RENAME VALUE needs two labels"));
-                };
+            AlterEnum::RenameValue { from, to } => {
                 for l in &mut new {
-                    if l == from {
+                    if *l == from {
                         *l = to.clone();
                     }
                 }
             }
-            ("RENAME", "TO") => {
-                let to = rest
-                    .split_whitespace()
-                    .nth(2)
-                    .ok_or_else(|| bad("RENAME TO without a name"))?;
-                let to = self
-                    .lowerer()
-                    .table_name(&[grammar::ast::Ident::bare(to.trim_matches('"'))])
-                    .name;
+            AlterEnum::RenameTo(to) => {
+                let to = self.lowerer().name(&to);
                 self.defs.enums.remove(&name);
                 self.defs.enums.insert(to.clone(), old);
                 return Ok(Parsed::Skipped(format!(
                     "enum type {name} renamed to {to}: its columns are unchanged"
                 )));
             }
-            _ => return Ok(Parsed::Skipped(format!("type {name}: no table changes"))),
+            AlterEnum::Other => {
+                return Ok(Parsed::Skipped(format!("type {name}: no table changes")))
+            }
         }
         self.defs.enums.insert(name, new.clone());
         let was = ddl_core::DataType::Enum { values: old };
         let mut out = Vec::new();
         for (t, table) in &self.catalog.tables {
-            for c in &table.columns {
-                if c.data_type == was {
-                    out.push(ChangeRequest::Change(SchemaChange::AlterColumnType {
-                        table: t.clone(),
-                        column: c.name.clone(),
-                        data_type: ddl_core::DataType::Enum {
-                            values: new.clone(),
-                        },
-                        using: None,
-                    }));
-                }
+            for c in table.columns.iter().filter(|c| c.data_type == was) {
+                out.push(ChangeRequest::Change(SchemaChange::AlterColumnType {
+                    table: t.clone(),
+                    column: c.name.clone(),
+                    data_type: ddl_core::DataType::Enum {
+                        values: new.clone(),
+                    },
+                    using: None,
+                }));
             }
         }
         Ok(Parsed::Requests(out))
@@ -1073,30 +1035,4 @@ fn oracle_index_storage(text: &str) -> Option<usize> {
             | "NOSORT"
     )
     .then_some(close)
-}
-
-/// The single-quoted string literals of `text`, in order (`''` is a quote).
-fn quoted_strings(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\'' {
-            continue;
-        }
-        let mut s = String::new();
-        while let Some(c) = chars.next() {
-            if c == '\'' {
-                if chars.peek() == Some(&'\'') {
-                    chars.next();
-                    s.push('\'');
-                } else {
-                    break;
-                }
-            } else {
-                s.push(c);
-            }
-        }
-        out.push(s);
-    }
-    out
 }

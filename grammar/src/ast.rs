@@ -175,6 +175,8 @@ pub enum AlterSpec {
         to: Ident,
     },
     RenameTo(Vec<Ident>),
+    /// PostgreSQL's SET SCHEMA: the table moves into that schema.
+    SetSchema(Ident),
     /// PostgreSQL's RENAME CONSTRAINT.
     RenameConstraint {
         from: Ident,
@@ -223,4 +225,22 @@ pub struct SequenceDraft {
     pub increment: Option<i64>,
     /// `OWNED BY table.column` (`OWNED BY NONE` is `Some(empty)`).
     pub owned_by: Option<Vec<Ident>>,
+}
+
+/// PostgreSQL `ALTER TYPE name ...` forms that change an enum's labels or name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterEnum {
+    /// `ADD VALUE [IF NOT EXISTS] 'label' [BEFORE|AFTER 'other']`: `near` is
+    /// (before?, other).
+    AddValue {
+        label: String,
+        near: Option<(bool, String)>,
+    },
+    RenameValue {
+        from: String,
+        to: String,
+    },
+    RenameTo(Ident),
+    /// Any other form (OWNER TO, SET SCHEMA, attributes): no label changes.
+    Other,
 }

@@ -119,6 +119,60 @@ pub fn parse_create_enum(text: &str) -> Result<Option<EnumDraft>, GrammarError> 
     finish(text, labels.parse(rest), "CREATE TYPE").map(|l| Some((name, l)))
 }
 
+/// PostgreSQL `ALTER TYPE name ...`: the type's name and what the statement does to
+/// an enum's labels.
+pub fn parse_alter_type(text: &str) -> Result<(Vec<Ident>, AlterEnum), GrammarError> {
+    let lit = || string_lit(Flavor::Postgres);
+    let form = alt((
+        map(
+            (
+                kw("ADD"),
+                kw("VALUE"),
+                opt((kw("IF"), kw("NOT"), kw("EXISTS"))),
+                lit(),
+                opt((
+                    alt((value(true, kw("BEFORE")), value(false, kw("AFTER")))),
+                    lit(),
+                )),
+            ),
+            |(_, _, _, label, near)| AlterEnum::AddValue { label, near },
+        ),
+        map(
+            (kw("RENAME"), kw("VALUE"), lit(), kw("TO"), lit()),
+            |(_, _, from, _, to)| AlterEnum::RenameValue { from, to },
+        ),
+        map((kw("RENAME"), kw("TO"), ident), |(_, _, n)| {
+            AlterEnum::RenameTo(n)
+        }),
+        map(nom::combinator::rest, |_| AlterEnum::Other),
+    ));
+    let head = (kw("ALTER"), kw("TYPE"), object_name, form);
+    finish(
+        text,
+        map(head, |(_, _, name, f)| (name, f)).parse(text),
+        "ALTER TYPE",
+    )
+}
+
+/// PostgreSQL `ALTER SCHEMA name ...`: the schema and, for `RENAME TO`, its new name
+/// (None for the other forms, OWNER TO).
+pub fn parse_alter_schema(text: &str) -> Result<(Ident, Option<Ident>), GrammarError> {
+    let head = (
+        kw("ALTER"),
+        kw("SCHEMA"),
+        ident,
+        alt((
+            map((kw("RENAME"), kw("TO"), ident), |(_, _, n)| Some(n)),
+            map(nom::combinator::rest, |_| None),
+        )),
+    );
+    finish(
+        text,
+        map(head, |(_, _, name, to)| (name, to)).parse(text),
+        "ALTER SCHEMA",
+    )
+}
+
 /// `CREATE SEQUENCE` or `ALTER SEQUENCE`: start, increment and owner; other options
 /// are read and left.
 pub fn parse_sequence(text: &str) -> Result<SequenceDraft, GrammarError> {
@@ -1063,6 +1117,9 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                     position,
                 },
             ),
+            map((kw("SET"), kw("SCHEMA"), ident), |(_, _, s)| {
+                AlterSpec::SetSchema(s)
+            }),
             // RENAME ...
             preceded(
                 kw("RENAME"),
@@ -1178,7 +1235,6 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                                 value("CLUSTER ON", (kw("CLUSTER"), kw("ON"))),
                                 value("SET WITHOUT", (kw("SET"), kw("WITHOUT"))),
                                 value("SET TABLESPACE", (kw("SET"), kw("TABLESPACE"))),
-                                value("SET SCHEMA", (kw("SET"), kw("SCHEMA"))),
                                 value("SET ACCESS METHOD", (kw("SET"), kw("ACCESS"))),
                                 value("SET LOGGED", (kw("SET"), kw("LOGGED"))),
                                 value("SET UNLOGGED", (kw("SET"), kw("UNLOGGED"))),

@@ -242,28 +242,32 @@ pub(super) fn ddl_log(config: &std::path::Path, resolve: Option<u64>, retry: boo
 }
 
 pub(super) fn status(config: &std::path::Path) -> ExitCode {
-    let job = match read_job(config) {
-        Ok(j) => j,
-        Err(c) => return c,
-    };
-    let Some(rt) = runtime() else {
-        return ExitCode::from(1);
-    };
-    rt.block_on(async move {
-        match runner::sync::status::report(&job).await {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::from(0)
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
-        }
+    report(config, |job| async move {
+        runner::sync::status::report(&job).await
     })
 }
 
 pub(super) fn drop_job(config: &std::path::Path, apply: bool) -> ExitCode {
+    report(config, |job| async move {
+        let mut text: String = runner::sync::dropjob::drop_job(&job, apply)
+            .await?
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect();
+        if !apply {
+            text.push_str("(nothing removed yet: run again with --apply to remove it)\n");
+        }
+        Ok(text)
+    })
+}
+
+/// The job file's job given to `f` in a runtime: its text on standard output (exit
+/// 0), or its error as `error: ...` (exit 1).
+fn report<F, Fut>(config: &std::path::Path, f: F) -> ExitCode
+where
+    F: FnOnce(runner::sync::job::SyncJob) -> Fut,
+    Fut: std::future::Future<Output = Result<String, runner::sync::error::SyncError>>,
+{
     let job = match read_job(config) {
         Ok(j) => j,
         Err(c) => return c,
@@ -271,23 +275,16 @@ pub(super) fn drop_job(config: &std::path::Path, apply: bool) -> ExitCode {
     let Some(rt) = runtime() else {
         return ExitCode::from(1);
     };
-    rt.block_on(async move {
-        match runner::sync::dropjob::drop_job(&job, apply).await {
-            Ok(lines) => {
-                for l in &lines {
-                    println!("{l}");
-                }
-                if !apply {
-                    println!("(nothing removed yet: run again with --apply to remove it)");
-                }
-                ExitCode::from(0)
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
+    match rt.block_on(f(job)) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::from(0)
         }
-    })
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 pub(super) fn pg_setup(config: &std::path::Path, apply: bool) -> ExitCode {

@@ -530,7 +530,7 @@ impl Rig {
                     let id = runner::iceberg::catalog::ident(DB, &t).unwrap();
                     let loaded = cat.load(&id).await.unwrap().unwrap();
                     let table = loaded.table(&cat.file_io).unwrap();
-                    let cols = column_names(table.metadata());
+                    let cols = lakeshift_tests::column_names(table.metadata());
                     let rows = lakeshift_tests::iceberg_text_rows(&cat, DB, &t, None)
                         .await
                         .unwrap();
@@ -795,7 +795,7 @@ impl Rig {
                                     .additional_properties
                                     .contains_key(runner::sync::engine::PARTIAL)
                             });
-                            let cols = column_names(&metadata);
+                            let cols = lakeshift_tests::column_names(&metadata);
                             let loaded = runner::iceberg::catalog::LoadedTable {
                                 ident: runner::iceberg::catalog::ident(DB, t).unwrap(),
                                 metadata_location: loc.clone(),
@@ -913,17 +913,6 @@ fn pyiceberg_json(script: &str, args: &[&str]) -> Option<(Vec<String>, Rows)> {
     let cols = serde_json::from_value(v["cols"].clone()).ok()?;
     let rows = serde_json::from_value(v["rows"].clone()).ok()?;
     Some((cols, rows))
-}
-
-/// An Iceberg table's column names, by its current schema.
-fn column_names(metadata: &iceberg::spec::TableMetadata) -> Vec<String> {
-    metadata
-        .current_schema()
-        .as_struct()
-        .fields()
-        .iter()
-        .map(|f| f.name.clone())
-        .collect()
 }
 
 /// SQL shortened for a message (huge values cut in the middle).

@@ -165,15 +165,10 @@ async fn lake_tables(cat: &Catalog) -> Vec<(String, Vec<String>)> {
             let Some(tb) = cat.load(&id).await.unwrap() else {
                 continue;
             };
-            let cols = tb
-                .metadata
-                .current_schema()
-                .as_struct()
-                .fields()
-                .iter()
-                .map(|f| f.name.clone())
-                .collect();
-            out.push((format!("{ns}.{t}"), cols));
+            out.push((
+                format!("{ns}.{t}"),
+                lakeshift_tests::column_names(&tb.metadata),
+            ));
         }
     }
     out.sort();

@@ -1633,6 +1633,17 @@ async fn a_lost_state_folder_is_refused_not_resnapshotted() {
     assert!(out.contains("shop.nk"), "{out}");
 }
 
+/// A copy of folder `from` at `to` (`cp -a`: a backup taken of a state folder).
+fn copy_folder(from: &Path, to: &Path) {
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
 /// A state folder older than the tables (restored from a backup) resumed from its
 /// older position and applied committed changes again (keyless rows doubled). The
 /// catalog's lease row records the job's last committed checkpoint: an older folder
@@ -1658,13 +1669,7 @@ async fn an_older_state_folder_is_refused() {
     catch_up(&job);
     let state = tmp.path().join("state");
     let backup = tmp.path().join("backup");
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(&state)
-        .arg(&backup)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    copy_folder(&state, &backup);
     c.query_drop("INSERT INTO shop.nk VALUES (2), (2)")
         .await
         .unwrap();
@@ -1722,13 +1727,7 @@ async fn a_refused_stale_folder_leaves_the_job_to_the_folder_that_ran_last() {
     catch_up(&job);
     let state = tmp.path().join("state");
     let copy = tmp.path().join("copy");
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(&state)
-        .arg(&copy)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    copy_folder(&state, &copy);
     c.query_drop("UPDATE shop.t SET v = 2").await.unwrap();
     catch_up(&job);
     let stale = tmp.path().join("stale.yaml");

@@ -1113,14 +1113,7 @@ async fn a_route_renames_and_merges_tables_into_iceberg() {
         .await
         .unwrap()
         .unwrap();
-    let names: Vec<String> = t
-        .metadata
-        .current_schema()
-        .as_struct()
-        .fields()
-        .iter()
-        .map(|f| f.name.clone())
-        .collect();
+    let names = lakeshift_tests::column_names(&t.metadata);
     assert_eq!(names, ["id", "customer_id", "total", "status"]);
     assert!(cat
         .load(&ident("shop", "orders_1").unwrap())

@@ -919,6 +919,17 @@ pub async fn scan_batches(
     );
 }
 
+/// The column names of an Iceberg table's current schema, in order.
+pub fn column_names(metadata: &iceberg::spec::TableMetadata) -> Vec<String> {
+    metadata
+        .current_schema()
+        .as_struct()
+        .fields()
+        .iter()
+        .map(|f| f.name.clone())
+        .collect()
+}
+
 /// Rows of Iceberg table `ns.table` read with the iceberg crate's scan, as text
 /// (timestamps with a space, not `T`), sorted; as of `snapshot` (time travel) or
 /// the current one. None when the table does not exist.

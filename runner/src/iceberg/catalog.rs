@@ -208,6 +208,19 @@ fn s3_file_io(given: Option<&[(String, String)]>) -> (FileIO, S3Settings) {
     (b.build(), settings)
 }
 
+/// The SQLite file of a local warehouse's default catalog.
+const LOCAL_CATALOG_FILE: &str = "catalog.db";
+
+impl CatalogConfig {
+    /// A local warehouse with the default catalog that was never made: it holds no
+    /// table and no job (and opening it would make it).
+    pub fn never_made(&self) -> bool {
+        self.uri.is_none()
+            && !self.warehouse.display().to_string().starts_with("s3://")
+            && !self.warehouse.join(LOCAL_CATALOG_FILE).exists()
+    }
+}
+
 impl Catalog {
     pub async fn open(cfg: &CatalogConfig) -> Result<Catalog> {
         let wh = cfg.warehouse.display().to_string();
@@ -240,7 +253,7 @@ impl Catalog {
             Some(u) => u.clone(),
             None => format!(
                 "sqlite://{}?mode=rwc",
-                warehouse_abs.join("catalog.db").display()
+                warehouse_abs.join(LOCAL_CATALOG_FILE).display()
             ),
         };
         let unsynced = Arc::new(super::localfs::Unsynced::default());

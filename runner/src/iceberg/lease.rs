@@ -180,10 +180,7 @@ impl Catalog {
             .rows_affected()
                 == 1;
             if !inserted {
-                return Err(Error::Fenced(format!(
-                    "job `{}`: another process claimed it at the same moment; this run stops",
-                    o.job
-                )));
+                return Err(claimed_meanwhile(&o.job));
             }
             self.owner = Some((o.job.clone(), o.run.clone()));
             return Ok((0, None));
@@ -236,10 +233,7 @@ impl Catalog {
         .await?
         .rows_affected();
         if taken != 1 {
-            return Err(Error::Fenced(format!(
-                "job `{}`: another process claimed it at the same moment; this run stops",
-                o.job
-            )));
+            return Err(claimed_meanwhile(&o.job));
         }
         self.owner = Some((o.job.clone(), o.run.clone()));
         Ok((checkpoint, other))
@@ -350,4 +344,11 @@ impl Catalog {
         .await?;
         Ok(())
     }
+}
+
+/// Another run took the job's row between this run's read and its write.
+fn claimed_meanwhile(job: &str) -> Error {
+    Error::Fenced(format!(
+        "job `{job}`: another process claimed it at the same moment; this run stops"
+    ))
 }

@@ -20,15 +20,14 @@ pub async fn drop_job(job: &SyncJob, apply: bool) -> Result<Vec<String>, SyncErr
         None
     };
     let mut out = Vec::new();
-    // A local warehouse whose catalog was never made holds nothing of the job (and
-    // opening it would make one).
-    let no_local_catalog = job.sink.iceberg().is_some_and(|ice| {
-        ice.catalog.is_none()
-            && !ice.warehouse.to_string_lossy().contains("://")
-            && !ice.warehouse.join("catalog.db").exists()
-    });
-    if let Some(ice) = job.sink.iceberg().filter(|_| !no_local_catalog) {
-        let catalog = crate::iceberg::Catalog::open(&ice.catalog_config())
+    // (A local catalog never made holds nothing of the job.)
+    let catalog = job
+        .sink
+        .iceberg()
+        .map(|ice| ice.catalog_config())
+        .filter(|c| !c.never_made());
+    if let Some(cfg) = catalog {
+        let catalog = crate::iceberg::Catalog::open(&cfg)
             .await
             .map_err(|e| e.to_string())?;
         match catalog

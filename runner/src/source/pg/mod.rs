@@ -627,41 +627,22 @@ async fn check_publication(
             ident(name)
         )));
     }
-    let rows = c
-        .query(
-            "SELECT n.nspname::text, c.relname::text,
-               EXISTS (SELECT 1 FROM pg_publication_tables p
-                       WHERE p.pubname = $1 AND p.schemaname = n.nspname AND p.tablename = c.relname),
-               c.relpersistence = 'u', c.relkind = 'p'
-             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
-               AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'lakeshift')
-               AND n.nspname NOT LIKE 'pg\\_%'
-             ORDER BY 1, 2",
-            &[&name],
-        )
-        .await
-        .map_err(catalog::sql)?;
-    let unlogged: Vec<String> = rows
-        .iter()
-        .filter(|r| r.get::<_, bool>(3))
-        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
-        .filter(|(s, t)| src.captures(s, t))
-        .map(|(s, t)| format!("{}.{}", ident(&s), ident(&t)))
-        .collect();
+    let tables = captured_tables(c, src, name).await?;
+    let names = |pick: fn(&CapturedTable) -> bool| -> Vec<&str> {
+        tables
+            .iter()
+            .filter(|t| pick(t))
+            .map(|t| t.name.as_str())
+            .collect()
+    };
+    let unlogged = names(|t| t.unlogged);
     if !unlogged.is_empty() {
         return Err(SourceError::Preflight(format!(
             "captured table(s) {} are UNLOGGED: PostgreSQL writes no WAL for them, so none of their changes can be streamed. ALTER TABLE ... SET LOGGED (then take a new snapshot of them), or leave them out of source.tables",
             unlogged.join(", ")
         )));
     }
-    let partitioned: Vec<String> = rows
-        .iter()
-        .filter(|r| r.get::<_, bool>(4))
-        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
-        .filter(|(s, t)| src.captures(s, t))
-        .map(|(s, t)| format!("{}.{}", ident(&s), ident(&t)))
-        .collect();
+    let partitioned = names(|t| t.partitioned);
     if !partitioned.is_empty() && !p.get::<_, bool>(4) {
         return Err(SourceError::Preflight(format!(
             "captured table(s) {} are partitioned, and publication {name} publishes their rows under each partition's name: ALTER PUBLICATION {} SET (publish_via_partition_root = true), so they arrive as the partitioned table's",
@@ -669,13 +650,7 @@ async fn check_publication(
             ident(name)
         )));
     }
-    let unpublished: Vec<String> = rows
-        .iter()
-        .filter(|r| !r.get::<_, bool>(2) && !r.get::<_, bool>(3))
-        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
-        .filter(|(s, t)| src.captures(s, t))
-        .map(|(s, t)| format!("{}.{}", ident(&s), ident(&t)))
-        .collect();
+    let unpublished = names(|t| !t.published);
     if !unpublished.is_empty() {
         return Err(SourceError::Preflight(format!(
             "captured table(s) {} are not in publication {name}: their changes would be lost. ALTER PUBLICATION {} ADD TABLE {}; changes made before that are not in the stream: take a new snapshot of those tables (or narrow source.tables)",
@@ -710,29 +685,11 @@ async fn ensure_publication(
     if n > 0 {
         return Ok(());
     }
-    let tables = c
-        .query(
-            "SELECT n.nspname::text, c.relname::text,
-               c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS
-                 (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
-             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
-               AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'lakeshift')
-               AND n.nspname NOT LIKE 'pg\\_%'
-             ORDER BY 1, 2",
-            &[],
-        )
-        .await
-        .map_err(catalog::sql)?;
-    let captured: Vec<(String, String, bool)> = tables
+    let captured = captured_tables(c, src, name).await?;
+    let unidentified: Vec<&str> = captured
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .filter(|(s, t, _): &(String, String, bool)| src.captures(s, t))
-        .collect();
-    let unidentified: Vec<String> = captured
-        .iter()
-        .filter(|t| t.2)
-        .map(|(s, t, _)| format!("{}.{}", ident(s), ident(t)))
+        .filter(|t| t.unidentified)
+        .map(|t| t.name.as_str())
         .collect();
     if !unidentified.is_empty() {
         let fix: Vec<String> = unidentified
@@ -756,7 +713,7 @@ async fn ensure_publication(
             "FOR TABLE {}",
             captured
                 .iter()
-                .map(|(s, t, _)| format!("{}.{}", ident(s), ident(t)))
+                .map(|t| t.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -789,6 +746,55 @@ async fn ensure_publication(
         );
     }
     Ok(())
+}
+
+/// A table `source.tables` captures (partitions are their partitioned table's), as
+/// the publication checks see it.
+struct CapturedTable {
+    /// `"schema"."table"`, quoted for SQL.
+    name: String,
+    /// In `publication`.
+    published: bool,
+    unlogged: bool,
+    partitioned: bool,
+    /// No primary key and REPLICA IDENTITY DEFAULT, or NOTHING: once published, its
+    /// updates and deletes fail.
+    unidentified: bool,
+}
+
+async fn captured_tables(
+    c: &tokio_postgres::Client,
+    src: &super::config::Source,
+    publication: &str,
+) -> Result<Vec<CapturedTable>, SourceError> {
+    let rows = c
+        .query(
+            "SELECT n.nspname::text, c.relname::text,
+               EXISTS (SELECT 1 FROM pg_publication_tables p
+                       WHERE p.pubname = $1 AND p.schemaname = n.nspname AND p.tablename = c.relname),
+               c.relpersistence = 'u', c.relkind = 'p',
+               c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS
+                 (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+               AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'lakeshift')
+               AND n.nspname NOT LIKE 'pg\\_%'
+             ORDER BY 1, 2",
+            &[&publication],
+        )
+        .await
+        .map_err(catalog::sql)?;
+    Ok(rows
+        .iter()
+        .filter(|r| src.captures(r.get(0), r.get(1)))
+        .map(|r| CapturedTable {
+            name: format!("{}.{}", ident(r.get(0)), ident(r.get(1))),
+            published: r.get(2),
+            unlogged: r.get(3),
+            partitioned: r.get(4),
+            unidentified: r.get(5),
+        })
+        .collect())
 }
 
 /// The text a regex matches when it matches one text only (escapes resolved).
@@ -2307,14 +2313,19 @@ impl Stream {
         let pos = lsn_position(t.commit, t.ordinal - 1);
         // Attaching or detaching a partition moves rows between a partitioned table
         // and a table of its own with no row change in the stream.
-        let up = query.to_ascii_uppercase();
-        if up.contains(" ATTACH PARTITION ") || up.contains(" DETACH PARTITION ") {
-            let name = grammar::ddl::parse_alter_table(grammar::Flavor::Postgres, &query)
-                .ok()
-                .map(|d| d.name);
-            let captured = match name.as_deref() {
-                Some([s, t]) => self.src.captures(&s.value, &t.value),
-                Some([t]) => self.src.captures(&schema, &t.value),
+        if let Some(d) = (tag == "ALTER TABLE")
+            .then(|| grammar::ddl::parse_alter_table(grammar::Flavor::Postgres, &query).ok())
+            .flatten()
+            .filter(|d| {
+                d.specs.iter().any(|s| {
+                    matches!(s, grammar::ast::AlterSpec::Ignored(x)
+                        if x.starts_with("ATTACH PARTITION") || x.starts_with("DETACH PARTITION"))
+                })
+            })
+        {
+            let captured = match d.name.as_slice() {
+                [s, t] => self.src.captures(&s.value, &t.value),
+                [t] => self.src.captures(&schema, &t.value),
                 _ => true,
             };
             if captured {
