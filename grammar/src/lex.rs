@@ -115,7 +115,8 @@ pub fn sym<'a>(s: &'static str) -> impl Parser<&'a str, Output = (), Error = Err
     value((), preceded(ws, tag(s)))
 }
 
-fn quoted_body(q: char) -> impl FnMut(&str) -> Res<'_, String> {
+/// The body of a `q`-quoted name, a doubled `q` read as one.
+pub(crate) fn quoted_body(q: char) -> impl FnMut(&str) -> Res<'_, String> {
     move |i: &str| {
         let (mut rest, _) = char(q).parse(i)?;
         let mut out = String::new();

@@ -11,7 +11,7 @@ use crate::lex::{kw, paren_list, string_lit, sym, uint, ws, Res};
 use crate::Flavor;
 use ddl_core::{DataType, IntervalFields, LengthUnit, TimeZone};
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_while1};
+use nom::bytes::complete::take_while1;
 use nom::combinator::{opt, value};
 use nom::sequence::preceded;
 use nom::Parser;
@@ -99,10 +99,10 @@ fn word(i: &str) -> Res<'_, String> {
     preceded(
         ws,
         alt((
-            nom::combinator::map(
-                nom::sequence::delimited(tag("\""), take_while1(|c| c != '"'), tag("\"")),
-                |s: &str| format!("\"{s}\""),
-            ),
+            // Quoted as written (a doubled quote stays doubled).
+            nom::combinator::map(crate::lex::quoted_body('"'), |s: String| {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            }),
             nom::combinator::map(
                 take_while1(|c: char| c.is_alphanumeric() || c == '_' || c == '$'),
                 |s: &str| s.to_ascii_uppercase(),
@@ -962,6 +962,19 @@ mod tests {
             DataType::Other {
                 dialect: "postgres".into(),
                 name: "inet".into()
+            }
+        );
+    }
+
+    /// A user type in a schema whose quoted name holds a doubled quote (PostgreSQL's
+    /// `format_type` writes it so; the source's table definitions failed to parse).
+    #[test]
+    fn quoted_type_names_keep_their_doubled_quotes() {
+        assert_eq!(
+            t(Flavor::Postgres, "\"my \"\"odd\"\" schema\".mood"),
+            DataType::Other {
+                dialect: "postgres".into(),
+                name: "mood".into()
             }
         );
     }

@@ -2151,3 +2151,56 @@ async fn drop_job_removes_the_slot_the_publication_and_the_state_it_made() {
         1
     );
 }
+
+/// Hostile names where the new DDL paths read them: a schema whose quoted name
+/// holds a doubled quote and a space, an enum of it with a quoted label, a table
+/// name with a dot; values with NUL-free control characters, quotes, backslashes
+/// and 100 kB of text. Then the enum gains a quoted label before another and the
+/// schema is renamed. Into PostgreSQL (the job's table definitions from the
+/// catalog spell such a type `"my ""odd"" schema".mood`, which did not parse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_schema_type_and_label_names_mirror() {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        r#"CREATE SCHEMA "my ""odd"" schema";
+         CREATE TYPE "my ""odd"" schema".mood AS ENUM ('sad', 'it''s ok');
+         CREATE TABLE "my ""odd"" schema"."T.1" (id bigserial PRIMARY KEY,
+             m "my ""odd"" schema".mood, note text NOT NULL);
+         INSERT INTO "my ""odd"" schema"."T.1" (m, note) VALUES
+             ('sad', E'back\\slash ''q'' "dq" tab\there\nline 😀'),
+             ('it''s ok', repeat('x', 100000));"#,
+    )
+    .await
+    .unwrap();
+    let target = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: postgres\n  hostname: 127.0.0.1\n  port: {0}\n  username: postgres\n  database: app\n  tables: ['my \"odd\" schema\\..*', 'renamed\\..*']\n  slot: odd\nsink:\n  type: postgres\n  url: postgres://postgres@127.0.0.1:{0}/mirror\npipeline:\n  name: odd\n  state: {1}\n",
+            server.port,
+            tmp.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    install_capture(&job);
+    finish(spawn(&job, true));
+    pg.batch_execute(r#"ALTER TYPE "my ""odd"" schema".mood ADD VALUE 'ha''ppy' BEFORE 'sad'"#)
+        .await
+        .unwrap();
+    pg.batch_execute(
+        r#"INSERT INTO "my ""odd"" schema"."T.1" (m, note) VALUES ('ha''ppy', 'new');
+         ALTER SCHEMA "my ""odd"" schema" RENAME TO renamed;
+         UPDATE renamed."T.1" SET note = note || '!' WHERE m = 'sad';"#,
+    )
+    .await
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    let sql = r#"SELECT id::text, m::text, note FROM renamed."T.1""#;
+    let want = source(&pg, sql).await;
+    assert_eq!(want.len(), 3);
+    let got = source(&target, sql).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{log}"));
+}

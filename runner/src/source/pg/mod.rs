@@ -702,7 +702,21 @@ async fn ensure_publication(
             fix.join(" ")
         )));
     }
-    let schemas = whole_schemas(&super::config::written_patterns(&src.tables));
+    // (Only schemas that exist: a pattern may name one made later.)
+    let existing: Vec<String> = c
+        .query("SELECT nspname::text FROM pg_namespace", &[])
+        .await
+        .map_err(catalog::sql)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let schemas = whole_schemas(&super::config::written_patterns(&src.tables))
+        .map(|s| {
+            s.into_iter()
+                .filter(|s| existing.contains(s))
+                .collect::<Vec<_>>()
+        })
+        .filter(|s| !s.is_empty());
     let what = match schemas {
         Some(s) => format!(
             "FOR TABLES IN SCHEMA {}",
@@ -2358,10 +2372,21 @@ impl Stream {
         // Decoders and relation maps follow the new definitions. A table the DDL
         // changed keeps its old map until its Relation message, which pgoutput sends
         // again before the table's next row.
+        // A table moved or renamed keeps its name in its last Relation message until
+        // pgoutput sends another, which a schema rename does not cause: its rows
+        // would reach the old name.
         self.tables.clear();
         let oids: Vec<u32> = self.rels.keys().copied().collect();
         for oid in oids {
-            let r = self.rels[&oid].rel.clone();
+            let mut r = self.rels[&oid].rel.clone();
+            for c in &out.changes {
+                if let ddl_core::SchemaChange::RenameTable { from, to } = c {
+                    if from.schema.as_deref() == Some(r.namespace.as_str()) && from.name == r.name {
+                        r.namespace = to.schema.clone().unwrap_or(r.namespace);
+                        r.name = to.name.clone();
+                    }
+                }
+            }
             let _ = self.relation(r);
         }
         match crate::source::schema_event(
