@@ -802,7 +802,7 @@ fn int_value(v: i128) -> Value {
 
 /// Cut `span` keys from `min` to `max` into `n` ranges: each range's last key,
 /// the last one open (None).
-fn ranges(min: i128, max: i128, n: u64) -> Vec<Option<i128>> {
+pub(crate) fn ranges(min: i128, max: i128, n: u64) -> Vec<Option<i128>> {
     let n = i128::from(n.max(1));
     let width = ((max - min + 1) + n - 1) / n;
     let width = width.max(1);

@@ -937,7 +937,7 @@ async fn snapshot(
     }
     let defs = catalog::definitions(snap).await?;
     // The tables to read, in order, with their resume cursors.
-    let mut work: Vec<(PgTable, u64, Option<Vec<KeyValue>>)> = Vec::new();
+    let mut work: Vec<Piece> = Vec::new();
     for d in &defs {
         if !src.captures(&d.schema, &d.name) {
             continue;
@@ -960,7 +960,14 @@ async fn snapshot(
                 d.schema, d.name
             ))
         })?;
-        work.push((pg_table(src, &d.schema, ir)?, d.estimate, after));
+        work.push(Piece {
+            t: Arc::new(pg_table(src, &d.schema, ir)?),
+            estimate: d.estimate,
+            fresh: after.is_none(),
+            after,
+            upto: None,
+            first: true,
+        });
     }
     let n = work.len();
     let Some(total) = read_tables(src, snap, work, at, tx).await? else {
@@ -981,23 +988,45 @@ async fn snapshot(
     Ok(Some(history))
 }
 
+/// A table, or a key range of one, read by one session.
+struct Piece {
+    t: Arc<PgTable>,
+    estimate: u64,
+    /// Keys after this (exclusive); None: from the table's start.
+    after: Option<Vec<KeyValue>>,
+    /// The single integer key's last value (inclusive) of this range; None: to the
+    /// table's end.
+    upto: Option<i128>,
+    /// The table's first piece: sent even when empty (an emptied table's `fresh`
+    /// chunk replaces the target's copy).
+    first: bool,
+    /// Read from the table's start: the target's copy is replaced.
+    fresh: bool,
+}
+
 /// Read `work`'s tables with `snapshot-parallel` sessions in `snap`'s snapshot
-/// (exported to the others), delivered table by table in order
+/// (exported to the others), tables with one integer key cut into key ranges
+/// ([`split`]) read side by side, delivered in order
 /// ([`super::ordered::read_in_order`]).
 /// Returns the rows read (None: the receiver went away).
 async fn read_tables(
     src: &Arc<Source>,
     snap: &tokio_postgres::Client,
-    work: Vec<(PgTable, u64, Option<Vec<KeyValue>>)>,
+    work: Vec<Piece>,
     at: &Position,
     tx: &mpsc::Sender<SourceEvent>,
 ) -> Result<Option<u64>, SourceError> {
-    let sessions = cfg(src).snapshot_parallel.clamp(1, work.len().max(1));
+    let chunk = cfg(src).snapshot_chunk_rows;
+    let sessions = cfg(src).snapshot_parallel.max(1);
+    let work = match sessions {
+        1 => work,
+        _ => split(snap, work, chunk).await?,
+    };
+    let sessions = sessions.min(work.len().max(1));
     if sessions == 1 {
         let mut total = 0;
-        for (t, estimate, after) in &work {
-            let fresh = after.is_none();
-            match read_table(src, snap, t, *estimate, tx, after.clone(), at, fresh).await? {
+        for piece in &work {
+            match read_table(src, snap, piece, tx, at).await? {
                 Some(rows) => total += rows,
                 None => return Ok(None),
             }
@@ -1018,13 +1047,10 @@ async fn read_tables(
         readers.push(c);
     }
     let (src, at) = (src.clone(), at.clone());
-    let read = move |c: tokio_postgres::Client,
-                     (t, estimate, after): (PgTable, u64, Option<Vec<KeyValue>>),
-                     out: mpsc::Sender<SourceEvent>| {
+    let read = move |c: tokio_postgres::Client, piece: Piece, out: mpsc::Sender<SourceEvent>| {
         let (src, at) = (src.clone(), at.clone());
         async move {
-            let fresh = after.is_none();
-            let read = read_table(&src, &c, &t, estimate, &out, after, &at, fresh).await?;
+            let read = read_table(&src, &c, &piece, &out, &at).await?;
             Ok(read.map(|_| c))
         }
     };
@@ -1034,18 +1060,83 @@ async fn read_tables(
     super::ordered::read_in_order(readers, work, read, end, tx).await
 }
 
-/// One table in key chunks through `COPY (SELECT ...) TO STDOUT` (text format).
-#[allow(clippy::too_many_arguments)]
+/// An integer cursor value (a resumed snapshot's, or a range's start).
+fn key_int(v: &KeyValue) -> Option<i128> {
+    match v {
+        KeyValue::Int(i) => Some(i128::from(*i)),
+        KeyValue::UInt(u) => Some(i128::from(*u)),
+        KeyValue::Text(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// Pieces for several sessions: a table with one integer key and more rows than
+/// two chunks is cut into key ranges of about a chunk each (by its smallest and
+/// largest key and its row estimate; a range holding more rows is read in chunks
+/// all the same), read side by side and delivered in key order.
+async fn split(
+    snap: &tokio_postgres::Client,
+    work: Vec<Piece>,
+    chunk: u64,
+) -> Result<Vec<Piece>, SourceError> {
+    let mut out = Vec::with_capacity(work.len());
+    for piece in work {
+        let t = &piece.t.table;
+        let k = match t.key.as_slice() {
+            [k] if piece.t.forms[*k] == Form::Int && piece.estimate > 2 * chunk => *k,
+            _ => {
+                out.push(piece);
+                continue;
+            }
+        };
+        let col = ident(&t.columns[k].name);
+        let lower = piece.after.as_ref().and_then(|a| a.first()).and_then(key_int);
+        let cond = lower
+            .map(|l| format!(" WHERE {col} > {l}"))
+            .unwrap_or_default();
+        let row = snap
+            .query_one(
+                &format!(
+                    "SELECT min({col})::text, max({col})::text FROM {}.{}{cond}",
+                    ident(&t.db),
+                    ident(&t.name)
+                ),
+                &[],
+            )
+            .await
+            .map_err(catalog::sql)?;
+        let parse = |i: usize| row.get::<_, Option<String>>(i)?.parse::<i128>().ok();
+        let (Some(min), Some(max)) = (parse(0), parse(1)) else {
+            out.push(piece);
+            continue;
+        };
+        let his = super::snapshot::ranges(min, max, piece.estimate.div_ceil(chunk));
+        let mut after = piece.after.clone();
+        for (i, upto) in his.into_iter().enumerate() {
+            out.push(Piece {
+                t: piece.t.clone(),
+                estimate: piece.estimate,
+                after: after.take(),
+                upto,
+                first: i == 0,
+                fresh: piece.fresh && i == 0,
+            });
+            after = upto.map(|u| vec![KeyValue::Text(u.to_string())]);
+        }
+    }
+    Ok(out)
+}
+
+/// One piece of a table in key chunks through `COPY (SELECT ...) TO STDOUT` (text
+/// format).
 async fn read_table(
     src: &Source,
     snap: &tokio_postgres::Client,
-    t: &PgTable,
-    estimate: u64,
+    piece: &Piece,
     tx: &mpsc::Sender<SourceEvent>,
-    after: Option<Vec<KeyValue>>,
     at: &Position,
-    fresh: bool,
 ) -> Result<Option<u64>, SourceError> {
+    let t = &*piece.t;
     let table = &t.table;
     let chunk = cfg(src).snapshot_chunk_rows;
     let cols = table
@@ -1060,24 +1151,27 @@ async fn read_table(
         .iter()
         .map(|i| ident(&table.columns[*i].name))
         .collect();
-    let mut last: Option<Vec<KeyValue>> = after;
+    let mut last: Option<Vec<KeyValue>> = piece.after.clone();
     let mut out = super::snapshot::Chunks {
         tx,
         table,
-        estimate,
+        estimate: piece.estimate,
         at,
-        fresh,
+        fresh: piece.fresh,
         done: 0,
     };
+    // A key range's end.
+    let upto = piece
+        .upto
+        .map(|u| format!("{} <= {u}", key.first().expect("a range has a key")));
     loop {
         let sql = if key.is_empty() {
             format!("COPY (SELECT {cols} FROM {from}) TO STDOUT")
         } else {
             let order = key.join(", ");
-            let cond = match &last {
-                None => String::new(),
-                Some(k) => format!(
-                    " WHERE ({order}) > ({})",
+            let after = last.as_ref().map(|k| {
+                format!(
+                    "({order}) > ({})",
                     k.iter()
                         .map(|v| match v {
                             KeyValue::Null => "NULL".to_owned(),
@@ -1088,7 +1182,12 @@ async fn read_table(
                         })
                         .collect::<Vec<_>>()
                         .join(", ")
-                ),
+                )
+            });
+            let conds: Vec<&str> = after.iter().chain(&upto).map(String::as_str).collect();
+            let cond = match conds.is_empty() {
+                true => String::new(),
+                false => format!(" WHERE {}", conds.join(" AND ")),
             };
             format!(
                 "COPY (SELECT {cols} FROM {from}{cond} ORDER BY {order} LIMIT {chunk}) TO STDOUT"
@@ -1180,7 +1279,7 @@ async fn read_table(
                     .collect(),
             )
         };
-        if (b.rows > 0 || out.done == 0)
+        if (b.rows > 0 || (out.done == 0 && piece.first))
             && !out
                 .send_without(&mut b, last_row.clone(), &mut dropped)
                 .await
