@@ -12,6 +12,7 @@
 //! first `ordinal` changes are skipped: a stop anywhere resumes exactly. The slot's
 //! confirmed flush position moves only to what the sink committed.
 
+mod binary;
 pub mod catalog;
 pub mod pgoutput;
 mod repl;
@@ -33,6 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use binary::Bin;
 use values::Form;
 
 /// The `file` of every PostgreSQL position.
@@ -308,11 +310,14 @@ fn parse_lsn(s: &str) -> Result<u64, SourceError> {
 struct PgTable {
     table: Arc<SourceTable>,
     forms: Vec<Form>,
+    /// How the snapshot's binary COPY fields are read.
+    bins: Vec<Bin>,
 }
 
 fn pg_table(src: &Source, schema: &str, ir: &ddl_core::Table) -> Result<PgTable, SourceError> {
     let mut columns = Vec::new();
     let mut forms = Vec::new();
+    let mut bins = Vec::new();
     // A generated column's values are never in the stream (pgoutput leaves them
     // out): its rows carry none; a relational target computes them itself.
     for c in ir.columns.iter().filter(|c| c.generated.is_none()) {
@@ -323,6 +328,7 @@ fn pg_table(src: &Source, schema: &str, ir: &ddl_core::Table) -> Result<PgTable,
             nullable: c.nullable,
         });
         forms.push(form);
+        bins.push(Bin::of(&c.data_type, form));
     }
     let over = src.key_overrides.get(&format!("{schema}.{}", ir.name.name));
     let key_names: Vec<String> = match over {
@@ -366,6 +372,7 @@ fn pg_table(src: &Source, schema: &str, ir: &ddl_core::Table) -> Result<PgTable,
             ir: Arc::new(ir.clone()),
         }),
         forms,
+        bins,
     })
 }
 
@@ -1127,8 +1134,9 @@ async fn split(
     Ok(out)
 }
 
-/// One piece of a table in key chunks through `COPY (SELECT ...) TO STDOUT` (text
-/// format).
+/// One piece of a table in key chunks through `COPY (SELECT ...) TO STDOUT (FORMAT
+/// binary)` ([`binary`]). A key that is not all integers is selected once more as
+/// text after the columns: the chunk's cursor is read from it.
 async fn read_table(
     src: &Source,
     snap: &tokio_postgres::Client,
@@ -1139,12 +1147,23 @@ async fn read_table(
     let t = &*piece.t;
     let table = &t.table;
     let chunk = cfg(src).snapshot_chunk_rows;
-    let cols = table
+    let n = table.columns.len();
+    let int_key = table.key.iter().all(|i| t.bins[*i] == Bin::Int);
+    let mut cols: Vec<String> = table
         .columns
         .iter()
-        .map(|c| ident(&c.name))
-        .collect::<Vec<_>>()
-        .join(", ");
+        .zip(&t.bins)
+        .map(|(c, b)| b.select(&ident(&c.name)))
+        .collect();
+    if !int_key {
+        cols.extend(
+            table
+                .key
+                .iter()
+                .map(|i| format!("{}::text", ident(&table.columns[*i].name))),
+        );
+    }
+    let cols = cols.join(", ");
     let from = format!("{}.{}", ident(&table.db), ident(&table.name));
     let key: Vec<String> = table
         .key
@@ -1164,9 +1183,12 @@ async fn read_table(
     let upto = piece
         .upto
         .map(|u| format!("{} <= {u}", key.first().expect("a range has a key")));
+    let bad = |e: String| {
+        SourceError::Decode(format!("snapshot of {}.{}: {e}", table.db, table.name))
+    };
     loop {
         let sql = if key.is_empty() {
-            format!("COPY (SELECT {cols} FROM {from}) TO STDOUT")
+            format!("COPY (SELECT {cols} FROM {from}) TO STDOUT (FORMAT binary)")
         } else {
             let order = key.join(", ");
             let after = last.as_ref().map(|k| {
@@ -1190,95 +1212,107 @@ async fn read_table(
                 false => format!(" WHERE {}", conds.join(" AND ")),
             };
             format!(
-                "COPY (SELECT {cols} FROM {from}{cond} ORDER BY {order} LIMIT {chunk}) TO STDOUT"
+                "COPY (SELECT {cols} FROM {from}{cond} ORDER BY {order} LIMIT {chunk}) TO STDOUT (FORMAT binary)"
             )
         };
         let stream = snap.copy_out(&sql).await.map_err(catalog::sql)?;
         futures::pin_mut!(stream);
         let mut b = RowsBuilder::new(table.clone());
         let mut in_chunk = 0u64;
-        let mut carry: Vec<u8> = Vec::new();
+        let mut tuples = binary::Tuples::default();
         let mut scratch: Vec<u8> = Vec::new();
-        // The last row's text (keyed tables): the chunk's cursor is read from it.
-        let mut last_line: Vec<u8> = Vec::new();
+        // The last row's key (keyed tables): the chunk's cursor.
+        let mut last_row: Option<Vec<KeyValue>> = None;
         // Rows of `b` with a value that has no Arrow form, dead-lettered.
         let mut dropped: Vec<u32> = Vec::new();
-        let bad = |e: String| {
-            SourceError::Decode(format!("snapshot of {}.{}: {e}", table.db, table.name))
-        };
+        // Rows whose batch is full, sent after the message (keyless tables).
+        let mut full = false;
         while let Some(part) = stream.next().await {
             let part = part.map_err(catalog::sql)?;
-            // PostgreSQL sends a row per message: parsed in place unless split.
-            let buf: &[u8] = if carry.is_empty() {
-                &part
-            } else {
-                carry.extend_from_slice(&part);
-                &carry
-            };
-            let mut start = 0;
-            let mut full: Vec<(usize, usize)> = Vec::new();
-            while let Some(nl) = buf[start..].iter().position(|&c| c == b'\n') {
-                full.push((start, start + nl));
-                start += nl + 1;
-            }
-            for (from, to) in full {
-                let line = &buf[from..to];
-                if let Some(reason) = append_line(line, t, &mut b, &mut scratch).map_err(bad)? {
-                    let what = format!("snapshot of {}.{} at {at}: {reason}", table.db, table.name);
-                    let mut fields = Vec::new();
-                    copy_fields(line, &mut fields).map_err(bad)?;
-                    let row: serde_json::Map<String, serde_json::Value> = table
-                        .columns
-                        .iter()
-                        .zip(fields)
-                        .map(|(c, v)| {
-                            (
-                                c.name.clone(),
-                                v.map_or(serde_json::Value::Null, serde_json::Value::String),
-                            )
-                        })
-                        .collect();
-                    let record = serde_json::json!({
-                        "kind": "row",
-                        "table": format!("{}.{}", table.db, table.name),
-                        "op": "snapshot",
-                        "position": at.to_string(),
-                        "reason": reason,
-                        "row": row,
-                    });
-                    dead_letter(src, &what, record)?;
-                    dropped.push((b.rows - 1) as u32);
-                }
-                in_chunk += 1;
-                if !key.is_empty() {
-                    last_line.clear();
-                    last_line.extend_from_slice(line);
-                } else if b.rows as u64 >= chunk
-                    && !out.send_without(&mut b, None, &mut dropped).await
-                {
+            let mut failed: Option<SourceError> = None;
+            tuples
+                .each(&part, |fields| {
+                    if fields.len() != n + if int_key { 0 } else { key.len() } {
+                        return Err(format!("{} values in a row of {n} columns", fields.len()));
+                    }
+                    let mut reason = None;
+                    for (i, f) in fields[..n].iter().enumerate() {
+                        let col = &mut b.cols[i];
+                        match f {
+                            None => col.append_null(),
+                            Some(v) => {
+                                if let Err(e) = binary::append(col, t.bins[i], t.forms[i], v, &mut scratch) {
+                                    reason.get_or_insert_with(|| {
+                                        format!("column {}: {e}", table.columns[i].name)
+                                    });
+                                    col.append_null();
+                                }
+                            }
+                        }
+                    }
+                    b.rows += 1;
+                    in_chunk += 1;
+                    if !key.is_empty() {
+                        last_row = Some(match int_key {
+                            true => table
+                                .key
+                                .iter()
+                                .map(|i| match fields[*i].and_then(binary::int) {
+                                    Some(v) => KeyValue::Int(v),
+                                    None => KeyValue::Null,
+                                })
+                                .collect(),
+                            false => fields[n..]
+                                .iter()
+                                .map(|f| match f {
+                                    None => KeyValue::Null,
+                                    Some(v) => KeyValue::Text(String::from_utf8_lossy(v).into_owned()),
+                                })
+                                .collect(),
+                        });
+                    } else if b.rows as u64 >= chunk {
+                        full = true;
+                    }
+                    if let Some(reason) = reason {
+                        let what = format!("snapshot of {}.{} at {at}: {reason}", table.db, table.name);
+                        let row: serde_json::Map<String, serde_json::Value> = table
+                            .columns
+                            .iter()
+                            .zip(fields)
+                            .zip(&t.bins)
+                            .map(|((c, v), bin)| {
+                                (
+                                    c.name.clone(),
+                                    v.map_or(serde_json::Value::Null, |v| {
+                                        serde_json::Value::String(binary::text(*bin, v))
+                                    }),
+                                )
+                            })
+                            .collect();
+                        let record = serde_json::json!({
+                            "kind": "row",
+                            "table": format!("{}.{}", table.db, table.name),
+                            "op": "snapshot",
+                            "position": at.to_string(),
+                            "reason": reason,
+                            "row": row,
+                        });
+                        if let Err(e) = dead_letter(src, &what, record) {
+                            failed = Some(e);
+                            return Err(String::new());
+                        }
+                        dropped.push((b.rows - 1) as u32);
+                    }
+                    Ok(())
+                })
+                .map_err(|e| failed.take().unwrap_or_else(|| bad(e)))?;
+            if full {
+                full = false;
+                if !out.send_without(&mut b, None, &mut dropped).await {
                     return Ok(None);
                 }
             }
-            let rest = buf[start..].to_vec();
-            carry.clear();
-            carry.extend_from_slice(&rest);
         }
-        let last_row: Option<Vec<KeyValue>> = if key.is_empty() || last_line.is_empty() {
-            None
-        } else {
-            let mut fields = Vec::new();
-            copy_fields(&last_line, &mut fields).map_err(bad)?;
-            Some(
-                table
-                    .key
-                    .iter()
-                    .map(|i| match fields.get(*i).cloned().flatten() {
-                        None => KeyValue::Null,
-                        Some(s) => KeyValue::Text(s),
-                    })
-                    .collect(),
-            )
-        };
         if (b.rows > 0 || (out.done == 0 && piece.first))
             && !out
                 .send_without(&mut b, last_row.clone(), &mut dropped)
@@ -1291,109 +1325,6 @@ async fn read_table(
         }
         last = last_row;
     }
-}
-
-/// One line of COPY's text format appended to `b`, field by field, without a
-/// string per value (`scratch` holds a field that has escapes). A value without an
-/// Arrow form is NULL in `b` and the reason returned (the caller leaves the row out).
-fn append_line(
-    line: &[u8],
-    t: &PgTable,
-    b: &mut RowsBuilder,
-    scratch: &mut Vec<u8>,
-) -> Result<Option<String>, String> {
-    let mut bad = None;
-    let n = t.table.columns.len();
-    let mut i = 0;
-    for f in line.split(|&c| c == b'\t') {
-        if i >= n {
-            return Err(format!("more than {n} values in a row"));
-        }
-        let col = &mut b.cols[i];
-        if f == b"\\N" {
-            col.append_null();
-        } else {
-            let text = if f.contains(&b'\\') {
-                unescape(f, scratch);
-                std::str::from_utf8(scratch)
-            } else {
-                std::str::from_utf8(f)
-            }
-            .map_err(|e| format!("column {}: not UTF-8: {e}", t.table.columns[i].name))?;
-            if let Err(e) = values::append(col, t.forms[i], text) {
-                bad.get_or_insert_with(|| format!("column {}: {e}", t.table.columns[i].name));
-                col.append_null();
-            }
-        }
-        i += 1;
-    }
-    if i != n {
-        return Err(format!("{i} values in a row of {n} columns"));
-    }
-    b.rows += 1;
-    Ok(bad)
-}
-
-/// A COPY text field's backslash escapes undone into `out`.
-fn unescape(f: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    let mut i = 0;
-    while i < f.len() {
-        if f[i] != b'\\' || i + 1 == f.len() {
-            out.push(f[i]);
-            i += 1;
-            continue;
-        }
-        let c = f[i + 1];
-        i += 2;
-        match c {
-            b'n' => out.push(b'\n'),
-            b'r' => out.push(b'\r'),
-            b't' => out.push(b'\t'),
-            b'b' => out.push(8),
-            b'f' => out.push(12),
-            b'v' => out.push(11),
-            b'0'..=b'7' => {
-                let mut v = (c - b'0') as u32;
-                let mut k = 0;
-                while k < 2 && i < f.len() && (b'0'..=b'7').contains(&f[i]) {
-                    v = v * 8 + (f[i] - b'0') as u32;
-                    i += 1;
-                    k += 1;
-                }
-                out.push(v as u8);
-            }
-            b'x' => {
-                let mut v = 0u32;
-                let mut k = 0;
-                while k < 2 && i < f.len() && f[i].is_ascii_hexdigit() {
-                    v = v * 16 + (f[i] as char).to_digit(16).expect("hex");
-                    i += 1;
-                    k += 1;
-                }
-                out.push(v as u8);
-            }
-            other => out.push(other),
-        }
-    }
-}
-
-/// One line of COPY's text format into its fields (`\N` is NULL; backslash escapes
-/// undone).
-fn copy_fields(line: &[u8], out: &mut Vec<Option<String>>) -> Result<(), String> {
-    out.clear();
-    let mut scratch = Vec::new();
-    for f in line.split(|&c| c == b'\t') {
-        if f == b"\\N" {
-            out.push(None);
-            continue;
-        }
-        unescape(f, &mut scratch);
-        out.push(Some(
-            String::from_utf8(scratch.clone()).map_err(|e| format!("not UTF-8: {e}"))?,
-        ));
-    }
-    Ok(())
 }
 
 /// A snapshot resumed in a new transaction reads the tables it had not begun at a
@@ -2799,21 +2730,6 @@ mod tests {
         // Across the 32-bit wrap: xmin near the top, xmax past zero.
         let w = SeenBySnapshot::parse("4294967290:4294967306:", Vec::new(), 0).unwrap();
         assert!(w.saw(u32::MAX - 10) && w.saw(3) && !w.saw(10));
-    }
-
-    #[test]
-    fn copy_text_fields_unescape() {
-        let mut out = Vec::new();
-        copy_fields(b"1\t\\N\ta\\tb\\\\c\\nd\t\\101\\x42", &mut out).unwrap();
-        assert_eq!(
-            out,
-            vec![
-                Some("1".to_owned()),
-                None,
-                Some("a\tb\\c\nd".to_owned()),
-                Some("AB".to_owned())
-            ]
-        );
     }
 
     #[test]
