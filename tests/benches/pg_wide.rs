@@ -42,12 +42,13 @@ fn cpu(children: bool) -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
     // The fields after the command name, which is in parentheses.
     let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<f64> = rest
-        .split(' ')
-        .map(|v| v.parse().unwrap_or(0.0))
-        .collect();
+    let f: Vec<f64> = rest.split(' ').map(|v| v.parse().unwrap_or(0.0)).collect();
     // utime, stime, cutime, cstime are fields 14-17 (the state, field 3, is f[0]).
-    let (u, s) = if children { (f[13], f[14]) } else { (f[11], f[12]) };
+    let (u, s) = if children {
+        (f[13], f[14])
+    } else {
+        (f[11], f[12])
+    };
     (u + s) / 100.0
 }
 
@@ -67,11 +68,14 @@ async fn drain(src: runner::source::config::Source, dir: &std::path::Path) -> (u
     let t0 = Instant::now();
     let task = s.start(Resume::default(), true, tx);
     let mut snap = 0u64;
+    let mut first = None;
     while let Some(e) = rx.recv().await {
         if let SourceEvent::SnapshotRows { rows, .. } = e {
+            first.get_or_insert_with(|| t0.elapsed().as_secs_f64());
             snap += rows.num_rows() as u64;
         }
     }
+    eprintln!("(first rows after {:.2} s)", first.unwrap_or_default());
     task.await.unwrap().unwrap();
     (snap, t0.elapsed().as_secs_f64())
 }
@@ -109,7 +113,10 @@ async fn lake_facts(dir: &std::path::Path) -> (i64, i128) {
             .as_any()
             .downcast_ref::<arrow_array::Decimal128Array>()
             .expect("amount is a decimal");
-        sum += (0..a.len()).filter(|i| a.is_valid(*i)).map(|i| a.value(i)).sum::<i128>();
+        sum += (0..a.len())
+            .filter(|i| a.is_valid(*i))
+            .map(|i| a.value(i))
+            .sum::<i128>();
     }
     (n, sum)
 }
@@ -117,7 +124,10 @@ async fn lake_facts(dir: &std::path::Path) -> (i64, i128) {
 /// What the source's `bench.orders` holds, as [`lake_facts`].
 async fn source_facts(pg: &tokio_postgres::Client) -> (i64, i128) {
     let r = pg
-        .query_one("SELECT count(*), (coalesce(sum(amount), 0) * 100)::bigint FROM bench.orders", &[])
+        .query_one(
+            "SELECT count(*), (coalesce(sum(amount), 0) * 100)::bigint FROM bench.orders",
+            &[],
+        )
         .await
         .unwrap();
     (r.get(0), r.get::<_, i64>(1) as i128)
@@ -144,7 +154,17 @@ async fn drop_slot(pg: &tokio_postgres::Client, slot: &str) {
 fn psql_copy(port: u16, sql: &str) -> f64 {
     let t0 = Instant::now();
     let st = Command::new(pg_bin("psql"))
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres", "-d", "bench", "-q"])
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-U",
+            "postgres",
+            "-d",
+            "bench",
+            "-q",
+        ])
         .args(["-c", sql])
         .stdout(Stdio::null())
         .status()

@@ -177,7 +177,9 @@ pub fn append(
             Ok(())
         }
         Bin::Timestamp => {
-            let t = int(v).filter(|_| v.len() == 8).ok_or_else(|| size("timestamp"))?;
+            let t = int(v)
+                .filter(|_| v.len() == 8)
+                .ok_or_else(|| size("timestamp"))?;
             if t == i64::MAX || t == i64::MIN {
                 return Err(format!(
                     "timestamp {:?} (infinite timestamps have no Arrow form)",
@@ -238,19 +240,24 @@ pub fn numeric_text(v: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
             word(8 + 2 * i as usize).unwrap_or(0)
         }
     };
+    // Four digits of a group, zero-padded.
+    let four = |d: u16| {
+        [
+            b'0' + (d / 1000 % 10) as u8,
+            b'0' + (d / 100 % 10) as u8,
+            b'0' + (d / 10 % 10) as u8,
+            b'0' + (d % 10) as u8,
+        ]
+    };
     // The integer part, from the highest group down to the units' group.
     if weight < 0 {
         out.push(b'0');
     } else {
-        let mut first = true;
-        for g in (0..=weight).rev() {
-            let d = digit(g);
-            if first {
-                out.extend_from_slice(d.to_string().as_bytes());
-                first = false;
-            } else {
-                out.extend_from_slice(format!("{d:04}").as_bytes());
-            }
+        let top = four(digit(weight));
+        let lead = top.iter().take(3).take_while(|c| **c == b'0').count();
+        out.extend_from_slice(&top[lead..]);
+        for g in (0..weight).rev() {
+            out.extend_from_slice(&four(digit(g)));
         }
     }
     if dscale > 0 {
@@ -258,9 +265,8 @@ pub fn numeric_text(v: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let mut left = dscale;
         let mut g = -1;
         while left > 0 {
-            let s = format!("{:04}", digit(g));
             let take = left.min(4) as usize;
-            out.extend_from_slice(&s.as_bytes()[..take]);
+            out.extend_from_slice(&four(digit(g))[..take]);
             left -= take as i32;
             g -= 1;
         }
@@ -275,7 +281,12 @@ pub fn text(bin: Bin, v: &[u8]) -> String {
     match bin {
         Bin::Raw | Bin::AsText => String::from_utf8_lossy(v).into_owned(),
         Bin::Jsonb => String::from_utf8_lossy(v.get(1..).unwrap_or_default()).into_owned(),
-        Bin::Bool => if v.first().is_some_and(|b| *b != 0) { "t" } else { "f" }.to_owned(),
+        Bin::Bool => if v.first().is_some_and(|b| *b != 0) {
+            "t"
+        } else {
+            "f"
+        }
+        .to_owned(),
         Bin::Int => int(v).map(|i| i.to_string()).unwrap_or_else(|| hex(v)),
         Bin::Float => {
             let f = match v.len() {
@@ -299,7 +310,14 @@ pub fn text(bin: Bin, v: &[u8]) -> String {
         }
         Bin::Uuid if v.len() == 16 => {
             let h = hex(v);
-            format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+            format!(
+                "{}-{}-{}-{}-{}",
+                &h[..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..]
+            )
         }
         Bin::Uuid | Bin::Bytes => format!("\\x{}", hex(v)),
         Bin::Date => match be::<4>(v).map(i32::from_be_bytes) {
@@ -453,6 +471,8 @@ mod tests {
         assert_eq!(numeric(&[1], 2, 0, 0), "100000000");
         assert_eq!(numeric(&[], 0, 0, 3), "0.000");
         assert_eq!(numeric(&[1234, 5678], -2, 0, 10), "0.0000123456");
+        assert_eq!(numeric(&[9999, 1], 1, 0, 0), "99990001");
+        assert_eq!(numeric(&[7], 0, 0, 0), "7");
         assert_eq!(numeric(&[], 0, 0xC000, 0), "NaN");
         assert_eq!(numeric(&[], 0, 0xF000, 0), "-Infinity");
     }
@@ -471,8 +491,14 @@ mod tests {
         let mut b = ColBuilder::new(&crate::source::decode::Kind::Timestamp);
         // 294270 AD: PostgreSQL holds it, 64-bit µs since 1970 do not.
         let late = (294_270 - 2000) * 365_2425i64 / 10_000 * 86_400_000_000;
-        let e = append(&mut b, Bin::Timestamp, Form::TimestampTz, &late.to_be_bytes(), &mut Vec::new())
-            .unwrap_err();
+        let e = append(
+            &mut b,
+            Bin::Timestamp,
+            Form::TimestampTz,
+            &late.to_be_bytes(),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
         assert!(e.contains("outside what Arrow and Iceberg hold"), "{e}");
     }
 

@@ -26,6 +26,7 @@ use super::snapshot::{KeyValue, SnapshotResume};
 use super::{Op, Resume, RowBatch, RowPos, SourceError, SourceEvent};
 use crate::source::pg_config::PgConfig;
 use arrow_schema::{Field, Schema};
+use binary::Bin;
 use futures::StreamExt;
 use repl::{Frame, Session};
 use std::collections::HashMap;
@@ -34,7 +35,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use binary::Bin;
 use values::Form;
 
 /// The `file` of every PostgreSQL position.
@@ -1097,7 +1097,11 @@ async fn split(
             }
         };
         let col = ident(&t.columns[k].name);
-        let lower = piece.after.as_ref().and_then(|a| a.first()).and_then(key_int);
+        let lower = piece
+            .after
+            .as_ref()
+            .and_then(|a| a.first())
+            .and_then(key_int);
         let cond = lower
             .map(|l| format!(" WHERE {col} > {l}"))
             .unwrap_or_default();
@@ -1183,9 +1187,8 @@ async fn read_table(
     let upto = piece
         .upto
         .map(|u| format!("{} <= {u}", key.first().expect("a range has a key")));
-    let bad = |e: String| {
-        SourceError::Decode(format!("snapshot of {}.{}: {e}", table.db, table.name))
-    };
+    let bad =
+        |e: String| SourceError::Decode(format!("snapshot of {}.{}: {e}", table.db, table.name));
     loop {
         let sql = if key.is_empty() {
             format!("COPY (SELECT {cols} FROM {from}) TO STDOUT (FORMAT binary)")
@@ -1241,7 +1244,9 @@ async fn read_table(
                         match f {
                             None => col.append_null(),
                             Some(v) => {
-                                if let Err(e) = binary::append(col, t.bins[i], t.forms[i], v, &mut scratch) {
+                                if let Err(e) =
+                                    binary::append(col, t.bins[i], t.forms[i], v, &mut scratch)
+                                {
                                     reason.get_or_insert_with(|| {
                                         format!("column {}: {e}", table.columns[i].name)
                                     });
@@ -1266,7 +1271,9 @@ async fn read_table(
                                 .iter()
                                 .map(|f| match f {
                                     None => KeyValue::Null,
-                                    Some(v) => KeyValue::Text(String::from_utf8_lossy(v).into_owned()),
+                                    Some(v) => {
+                                        KeyValue::Text(String::from_utf8_lossy(v).into_owned())
+                                    }
                                 })
                                 .collect(),
                         });
@@ -1274,7 +1281,8 @@ async fn read_table(
                         full = true;
                     }
                     if let Some(reason) = reason {
-                        let what = format!("snapshot of {}.{} at {at}: {reason}", table.db, table.name);
+                        let what =
+                            format!("snapshot of {}.{} at {at}: {reason}", table.db, table.name);
                         let row: serde_json::Map<String, serde_json::Value> = table
                             .columns
                             .iter()
