@@ -754,7 +754,8 @@ async fn postgres_types_reach_iceberg_from_the_snapshot_and_the_stream_alike() {
         "1234.50",
         "12345678901234567890123456789012345678901234.56789",
         "-0043-03-15",
-        "10:11:12",
+        // timetz: the time of day in UTC (10:11:12+02).
+        "08:11:12",
         "2024-02-29 23:59:59.999",
         "2024-06-01 19:00:00Z",
         "1.5",
@@ -2319,4 +2320,253 @@ async fn binary_snapshot_values_equal_the_streams_text_values() {
             );
         }
     }
+}
+
+/// How a value read back from MariaDB is compared with the source's.
+#[derive(Debug, Clone, Copy)]
+enum Norm {
+    No,
+    Trim,
+    Float,
+}
+
+/// PostgreSQL's built-in types, one column each: two values and NULL through the
+/// snapshot, the same rows again through the stream, and an update of each.
+const BUILTIN_TYPES: &[(&str, &str, &str)] = &[
+    ("smallint", "-32768", "32767"),
+    ("integer", "-2147483648", "2147483647"),
+    ("bigint", "-9223372036854775808", "9223372036854775807"),
+    ("numeric(10,3)", "-1234567.125", "0.001"),
+    ("numeric", "12345678901234567890.123456789", "-0.5"),
+    ("real", "-1.5", "3.25e10"),
+    ("double precision", "-2.5e-300", "1.7976931348623157e308"),
+    ("money", "-12.34", "1234567.89"),
+    ("boolean", "true", "false"),
+    ("char(3)", "'ab'", "'xyz'"),
+    ("varchar(10)", "'it''s'", "'ü𝄞'"),
+    ("text", "E'a\\tb\\nc'", "''"),
+    ("bytea", "'\\x00ff'", "'\\x'"),
+    ("date", "'1000-01-01'", "'9999-12-31'"),
+    ("time", "'00:00:00'", "'23:59:59.999999'"),
+    ("timetz", "'10:11:12+02'", "'23:00:00-08'"),
+    (
+        "timestamp",
+        "'1900-01-01 00:00:00'",
+        "'2038-01-19 03:14:08.5'",
+    ),
+    (
+        "timestamptz",
+        "'1970-01-02 00:00:00+00'",
+        "'2024-06-01 12:00:00.123-07'",
+    ),
+    ("interval", "'1 year 2 mons 3 days 04:05:06.5'", "'-1 day'"),
+    (
+        "uuid",
+        "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'",
+        "'00000000-0000-0000-0000-000000000000'",
+    ),
+    ("json", "'{\"a\": [1, 2.5, null]}'", "'\"s\"'"),
+    ("jsonb", "'{\"b\": {\"c\": true}}'", "'[]'"),
+    ("xml", "'<a x=\"1\">t</a>'", "'<b/>'"),
+    ("inet", "'192.168.0.1/24'", "'::1'"),
+    ("cidr", "'10.0.0.0/8'", "'2001:db8::/32'"),
+    ("macaddr", "'08:00:2b:01:02:03'", "'ff:ff:ff:ff:ff:ff'"),
+    (
+        "macaddr8",
+        "'08:00:2b:01:02:03:04:05'",
+        "'00:00:00:00:00:00:00:00'",
+    ),
+    ("bit(3)", "B'101'", "B'000'"),
+    ("bit varying(5)", "B'1'", "B'10101'"),
+    ("tsvector", "'a fat cat'", "''"),
+    ("tsquery", "'fat & cat'", "'!x'"),
+    ("int4range", "'[1,10)'", "'empty'"),
+    ("numrange", "'(1.5,2.5]'", "'[,3)'"),
+    (
+        "tstzrange",
+        "'[2024-01-01 00:00:00+00,2024-02-01 00:00:00+00)'",
+        "'(,)'",
+    ),
+    ("daterange", "'[2024-01-01,2024-01-31]'", "'empty'"),
+    ("integer[]", "'{1,NULL,3}'", "'{}'"),
+    ("text[]", "'{\"a b\",\"c,d\",NULL}'", "'{{x,y},{z,w}}'"),
+    ("oid", "4294967295", "0"),
+    ("pg_lsn", "'16/B374D848'", "'0/0'"),
+    ("name", "'a_name'", "'Ü'"),
+    ("\"char\"", "'x'", "'y'"),
+];
+
+/// Every built-in type above from PostgreSQL into PostgreSQL (each value equal as
+/// text) and into MariaDB (each value as MariaDB prints the type `translate` maps it
+/// to), through the snapshot and the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_builtin_type_mirrors_into_postgresql_and_mariadb() {
+    let (server, maria) =
+        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let pg = server.create_db("app").await;
+    let cols: Vec<String> = (0..BUILTIN_TYPES.len()).map(|i| format!("c{i}")).collect();
+    let mut ddl = String::from("CREATE SCHEMA shop; CREATE TABLE shop.ty (id int PRIMARY KEY");
+    for (c, (t, _, _)) in cols.iter().zip(BUILTIN_TYPES) {
+        ddl += &format!(", {c} {t}");
+    }
+    ddl += ");";
+    let row = |id: i32, pick: usize| {
+        let vals: Vec<String> = BUILTIN_TYPES
+            .iter()
+            .map(|(t, a, b)| match pick {
+                0 => format!("({a})::{t}"),
+                1 => format!("({b})::{t}"),
+                _ => "NULL".to_owned(),
+            })
+            .collect();
+        format!("INSERT INTO shop.ty VALUES ({id}, {});", vals.join(", "))
+    };
+    for (id, pick) in [(1, 0), (2, 1), (3, 2)] {
+        ddl += &row(id, pick);
+    }
+    pg.batch_execute(&ddl).await.unwrap();
+    let target = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let files: Vec<_> = every_sink(dir, server.port, maria.port)
+        .into_iter()
+        .filter(|(n, _)| matches!(*n, "maria" | "pg"))
+        .collect();
+    let mut logs = String::new();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    let mut stream = String::new();
+    for (id, pick) in [(101, 0), (102, 1), (103, 2), (104, 0)] {
+        stream += &row(id, pick);
+    }
+    // An update of every column: row 104 takes row 2's values.
+    let sets: Vec<String> = cols.iter().map(|c| format!("{c} = s.{c}")).collect();
+    stream += &format!(
+        "UPDATE shop.ty t SET {} FROM shop.ty s WHERE t.id = 104 AND s.id = 2;",
+        sets.join(", ")
+    );
+    pg.batch_execute(&stream).await.unwrap();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    // Two types arrive as equal values in another notation: an unconstrained numeric
+    // at the lake's scale of 10 (`-0.5000000000`), a timetz in UTC (`08:11:12+00`
+    // for `10:11:12+02`).
+    let texts: Vec<String> = cols
+        .iter()
+        .zip(BUILTIN_TYPES)
+        .map(|(c, (t, _, _))| match *t {
+            "numeric" => format!("trim_scale({c})::text"),
+            "timetz" => format!("({c} AT TIME ZONE 'UTC')::text"),
+            _ => format!("{c}::text"),
+        })
+        .collect();
+    let sql = format!("SELECT id::text, {} FROM shop.ty", texts.join(", "));
+    let want = source(&pg, &sql).await;
+    assert_eq!(want.len(), 7);
+    let got = source(&target, &sql).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
+    eprintln!("{logs}");
+    // MariaDB holds each value in the type `translate` maps it to: read back in the
+    // notation PostgreSQL gives the same value (numbers and times without trailing
+    // fraction zeros, timestamps in UTC, booleans as 0/1, bytes and bits as hex and
+    // binary digits, arrays as JSON).
+    let pair = |t: &str, c: &str| -> (String, String, Norm) {
+        let (src, maria, norm) = match t {
+            "numeric" | "numeric(10,3)" => {
+                (format!("trim_scale({c})::text"), c.to_owned(), Norm::Trim)
+            }
+            "money" => (format!("{c}::numeric::text"), c.to_owned(), Norm::No),
+            "boolean" => (format!("{c}::int::text"), c.to_owned(), Norm::No),
+            "bytea" => (
+                format!("encode({c}, 'hex')"),
+                format!("LOWER(HEX({c}))"),
+                Norm::No,
+            ),
+            "real" | "double precision" => (format!("{c}::text"), c.to_owned(), Norm::Float),
+            "time" | "timestamp" => (format!("{c}::text"), c.to_owned(), Norm::Trim),
+            "timetz" => (
+                format!("({c} AT TIME ZONE 'UTC')::time::text"),
+                c.to_owned(),
+                Norm::Trim,
+            ),
+            "timestamptz" => (
+                format!("({c} AT TIME ZONE 'UTC')::text"),
+                c.to_owned(),
+                Norm::Trim,
+            ),
+            "bit(3)" => (
+                format!("{c}::text"),
+                format!("LPAD(BIN({c}), 3, '0')"),
+                Norm::No,
+            ),
+            "bit varying(5)" => (format!("{c}::text"), format!("BIN({c})"), Norm::No),
+            "integer[]" | "text[]" => (format!("array_to_json({c})::text"), c.to_owned(), Norm::No),
+            // The type's output (a host address without its /128), as it was sent.
+            "inet" => (
+                format!("CASE WHEN {c} IS NULL THEN NULL ELSE format('%s', {c}) END"),
+                c.to_owned(),
+                Norm::No,
+            ),
+            _ => (format!("{c}::text"), c.to_owned(), Norm::No),
+        };
+        (src, maria, norm)
+    };
+    let specs: Vec<(String, String, Norm)> = cols
+        .iter()
+        .zip(BUILTIN_TYPES)
+        .map(|(c, (t, _, _))| pair(t, c))
+        .collect();
+    let src_sql = format!(
+        "SELECT id::text, {} FROM shop.ty",
+        specs
+            .iter()
+            .map(|s| s.0.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let maria_sql = format!(
+        "SELECT id, {} FROM shop.ty",
+        specs
+            .iter()
+            .map(|s| s.1.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let norm = |v: &Option<String>, n: Norm| -> Option<String> {
+        let v = v.clone()?;
+        Some(match n {
+            Norm::No => v,
+            // `3.25e+10` and `32500000000` alike.
+            Norm::Float => format!("{:e}", v.parse::<f64>().unwrap()),
+            // No trailing zeros in a fraction.
+            Norm::Trim if v.contains('.') => {
+                v.trim_end_matches('0').trim_end_matches('.').to_owned()
+            }
+            Norm::Trim => v,
+        })
+    };
+    let want = source(&pg, &src_sql).await;
+    let mut my = maria.conn(None).await;
+    mysql_async::prelude::Queryable::query_drop(&mut my, "SET time_zone = '+00:00'")
+        .await
+        .unwrap();
+    let got = lakeshift_tests::mysql_text_rows(&mut my, &maria_sql).await;
+    assert_eq!(got.len(), want.len(), "MariaDB rows\n{logs}");
+    let mut bad = Vec::new();
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w[0], g[0], "rows in the same order");
+        for (i, (t, _, _)) in BUILTIN_TYPES.iter().enumerate() {
+            let n = specs[i].2;
+            if norm(&w[i + 1], n) != norm(&g[i + 1], n) {
+                bad.push(format!(
+                    "{t}: source {:?}, MariaDB {:?}",
+                    w[i + 1],
+                    g[i + 1]
+                ));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}\n{logs}", bad.join("\n"));
 }

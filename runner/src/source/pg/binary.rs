@@ -3,8 +3,8 @@
 //! for integers, floats, numerics, uuids, dates and timestamps (on wide
 //! application tables the server's share of a snapshot is about half its CPU).
 //! Columns whose send form the source does not read (money, intervals, arrays, bit
-//! strings, any other type) are selected as `column::text`, whose send form is the
-//! type's text output, read as the text COPY format and the stream read it.
+//! strings, any other type) are selected through `format('%s', column)`, whose send
+//! form is the type's text output, read as the text COPY format and the stream read it.
 
 use super::values::{self, Form};
 use crate::source::decode::ColBuilder;
@@ -28,11 +28,13 @@ pub enum Bin {
     Bytes,
     /// Days since 2000-01-01 (int4).
     Date,
-    /// µs since midnight (int8; timetz: then its zone, dropped as the text path does).
+    /// µs since midnight (int8; timetz: then its zone, the time taken to UTC as the
+    /// text path does).
     Time,
     /// µs since 2000-01-01 00:00 UTC (int8).
     Timestamp,
-    /// Selected as `column::text`: its text output, read by the column's text form.
+    /// Selected through `format('%s', column)`: its text output, read by the column's
+    /// text form.
     AsText,
 }
 
@@ -78,7 +80,11 @@ impl Bin {
     /// The column in the snapshot's select list (`col`: its quoted name).
     pub fn select(self, col: &str) -> String {
         match self {
-            Bin::AsText => format!("{col}::text"),
+            // The type's output function, as the stream's values are printed (a
+            // cast to text may differ: inet's keeps a host's /32 or /128).
+            Bin::AsText => {
+                format!("CASE WHEN {col} IS NULL THEN NULL ELSE format('%s', {col}) END")
+            }
             _ => col.to_owned(),
         }
     }
@@ -170,8 +176,14 @@ pub fn append(
         }
         Bin::Time => {
             let t = v.get(..8).and_then(int).ok_or_else(|| size("time"))?;
+            // timetz: then its zone in seconds west of UTC.
+            let west = match v.get(8..12) {
+                Some(z) => i32::from_be_bytes(be(z).expect("4 bytes")),
+                None if v.len() == 8 => 0,
+                None => return Err(size("time")),
+            };
             match b {
-                ColBuilder::Dur(db) => db.append_value(t),
+                ColBuilder::Dur(db) => db.append_value(values::utc_time(t, -i64::from(west))),
                 _ => return Err("a time into a column of another type".into()),
             }
             Ok(())
@@ -326,9 +338,15 @@ pub fn text(bin: Bin, v: &[u8]) -> String {
             Some(d) => date_text(i64::from(d) + PG_EPOCH_DAYS),
             None => hex(v),
         },
-        Bin::Time => match v.get(..8).and_then(int) {
-            Some(t) => time_text(t),
-            None => hex(v),
+        Bin::Time => match (v.get(..8).and_then(int), v.get(8..12)) {
+            (Some(t), None) => time_text(t),
+            (Some(t), Some(z)) => {
+                let west = i32::from_be_bytes(be(z).expect("4 bytes"));
+                let (sign, e) = if west > 0 { ('-', west) } else { ('+', -west) };
+                let zone = format!("{sign}{:02}:{:02}", e / 3600, e / 60 % 60);
+                format!("{}{}", time_text(t), zone.trim_end_matches(":00"))
+            }
+            _ => hex(v),
         },
         Bin::Timestamp => match int(v).filter(|_| v.len() == 8) {
             Some(i64::MAX) => "infinity".to_owned(),

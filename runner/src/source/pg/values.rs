@@ -13,7 +13,7 @@
 //! | bytea | Binary |
 //! | uuid | Binary (16 bytes) |
 //! | date | Date32 |
-//! | time, timetz | Duration(µs) (timetz: its offset dropped, as the Iceberg plan says) |
+//! | time, timetz | Duration(µs) (timetz: the time of day in UTC, as timestamptz is the instant in UTC) |
 //! | timestamp | Timestamp(µs) |
 //! | timestamptz | Timestamp(µs, UTC) |
 //! | bit(n), n <= 64 | UInt64 |
@@ -175,8 +175,9 @@ pub fn append(b: &mut ColBuilder, f: Form, s: &str) -> Result<(), DecodeError> {
             Ok(())
         }
         (Form::Time, ColBuilder::Dur(db)) => {
-            let (t, _) = split_offset(s);
-            db.append_value(time(t).ok_or_else(|| format!("time {s:?}"))?);
+            let (t, off) = split_offset(s);
+            let us = time(t).ok_or_else(|| format!("time {s:?}"))?;
+            db.append_value(utc_time(us, off));
             Ok(())
         }
         (Form::Timestamp | Form::TimestampTz, ColBuilder::Ts(tb, _)) => {
@@ -288,6 +289,16 @@ fn time(s: &str) -> Option<i64> {
         format!("{frac:0<6}").parse().ok()?
     };
     Some(((h * 60 + m) * 60 + sec) * 1_000_000 + us)
+}
+
+/// A time of day at `off` seconds east of UTC as the time of day in UTC (timetz:
+/// the instant kept, the offset not; a time without an offset as it is, 24:00:00
+/// included).
+pub(super) fn utc_time(us: i64, off: i64) -> i64 {
+    match off {
+        0 => us,
+        off => (us - off * 1_000_000).rem_euclid(86_400_000_000),
+    }
 }
 
 /// A trailing `+05:30` / `-08` / `+00` offset, in seconds east of UTC.

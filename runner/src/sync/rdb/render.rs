@@ -26,6 +26,33 @@ pub struct ColSpec {
     /// A uuid column (PostgreSQL `uuid`, MySQL `CHAR(36)`): 16 source bytes are
     /// written as the uuid's text.
     pub uuid: bool,
+    /// A PostgreSQL array (its text, `{1,NULL,3}`) into a target that stores
+    /// arrays as JSON (MySQL): how its elements are written.
+    pub array: Option<Element>,
+}
+
+/// How an array's elements are written as JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Element {
+    /// Numbers as JSON numbers (NaN and infinities as strings).
+    Number,
+    Bool,
+    Text,
+}
+
+impl Element {
+    /// The JSON form of elements of IR type `t` (None: not an array).
+    pub fn of_array(t: &ddl_core::DataType) -> Option<Element> {
+        use ddl_core::DataType as T;
+        let T::Array { element } = t else {
+            return None;
+        };
+        Some(match **element {
+            T::Int { .. } | T::Decimal { .. } | T::Float { .. } => Element::Number,
+            T::Boolean => Element::Bool,
+            _ => Element::Text,
+        })
+    }
 }
 
 /// One value on its way to a target (a view into a `Row`).
@@ -241,6 +268,15 @@ pub fn push(
         A::Float32 => my_float(col.as_primitive::<Float32Type>().value(row) as f64)?,
         A::Float64 => my_float(col.as_primitive::<Float64Type>().value(row))?,
         A::Boolean => Val::Int(col.as_boolean().value(row) as i64),
+        A::Utf8 if spec.array.is_some() => {
+            let s = col.as_string::<i32>().value(row);
+            text.clear();
+            pg_array_json(s, spec.array.expect("an array"), text)
+                .map_err(|e| format!("array {s:?}: {e}"))?;
+            Val::Text(text)
+        }
+        // A varying bit string (its text: a source keeps its length) into BIT(n).
+        A::Utf8 if spec.bits.is_some() => bit_text(col.as_string::<i32>().value(row))?,
         A::Utf8 => Val::Text(col.as_string::<i32>().value(row)),
         A::LargeUtf8 => Val::Text(col.as_string::<i64>().value(row)),
         A::Binary => Val::Bytes(col.as_binary::<i32>().value(row)),
@@ -253,6 +289,112 @@ pub fn push(
     };
     out.push(v);
     Ok(())
+}
+
+/// PostgreSQL's text of an array (`{1,NULL,3}`, `{{"a b",c},{d,e}}`, with an
+/// optional `[0:2]=` bounds prefix) as a JSON array (nested for each dimension).
+pub fn pg_array_json(s: &str, e: Element, out: &mut String) -> Result<(), String> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    if b.first() == Some(&b'[') {
+        i = s.find('=').ok_or("a bounds prefix without '='")? + 1;
+    }
+    let mut depth = 0usize;
+    // After a value or a closing brace: a delimiter or a brace comes next.
+    let mut after_value = false;
+    while i < b.len() {
+        match b[i] {
+            b'{' => {
+                if after_value {
+                    return Err(format!("'{{' at byte {i} after a value"));
+                }
+                out.push('[');
+                depth += 1;
+                i += 1;
+            }
+            b'}' => {
+                if depth == 0 {
+                    return Err(format!("unbalanced '}}' at byte {i}"));
+                }
+                out.push(']');
+                depth -= 1;
+                after_value = true;
+                i += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            b',' if after_value => {
+                out.push(',');
+                after_value = false;
+                i += 1;
+            }
+            c if c.is_ascii_whitespace() => i += 1,
+            b'"' => {
+                // A quoted element: always a string's text (quoted numbers are numbers).
+                let mut v = String::new();
+                i += 1;
+                loop {
+                    let Some(&c) = b.get(i) else {
+                        return Err("an unterminated quoted element".into());
+                    };
+                    match c {
+                        b'"' => {
+                            i += 1;
+                            break;
+                        }
+                        b'\\' => {
+                            let start = i + 1;
+                            let ch = s[start..].chars().next().ok_or("a trailing backslash")?;
+                            v.push(ch);
+                            i = start + ch.len_utf8();
+                        }
+                        _ => {
+                            let ch = s[i..].chars().next().expect("a char");
+                            v.push(ch);
+                            i += ch.len_utf8();
+                        }
+                    }
+                }
+                json_element(&v, e, out);
+                after_value = true;
+            }
+            _ => {
+                let start = i;
+                while i < b.len() && !matches!(b[i], b',' | b'}') {
+                    i += 1;
+                }
+                let v = s[start..i].trim_end();
+                match v.eq_ignore_ascii_case("NULL") {
+                    true => out.push_str("null"),
+                    false => json_element(v, e, out),
+                }
+                after_value = true;
+            }
+        }
+    }
+    if depth != 0 || i != b.len() {
+        return Err("not a PostgreSQL array".into());
+    }
+    Ok(())
+}
+
+/// One array element as JSON.
+fn json_element(v: &str, e: Element, out: &mut String) {
+    match e {
+        Element::Number if v.parse::<f64>().is_ok_and(f64::is_finite) => out.push_str(v),
+        Element::Bool if v == "t" || v == "true" => out.push_str("true"),
+        Element::Bool if v == "f" || v == "false" => out.push_str("false"),
+        _ => out.push_str(&serde_json::Value::String(v.to_owned()).to_string()),
+    }
+}
+
+/// A bit string's text (`0101`) as the number MySQL's BIT takes.
+fn bit_text(s: &str) -> Result<Val<'_>, SyncError> {
+    match s.len() <= 64 && s.bytes().all(|c| c == b'0' || c == b'1') {
+        true => Ok(Val::UInt(u64::from_str_radix(s, 2).unwrap_or(0))),
+        false => Err(format!("bit string {s:?} is not a BIT(n) value of up to 64 bits").into()),
+    }
 }
 
 /// A 16-byte binary value (a uuid as the sources read it).
@@ -456,6 +598,28 @@ mod tests {
 
     fn one(r: Row) -> String {
         format!("{:?}", r.vals().collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn postgresql_arrays_become_json() {
+        let j = |s: &str, e| {
+            let mut out = String::new();
+            pg_array_json(s, e, &mut out).map(|_| out)
+        };
+        assert_eq!(j("{1,NULL,3}", Element::Number).unwrap(), "[1,null,3]");
+        assert_eq!(j("{}", Element::Number).unwrap(), "[]");
+        assert_eq!(
+            j(r#"{"a b","c,d",NULL,"NULL","q\"x\\"}"#, Element::Text).unwrap(),
+            r#"["a b","c,d",null,"NULL","q\"x\\"]"#
+        );
+        assert_eq!(
+            j("{{x,y},{z,w}}", Element::Text).unwrap(),
+            r#"[["x","y"],["z","w"]]"#
+        );
+        assert_eq!(j("[0:1]={t,f}", Element::Bool).unwrap(), "[true,false]");
+        assert_eq!(j("{NaN,1.5}", Element::Number).unwrap(), r#"["NaN",1.5]"#);
+        assert!(j("{1,2", Element::Number).is_err());
+        assert!(j("1,2}", Element::Number).is_err());
     }
 
     #[test]

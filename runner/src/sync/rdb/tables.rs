@@ -56,6 +56,10 @@ impl RdbEngine {
                     },
                     boolean: c.data_type == ddl_core::DataType::Boolean,
                     uuid: c.data_type == ddl_core::DataType::Uuid,
+                    array: match self.dialect {
+                        dialects::Dialect::Postgres => None,
+                        _ => super::render::Element::of_array(&c.data_type),
+                    },
                 })
                 .collect();
             let names: Vec<String> = t.columns.iter().map(|c| c.name.to_lowercase()).collect();
