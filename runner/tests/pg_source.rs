@@ -2328,7 +2328,24 @@ enum Norm {
     No,
     Trim,
     Float,
+    /// A geometric value: the source's text as the WKT MariaDB holds ([`GEO_WKT`]).
+    Wkt,
 }
+
+/// PostgreSQL geometric values of [`BUILTIN_TYPES`] (as PostgreSQL prints them)
+/// and the MySQL geometries they become, as `ST_AsText` prints them.
+const GEO_WKT: &[(&str, &str)] = &[
+    ("(1.5,-2)", "POINT(1.5 -2)"),
+    ("(0,0)", "POINT(0 0)"),
+    ("[(0,0),(1,1)]", "LINESTRING(0 0,1 1)"),
+    ("[(1,2),(3,4)]", "LINESTRING(1 2,3 4)"),
+    ("(1,1),(0,0)", "POLYGON((0 0,1 0,1 1,0 1,0 0))"),
+    ("(3,4),(1,2)", "POLYGON((1 2,3 2,3 4,1 4,1 2))"),
+    ("[(0,0),(1,1),(2,0)]", "LINESTRING(0 0,1 1,2 0)"),
+    ("((0,0),(1,1))", "LINESTRING(0 0,1 1,0 0)"),
+    ("((0,0),(1,1),(1,0))", "POLYGON((0 0,1 1,1 0,0 0))"),
+    ("((0,0),(2,0),(2,2))", "POLYGON((0 0,2 0,2 2,0 0))"),
+];
 
 /// PostgreSQL's built-in types, one column each: two values and NULL through the
 /// snapshot, the same rows again through the stream, and an update of each.
@@ -2378,6 +2395,13 @@ const BUILTIN_TYPES: &[(&str, &str, &str)] = &[
     ),
     ("bit(3)", "B'101'", "B'000'"),
     ("bit varying(5)", "B'1'", "B'10101'"),
+    ("point", "'(1.5,-2)'", "'(0,0)'"),
+    ("line", "'{1,-1,0}'", "'{0,1,2}'"),
+    ("lseg", "'[(0,0),(1,1)]'", "'[(1,2),(3,4)]'"),
+    ("box", "'(1,1),(0,0)'", "'(3,4),(1,2)'"),
+    ("path", "'[(0,0),(1,1),(2,0)]'", "'((0,0),(1,1))'"),
+    ("polygon", "'((0,0),(1,1),(1,0))'", "'((0,0),(2,0),(2,2))'"),
+    ("circle", "'<(0,0),1.5>'", "'<(1,1),2>'"),
     ("tsvector", "'a fat cat'", "''"),
     ("tsquery", "'fat & cat'", "'!x'"),
     ("int4range", "'[1,10)'", "'empty'"),
@@ -2398,7 +2422,7 @@ const BUILTIN_TYPES: &[(&str, &str, &str)] = &[
 
 /// Every built-in type above from PostgreSQL into PostgreSQL (each value equal as
 /// text) and into MariaDB (each value as MariaDB prints the type `translate` maps it
-/// to), through the snapshot and the stream.
+/// to), and every row into Iceberg, through the snapshot and the stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_builtin_type_mirrors_into_postgresql_and_mariadb() {
     let (server, maria) =
@@ -2430,7 +2454,7 @@ async fn every_builtin_type_mirrors_into_postgresql_and_mariadb() {
     let dir = tmp.path();
     let files: Vec<_> = every_sink(dir, server.port, maria.port)
         .into_iter()
-        .filter(|(n, _)| matches!(*n, "maria" | "pg"))
+        .filter(|(n, _)| matches!(*n, "maria" | "pg" | "position"))
         .collect();
     let mut logs = String::new();
     for (name, f) in &files {
@@ -2509,6 +2533,9 @@ async fn every_builtin_type_mirrors_into_postgresql_and_mariadb() {
                 c.to_owned(),
                 Norm::No,
             ),
+            "point" | "lseg" | "box" | "path" | "polygon" => {
+                (format!("{c}::text"), format!("ST_AsText({c})"), Norm::Wkt)
+            }
             _ => (format!("{c}::text"), c.to_owned(), Norm::No),
         };
         (src, maria, norm)
@@ -2545,6 +2572,10 @@ async fn every_builtin_type_mirrors_into_postgresql_and_mariadb() {
                 v.trim_end_matches('0').trim_end_matches('.').to_owned()
             }
             Norm::Trim => v,
+            Norm::Wkt => match GEO_WKT.iter().find(|(pg, _)| *pg == v) {
+                Some((_, wkt)) => wkt.to_string(),
+                None => v,
+            },
         })
     };
     let want = source(&pg, &src_sql).await;
@@ -2569,4 +2600,13 @@ async fn every_builtin_type_mirrors_into_postgresql_and_mariadb() {
         }
     }
     assert!(bad.is_empty(), "{}\n{logs}", bad.join("\n"));
+    // The lake holds every row, every column (its notation is the types test's).
+    let cat = Catalog::open(&CatalogConfig::local(dir.join("wh-position")))
+        .await
+        .unwrap();
+    let lake = lakeshift_tests::iceberg_text_rows(&cat, "shop", "ty", None)
+        .await
+        .unwrap_or_default();
+    assert_eq!(lake.len(), 7, "{logs}");
+    assert!(lake.iter().all(|r| r.len() == BUILTIN_TYPES.len() + 1));
 }

@@ -205,6 +205,11 @@ fn mysql(source: Dialect, t: &T) -> Mapped {
             "geometry" | "point" | "linestring" | "polygon" | "multipoint" | "multilinestring"
             | "multipolygon" | "geometrycollection" => ok(kind.to_ascii_uppercase()),
             "geomcollection" => ok("GEOMETRYCOLLECTION"),
+            // PostgreSQL's infinite line and circle have no MySQL geometry.
+            "line" | "circle" => lossy(
+                "LONGTEXT",
+                format!("postgres type {kind} is stored as text (MySQL has no {kind} geometry)"),
+            ),
             _ => lossy("GEOMETRY", format!("{kind} becomes GEOMETRY")),
         },
         T::Other { dialect, name } if dialect == "mysql" => ok(name.to_ascii_uppercase()),

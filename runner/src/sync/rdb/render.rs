@@ -29,6 +29,35 @@ pub struct ColSpec {
     /// A PostgreSQL array (its text, `{1,NULL,3}`) into a target that stores
     /// arrays as JSON (MySQL): how its elements are written.
     pub array: Option<Element>,
+    /// A PostgreSQL geometric value (its text, `(1,2)`) into a MySQL geometry
+    /// column: written as MySQL's geometry bytes.
+    pub geometry: Option<Geometric>,
+}
+
+/// PostgreSQL's geometric types that MySQL geometries hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Geometric {
+    Point,
+    Lseg,
+    Box,
+    Path,
+    Polygon,
+}
+
+impl Geometric {
+    pub fn of(t: &ddl_core::DataType) -> Option<Geometric> {
+        let ddl_core::DataType::Spatial { kind } = t else {
+            return None;
+        };
+        Some(match kind.as_str() {
+            "point" => Geometric::Point,
+            "lseg" => Geometric::Lseg,
+            "box" => Geometric::Box,
+            "path" => Geometric::Path,
+            "polygon" => Geometric::Polygon,
+            _ => return None,
+        })
+    }
 }
 
 /// How an array's elements are written as JSON.
@@ -275,6 +304,13 @@ pub fn push(
                 .map_err(|e| format!("array {s:?}: {e}"))?;
             Val::Text(text)
         }
+        A::Utf8 if spec.geometry.is_some() => {
+            let s = col.as_string::<i32>().value(row);
+            let g = pg_geometry(s, spec.geometry.expect("geometric"))
+                .map_err(|e| format!("geometric value {s:?}: {e}"))?;
+            out.push(Val::Bytes(&g));
+            return Ok(());
+        }
         // A varying bit string (its text: a source keeps its length) into BIT(n).
         A::Utf8 if spec.bits.is_some() => bit_text(col.as_string::<i32>().value(row))?,
         A::Utf8 => Val::Text(col.as_string::<i32>().value(row)),
@@ -387,6 +423,76 @@ fn json_element(v: &str, e: Element, out: &mut String) {
         Element::Bool if v == "f" || v == "false" => out.push_str("false"),
         _ => out.push_str(&serde_json::Value::String(v.to_owned()).to_string()),
     }
+}
+
+/// PostgreSQL's text of a geometric value of type `g` (a point `(x,y)`, line
+/// segment `[(x1,y1),(x2,y2)]`, box `(x1,y1),(x2,y2)`, path open `[...]` or closed
+/// `(...)`, polygon `((x,y),...)`) as MySQL's geometry bytes (SRID 0, then
+/// little-endian WKB): a point, a linestring (a closed path ends where it began)
+/// or a polygon (a box's corners).
+pub fn pg_geometry(s: &str, g: Geometric) -> Result<Vec<u8>, String> {
+    let t = s.trim();
+    let nums: Vec<f64> = t
+        .split(|c: char| "()[]<>{},".contains(c) || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<f64>().map_err(|e| format!("{p:?}: {e}")))
+        .collect::<Result<_, _>>()?;
+    let mut points: Vec<(f64, f64)> = nums.chunks(2).map(|p| (p[0], p[1])).collect();
+    let pairs = !nums.is_empty() && nums.len().is_multiple_of(2);
+    let want = |ok: bool, what: &str| match ok && pairs {
+        true => Ok(()),
+        false => Err(format!("not a {what}")),
+    };
+    let mut out = vec![0u8; 4];
+    out.push(1);
+    let put = |out: &mut Vec<u8>, kind: u32, rings: &[&[(f64, f64)]]| {
+        out.extend_from_slice(&kind.to_le_bytes());
+        if kind == 3 {
+            out.extend_from_slice(&(rings.len() as u32).to_le_bytes());
+        }
+        for ps in rings {
+            if kind != 1 {
+                out.extend_from_slice(&(ps.len() as u32).to_le_bytes());
+            }
+            for (x, y) in *ps {
+                out.extend_from_slice(&x.to_le_bytes());
+                out.extend_from_slice(&y.to_le_bytes());
+            }
+        }
+    };
+    match g {
+        Geometric::Point => {
+            want(points.len() == 1, "point")?;
+            put(&mut out, 1, &[&points]);
+        }
+        Geometric::Lseg => {
+            want(points.len() == 2, "line segment")?;
+            put(&mut out, 2, &[&points]);
+        }
+        Geometric::Box => {
+            want(points.len() == 2, "box")?;
+            let (a, b) = (points[0], points[1]);
+            let (lx, hx, ly, hy) = (a.0.min(b.0), a.0.max(b.0), a.1.min(b.1), a.1.max(b.1));
+            put(
+                &mut out,
+                3,
+                &[&[(lx, ly), (hx, ly), (hx, hy), (lx, hy), (lx, ly)]],
+            );
+        }
+        Geometric::Path => {
+            want(!points.is_empty(), "path")?;
+            if t.starts_with('(') {
+                points.push(points[0]);
+            }
+            put(&mut out, 2, &[&points]);
+        }
+        Geometric::Polygon => {
+            want(!points.is_empty(), "polygon")?;
+            points.push(points[0]);
+            put(&mut out, 3, &[&points]);
+        }
+    }
+    Ok(out)
 }
 
 /// A bit string's text (`0101`) as the number MySQL's BIT takes.

@@ -60,6 +60,10 @@ impl RdbEngine {
                         dialects::Dialect::Postgres => None,
                         _ => super::render::Element::of_array(&c.data_type),
                     },
+                    geometry: match self.dialect {
+                        dialects::Dialect::MySql => super::render::Geometric::of(&c.data_type),
+                        _ => None,
+                    },
                 })
                 .collect();
             let names: Vec<String> = t.columns.iter().map(|c| c.name.to_lowercase()).collect();
