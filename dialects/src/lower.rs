@@ -1191,3 +1191,165 @@ fn replace_value(text: &str, column: &str) -> String {
     }
     out
 }
+
+/// Give the unique keys, foreign keys and checks a PostgreSQL statement writes
+/// without a name the names PostgreSQL gives them (`<table>_<columns>_key`,
+/// `_fkey`, `<table>_<first column of the expression>_check`, cut to 63 bytes, a
+/// number added on a clash), so that a later `DROP CONSTRAINT orders_email_key`
+/// finds them in the catalog and the targets' copies carry the same names.
+pub fn pg_implicit_names(catalog: &ddl_core::Catalog, reqs: &mut [ChangeRequest]) {
+    use std::collections::HashSet;
+    let mut taken: HashSet<(TableName, String)> = HashSet::new();
+    let mut columns: Vec<(TableName, String)> = Vec::new();
+    let known = |taken: &HashSet<(TableName, String)>, t: &TableName, n: &str| {
+        taken.contains(&(t.clone(), n.to_ascii_lowercase()))
+            || catalog.table(t).is_some_and(|tb| {
+                let is =
+                    |x: &Option<String>| x.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(n));
+                tb.indexes.iter().any(|i| is(&i.name))
+                    || tb.foreign_keys.iter().any(|f| is(&f.name))
+                    || tb.checks.iter().any(|c| is(&c.name))
+                    || tb.primary_key.as_ref().is_some_and(|p| is(&p.name))
+            })
+    };
+    let choose =
+        |taken: &mut HashSet<(TableName, String)>, t: &TableName, cols: &str, label: &str| {
+            let mut pass = 0;
+            loop {
+                let l = match pass {
+                    0 => label.to_owned(),
+                    p => format!("{label}{p}"),
+                };
+                let n = object_name(&t.name, cols, &l);
+                if !known(taken, t, &n) {
+                    taken.insert((t.clone(), n.to_ascii_lowercase()));
+                    return n;
+                }
+                pass += 1;
+            }
+        };
+    let first_column = |expr: &str, cols: &[String]| -> Option<String> {
+        let mut word = String::new();
+        let mut quoted = false;
+        let mut found = None;
+        let mut check = |w: &str| {
+            if found.is_none() {
+                found = cols.iter().find(|c| c.eq_ignore_ascii_case(w)).cloned();
+            }
+        };
+        for ch in expr.chars() {
+            if ch == '"' {
+                if quoted {
+                    check(&word);
+                    word.clear();
+                }
+                quoted = !quoted;
+            } else if quoted || ch.is_alphanumeric() || ch == '_' {
+                word.push(ch);
+            } else {
+                if !word.is_empty() && !word.starts_with(|c: char| c.is_ascii_digit()) {
+                    check(&word);
+                }
+                word.clear();
+            }
+        }
+        if !word.is_empty() {
+            check(&word);
+        }
+        found
+    };
+    for r in reqs.iter_mut() {
+        let ChangeRequest::Change(c) = r else {
+            continue;
+        };
+        match c {
+            SchemaChange::CreateTable { table, .. } => {
+                let t = table.name.clone();
+                let cols: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+                columns.extend(cols.iter().map(|c| (t.clone(), c.clone())));
+                for ix in table.indexes.iter_mut().filter(|i| i.name.is_none()) {
+                    if ix.kind == ddl_core::IndexKind::Unique {
+                        let parts = index_columns(ix);
+                        ix.name = Some(choose(&mut taken, &t, &parts, "key"));
+                    }
+                }
+                for fk in table.foreign_keys.iter_mut().filter(|f| f.name.is_none()) {
+                    fk.name = Some(choose(&mut taken, &t, &fk.columns.join("_"), "fkey"));
+                }
+                for ck in table.checks.iter_mut().filter(|c| c.name.is_none()) {
+                    let col = first_column(&ck.expr, &cols).unwrap_or_default();
+                    ck.name = Some(choose(&mut taken, &t, &col, "check"));
+                }
+            }
+            SchemaChange::AddColumn { table, column, .. } => {
+                columns.push((table.clone(), column.name.clone()));
+            }
+            SchemaChange::AddIndex { table, index }
+                if index.name.is_none() && index.kind == ddl_core::IndexKind::Unique =>
+            {
+                let parts = index_columns(index);
+                index.name = Some(choose(&mut taken, table, &parts, "key"));
+            }
+            SchemaChange::AddForeignKey { table, foreign_key } if foreign_key.name.is_none() => {
+                let cols = foreign_key.columns.join("_");
+                foreign_key.name = Some(choose(&mut taken, table, &cols, "fkey"));
+            }
+            SchemaChange::AddCheck { table, check } if check.name.is_none() => {
+                let mut cols: Vec<String> = catalog
+                    .table(table)
+                    .map(|t| t.columns.iter().map(|c| c.name.clone()).collect())
+                    .unwrap_or_default();
+                cols.extend(
+                    columns
+                        .iter()
+                        .filter(|(t, _)| t == table)
+                        .map(|(_, c)| c.clone()),
+                );
+                let col = first_column(&check.expr, &cols).unwrap_or_default();
+                check.name = Some(choose(&mut taken, table, &col, "check"));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An index's columns as PostgreSQL joins them into its name (`expr` for an
+/// expression).
+fn index_columns(ix: &ddl_core::Index) -> String {
+    ix.parts
+        .iter()
+        .map(|p| {
+            if p.expression {
+                "expr"
+            } else {
+                p.column.as_str()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// PostgreSQL's `makeObjectName`: `name1_name2_label` in at most 63 bytes, the
+/// longer of the two names cut first (`name2` may be empty).
+fn object_name(name1: &str, name2: &str, label: &str) -> String {
+    let overhead = label.len() + 1 + usize::from(!name2.is_empty());
+    let avail = 63usize.saturating_sub(overhead);
+    let (mut n1, mut n2) = (name1.len(), name2.len());
+    while n1 + n2 > avail {
+        if n1 > n2 {
+            n1 -= 1;
+        } else {
+            n2 -= 1;
+        }
+    }
+    let clip = |s: &str, mut n: usize| {
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        s[..n].to_owned()
+    };
+    match name2.is_empty() {
+        true => format!("{}_{label}", clip(name1, n1)),
+        false => format!("{}_{}_{label}", clip(name1, n1), clip(name2, n2)),
+    }
+}

@@ -165,7 +165,11 @@ impl StatementParser<'_> {
                             message: e.message,
                             unknown: Vec::new(),
                         })?;
-                return Ok(Parsed::Requests(self.lowerer().create_table(&d)?));
+                let mut r = self.lowerer().create_table(&d)?;
+                if self.dialect == Dialect::Postgres {
+                    crate::lower::pg_implicit_names(self.catalog, &mut r);
+                }
+                return Ok(Parsed::Requests(r));
             }
             ("ALTER", "TABLE") | ("ALTER", "ONLINE") | ("ALTER", "IGNORE") => {
                 let d = grammar::ddl::parse_alter_table(self.dialect.flavor(), &self.prepare(text))
@@ -174,7 +178,11 @@ impl StatementParser<'_> {
                         message: e.message,
                         unknown: Vec::new(),
                     })?;
-                return Ok(Parsed::Requests(self.lowerer().alter_table(&d)?));
+                let mut r = self.lowerer().alter_table(&d)?;
+                if self.dialect == Dialect::Postgres {
+                    crate::lower::pg_implicit_names(self.catalog, &mut r);
+                }
+                return Ok(Parsed::Requests(r));
             }
             ("CREATE", kind @ ("VIEW" | "MATERIALIZED" | "FOREIGN")) => {
                 let word = if kind == "FOREIGN" { "TABLE" } else { "VIEW" };

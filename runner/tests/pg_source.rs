@@ -2610,3 +2610,44 @@ async fn every_builtin_type_mirrors_into_postgresql_and_mariadb() {
     assert_eq!(lake.len(), 7, "{logs}");
     assert!(lake.iter().all(|r| r.len() == BUILTIN_TYPES.len() + 1));
 }
+
+/// Under `ddl-error-policy: skip`, a column added inside a `DO` block (the capture
+/// sees the block's text, not the ALTER) and a statement no parser reads still leave
+/// the lake with every value: the column is followed from the stream's relation
+/// message, and the skipped statement is reported. (Before, the column reached the
+/// schema history but never the lake, and its values were dropped.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_do_block_column_under_the_skip_policy_reaches_the_lake() {
+    let (server, pg, tmp, _) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.items (id bigint PRIMARY KEY, name text);
+         INSERT INTO shop.items VALUES (1, 'one');",
+    )
+    .await;
+    let dir = tmp.path();
+    let job = job_with(dir, server.port, "  ddl-error-policy: skip\n");
+    install_capture(&job);
+    let first = finish(spawn(&job, true));
+    pg.batch_execute(
+        "DO $$ BEGIN EXECUTE 'ALTER TABLE shop.items ADD COLUMN w int'; END $$;
+         INSERT INTO shop.items VALUES (2, 'two', 22);
+         UPDATE shop.items SET w = 11 WHERE id = 1;
+         ALTER TABLE shop.items ADD COLUMN d numeric(8,2);
+         UPDATE shop.items SET d = 1.5 WHERE id = 2;",
+    )
+    .await
+    .unwrap();
+    let log = format!("{first}\n{}", finish(spawn(&job, true)));
+    pg.batch_execute("INSERT INTO shop.items VALUES (3, 'three', 33, 3.25)")
+        .await
+        .unwrap();
+    let log = format!("{log}\n{}", finish(spawn(&job, true)));
+    let checks = [(
+        "items",
+        "SELECT id::text, name, w::text, d::text FROM shop.items",
+    )];
+    assert_converges(&pg, dir, &checks, "a DO-block column under skip", || {
+        log.clone()
+    })
+    .await;
+}

@@ -2015,7 +2015,12 @@ impl Emitter {
                     if tgt == Dialect::MySql {
                         out.push(format!("ALTER TABLE {tn} DROP INDEX {n}"));
                     } else {
+                        // An index lives in its table's schema.
                         let n = self.index_name(cx, table, &ix);
+                        let n = match &table.schema {
+                            Some(s) => format!("{}.{n}", self.ident(cx, s)),
+                            None => n,
+                        };
                         out.push(format!("DROP INDEX {n}"));
                     }
                 } else {

@@ -136,7 +136,8 @@ pub const MESSAGE_PREFIX: &str = "lakeshift";
 
 /// The SQL `lakeshift pg-setup` prints or runs: an event trigger at the end of every
 /// DDL command (and one for dropped objects) that emits a transactional logical
-/// message with the command's text, the search_path and the objects it touched, so
+/// message with the command's text, the search_path, the objects it touched and
+/// whether it ran inside a function or DO block, so
 /// the DDL reaches the stream in its place among the rows. Event triggers need a
 /// superuser to create.
 pub fn setup_sql() -> String {
@@ -148,7 +149,11 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
   objs jsonb := '[]'::jsonb;
   r record;
+  ctx text;
 BEGIN
+  -- More than this function's own line: the command ran inside a function or DO
+  -- block, whose statement is not in the query text.
+  GET DIAGNOSTICS ctx = PG_CONTEXT;
   FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
     objs := objs || jsonb_build_object('tag', r.command_tag, 'type', r.object_type,
       'schema', r.schema_name, 'identity', r.object_identity);
@@ -156,7 +161,7 @@ BEGIN
   PERFORM pg_logical_emit_message(true, '{MESSAGE_PREFIX}', jsonb_build_object(
     'kind', 'ddl', 'tag', tg_tag, 'query', current_query(),
     'search_path', current_setting('search_path'), 'schema', current_schema(),
-    'objects', objs)::text);
+    'nested', position(E'\n' in ctx) > 0, 'objects', objs)::text);
 END
 $fn$;
 

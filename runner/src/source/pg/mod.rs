@@ -1160,12 +1160,13 @@ async fn read_table(
         .map(|(c, b)| b.select(&ident(&c.name)))
         .collect();
     if !int_key {
-        cols.extend(
-            table
-                .key
-                .iter()
-                .map(|i| format!("{}::text", ident(&table.columns[*i].name))),
-        );
+        // Named apart: ORDER BY the key names the table's column, not these.
+        cols.extend(table.key.iter().enumerate().map(|(k, i)| {
+            format!(
+                "{}::text AS \"lakeshift.key{k}\"",
+                ident(&table.columns[*i].name)
+            )
+        }));
     }
     let cols = cols.join(", ");
     let from = format!("{}.{}", ident(&table.db), ident(&table.name));
@@ -2339,9 +2340,15 @@ impl Stream {
             .iter()
             .find(|(q, _)| *q == text)
             .map_or(0, |(_, n)| *n);
+        // A command inside a function or DO block is none of the query's statements
+        // (an ALTER TABLE later in a multi-statement query would match its tag).
+        let nested = v["nested"].as_bool().unwrap_or(false);
         // The same query text run again in this transaction starts over.
-        let found = statement_for(&text, &tag, from)
-            .or_else(|| (from > 0).then(|| statement_for(&text, &tag, 0)).flatten());
+        let found = match nested {
+            true => None,
+            false => statement_for(&text, &tag, from)
+                .or_else(|| (from > 0).then(|| statement_for(&text, &tag, 0)).flatten()),
+        };
         let Some((next, query)) = found else {
             // Run by a function or DO block: the query text is the call, not the
             // statement. The change reaches the history from the stream's Relation

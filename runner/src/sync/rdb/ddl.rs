@@ -178,6 +178,30 @@ impl RdbEngine {
     fn route_changes(&mut self, changes: &[SchemaChange]) -> Vec<SchemaChange> {
         let mut routed: Vec<SchemaChange> =
             changes.iter().map(|c| self.job.router.change(c)).collect();
+        // A foreign key the target never got (`foreign-keys: drop`, or one still
+        // queued) is not dropped there: the queued one leaves the queue.
+        routed.retain(|c| {
+            let SchemaChange::DropConstraint { table, name } = c else {
+                return true;
+            };
+            let named =
+                |n: &Option<String>| n.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name));
+            if let Some(i) = self
+                .fk_queue
+                .iter()
+                .position(|(t, fk)| t == table && named(&fk.name))
+            {
+                self.fk_queue.remove(i);
+                return false;
+            }
+            let on_target = self.catalog.table(table).is_none_or(|t| {
+                t.indexes.iter().any(|i| named(&i.name))
+                    || t.foreign_keys.iter().any(|f| named(&f.name))
+                    || t.checks.iter().any(|c| named(&c.name))
+                    || t.primary_key.as_ref().is_some_and(|p| named(&p.name))
+            });
+            on_target || self.cfg.foreign_keys != ForeignKeys::Drop
+        });
         if self.cfg.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
             let mut later: Vec<Table> = Vec::new();
             routed.retain(|c| match c {
@@ -243,6 +267,7 @@ impl RdbEngine {
                     have.columns == t.columns
                         && have.primary_key == t.primary_key
                         && have.indexes == t.indexes
+                        && have.checks == t.checks
                 })
             })
     }
