@@ -106,6 +106,7 @@ fn cases() -> Vec<Case> {
         c("set schema", BASE, "ALTER TABLE s.a SET SCHEMA t; INSERT INTO t.a VALUES (100, 1, 'x'); UPDATE t.a SET v = 0 WHERE id = 2;", MIRROR),
         c("schema renamed", "CREATE TABLE s.x (id int PRIMARY KEY); INSERT INTO s.x VALUES (1);", "DROP SCHEMA t; ALTER SCHEMA s RENAME TO t; INSERT INTO t.x VALUES (2);", MIRROR),
         c("schema dropped with cascade", BASE, "INSERT INTO s.a VALUES (100, 1, 'x'); DROP SCHEMA s CASCADE;", MIRROR),
+        c("schema dropped with cascade and made again", BASE, "DROP SCHEMA s CASCADE; CREATE SCHEMA s; CREATE TABLE s.a (id int PRIMARY KEY, w text); INSERT INTO s.a VALUES (7, 'again');", [Want::Stop("ADD TABLES IN SCHEMA \"s\""), Want::Stop("ADD TABLES IN SCHEMA \"s\"")]),
         c("type dropped with cascade", "CREATE TYPE s.mood AS ENUM ('sad', 'ok'); CREATE TABLE s.e (id int PRIMARY KEY, m s.mood, v int); INSERT INTO s.e VALUES (1, 'sad', 1);", "DROP TYPE s.mood CASCADE; UPDATE s.e SET v = 2;", MIRROR),
         c("column added in a DO block", BASE, "DO $$ BEGIN EXECUTE 'ALTER TABLE s.a ADD COLUMN w int'; END $$; UPDATE s.a SET w = id;", MIRROR),
         c("column added by a function", "CREATE TABLE s.a (id int PRIMARY KEY, v int); INSERT INTO s.a VALUES (1, 1); CREATE FUNCTION s.widen() RETURNS void LANGUAGE plpgsql AS $$ BEGIN ALTER TABLE s.a ADD COLUMN w int; ALTER TABLE s.a RENAME COLUMN v TO vv; END $$;", "SELECT s.widen(); UPDATE s.a SET w = 5, vv = 6;", MIRROR),

@@ -659,11 +659,28 @@ async fn check_publication(
     }
     let unpublished = names(|t| !t.published);
     if !unpublished.is_empty() {
+        // A publication of whole schemas loses a schema dropped and made again.
+        let schemas: Vec<String> = c
+            .query(
+                r#"SELECT DISTINCT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE '"' || replace(n.nspname, '"', '""') || '"."' || replace(c.relname, '"', '""') || '"' = ANY($1) AND EXISTS (SELECT 1 FROM pg_publication_namespace pn JOIN pg_publication p ON p.oid = pn.pnpubid WHERE p.pubname = $2) ORDER BY 1"#,
+                &[&unpublished, &name],
+            )
+            .await
+            .unwrap_or_default()
+            .iter()
+            .map(|r| ident(&r.get::<_, String>(0)))
+            .collect();
+        let fix = match schemas.is_empty() {
+            true => format!("ADD TABLE {}", unpublished.join(", ")),
+            false => format!(
+                "ADD TABLES IN SCHEMA {} (a schema dropped and made again leaves the publication)",
+                schemas.join(", ")
+            ),
+        };
         return Err(SourceError::Preflight(format!(
-            "captured table(s) {} are not in publication {name}: their changes would be lost. ALTER PUBLICATION {} ADD TABLE {}; changes made before that are not in the stream: take a new snapshot of those tables (or narrow source.tables)",
+            "captured table(s) {} are not in publication {name}: their changes would be lost. ALTER PUBLICATION {} {fix}; changes made before that are not in the stream: take a new snapshot of those tables (or narrow source.tables)",
             unpublished.join(", "),
             ident(name),
-            unpublished.join(", ")
         )));
     }
     Ok(())
