@@ -2651,3 +2651,57 @@ async fn a_do_block_column_under_the_skip_policy_reaches_the_lake() {
     })
     .await;
 }
+
+/// `--until-end` ends on a quiet server when the last WAL has no commit of its own
+/// (here a non-transactional logical message; a VACUUM's records do the same): such
+/// WAL reaches the client only in a keepalive, which an idle walsender sends every
+/// wal_sender_timeout / 2 (30 s), so the run waited that long (45 s seen in a
+/// bench). Bound: the run ends within 8 s (about 1 s here; unfixed, 30 s or more).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn until_the_end_does_not_wait_for_wal_nobody_flushes() {
+    let server = PgServer::start_with(&[
+        "wal_level=logical",
+        "max_replication_slots=10",
+        "max_wal_senders=10",
+        "wal_writer_delay=10000",
+        "checkpoint_timeout=3600",
+    ])
+    .await;
+    let pg = server.create_db("app").await;
+    pg.batch_execute("CREATE SCHEMA shop; CREATE TABLE shop.t (id int PRIMARY KEY, v text); INSERT INTO shop.t VALUES (1, 'a');")
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job(tmp.path(), server.port);
+    finish(spawn(&job, true));
+    pg.batch_execute("INSERT INTO shop.t VALUES (2, 'b')")
+        .await
+        .unwrap();
+    // WAL inserted after the last commit, flushed by nobody.
+    let unflushed: bool = pg
+        .query_one(
+            "SELECT pg_logical_emit_message(false, 'elsewhere', 'x') > pg_current_wal_flush_lsn()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(unflushed, "the message is not flushed yet");
+    let mut child = spawn(&job, true);
+    let deadline = std::time::Instant::now() + Duration::from_secs(8);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "sync --until-end still running after 8 s:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = finish(child);
+    let want = source(&pg, "SELECT id::text, v FROM shop.t").await;
+    let got = lake(tmp.path(), "t").await.unwrap_or_default();
+    lakeshift_tests::assert_rows_eq(&got, &want, &log);
+}

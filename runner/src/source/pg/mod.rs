@@ -419,15 +419,28 @@ async fn run(
     }
     // The end: every transaction committed before now, including commits not yet
     // flushed (`synchronous_commit = off`): the WAL inserted, not the WAL written.
-    // The stream reaches it once the WAL writer flushes it.
+    // The stream shows it reached the end by a commit at or after it: WAL after the
+    // last commit (a VACUUM's records, a non-transactional message) reaches the
+    // client only in a keepalive, which an idle walsender sends every
+    // wal_sender_timeout / 2. So a transaction of one logical message of the job's
+    // own (ignored when read), committed synchronously, ends the run's stream.
     let end = if stop_at_end {
         let r = client
             .query_one(
-                "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text",
+                "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text, pg_is_in_recovery()",
                 &[],
             )
             .await
             .map_err(catalog::sql)?;
+        if !r.get::<_, bool>(1) {
+            client
+                .batch_execute(&format!(
+                    "BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_logical_emit_message(true, {}, '{{\"kind\": \"end\"}}'); COMMIT",
+                    literal(catalog::MESSAGE_PREFIX)
+                ))
+                .await
+                .map_err(catalog::sql)?;
+        }
         Some(parse_lsn(&r.get::<_, String>(0))?)
     } else {
         None
