@@ -2705,3 +2705,53 @@ async fn until_the_end_does_not_wait_for_wal_nobody_flushes() {
     let got = lake(tmp.path(), "t").await.unwrap_or_default();
     lakeshift_tests::assert_rows_eq(&got, &want, &log);
 }
+
+/// Column names with upper-case letters beyond ASCII (`Ä`, `Ünï`, `Σ`), in the key
+/// too, reach the relational targets with their values: the sink matched the rows'
+/// columns to the target's with an ASCII-only case fold, and such columns arrived
+/// NULL (found by a hostile tester).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_ascii_upper_case_column_names_keep_their_values() {
+    let (server, maria) =
+        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.u (\"Ключ\" int PRIMARY KEY, \"Ä\" text, \"aÄ\" text, \"Σ\" text, \"Ünï\" int);
+         INSERT INTO shop.u VALUES (1, 'a1', 'b1', 's1', 11), (2, 'a2', 'b2', 's2', 22);",
+    )
+    .await
+    .unwrap();
+    let target = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<_> = every_sink(tmp.path(), server.port, maria.port)
+        .into_iter()
+        .filter(|(n, _)| matches!(*n, "maria" | "pg"))
+        .collect();
+    let mut logs = String::new();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    pg.batch_execute(
+        "INSERT INTO shop.u VALUES (3, 'a3', 'b3', 's3', 33);
+         UPDATE shop.u SET \"Ä\" = 'a1!', \"Ünï\" = 111 WHERE \"Ключ\" = 1;
+         DELETE FROM shop.u WHERE \"Ключ\" = 2;",
+    )
+    .await
+    .unwrap();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    let sql = "SELECT \"Ключ\"::text, \"Ä\", \"aÄ\", \"Σ\", \"Ünï\"::text FROM shop.u";
+    let want = source(&pg, sql).await;
+    assert_eq!(want.len(), 2);
+    let got = source(&target, sql).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
+    let mut my = maria.conn(None).await;
+    let got = lakeshift_tests::mysql_text_rows(
+        &mut my,
+        "SELECT `Ключ`, `Ä`, `aÄ`, `Σ`, `Ünï` FROM shop.u",
+    )
+    .await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("MariaDB\n{logs}"));
+}

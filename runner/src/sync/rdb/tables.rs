@@ -74,7 +74,7 @@ impl RdbEngine {
                 .or_else(|| self.job.source.key_overrides.get(&show(k)).cloned())
                 .unwrap_or_default()
                 .iter()
-                .filter_map(|c| names.iter().position(|n| n.eq_ignore_ascii_case(c)))
+                .filter_map(|c| names.iter().position(|n| *n == c.to_lowercase()))
                 .collect();
             let sql_name = format!(
                 "{}.{}",

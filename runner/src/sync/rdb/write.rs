@@ -57,11 +57,12 @@ impl RdbEngine {
         // Target column -> batch column (a column the source table lacks, when several
         // tables route into one, is written as DEFAULT).
         let schema = any.schema();
+        // (`name` is lower case, Unicode's: `Ä` is `ä`.)
         let find = |name: &str| {
             schema
                 .fields()
                 .iter()
-                .position(|f| f.name().eq_ignore_ascii_case(name))
+                .position(|f| f.name() == name || f.name().to_lowercase() == name)
         };
         let all: Vec<(Option<usize>, &ColSpec)> = tt
             .names
