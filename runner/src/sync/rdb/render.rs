@@ -312,7 +312,9 @@ pub fn push(
             return Ok(());
         }
         // A varying bit string (its text: a source keeps its length) into BIT(n).
-        A::Utf8 if spec.bits.is_some() => bit_text(col.as_string::<i32>().value(row))?,
+        A::Utf8 if spec.bits.is_some_and(|n| n <= 64) => {
+            bit_text(col.as_string::<i32>().value(row))?
+        }
         A::Utf8 => Val::Text(col.as_string::<i32>().value(row)),
         A::LargeUtf8 => Val::Text(col.as_string::<i64>().value(row)),
         A::Binary => Val::Bytes(col.as_binary::<i32>().value(row)),
