@@ -12,6 +12,7 @@
 //! `cargo bench -p lakeshift-tests --bench pg_source` (LAKESHIFT_BENCH_ROWS row
 //! changes, 300000 by default).
 
+use lakeshift_tests::pgbench::{drop_slot, pg_bin, sync_once};
 use lakeshift_tests::PgServer;
 use runner::source::config::parse_job;
 use runner::source::{Resume, SourceEvent};
@@ -20,11 +21,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const TABLES: usize = 5;
-
-fn pg_bin(name: &str) -> std::path::PathBuf {
-    let out = Command::new("pg_config").arg("--bindir").output().unwrap();
-    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join(name)
-}
 
 fn job_text(port: u16, slot: &str, dir: &std::path::Path) -> String {
     format!(
@@ -56,16 +52,6 @@ async fn drain(
     }
     task.await.unwrap().unwrap();
     (rows, snap, t0.elapsed().as_secs_f64())
-}
-
-/// One `sync --until-end` run of `job`, in process: the row changes it applied.
-async fn sync_once(job: &runner::sync::job::SyncJob) -> u64 {
-    let engine = runner::sync::engine::Engine::open(job.clone())
-        .await
-        .unwrap();
-    let mut p = runner::sync::pipeline::Pipeline::new(job, engine);
-    p.run(true).await.unwrap();
-    p.sink.rows
 }
 
 fn main() {
@@ -127,17 +113,7 @@ fn main() {
         .unwrap();
         let (_, snap1_rows, snap1_secs) = drain(src, &snap1_dir, Resume::default()).await;
         assert_eq!(snap1_rows as usize, TABLES * 200_000, "every row read");
-        // (Once its walsender has let go of it.)
-        for _ in 0..200 {
-            let n = pg
-                .execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'snap1' AND NOT active", &[])
-                .await
-                .unwrap();
-            if n > 0 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        drop_slot(&pg, "snap1").await;
         let (_, src) = parse_job(&job_text(server.port, "snap", &snap_dir), |_| None).unwrap();
         let (_, snap_rows, snap_secs) = drain(src, &snap_dir, Resume::default()).await;
         assert_eq!(snap_rows as usize, TABLES * 200_000, "every row read");

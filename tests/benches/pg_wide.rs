@@ -17,17 +17,13 @@
 //! 1,000,000 by default; `LAKESHIFT_BENCH_CHANGES` row changes, 300,000 by default;
 //! `LAKESHIFT_BENCH_ROUNDS` alternating snapshot rounds, 2 by default).
 
+use lakeshift_tests::pgbench::{drop_slot, pg_bin, sync_once};
 use lakeshift_tests::PgServer;
 use runner::source::config::parse_job;
 use runner::source::{Resume, SourceEvent};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
-
-fn pg_bin(name: &str) -> std::path::PathBuf {
-    let out = Command::new("pg_config").arg("--bindir").output().unwrap();
-    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join(name)
-}
 
 fn env_num(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -80,16 +76,6 @@ async fn drain(src: runner::source::config::Source, dir: &std::path::Path) -> (u
     (snap, t0.elapsed().as_secs_f64())
 }
 
-/// One `sync --until-end` run of `job`, in process: the row changes it applied.
-async fn sync_once(job: &runner::sync::job::SyncJob) -> u64 {
-    let engine = runner::sync::engine::Engine::open(job.clone())
-        .await
-        .unwrap();
-    let mut p = runner::sync::pipeline::Pipeline::new(job, engine);
-    p.run(true).await.unwrap();
-    p.sink.rows
-}
-
 /// What the lake's `bench.orders` holds: rows and the sum of `amount` in cents.
 async fn lake_facts(dir: &std::path::Path) -> (i64, i128) {
     use arrow_array::Array as _;
@@ -131,24 +117,6 @@ async fn source_facts(pg: &tokio_postgres::Client) -> (i64, i128) {
         .await
         .unwrap();
     (r.get(0), r.get::<_, i64>(1) as i128)
-}
-
-async fn drop_slot(pg: &tokio_postgres::Client, slot: &str) {
-    // (Once its walsender has let go of it.)
-    for _ in 0..400 {
-        let n = pg
-            .execute(
-                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active",
-                &[&slot],
-            )
-            .await
-            .unwrap();
-        if n > 0 {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("slot {slot} stayed active");
 }
 
 fn psql_copy(port: u16, sql: &str) -> f64 {

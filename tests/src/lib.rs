@@ -7,6 +7,7 @@
 //!   does), so as root both run as the `postgres` user, on a folder given to it.
 
 pub mod constraints;
+pub mod pgbench;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
