@@ -1255,15 +1255,17 @@ async fn read_table(
         let mut in_chunk = 0u64;
         let mut tuples = binary::Tuples::default();
         let mut scratch: Vec<u8> = Vec::new();
-        // The last row's key (keyed tables): the chunk's cursor.
-        let mut last_row: Option<Vec<KeyValue>> = None;
+        // The last row's key fields as sent (keyed tables): the chunk's cursor,
+        // read once the chunk ends.
+        let mut last_key: Vec<Option<Vec<u8>>> = vec![None; key.len()];
         // Rows of `b` with a value that has no Arrow form, dead-lettered.
         let mut dropped: Vec<u32> = Vec::new();
+        // Their dead-letter records (what, record), written after each message.
+        let mut bad_rows: Vec<(String, serde_json::Value)> = Vec::new();
         // Rows whose batch is full, sent after the message (keyless tables).
         let mut full = false;
         while let Some(part) = stream.next().await {
             let part = part.map_err(catalog::sql)?;
-            let mut failed: Option<SourceError> = None;
             tuples
                 .each(&part, |fields| {
                     if fields.len() != n + if int_key { 0 } else { key.len() } {
@@ -1288,32 +1290,21 @@ async fn read_table(
                     }
                     b.rows += 1;
                     in_chunk += 1;
-                    if !key.is_empty() {
-                        last_row = Some(match int_key {
-                            true => table
-                                .key
-                                .iter()
-                                .map(|i| match fields[*i].and_then(binary::int) {
-                                    Some(v) => KeyValue::Int(v),
-                                    None => KeyValue::Null,
-                                })
-                                .collect(),
-                            false => fields[n..]
-                                .iter()
-                                .map(|f| match f {
-                                    None => KeyValue::Null,
-                                    Some(v) => {
-                                        KeyValue::Text(String::from_utf8_lossy(v).into_owned())
-                                    }
-                                })
-                                .collect(),
-                        });
-                    } else if b.rows as u64 >= chunk {
+                    for (k, i) in table.key.iter().enumerate() {
+                        let f = fields[if int_key { *i } else { n + k }];
+                        match (f, &mut last_key[k]) {
+                            (None, slot) => *slot = None,
+                            (Some(v), Some(buf)) => {
+                                buf.clear();
+                                buf.extend_from_slice(v);
+                            }
+                            (Some(v), slot) => *slot = Some(v.to_vec()),
+                        }
+                    }
+                    if key.is_empty() && b.rows as u64 >= chunk {
                         full = true;
                     }
                     if let Some(reason) = reason {
-                        let what =
-                            format!("snapshot of {}.{} at {at}: {reason}", table.db, table.name);
                         let row: serde_json::Map<String, serde_json::Value> = table
                             .columns
                             .iter()
@@ -1328,23 +1319,18 @@ async fn read_table(
                                 )
                             })
                             .collect();
-                        let record = serde_json::json!({
-                            "kind": "row",
-                            "table": format!("{}.{}", table.db, table.name),
-                            "op": "snapshot",
-                            "position": at.to_string(),
-                            "reason": reason,
-                            "row": row,
-                        });
-                        if let Err(e) = dead_letter(src, &what, record) {
-                            failed = Some(e);
-                            return Err(String::new());
-                        }
+                        let what =
+                            format!("snapshot of {}.{} at {at}: {reason}", table.db, table.name);
+                        let record = row_record(table, "snapshot", at, &reason, row.into());
+                        bad_rows.push((what, record));
                         dropped.push((b.rows - 1) as u32);
                     }
                     Ok(())
                 })
-                .map_err(|e| failed.take().unwrap_or_else(|| bad(e)))?;
+                .map_err(bad)?;
+            for (what, record) in bad_rows.drain(..) {
+                dead_letter(src, &what, record)?;
+            }
             if full {
                 full = false;
                 if !out.send_without(&mut b, None, &mut dropped).await {
@@ -1352,6 +1338,16 @@ async fn read_table(
                 }
             }
         }
+        let last_row: Option<Vec<KeyValue>> = (!key.is_empty() && in_chunk > 0).then(|| {
+            last_key
+                .iter()
+                .map(|f| match f {
+                    None => KeyValue::Null,
+                    Some(v) if int_key => binary::int(v).map_or(KeyValue::Null, KeyValue::Int),
+                    Some(v) => KeyValue::Text(String::from_utf8_lossy(v).into_owned()),
+                })
+                .collect()
+        });
         if (b.rows > 0 || (out.done == 0 && piece.first))
             && !out
                 .send_without(&mut b, last_row.clone(), &mut dropped)
@@ -2221,14 +2217,13 @@ impl Stream {
                 pgoutput::Change::Insert { new, .. } | pgoutput::Change::Update { new, .. } => new,
                 pgoutput::Change::Delete { old, .. } => &old.1,
             };
-            let record = serde_json::json!({
-                "kind": "row",
-                "table": format!("{}.{}", t.table.db, t.table.name),
-                "op": format!("{op:?}").to_lowercase(),
-                "position": lsn_position(commit, ordinal).to_string(),
-                "reason": reason,
-                "row": row_json(&t, &rel.map, vals),
-            });
+            let record = row_record(
+                &t.table,
+                &format!("{op:?}").to_lowercase(),
+                &lsn_position(commit, ordinal),
+                &reason,
+                row_json(&t, &rel.map, vals),
+            );
             let what = format!(
                 "at {}: {}.{}: {reason}",
                 lsn_position(commit, ordinal),
@@ -2604,6 +2599,24 @@ fn type_text(oid: u32, typmod: i32) -> String {
 /// A row whose value has no form the sinks hold: with `row-error-policy: skip` (or
 /// `park`) its record is appended to the dead-letter file and the row left out;
 /// otherwise the error, with the fix.
+/// A dead-letter record of a row of `table` that could not be read.
+fn row_record(
+    table: &SourceTable,
+    op: &str,
+    position: &Position,
+    reason: &str,
+    row: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "row",
+        "table": format!("{}.{}", table.db, table.name),
+        "op": op,
+        "position": position.to_string(),
+        "reason": reason,
+        "row": row,
+    })
+}
+
 fn dead_letter(src: &Source, what: &str, record: serde_json::Value) -> Result<(), SourceError> {
     let Some(path) = src.bad_messages_to.as_ref() else {
         return Err(SourceError::Decode(format!(
