@@ -795,6 +795,47 @@ async fn a_key_override_makes_a_keyless_table_upsert() {
     assert_mirrored(&mut c, &cat, &["kv"]).await;
 }
 
+/// Sessions that take longer than `snapshot-block-ms` to start while commits are
+/// blocked (here a slow link: every answer 2 x 100 ms away, and a start is at least
+/// five round trips) release the block and start again, then start without it; the
+/// job goes on and mirrors the rows. (It stopped for good: a CI run's fuzz seed met
+/// a start that hung for 5 s.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_that_start_too_slowly_under_the_commit_block_start_again_without_it() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(SHOP).await.unwrap();
+    c.query_drop(
+        "INSERT INTO shop.items VALUES (1, 'a', 1.50, '2024-01-01 10:00:00'), (2, 'b', NULL, NULL); \
+         INSERT INTO shop.events (payload) VALUES ('x'), ('y'); INSERT INTO shop.nokey VALUES (1, 'k')",
+    )
+    .await
+    .unwrap();
+    let proxy = lakeshift_tests::FaultProxy::start(db.port).await;
+    proxy.set(lakeshift_tests::FaultProxy::slow(100));
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(
+        &dir.path().join("slow"),
+        proxy.port,
+        502,
+        "  snapshot-block-ms: 300\n",
+        None,
+        "",
+    );
+    let out = spawn(&job, true, None).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the job went on: {err}");
+    for attempt in ["attempt 1 of 3", "attempt 3 of 3"] {
+        assert!(
+            err.contains(&format!("did not start within 300 ms (source.snapshot-block-ms) while commits were blocked ({attempt})")),
+            "the log says so ({attempt}): {err}"
+        );
+    }
+    assert!(err.contains("start without it"), "{err}");
+    let cat = warehouse(&dir.path().join("slow")).await;
+    assert_mirrored(&mut c, &cat, &["items", "counter", "events", "nokey"]).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_stopped_mid_chunk_resumes_exactly() {
     let db = MariaDb::start().await;

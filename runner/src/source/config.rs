@@ -114,6 +114,11 @@ pub struct SourceConfig {
     /// Sessions reading the snapshot side by side (in one consistent snapshot).
     #[serde(default = "default_parallel")]
     pub snapshot_parallel: usize,
+    /// The longest the snapshot may keep the server's commits blocked while its
+    /// sessions start (milliseconds); past it the block is released and they start
+    /// again, then without the block.
+    #[serde(default = "default_block_ms")]
+    pub snapshot_block_ms: u64,
     /// Row batches are cut at about this many bytes.
     #[serde(default = "default_batch_bytes")]
     pub batch_bytes: usize,
@@ -134,6 +139,9 @@ fn default_chunk() -> u64 {
 }
 fn default_parallel() -> usize {
     2
+}
+fn default_block_ms() -> u64 {
+    5000
 }
 fn default_batch_bytes() -> usize {
     4 << 20
@@ -499,6 +507,16 @@ fn validate(
         &c.key_overrides,
         "database",
     )?;
+    if !(1..=60_000).contains(&c.snapshot_block_ms) {
+        return Err(field(
+            "snapshot-block-ms",
+            format!(
+                "is {}: commits may stay blocked 1 to 60000 milliseconds while the snapshot starts",
+                c.snapshot_block_ms
+            ),
+        )
+        .into());
+    }
     Ok(Source {
         kind: SourceKind::Binlog(Box::new(c.clone())),
         key_overrides: c.key_overrides.clone(),

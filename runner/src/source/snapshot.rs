@@ -634,15 +634,26 @@ const STATUS_READS: usize = 3;
 /// queue behind it: the wait is short.
 const BLOCK_WAIT_SECONDS: u32 = 2;
 
+/// What [`begin_blocked`] came to.
+enum Blocked {
+    /// The sessions started at this point, with the tables' definitions there.
+    Started((String, u64), Definitions),
+    /// The account may not block commits (it lacks RELOAD), the server has no
+    /// BACKUP STAGE, or the block was not granted in time.
+    Refused,
+    /// The sessions did not start within `snapshot-block-ms`: the block was released; what
+    /// the sessions were doing then (from the processlist) is in the string.
+    Stuck(String),
+}
+
 /// Start `sessions` in one consistent snapshot while commits are blocked: MariaDB's
 /// `BACKUP STAGE BLOCK_COMMIT` (about a millisecond here) on a connection of its own,
 /// the sessions' snapshots, the binlog's end (`SHOW MASTER STATUS`: no commit can
-/// move it), and `BACKUP STAGE END`. None: the account may not block commits (it
-/// lacks RELOAD), the server has no BACKUP STAGE, or the block was not granted in time.
+/// move it), and `BACKUP STAGE END`.
 async fn begin_blocked(
     src: &Source,
     sessions: &mut [mysql_async::Conn],
-) -> Result<Option<((String, u64), Definitions)>, SourceError> {
+) -> Result<Blocked, SourceError> {
     let mut lock = mysql_async::Conn::new(src.opts())
         .await
         .map_err(|e| SourceError::connect(&src.at(), e))?;
@@ -661,11 +672,13 @@ async fn begin_blocked(
                 e.message
             );
             let _ = lock.disconnect().await;
-            return Ok(None);
+            return Ok(Blocked::Refused);
         }
         Err(e) => return Err(SourceError::sql(e)),
     }
-    let started = tokio::time::timeout(BLOCK_HOLD, async {
+    let ids: Vec<u32> = sessions.iter().map(|c| c.id()).collect();
+    let hold = std::time::Duration::from_millis(src.binlog().snapshot_block_ms);
+    let started = tokio::time::timeout(hold, async {
         futures::future::try_join_all(sessions.iter_mut().map(begin)).await?;
         let end = binlog_end(&mut lock).await?;
         // The tables' definitions as of the point: no DDL commits while blocked.
@@ -674,31 +687,62 @@ async fn begin_blocked(
     })
     .await;
     let Ok(started) = started else {
+        let doing = session_states(&mut lock, &ids).await;
         // Dropped, the connection closes: the server ends its block.
         drop(lock);
-        return Err(SourceError::Protocol(format!(
-            "the snapshot's sessions took over {} s to start while commits were blocked: the block is released, the job stops",
-            BLOCK_HOLD.as_secs()
-        )));
+        return Ok(Blocked::Stuck(doing));
     };
     // The block ends with its connection too, should END fail.
     let _ = lock.query_drop("BACKUP STAGE END").await;
     let _ = lock.disconnect().await;
-    started.map(Some)
+    let (end, defs) = started?;
+    Ok(Blocked::Started(end, defs))
+}
+
+/// What the server says the connections `ids` are doing (for a warning; a second
+/// at most).
+async fn session_states(conn: &mut mysql_async::Conn, ids: &[u32]) -> String {
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        conn.query::<(u64, Option<String>, Option<String>, Option<String>), _>(
+            "SELECT id, command, state, LEFT(info, 200) FROM information_schema.processlist",
+        ),
+    )
+    .await;
+    match read {
+        Ok(Ok(rows)) => rows
+            .into_iter()
+            .filter(|(id, ..)| ids.contains(&(*id as u32)))
+            .map(|(id, command, state, info)| {
+                let mut s = format!("server session {id}: {}", command.unwrap_or_default());
+                for part in [state, info].into_iter().flatten() {
+                    if !part.is_empty() {
+                        s.push_str(", ");
+                        s.push_str(&part);
+                    }
+                }
+                s
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Ok(Err(e)) => format!("(the processlist could not be read: {e})"),
+        Err(_) => "(the processlist could not be read within a second)".into(),
+    }
 }
 
 /// The tables a snapshot may read, with row estimates and definitions, and those it
 /// could not describe (see [`read_definitions`]).
 type Definitions = (Vec<(String, String, u64, String)>, Vec<(String, String)>);
 
-/// The longest the snapshot's sessions may take to start while commits are blocked.
-const BLOCK_HOLD: std::time::Duration = std::time::Duration::from_secs(5);
+/// Attempts at starting the sessions under the block before starting them without.
+const BLOCK_ATTEMPTS: usize = 3;
 
 /// The snapshot's sessions (`snapshot-parallel` of them): the first, the others,
 /// and their binlog point.
 ///
-/// Commits are blocked while the sessions start ([`begin_blocked`]). Without that
-/// block (no RELOAD), MariaDB takes a consistent snapshot and its binlog point
+/// Commits are blocked while the sessions start ([`begin_blocked`]); sessions that
+/// do not start within `snapshot-block-ms` are released and started again, up to
+/// [`BLOCK_ATTEMPTS`] times, then without the block. Without that block (no RELOAD), MariaDB takes a consistent snapshot and its binlog point
 /// together, under the lock that orders commits, so sessions that report the same
 /// point see the same committed transactions: all start at once, their points are
 /// read one at a time, and when a commit landed between them, all start again, up to
@@ -716,20 +760,48 @@ async fn open_sessions(
     SourceError,
 > {
     let n = src.binlog().snapshot_parallel.max(1);
-    let mut sessions = Vec::with_capacity(n);
-    for _ in 0..n {
-        sessions.push(
-            mysql_async::Conn::new(src.opts())
-                .await
-                .map_err(|e| SourceError::connect(&src.at(), e))?,
-        );
+    let connect = || async {
+        let mut sessions = Vec::with_capacity(n);
+        for _ in 0..n {
+            sessions.push(
+                mysql_async::Conn::new(src.opts())
+                    .await
+                    .map_err(|e| SourceError::connect(&src.at(), e))?,
+            );
+        }
+        Ok::<_, SourceError>(sessions)
+    };
+    let mut sessions = connect().await?;
+    let mut blocked = None;
+    for attempt in 1..=BLOCK_ATTEMPTS {
+        match begin_blocked(src, &mut sessions).await? {
+            Blocked::Started(at, defs) => {
+                blocked = Some((at, defs));
+                break;
+            }
+            Blocked::Refused => break,
+            Blocked::Stuck(doing) => {
+                tracing::warn!(
+                    "the snapshot's sessions did not start within {} ms (source.snapshot-block-ms) while commits were blocked (attempt {attempt} of {BLOCK_ATTEMPTS}): the block is released{}; {doing}",
+                    src.binlog().snapshot_block_ms,
+                    if attempt < BLOCK_ATTEMPTS {
+                        " and the sessions start again"
+                    } else {
+                        " and the sessions start without it"
+                    }
+                );
+                // Their queries were cut off mid-answer: new connections.
+                drop(sessions);
+                sessions = connect().await?;
+            }
+        }
     }
     let unstable = || {
         SourceError::Protocol(format!(
             "the snapshot's binlog point (binlog_snapshot_position) never read the same {STATUS_READS} times in a row, in {MATCH_ATTEMPTS} attempts: grant RELOAD so that the snapshot blocks commits for its start"
         ))
     };
-    let (at, defs) = match begin_blocked(src, &mut sessions).await? {
+    let (at, defs) = match blocked {
         Some((at, defs)) => (at, Some(defs)),
         None => match lock_free(&mut sessions).await? {
             Some(at) => (at, None),
