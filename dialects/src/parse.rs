@@ -237,6 +237,14 @@ impl StatementParser<'_> {
                 return Ok(Parsed::Skipped(format!("{kw} is not a schema change")));
             }
             ("SET", _) => return Ok(self.set(text)),
+            // Comments on objects other than tables and columns (a publication, a
+            // function, a schema): sqlparser knows few of their kinds.
+            ("COMMENT", "ON") if !matches!(w(2), "TABLE" | "COLUMN" | "VIEW") => {
+                return Ok(Parsed::Skipped(format!(
+                    "COMMENT ON {} is not carried",
+                    w(2)
+                )));
+            }
             ("ALTER", kind) if kind != "TABLE" => {
                 return Ok(Parsed::Skipped(format!(
                     "ALTER {kind} is not a table schema change"

@@ -1065,8 +1065,11 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                             alt((kw("CONSTRAINT"), kw("CHECK"))),
                             opt((kw("IF"), kw("EXISTS"))),
                             ident,
+                            // PostgreSQL: objects that depend on the constraint
+                            // (foreign keys onto a key) go with it, or it is refused.
+                            opt(alt((kw("CASCADE"), kw("RESTRICT")))),
                         ),
-                        |(_, ie, n)| if_exists(ie.is_some(), AlterSpec::DropConstraint(n)),
+                        |(_, ie, n, _)| if_exists(ie.is_some(), AlterSpec::DropConstraint(n)),
                     ),
                     map(paren_list(col_ident(flavor)), AlterSpec::DropColumns),
                     map(

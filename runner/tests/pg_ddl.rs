@@ -114,6 +114,8 @@ fn cases() -> Vec<Case> {
         c("partition attached", "CREATE TABLE s.p (id int, at date, v int, PRIMARY KEY (id, at)) PARTITION BY RANGE (at); CREATE TABLE s.p1 PARTITION OF s.p FOR VALUES FROM ('2024-01-01') TO ('2025-01-01'); INSERT INTO s.p VALUES (1, '2024-05-01', 1);", "CREATE TABLE s.loose (id int, at date, v int, PRIMARY KEY (id, at)); INSERT INTO s.loose VALUES (5, '2025-03-01', 5); ALTER TABLE s.p ATTACH PARTITION s.loose FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');", [Want::Stop("ATTACH/DETACH PARTITION"), Want::Stop("ATTACH/DETACH PARTITION")]),
         c("inheritance", "CREATE TABLE s.parent (id int PRIMARY KEY, v int); INSERT INTO s.parent VALUES (1, 1);", "CREATE TABLE s.child (extra text) INHERITS (s.parent); ALTER TABLE s.child ADD PRIMARY KEY (id); INSERT INTO s.child VALUES (2, 2, 'c'); ALTER TABLE s.parent ADD COLUMN w int; UPDATE s.parent SET w = 1;", MIRROR),
         c("unlogged table", BASE, "CREATE UNLOGGED TABLE s.u (id int PRIMARY KEY); INSERT INTO s.u VALUES (1);", [Want::Stop("are UNLOGGED"), Want::Stop("are UNLOGGED")]),
+        c("another job's publication made and marked", BASE, "CREATE PUBLICATION other_job FOR TABLE s.a; COMMENT ON PUBLICATION other_job IS 'made by another job'; UPDATE s.a SET v = 3 WHERE id = 1; DROP PUBLICATION other_job;", MIRROR),
+        c("check dropped with cascade", BASE, "ALTER TABLE s.a ADD CONSTRAINT v_pos CHECK (v > 0); UPDATE s.a SET v = 4 WHERE id = 1; ALTER TABLE s.a DROP CONSTRAINT v_pos CASCADE; UPDATE s.a SET v = -4 WHERE id = 2;", MIRROR),
         c("comment and statistics", BASE, "COMMENT ON TABLE s.a IS 'x'; COMMENT ON COLUMN s.a.v IS 'y'; ALTER TABLE s.a ALTER COLUMN v SET STATISTICS 200; UPDATE s.a SET v = 2 WHERE id = 2;", MIRROR),
     ]
 }
