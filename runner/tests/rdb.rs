@@ -2406,3 +2406,77 @@ async fn a_generated_column_added_to_rows_follows_the_added_column_policy() {
         );
     }
 }
+
+/// A target table that is there before the job's first commit, without a column the
+/// source has now (a run that committed nothing made it, and a column was added
+/// before the next run's snapshot): the column is added and the rows mirror, into
+/// PostgreSQL and MariaDB. (The snapshot stopped the job: `column "x_y" does not
+/// exist`; found by the fuzzer, PostgreSQL -> PostgreSQL, seed 372368216.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_table_made_from_an_older_definition_gets_the_columns_it_lacks() {
+    let (src, my, pg) = tokio::join!(MariaDb::start(), MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v INT, x_y BIGINT NOT NULL DEFAULT 7, note VARCHAR(20));
+         INSERT INTO shop.t VALUES (1, 1, 10, 'a'), (2, 2, 20, NULL);",
+    )
+    .await
+    .unwrap();
+    let target = pg.create_db("lake").await;
+    target
+        .batch_execute("CREATE SCHEMA shop; CREATE TABLE shop.t (id int PRIMARY KEY, v int)")
+        .await
+        .unwrap();
+    let mut m = my.conn(None).await;
+    m.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v INT)")
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let sinks = [
+        format!(
+            "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+            pg.port
+        ),
+        format!("  type: mysql\n  url: mysql://root@127.0.0.1:{}\n", my.port),
+    ];
+    let jobs: Vec<PathBuf> = sinks
+        .iter()
+        .enumerate()
+        .map(|(i, sink)| {
+            job_in(
+                &tmp.path().join(format!("j{i}")),
+                ("127.0.0.1", src.port),
+                780 + i as u32,
+                "",
+                sink,
+                "",
+            )
+        })
+        .collect();
+    for job in &jobs {
+        catch_up(job);
+        let log = std::fs::read_to_string(job.with_file_name("sync.log")).unwrap();
+        assert!(
+            log.contains("table shop.t: on the target already, without 2 of its 4 column(s)"),
+            "the log says so: {log}"
+        );
+    }
+    c.query_drop("INSERT INTO shop.t VALUES (3, 3, 30, 'c'); UPDATE shop.t SET note = 'b' WHERE id = 2")
+        .await
+        .unwrap();
+    for job in &jobs {
+        catch_up(job);
+    }
+    let want = my_rows(&mut c, "SELECT id, v, x_y, note FROM shop.t").await;
+    assert_eq!(want.len(), 3);
+    assert_eq!(
+        pg_rows(&target, "SELECT id::text, v::text, x_y::text, note FROM shop.t").await,
+        want,
+        "PostgreSQL"
+    );
+    assert_eq!(
+        my_rows(&mut m, "SELECT id, v, x_y, note FROM shop.t").await,
+        want,
+        "MariaDB"
+    );
+}

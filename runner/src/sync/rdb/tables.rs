@@ -161,6 +161,53 @@ impl RdbEngine {
                     .with_statement(s)
             })?;
         }
+        self.add_missing_columns(k, r).await
+    }
+
+    /// A target table that was there already (made by a run that committed nothing,
+    /// from the source's definition before a column was added): the columns it lacks
+    /// are added, or the first write names a column it does not have.
+    async fn add_missing_columns(
+        &mut self,
+        k: &(String, String),
+        r: &Table,
+    ) -> Result<(), SyncError> {
+        let Some(have) = self
+            .target()
+            .await?
+            .columns(&k.0, &k.1)
+            .await
+            .map_err(SyncError::from)?
+        else {
+            return Ok(());
+        };
+        let missing: Vec<SchemaChange> = r
+            .columns
+            .iter()
+            .filter(|c| !have.contains(&c.name.to_lowercase()))
+            .map(|c| SchemaChange::AddColumn {
+                table: r.name.clone(),
+                column: c.clone(),
+                position: None,
+            })
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        tracing::warn!(
+            "table {}: on the target already, without {} of its {} column(s) (made by an earlier run from an older definition): adding them",
+            show(k),
+            missing.len(),
+            r.columns.len()
+        );
+        let sql = self.translate(&missing, std::slice::from_ref(r))?;
+        for s in &sql.0 {
+            self.target().await?.exec(s).await.map_err(|e| {
+                SyncError::from(e)
+                    .context(format_args!("adding columns to {}", show(k)))
+                    .with_statement(s)
+            })?;
+        }
         Ok(())
     }
 
