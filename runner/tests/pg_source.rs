@@ -2612,6 +2612,95 @@ async fn every_builtin_type_mirrors_into_postgresql_and_mariadb() {
     assert!(lake.iter().all(|r| r.len() == BUILTIN_TYPES.len() + 1));
 }
 
+/// An unconstrained numeric keeps every digit into PostgreSQL and into MariaDB (its
+/// DECIMAL(65,30) holds 30 after the point): a third of one, a 30-digit fraction, 35
+/// digits before the point. Into Iceberg (decimal(38,10)) the values with more than
+/// 10 fraction digits or too many before the point follow the row-error policy, never
+/// rounded; trailing zeros are not digits. (Every sink refused past 10 fraction
+/// digits: the source read such a column as decimal(38,10).)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unconstrained_numerics_keep_every_digit_the_target_can_hold() {
+    let (server, maria) =
+        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let pg = server.create_db("app").await;
+    let rows = |base: i32| {
+        format!(
+            "INSERT INTO shop.n VALUES ({}, 1::numeric / 3), ({}, '-0.000000000000000000000000000001'), \
+             ({}, '12345678901234567890123456789012345.5'), ({}, '1.50000000000000000000000000000000000000'), \
+             ({}, '-0.25'), ({}, NULL);",
+            base + 1, base + 2, base + 3, base + 4, base + 5, base + 6
+        )
+    };
+    pg.batch_execute(&format!(
+        "CREATE SCHEMA shop; CREATE TABLE shop.n (id int PRIMARY KEY, v numeric); {}",
+        rows(0)
+    ))
+    .await
+    .unwrap();
+    let target = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let files: Vec<_> = every_sink(dir, server.port, maria.port)
+        .into_iter()
+        .filter(|(n, _)| matches!(*n, "maria" | "pg" | "position"))
+        .collect();
+    for (name, f) in &files {
+        if *name == "position" {
+            let text = std::fs::read_to_string(f).unwrap() + "  row-error-policy: skip\n";
+            std::fs::write(f, text).unwrap();
+        }
+    }
+    let mut logs = String::new();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    pg.batch_execute(&rows(100)).await.unwrap();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    let trim = |rows: Vec<Vec<Option<String>>>| -> Vec<Vec<Option<String>>> {
+        rows.into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|v| {
+                        v.map(|v| match v.contains('.') {
+                            true => v.trim_end_matches('0').trim_end_matches('.').to_owned(),
+                            false => v,
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let sql = "SELECT id::text, trim_scale(v)::text FROM shop.n";
+    let want = trim(source(&pg, sql).await);
+    assert_eq!(want.len(), 12);
+    let got = trim(source(&target, sql).await);
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
+    let mut my = maria.conn(None).await;
+    let got = trim(lakeshift_tests::mysql_text_rows(&mut my, "SELECT id, v FROM shop.n").await);
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("MariaDB\n{logs}"));
+    let cat = Catalog::open(&CatalogConfig::local(dir.join("wh-position")))
+        .await
+        .unwrap();
+    let lake = trim(
+        lakeshift_tests::iceberg_text_rows(&cat, "shop", "n", None)
+            .await
+            .unwrap_or_default(),
+    );
+    let fits: Vec<Vec<Option<String>>> = want
+        .iter()
+        .filter(|r| {
+            matches!(
+                r[0].as_deref(),
+                Some("4" | "5" | "6" | "104" | "105" | "106")
+            )
+        })
+        .cloned()
+        .collect();
+    lakeshift_tests::assert_rows_eq(&lake, &fits, &format!("Iceberg\n{logs}"));
+}
+
 /// Under `ddl-error-policy: skip`, a column added inside a `DO` block (the capture
 /// sees the block's text, not the ALTER) and a statement no parser reads still leave
 /// the lake with every value: the column is followed from the stream's relation

@@ -2461,16 +2461,22 @@ async fn a_target_table_made_from_an_older_definition_gets_the_columns_it_lacks(
             "the log says so: {log}"
         );
     }
-    c.query_drop("INSERT INTO shop.t VALUES (3, 3, 30, 'c'); UPDATE shop.t SET note = 'b' WHERE id = 2")
-        .await
-        .unwrap();
+    c.query_drop(
+        "INSERT INTO shop.t VALUES (3, 3, 30, 'c'); UPDATE shop.t SET note = 'b' WHERE id = 2",
+    )
+    .await
+    .unwrap();
     for job in &jobs {
         catch_up(job);
     }
     let want = my_rows(&mut c, "SELECT id, v, x_y, note FROM shop.t").await;
     assert_eq!(want.len(), 3);
     assert_eq!(
-        pg_rows(&target, "SELECT id::text, v::text, x_y::text, note FROM shop.t").await,
+        pg_rows(
+            &target,
+            "SELECT id::text, v::text, x_y::text, note FROM shop.t"
+        )
+        .await,
         want,
         "PostgreSQL"
     );

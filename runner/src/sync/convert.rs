@@ -96,6 +96,18 @@ pub fn to_iceberg_columns(
                 }
                 Arc::new(Time64MicrosecondArray::from(out))
             }
+            (
+                DataType::Decimal128(_, s1) | DataType::Decimal256(_, s1),
+                DataType::Decimal128(_, s2) | DataType::Decimal256(_, s2),
+            ) if s1 > s2 && !super::rowcheck::fraction_cut(a, (s1 - s2) as u32).is_empty() => {
+                // The cast would round them (the row check sends such rows to the
+                // row-error policy first).
+                return Err(err(format!(
+                    "a decimal value has digits past the scale of {}",
+                    f.data_type()
+                ))
+                .into());
+            }
             (_, to) => cast_with_options(
                 a,
                 to,

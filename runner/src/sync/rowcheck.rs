@@ -145,6 +145,22 @@ pub fn iceberg(batch: &RecordBatch, target: &SchemaRef) -> Vec<BadValue> {
             }
             (from, to) if cannot_fail(from, to) => {}
             (_, to) => {
+                // A decimal into one of a smaller scale: a value with digits past
+                // it (the cast would round them away) does not fit.
+                let cut = match (a.data_type(), to) {
+                    (
+                        DataType::Decimal128(_, s1) | DataType::Decimal256(_, s1),
+                        DataType::Decimal128(_, s2) | DataType::Decimal256(_, s2),
+                    ) if s1 > s2 => fraction_cut(a, (s1 - s2) as u32),
+                    _ => Vec::new(),
+                };
+                for &row in &cut {
+                    out.push(BadValue {
+                        row,
+                        column: f.name().clone(),
+                        reason: format!("decimal value has digits past Iceberg {to}'s scale"),
+                    });
+                }
                 // Any other conversion: a value the cast cannot make is one that
                 // does not fit.
                 let opts = CastOptions {
@@ -153,7 +169,7 @@ pub fn iceberg(batch: &RecordBatch, target: &SchemaRef) -> Vec<BadValue> {
                 };
                 if let Ok(c) = cast_with_options(a, to, &opts) {
                     for row in 0..a.len() {
-                        if a.is_valid(row) && c.is_null(row) {
+                        if a.is_valid(row) && c.is_null(row) && !cut.contains(&row) {
                             out.push(BadValue {
                                 row,
                                 column: f.name().clone(),
@@ -167,6 +183,29 @@ pub fn iceberg(batch: &RecordBatch, target: &SchemaRef) -> Vec<BadValue> {
                 }
             }
         }
+    }
+    out
+}
+
+/// Rows of decimal array `a` whose last `digits` digits (of its scale) are not all
+/// zero: a cast to `digits` less scale would round them.
+pub fn fraction_cut(a: &ArrayRef, digits: u32) -> Vec<usize> {
+    use arrow_array::types::{Decimal128Type, Decimal256Type};
+    let mut out = Vec::new();
+    if let Some(v) = a.as_primitive_opt::<Decimal128Type>() {
+        let Some(m) = 10i128.checked_pow(digits) else {
+            return (0..a.len())
+                .filter(|&r| v.is_valid(r) && v.value(r) != 0)
+                .collect();
+        };
+        out.extend((0..v.len()).filter(|&r| v.is_valid(r) && v.value(r) % m != 0));
+    } else if let Some(v) = a.as_primitive_opt::<Decimal256Type>() {
+        let m = arrow_buffer::i256::from_i128(10).wrapping_pow(digits);
+        out.extend(
+            (0..v.len()).filter(|&r| {
+                v.is_valid(r) && v.value(r).wrapping_rem(m) != arrow_buffer::i256::ZERO
+            }),
+        );
     }
     out
 }
@@ -434,6 +473,51 @@ mod tests {
     use arrow_array::{Int8Array, StringArray};
     use arrow_schema::{Field, Schema};
     use std::sync::Arc;
+
+    /// A cast to a smaller scale rounds (arrow's does, quietly): values with digits
+    /// past it are refused instead, whatever the cast says.
+    #[test]
+    fn decimals_with_digits_past_the_targets_scale_do_not_fit() {
+        use arrow_array::Decimal256Array;
+        use arrow_buffer::i256;
+        let at30 = |s: &str| i256::from_string(s).unwrap();
+        // 1/3 to 20 places, 1.5, -0.25, 1e-30, NULL; all at scale 30.
+        let a: ArrayRef = Arc::new(
+            Decimal256Array::from(vec![
+                Some(at30("333333333333333333330000000000")),
+                Some(at30("1500000000000000000000000000000")),
+                Some(at30("-250000000000000000000000000000")),
+                Some(at30("-1")),
+                None,
+            ])
+            .with_precision_and_scale(76, 30)
+            .unwrap(),
+        );
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new(
+                "v",
+                a.data_type().clone(),
+                true,
+            )])),
+            vec![a.clone()],
+        )
+        .unwrap();
+        let target = Arc::new(Schema::new(vec![Field::new(
+            "v",
+            DataType::Decimal128(38, 10),
+            true,
+        )]));
+        let rows: Vec<usize> = iceberg(&batch, &target).iter().map(|b| b.row).collect();
+        assert_eq!(rows, [0, 3]);
+        assert_eq!(fraction_cut(&a, 20), [0, 3]);
+        assert!(crate::sync::convert::to_iceberg("t", &batch, &target).is_err());
+        let fits = batch.slice(1, 2);
+        let out = crate::sync::convert::to_iceberg("t", &fits, &target).unwrap();
+        assert_eq!(
+            arrow_cast::display::array_value_to_string(out.column(0), 0).unwrap(),
+            "1.5000000000"
+        );
+    }
 
     #[test]
     fn only_lossy_conversions_are_tried_row_by_row() {

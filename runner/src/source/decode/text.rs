@@ -264,10 +264,27 @@ fn decimal_text_general(b: &mut ColBuilder, bytes: &[u8], scale: i8) -> Result<(
     if int.is_empty() && frac.is_empty() {
         return Err(format!("decimal {s:?} has no digits").into());
     }
-    let mut frac = frac.to_owned();
     let scale = scale.max(0) as usize;
+    // Trailing zeros past the scale are no digits of the value (PostgreSQL keeps a
+    // value's display scale: `1.50000000000000000000000000000000000000`).
+    let mut frac = frac.to_owned();
+    while frac.len() > scale && frac.ends_with('0') {
+        frac.pop();
+    }
     if frac.len() > scale {
         return Err(format!("decimal {s} has more than {scale} fraction digits").into());
+    }
+    let precision = match b {
+        ColBuilder::D128(_, p, _) | ColBuilder::D256(_, p, _) => usize::from(*p),
+        _ => 76,
+    };
+    let whole = int.trim_start_matches('0').len();
+    if whole > precision.saturating_sub(scale) {
+        return Err(format!(
+            "decimal {s} has more than {} digits before the point",
+            precision.saturating_sub(scale)
+        )
+        .into());
     }
     while frac.len() < scale {
         frac.push('0');

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | boolean | Int8 0/1 (the sinks' boolean path) |
 //! | smallint, integer, bigint | Int16, Int32, Int64 |
-//! | numeric(p,s), money | Decimal128(p,s); numeric without precision: Decimal128(38,10) (Iceberg's mapping: a value with more fraction digits, or NaN, is refused, never rounded) |
+//! | numeric(p,s), money | Decimal128(p,s); numeric without precision: Decimal256(76,30) (a value with more fraction digits, or NaN, is refused, never rounded; each target refuses what its type cannot hold) |
 //! | real, double precision | Float32, Float64 (NaN, ±Infinity kept) |
 //! | text, varchar, char, json, jsonb, enums, interval, arrays, numeric above 38 digits, any other type | Utf8 (its text form) |
 //! | bytea | Binary |
@@ -58,12 +58,16 @@ pub fn kind_of(t: &DataType) -> (Kind, Form) {
             },
             Form::Int,
         ),
+        // Read with 30 digits after the point and 46 before (what a 256-bit decimal
+        // holds): each target takes what its own type holds (PostgreSQL every digit,
+        // MariaDB's DECIMAL(65,30) up to 35 before the point, Iceberg's
+        // decimal(38,10) up to 10 after it) and refuses the rest, never rounding.
         DataType::Decimal {
             precision: None, ..
         } => (
             Kind::Decimal {
-                precision: 38,
-                scale: 10,
+                precision: 76,
+                scale: 30,
             },
             Form::Decimal,
         ),
