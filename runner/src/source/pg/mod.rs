@@ -575,6 +575,7 @@ async fn run(
         streaming: None,
         streamed: Streamed::new(streamed_dir),
         unresolved: HashMap::new(),
+        catalog: None,
     };
     let mut told = 0u64;
     let mut checked = Instant::now();
@@ -1441,6 +1442,15 @@ struct Txn {
 }
 
 /// The stream's state: schema history, relations, batches being built.
+/// What the rows older than an added column hold in it (see
+/// [`Stream::older_rows_values`]).
+enum Older {
+    /// The default it was added with (PostgreSQL's `attmissingval`).
+    Value(String),
+    /// Values the catalog no longer tells (a volatile default, a rewrite since).
+    Unknown,
+}
+
 struct Stream {
     src: Arc<Source>,
     tx: mpsc::Sender<SourceEvent>,
@@ -1479,6 +1489,8 @@ struct Stream {
     /// their first row: under publish_via_partition_root pgoutput describes a
     /// partition too, whose rows arrive as its partitioned table's.
     unresolved: HashMap<u32, pgoutput::Relation>,
+    /// A connection for catalog reads while streaming (opened when first needed).
+    catalog: Option<tokio_postgres::Client>,
 }
 
 /// The changes of transactions streamed while they run (pgoutput's streaming
@@ -2000,18 +2012,31 @@ impl Stream {
                         .filter(|c| !theirs.contains(c))
                         .map(|c| format!("ALTER TABLE {q} DROP COLUMN {}", ident(c)))
                         .collect();
-                    v.extend(
-                        r.columns
-                            .iter()
-                            .filter(|c| !ours.contains(&c.name.as_str()))
-                            .map(|c| {
-                                format!(
-                                    "ALTER TABLE {q} ADD COLUMN {} {}",
-                                    ident(&c.name),
-                                    type_text(c.type_oid, c.typmod)
-                                )
-                            }),
-                    );
+                    let added: Vec<&pgoutput::RelColumn> = r
+                        .columns
+                        .iter()
+                        .filter(|c| !ours.contains(&c.name.as_str()))
+                        .collect();
+                    let older = self.older_rows_values(r.oid).await?;
+                    for c in added {
+                        let default = match older.get(&c.name) {
+                            Some(Older::Value(v)) => format!(" DEFAULT {}", literal(v)),
+                            Some(Older::Unknown) => {
+                                tracing::warn!(
+                                    "at {}: {db}.{name}.{}: added with a default that is not a constant, or the table was rewritten since: the rows older than the column hold values the stream does not carry; the targets hold NULL there until those rows change (re-snapshot the table to fill them)",
+                                    self.here(),
+                                    c.name
+                                );
+                                String::new()
+                            }
+                            None => String::new(),
+                        };
+                        v.push(format!(
+                            "ALTER TABLE {q} ADD COLUMN {} {}{default}",
+                            ident(&c.name),
+                            type_text(c.type_oid, c.typmod)
+                        ));
+                    }
                     v
                 }
             }
@@ -2052,6 +2077,43 @@ impl Stream {
             Some(ev) => Ok(self.send(ev).await),
             None => Ok(true),
         }
+    }
+
+    /// The value the rows older than a column added with a constant default hold
+    /// (PostgreSQL keeps it in `pg_attribute.attmissingval` until the table is
+    /// rewritten), per column of table `oid` that has one. The stream carries no
+    /// value for those rows, so a column added without the DDL capture (in a `DO`
+    /// block, by a function) gets it as its default on the targets, which fill the
+    /// older rows with it.
+    async fn older_rows_values(&mut self, oid: u32) -> Result<HashMap<String, Older>, SourceError> {
+        if self.catalog.is_none() {
+            self.catalog = Some(connect(&self.src).await?);
+        }
+        let c = self.catalog.as_ref().expect("connected");
+        let rows = c
+            .query(
+                "SELECT attname::text, atthasmissing, (attmissingval::text::text[])[1]
+                   FROM pg_attribute
+                  WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped
+                    AND (atthasmissing OR atthasdef)",
+                &[&oid],
+            )
+            .await
+            .map_err(|e| {
+                SourceError::Connect(format!("reading pg_attribute: {}", catalog::describe(&e)))
+            })?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let older = match r.get::<_, bool>(1) {
+                    true => r
+                        .get::<_, Option<String>>(2)
+                        .map_or(Older::Unknown, Older::Value),
+                    false => Older::Unknown,
+                };
+                (r.get::<_, String>(0), older)
+            })
+            .collect())
     }
 
     /// A relation whose columns differ from the history's table: a DDL reached the
