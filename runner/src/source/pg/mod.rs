@@ -2546,9 +2546,10 @@ fn same_names(a: &[&str], b: &[&str]) -> bool {
 }
 
 /// The statement of a (possibly multi-statement) query text that a DDL command
-/// tagged `tag` ran: the first at or after statement `from` whose leading words
-/// hold the tag's words in order (`CREATE INDEX` matches `CREATE UNIQUE INDEX`).
-/// Returns the index after it and its text.
+/// tagged `tag` ran: the first at or after statement `from` that starts with the
+/// tag's first word and whose leading words hold the others in order (`CREATE
+/// INDEX` matches `CREATE UNIQUE INDEX`; a `DO` block whose body starts `ALTER
+/// TABLE` is no `ALTER TABLE`). Returns the index after it and its text.
 fn statement_for(query: &str, tag: &str, from: usize) -> Option<(usize, String)> {
     let stmts: Vec<String> = grammar::split::split(grammar::Flavor::Postgres, query)
         .into_iter()
@@ -2557,17 +2558,31 @@ fn statement_for(query: &str, tag: &str, from: usize) -> Option<(usize, String)>
         .collect();
     let want: Vec<String> = tag.split_whitespace().map(str::to_uppercase).collect();
     for (i, st) in stmts.iter().enumerate().skip(from) {
-        let words: Vec<String> = st
+        let words: Vec<String> = without_leading_comments(st)
             .split_whitespace()
             .take(want.len() + 5)
             .map(str::to_uppercase)
             .collect();
         let mut w = words.iter();
-        if want.iter().all(|t| w.any(|x| x == t)) {
+        if words.first() == want.first() && want.iter().all(|t| w.any(|x| x == t)) {
             return Some((i + 1, st.clone()));
         }
     }
     None
+}
+
+/// A statement's text after the comments before it.
+fn without_leading_comments(mut s: &str) -> &str {
+    loop {
+        s = s.trim_start();
+        if let Some(r) = s.strip_prefix("--") {
+            s = r.split_once('\n').map_or("", |(_, rest)| rest);
+        } else if let Some(r) = s.strip_prefix("/*") {
+            s = r.split_once("*/").map_or("", |(_, rest)| rest);
+        } else {
+            return s;
+        }
+    }
 }
 
 /// How a built-in type of a relation message is decoded (kind and text form), for
@@ -2840,6 +2855,21 @@ mod tests {
                 .0,
             1
         );
+        // A block whose body starts with the tag's words is not the statement.
+        let (n, s) = statement_for(
+            "DO $$ BEGIN ALTER TABLE t ADD w int; END $$; ALTER TABLE t RENAME v TO vv",
+            "ALTER TABLE",
+            0,
+        )
+        .unwrap();
+        assert_eq!((n, s.as_str()), (2, "ALTER TABLE t RENAME v TO vv"));
+        let (_, s) = statement_for(
+            "/* why */ -- note\n alter table t add x int",
+            "ALTER TABLE",
+            0,
+        )
+        .unwrap();
+        assert!(s.ends_with("add x int"), "{s}");
     }
 
     #[test]
