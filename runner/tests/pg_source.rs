@@ -2701,6 +2701,62 @@ async fn unconstrained_numerics_keep_every_digit_the_target_can_hold() {
     lakeshift_tests::assert_rows_eq(&lake, &fits, &format!("Iceberg\n{logs}"));
 }
 
+/// Values with no MariaDB form (a double's NaN and infinities) follow
+/// `row-error-policy` like every value a target cannot hold: under `skip` their rows
+/// go to the dead-letter file, named by column and reason, and the job goes on,
+/// through snapshot, inserts and updates. (The job stopped, the value in its
+/// message; found by a hostile tester.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_mariadb_cannot_store_follow_the_row_error_policy() {
+    let (server, maria) =
+        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop; CREATE TABLE shop.f (id int PRIMARY KEY, v double precision);
+         INSERT INTO shop.f VALUES (1, 1.5), (2, 'NaN'), (3, '-Infinity'), (4, NULL);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (_, job) = every_sink(dir, server.port, maria.port)
+        .into_iter()
+        .find(|(n, _)| *n == "maria")
+        .unwrap();
+    let text = std::fs::read_to_string(&job).unwrap() + "  row-error-policy: skip\n";
+    std::fs::write(&job, text).unwrap();
+    let mut logs = finish(spawn(&job, true));
+    pg.batch_execute("INSERT INTO shop.f VALUES (5, 'Infinity'), (6, 2.5); UPDATE shop.f SET v = 'NaN' WHERE id = 1;")
+        .await
+        .unwrap();
+    logs += &finish(spawn(&job, true));
+    let mut my = maria.conn(None).await;
+    let got = lakeshift_tests::mysql_text_rows(&mut my, "SELECT id, v FROM shop.f").await;
+    let row = |id: &str, v: Option<&str>| vec![Some(id.to_owned()), v.map(str::to_owned)];
+    assert_eq!(
+        got,
+        vec![row("1", Some("1.5")), row("4", None), row("6", Some("2.5"))],
+        "{logs}"
+    );
+    assert!(
+        logs.contains("row(s) with values the target cannot hold written to")
+            && !logs.contains("inf cannot"),
+        "the log says where the rows went, not their values: {logs}"
+    );
+    let dead = std::fs::read_dir(dir.join("state-maria"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("dead"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    assert_eq!(dead.lines().count(), 4, "four rows dead-lettered: {dead}");
+    assert!(
+        dead.lines()
+            .all(|l| l.contains("NaN or infinity, which MySQL cannot store")),
+        "each names column and reason: {dead}"
+    );
+}
+
 /// Under `ddl-error-policy: skip`, a column added inside a `DO` block (the capture
 /// sees the block's text, not the ALTER) and a statement no parser reads still leave
 /// the lake with every value: the column is followed from the stream's relation

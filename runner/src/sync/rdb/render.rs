@@ -329,6 +329,39 @@ pub fn push(
     Ok(())
 }
 
+/// Values of batch `b` that a MySQL target column cannot take as they are: a
+/// float's NaN or infinity, a bit string longer than 64 bits for BIT(n), text that
+/// is not the PostgreSQL array or geometric value its column holds. Per value its
+/// row, its `cols` index and why (never the value). Other types always render.
+pub fn mysql_refusals(
+    b: &RecordBatch,
+    cols: &[(Option<usize>, &ColSpec)],
+) -> Vec<(usize, usize, &'static str)> {
+    let mut out = Vec::new();
+    let mut buf = RowBuf::default();
+    let mut text = String::new();
+    for (j, (c, spec)) in cols.iter().enumerate() {
+        let Some(c) = c else { continue };
+        let col = b.column(*c);
+        let why = match col.data_type() {
+            A::Float32 | A::Float64 => "NaN or infinity, which MySQL cannot store",
+            A::Utf8 if spec.array.is_some() => "not a PostgreSQL array of its element type",
+            A::Utf8 if spec.geometry.is_some() => "not a PostgreSQL value of its geometric type",
+            A::Utf8 if spec.bits.is_some_and(|n| n <= 64) => {
+                "a bit string that is not a BIT(n) value of up to 64 bits"
+            }
+            _ => continue,
+        };
+        for r in 0..b.num_rows() {
+            buf.0.clear();
+            if push(&mut buf, &mut text, Dialect::MySql, col, r, spec).is_err() {
+                out.push((r, j, why));
+            }
+        }
+    }
+    out
+}
+
 /// PostgreSQL's text of an array (`{1,NULL,3}`, `{{"a b",c},{d,e}}`, with an
 /// optional `[0:2]=` bounds prefix) as a JSON array (nested for each dimension).
 pub fn pg_array_json(s: &str, e: Element, out: &mut String) -> Result<(), String> {

@@ -680,9 +680,35 @@ impl RdbEngine {
     ) -> Result<Vec<rowcheck::BadValue>, SyncError> {
         if self.dialect != Dialect::Postgres {
             // MySQL holds every MySQL value, but a statement must fit the target's
-            // max_allowed_packet: a row that alone would not cannot be sent.
+            // max_allowed_packet: a row that alone would not cannot be sent; and
+            // values of other sources may have no MySQL form.
             let limit = self.max_statement / 4 * 3;
             let mut bad = Vec::new();
+            let (k, routed) = self.table_for(t).await?;
+            let tt = self.ttable(&k)?;
+            for (_, img) in images {
+                let img = rename_batch(img, &routed)?;
+                let schema = img.schema();
+                let all: Vec<(Option<usize>, &ColSpec)> = tt
+                    .names
+                    .iter()
+                    .zip(&tt.cols)
+                    .map(|(n, c)| {
+                        let i = schema
+                            .fields()
+                            .iter()
+                            .position(|f| f.name() == n || f.name().to_lowercase() == *n);
+                        (i, c)
+                    })
+                    .collect();
+                for (row, j, why) in render::mysql_refusals(&img, &all) {
+                    bad.push(rowcheck::BadValue {
+                        row,
+                        column: tt.names[j].clone(),
+                        reason: why.to_owned(),
+                    });
+                }
+            }
             for (_, img) in images {
                 for (row, size) in rowcheck::param_sizes(img).into_iter().enumerate() {
                     if size > limit {
