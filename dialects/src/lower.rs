@@ -120,6 +120,19 @@ impl<'a> Lowerer<'a> {
         t: ddl_core::DataType,
     ) -> (ddl_core::DataType, Option<&'a crate::defs::Domain>) {
         let defs: &'a crate::defs::Definitions = self.defs;
+        // An array of a domain or enum: an array of what its element means (its
+        // name alone would lose the type's schema on the target).
+        if let ddl_core::DataType::Array { element } = &t {
+            let (inner, _) = self.user_type((**element).clone());
+            if inner != **element {
+                return (
+                    ddl_core::DataType::Array {
+                        element: Box::new(inner),
+                    },
+                    None,
+                );
+            }
+        }
         if let ddl_core::DataType::Other { dialect, name } = &t {
             if dialect == "postgres" {
                 match defs.user_type(name) {
