@@ -524,14 +524,31 @@ impl<'a> Lowerer<'a> {
             || self.implicit_pkey(table, name)
     }
 
-    /// PostgreSQL names a primary key written without a name `<table>_pkey`; the
-    /// schema history keeps it unnamed, and a later `DROP CONSTRAINT <table>_pkey`
-    /// means it.
+    /// Whether constraint `name` is the table's primary key: by its name, or, when
+    /// it has none, by the name PostgreSQL gives a key written without one
+    /// (`<table>_pkey`; the schema history keeps such a key unnamed).
     fn implicit_pkey(&self, table: &TableName, name: &str) -> bool {
+        self.catalog.table(table).is_some_and(|t| {
+            t.primary_key.as_ref().is_some_and(|p| match &p.name {
+                Some(n) => n.eq_ignore_ascii_case(name),
+                None => {
+                    self.dialect == Dialect::Postgres
+                        && name.eq_ignore_ascii_case(&format!("{}_pkey", table.name))
+                }
+            })
+        })
+    }
+
+    /// PostgreSQL: a constraint a known table does not have (its definition came
+    /// from a snapshot, which holds columns and key only).
+    fn unknown_constraint(&self, table: &TableName, name: &str) -> bool {
+        let is = |n: &Option<String>| n.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name));
         self.dialect == Dialect::Postgres
             && self.catalog.table(table).is_some_and(|t| {
-                t.primary_key.as_ref().is_some_and(|p| p.name.is_none())
-                    && name.eq_ignore_ascii_case(&format!("{}_pkey", table.name))
+                !t.foreign_keys.iter().any(|f| is(&f.name))
+                    && !t.checks.iter().any(|c| is(&c.name))
+                    && !t.indexes.iter().any(|i| is(&i.name))
+                    && !t.primary_key.as_ref().is_some_and(|p| is(&p.name))
             })
     }
 
@@ -684,6 +701,12 @@ impl<'a> Lowerer<'a> {
                         columns: None,
                         prefixes: Default::default(),
                     }))
+                }
+                AlterSpec::DropConstraint(n) if self.unknown_constraint(&table, &self.name(n)) => {
+                    self.diags.skip(format!(
+                        "constraint {} of {table}: not in its definition here (a definition read from a database carries its columns and key only, so the targets never had it): nothing to drop",
+                        self.name(n)
+                    ));
                 }
                 AlterSpec::DropForeignKey(n) | AlterSpec::DropConstraint(n) => {
                     out.push(ch(SchemaChange::DropConstraint {

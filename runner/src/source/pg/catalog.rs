@@ -40,7 +40,11 @@ SELECT n.nspname::text, c.relname::text,
            pg_get_serial_sequence(format('%I.%I', n.nspname, c.relname), a.attname)::regclass::text)
          AS serial) s
      WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''),
-    (SELECT ', ' || pg_get_constraintdef(k.oid) FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p')),
+    -- A key PostgreSQL named itself stays unnamed, as CREATE TABLE leaves it; one
+    -- named otherwise keeps its name (a DROP CONSTRAINT names it).
+    (SELECT ', ' || CASE WHEN k.conname = c.relname || '_pkey' THEN ''
+        ELSE format('CONSTRAINT %I ', k.conname) END || pg_get_constraintdef(k.oid)
+       FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p')),
   -- Rows, by the last ANALYZE; never analyzed: about one per 100 bytes of the
   -- table and its partitions (an estimate sizes progress and key ranges only).
   CASE WHEN c.reltuples >= 0 THEN c.reltuples
