@@ -1055,6 +1055,23 @@ pub fn qualify(default_schema: Option<&str>, parts: impl IntoIterator<Item = Str
 pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     // Redundant parentheses: DEFAULT (0), DEFAULT ('x').
     let mut t = strip_parens(raw);
+    // pg_dump --quote-all-identifiers quotes function names: "nextval"('...'),
+    // "now"(). A plain name in quotes means the same unquoted.
+    let unquoted;
+    if dialect == Dialect::Postgres {
+        if let Some(rest) = t.strip_prefix('"') {
+            if let Some((name, args)) = rest.split_once("\"(") {
+                if !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                {
+                    unquoted = format!("{name}({args}");
+                    t = &unquoted;
+                }
+            }
+        }
+    }
     // PostgreSQL casts on literals: 'x'::character varying, 0::numeric (but not the
     // cast inside nextval('seq'::regclass)).
     if dialect == Dialect::Postgres {

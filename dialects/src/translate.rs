@@ -63,6 +63,14 @@ pub struct Translator {
     /// The column keys of the table the last ADD COLUMNs widened, so the next one
     /// finds a duplicate without scanning the table (kept while nothing else runs).
     widened: Option<(TableName, std::collections::HashSet<String>)>,
+    /// Source schemas written as other target schemas (lower case; None: the
+    /// current database). PostgreSQL into MySQL maps `public` to the current
+    /// database unless told otherwise (`--schema-map`).
+    pub schema_map: Vec<(String, Option<String>)>,
+    /// Target schemas (databases) the output has made or been told of, and the
+    /// mapped source schemas already reported.
+    made: std::collections::HashSet<String>,
+    said: std::collections::HashSet<String>,
 }
 
 impl Translator {
@@ -77,6 +85,82 @@ impl Translator {
             deferred: Vec::new(),
             defs: Default::default(),
             widened: None,
+            schema_map: match (source, target) {
+                (Dialect::Postgres, Target::Sql(Dialect::MySql)) => {
+                    vec![("public".to_owned(), None)]
+                }
+                _ => Vec::new(),
+            },
+            made: Default::default(),
+            said: Default::default(),
+        }
+    }
+
+    /// Map source schema `from` to target schema `to` (None: the current database),
+    /// replacing the default for it.
+    pub fn map_schema(&mut self, from: &str, to: Option<&str>) {
+        let from = from.to_lowercase();
+        self.schema_map.retain(|(k, _)| *k != from);
+        self.schema_map.push((from, to.map(str::to_owned)));
+    }
+
+    /// For a MySQL target: the schema mapping said once per mapped schema, and
+    /// `CREATE DATABASE IF NOT EXISTS` before the first table of a schema no
+    /// statement of the input made (a PostgreSQL dump never makes `public`, and one
+    /// mapped elsewhere names a database the output must make).
+    fn schemas_first(
+        &mut self,
+        changes: &[SchemaChange],
+        o: &mut Outcome,
+        diags: &mut Diagnostics,
+    ) {
+        if self.target != Target::Sql(Dialect::MySql) || self.source == Dialect::MySql {
+            return;
+        }
+        for c in changes {
+            if let SchemaChange::CreateNamespace { name, .. } = c {
+                let to = Emitter::new(Dialect::MySql)
+                    .with_schemas(&self.schema_map)
+                    .schema_of(name)
+                    .map(str::to_lowercase);
+                if let Some(to) = to {
+                    self.made.insert(to);
+                }
+                continue;
+            }
+            let SchemaChange::CreateTable { table, .. } = c else {
+                continue;
+            };
+            let Some(s) = table.name.schema.as_deref() else {
+                continue;
+            };
+            let key = s.to_lowercase();
+            let mapped = self.schema_map.iter().find(|(k, _)| *k == key).cloned();
+            if let Some((_, to)) = &mapped {
+                if self.said.insert(key.clone()) {
+                    diags.warn(match to {
+                        None => format!(
+                            "schema {s}: its tables go to the current database (--schema-map {s}=DB names another)"
+                        ),
+                        Some(db) => format!("schema {s}: its tables go to database {db} (--schema-map)"),
+                    });
+                }
+            }
+            let target = match mapped {
+                Some((_, None)) => continue,
+                Some((_, Some(db))) => db,
+                None => s.to_owned(),
+            };
+            if self.made.insert(target.to_lowercase()) {
+                let mut cx = EmitCtx {
+                    source: self.source,
+                    before: &self.catalog,
+                    after: &self.catalog,
+                    diags,
+                };
+                let id = Emitter::new(Dialect::MySql).ident(&mut cx, &target);
+                o.output.push(format!("CREATE DATABASE IF NOT EXISTS {id}"));
+            }
         }
     }
 
@@ -280,6 +364,7 @@ impl Translator {
                     o.output = render(
                         self.source,
                         self.target,
+                        &self.schema_map,
                         &changes,
                         &self.catalog,
                         &self.catalog,
@@ -338,14 +423,16 @@ impl Translator {
                 Target::Sql(_) => self.defer_forward_keys(&changes),
                 _ => None,
             };
-            o.output = render(
+            self.schemas_first(&changes, &mut o, &mut diags);
+            o.output.extend(render(
                 self.source,
                 self.target,
+                &self.schema_map,
                 emitted.as_deref().unwrap_or(&changes),
                 &before,
                 &after,
                 &mut diags,
-            );
+            ));
         }
         self.catalog.absorb(&scoped, after);
         if emit {
@@ -521,7 +608,9 @@ impl Translator {
             after: &self.catalog,
             diags,
         };
-        Emitter::new(d).emit(&ready, &mut cx)
+        Emitter::new(d)
+            .with_schemas(&self.schema_map)
+            .emit(&ready, &mut cx)
     }
 
     /// The end of the input: foreign keys still held back (their table never came)
@@ -604,6 +693,7 @@ impl Outcome {
 fn render(
     source: Dialect,
     target: Target,
+    schemas: &[(String, Option<String>)],
     changes: &[SchemaChange],
     before: &Catalog,
     after: &Catalog,
@@ -617,7 +707,7 @@ fn render(
                 after,
                 diags,
             };
-            Emitter::new(d).emit(changes, &mut cx)
+            Emitter::new(d).with_schemas(schemas).emit(changes, &mut cx)
         }
         Target::Ir | Target::Iceberg => {
             vec![serde_json::to_string_pretty(changes).expect("IR serialises")]

@@ -71,6 +71,13 @@ enum Command {
         /// MySQL sql_mode ANSI_QUOTES: "x" is an identifier, not a string.
         #[arg(long)]
         ansi_quotes: bool,
+        /// Write names of source schema SCHEMA in target schema (MySQL: database)
+        /// DATABASE; empty after `=`: unqualified, in the current database. May be
+        /// given more than once. From PostgreSQL into MySQL, `public` goes to the
+        /// current database unless mapped here; other schemas keep their names (the
+        /// output creates their databases).
+        #[arg(long = "schema-map", value_name = "SCHEMA=DATABASE")]
+        schema_map: Vec<String>,
         /// Input files; standard input when none is given.
         #[arg(value_name = "FILE")]
         files: Vec<String>,
@@ -385,8 +392,17 @@ fn main() -> ExitCode {
             iceberg,
             schema,
             ansi_quotes,
+            schema_map,
             files,
-        } => translate(from, to, &iceberg, &schema, ansi_quotes, &files),
+        } => translate(
+            from,
+            to,
+            &iceberg,
+            &schema,
+            ansi_quotes,
+            &schema_map,
+            &files,
+        ),
         #[cfg(feature = "sync")]
         Command::Sync { config, until_end } => jobs::sync(&config, until_end),
         #[cfg(feature = "sync")]
@@ -464,6 +480,7 @@ fn translate(
     iceberg: &IcebergArgs,
     schema: &[String],
     ansi_quotes: bool,
+    schema_map: &[String],
     files: &[String],
 ) -> ExitCode {
     let source = dialect(from);
@@ -480,6 +497,21 @@ fn translate(
     let mut failed = false;
     let stderr = std::io::stderr();
     let mut err = stderr.lock();
+    for m in schema_map {
+        match m.split_once('=') {
+            Some((from, to)) if !from.trim().is_empty() => {
+                let to = to.trim();
+                tr.map_schema(from.trim(), (!to.is_empty()).then_some(to));
+            }
+            _ => {
+                let _ = writeln!(
+                    err,
+                    "error: --schema-map {m}: expected SCHEMA=DATABASE (DATABASE empty: the current database)"
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
     for path in schema {
         let text = match read(path) {
             Ok(t) => t,

@@ -569,3 +569,97 @@ async fn store_and_ticketing_dumps() {
         dst_keys.counts()
     );
 }
+
+/// A pg_dump of an application in `public` (every name qualified `public.`, as each
+/// pg_dump since 10 writes them; also with `--quote-all-identifiers`) into the MariaDB
+/// database the user runs it in: every table arrives there, with its keys,
+/// AUTO_INCREMENT from its serials and identities, and a schema of its own in a
+/// database the output makes. (Every statement failed: `public` became a database
+/// nobody made.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pg_dump_of_public_lands_in_the_current_database() {
+    let (pg, maria) = tokio::join!(PgServer::start(), MariaDb::start());
+    let client = pg.create_db("app_src").await;
+    client
+        .batch_execute(
+            "CREATE TABLE customer (id serial PRIMARY KEY, name text NOT NULL, email varchar(200) UNIQUE);
+             CREATE TABLE orders (id bigserial PRIMARY KEY, customer_id int NOT NULL REFERENCES customer (id) ON DELETE CASCADE,
+               total numeric(10,2) CHECK (total >= 0), at timestamptz DEFAULT now());
+             CREATE INDEX orders_at ON orders (at);
+             CREATE SCHEMA audit;
+             CREATE TABLE audit.log (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, what text);
+             INSERT INTO customer (name, email) VALUES ('a', 'a@x');",
+        )
+        .await
+        .unwrap();
+    let mut c = maria.conn(None).await;
+    for quote_all in [false, true] {
+        let mut dump = pg_dump(&pg, "app_src", true);
+        if quote_all {
+            dump = tool(
+                "pg_dump",
+                &[
+                    "-h".into(),
+                    "127.0.0.1".into(),
+                    "-p".into(),
+                    pg.port.to_string(),
+                    "-U".into(),
+                    "postgres".into(),
+                    "--schema-only".into(),
+                    "--quote-all-identifiers".into(),
+                    "app_src".into(),
+                ],
+            );
+        }
+        assert!(
+            dump.contains("CREATE TABLE public.customer")
+                || dump.contains("CREATE TABLE \"public\".\"customer\"")
+        );
+        let (stmts, diags) = translate(Dialect::Postgres, Dialect::MySql, &dump);
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.contains("schema public: its tables go to the current database")),
+            "{diags:#?}"
+        );
+        c.query_drop(
+            "DROP DATABASE IF EXISTS shop; DROP DATABASE IF EXISTS audit; CREATE DATABASE shop",
+        )
+        .await
+        .unwrap();
+        let mut dst = maria.conn(Some("shop")).await;
+        let failed = exec_mysql(&mut dst, &stmts).await;
+        assert!(
+            failed.is_empty(),
+            "quote all {quote_all}: {}",
+            failed.join("\n")
+        );
+        let tables = lakeshift_tests::mysql_text_rows(
+            &mut dst,
+            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema IN ('shop', 'audit', 'public')",
+        )
+        .await;
+        let want: Vec<Vec<Option<String>>> =
+            [("audit", "log"), ("shop", "customer"), ("shop", "orders")]
+                .iter()
+                .map(|(s, t)| vec![Some(s.to_string()), Some(t.to_string())])
+                .collect();
+        assert_eq!(tables, want, "quote all {quote_all}");
+        let auto = lakeshift_tests::mysql_text_rows(
+            &mut dst,
+            "SELECT table_schema, table_name, column_name FROM information_schema.columns WHERE extra LIKE '%auto_increment%' AND table_schema IN ('shop', 'audit')",
+        )
+        .await;
+        assert_eq!(
+            auto.len(),
+            3,
+            "quote all {quote_all}: every serial and identity: {auto:?}\n{diags:#?}"
+        );
+        let keys = mysql_constraints(&mut dst, "shop").await;
+        assert_eq!(
+            keys.counts(),
+            [2, 1, 1, 1],
+            "quote all {quote_all}: {keys:#?}"
+        );
+    }
+}

@@ -81,14 +81,34 @@ pub struct EmitCtx<'a> {
 }
 
 /// Emits IR changes as one target dialect's SQL.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Emitter {
     pub target: Dialect,
+    /// Source schemas written as other target schemas (databases): lower-case
+    /// source name, and the target's name (None: unqualified, the current one).
+    schemas: Vec<(String, Option<String>)>,
 }
 
 impl Emitter {
     pub fn new(target: Dialect) -> Self {
-        Emitter { target }
+        Emitter {
+            target,
+            schemas: Vec::new(),
+        }
+    }
+
+    /// Write names of the source schemas in `map` as the schemas they map to.
+    pub fn with_schemas(mut self, map: &[(String, Option<String>)]) -> Self {
+        self.schemas = map.to_vec();
+        self
+    }
+
+    /// What source schema `s` is called in the target (None: unqualified).
+    pub fn schema_of<'a>(&'a self, s: &'a str) -> Option<&'a str> {
+        match self.schemas.iter().find(|(k, _)| k.eq_ignore_ascii_case(s)) {
+            Some((_, to)) => to.as_deref(),
+            None => Some(s),
+        }
     }
 
     /// A name in the target: case mapped, shortened (with a warning), quoted.
@@ -107,7 +127,7 @@ impl Emitter {
     }
 
     pub fn table(&self, cx: &mut EmitCtx<'_>, t: &TableName) -> String {
-        match &t.schema {
+        match t.schema.as_deref().and_then(|s| self.schema_of(s)) {
             Some(s) => format!("{}.{}", self.ident(cx, s), self.ident(cx, &t.name)),
             None => self.ident(cx, &t.name),
         }
@@ -1501,11 +1521,17 @@ impl Emitter {
         use SchemaChange as C;
         let tgt = self.target;
         match ch {
+            C::CreateNamespace { name, .. } if self.schema_of(name).is_none() => cx.diags.skip(
+                format!("schema {name} is the current database here (--schema-map)"),
+            ),
+            C::DropNamespace { name, .. } if self.schema_of(name).is_none() => cx.diags.skip(
+                format!("schema {name} is the current database here (--schema-map): not dropped"),
+            ),
             C::CreateNamespace {
                 name,
                 if_not_exists,
             } => {
-                let n = self.ident(cx, name);
+                let n = self.ident(cx, self.schema_of(name).unwrap_or(name));
                 let ine = if *if_not_exists { "IF NOT EXISTS " } else { "" };
                 match tgt {
                     Dialect::MySql => out.push(format!("CREATE DATABASE {ine}{n}")),
@@ -1520,7 +1546,7 @@ impl Emitter {
                 if_exists,
                 cascade,
             } => {
-                let n = self.ident(cx, name);
+                let n = self.ident(cx, self.schema_of(name).unwrap_or(name));
                 let ie = if *if_exists { "IF EXISTS " } else { "" };
                 match tgt {
                     Dialect::MySql => out.push(format!("DROP DATABASE {ie}{n}")),
