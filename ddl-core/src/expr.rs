@@ -54,6 +54,9 @@ pub enum Func {
     Trim,
     Abs,
     Coalesce,
+    /// `(text, pattern)`: the text matches the regular expression (PostgreSQL `~`,
+    /// MySQL `REGEXP`, Oracle `REGEXP_LIKE`; their pattern syntaxes differ in places).
+    RegexpMatch,
 }
 
 /// The kind of a typed literal (`DATE '2020-01-01'`).
@@ -168,7 +171,8 @@ impl Expr {
         }
     }
 
-    fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+    /// Call `f` on the expression and every expression inside it.
+    pub fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
         // An explicit stack: a deeply nested expression cannot overflow the call stack.
         let mut stack = vec![self];
         while let Some(e) = stack.pop() {

@@ -104,6 +104,16 @@ impl Reader {
                     B::StringConcat if self.dialect != Dialect::MySql => BinaryOp::Concat,
                     B::PGLikeMatch => return Some(like(false)),
                     B::PGNotLikeMatch => return Some(like(true)),
+                    B::PGRegexMatch | B::PGRegexNotMatch => {
+                        let m = Expr::Function {
+                            func: Func::RegexpMatch,
+                            args: vec![*l, *r],
+                        };
+                        return Some(match op {
+                            B::PGRegexNotMatch => Expr::Not { expr: Box::new(m) },
+                            _ => m,
+                        });
+                    }
                     _ => return None,
                 };
                 Expr::Binary {
@@ -116,6 +126,32 @@ impl Reader {
                 expr: self.boxed(x)?,
                 negated: false,
             },
+            // `x IS [NOT] TRUE|FALSE` never yields NULL: `x IS NOT NULL AND x = v`
+            // (or its negation, `x IS NULL OR x <> v`).
+            S::IsTrue(x) | S::IsFalse(x) | S::IsNotTrue(x) | S::IsNotFalse(x) => {
+                let v = matches!(e, S::IsTrue(_) | S::IsNotTrue(_));
+                let negated = matches!(e, S::IsNotTrue(_) | S::IsNotFalse(_));
+                let x = self.boxed(x)?;
+                let lit = Box::new(Expr::Literal {
+                    value: Literal::Boolean(if negated { !v } else { v }),
+                });
+                let (null_test, join) = match negated {
+                    false => (true, BinaryOp::And),
+                    true => (false, BinaryOp::Or),
+                };
+                Expr::Binary {
+                    op: join,
+                    left: Box::new(Expr::IsNull {
+                        expr: x.clone(),
+                        negated: null_test,
+                    }),
+                    right: Box::new(Expr::Binary {
+                        op: BinaryOp::Eq,
+                        left: x,
+                        right: lit,
+                    }),
+                }
+            }
             S::IsNotNull(x) => Expr::IsNull {
                 expr: self.boxed(x)?,
                 negated: true,
@@ -310,6 +346,7 @@ impl Reader {
         };
         let arity_ok = match func {
             Func::Coalesce => !args.is_empty(),
+            Func::RegexpMatch => args.len() == 2,
             _ => args.len() == 1,
         };
         arity_ok.then_some(Expr::Function { func, args })
@@ -465,6 +502,12 @@ impl Printer<'_> {
                     (Func::Trim, _) => "TRIM",
                     (Func::Abs, _) => "ABS",
                     (Func::Coalesce, _) => "COALESCE",
+                    (Func::RegexpMatch, Dialect::Oracle) => "REGEXP_LIKE",
+                    (Func::RegexpMatch, _) => {
+                        let (x, p) = (self.expr(&args[0], 5), self.expr(&args[1], 5));
+                        let op = if t == Dialect::MySql { "REGEXP" } else { "~" };
+                        return (format!("{x} {op} {p}"), 4);
+                    }
                 };
                 let args: Vec<String> = args.iter().map(|x| self.expr(x, 0)).collect();
                 (format!("{name}({})", args.join(", ")), 10)
@@ -596,7 +639,7 @@ mod tests {
 
     #[test]
     fn outside_the_subset_stays_text() {
-        assert!(parse(Dialect::Postgres, "a ~ '^x'").is_none());
+        assert!(parse(Dialect::Postgres, "a ~* '^x'").is_none());
         assert!(parse(Dialect::MySql, "a in (select 1)").is_none());
         assert!(parse(Dialect::MySql, "json_valid(`attrs`)").is_none());
         // Parentheses around the whole expression mean nothing, however many...

@@ -63,6 +63,23 @@ fn head(text: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// Whether `words` follow each other in `text` (any case, any white space between).
+fn contains_words(text: &str, words: &[&str]) -> bool {
+    let Some(last) = words.last() else {
+        return true;
+    };
+    if !text
+        .as_bytes()
+        .windows(last.len())
+        .any(|w| w.eq_ignore_ascii_case(last.as_bytes()))
+    {
+        return false;
+    }
+    let all: Vec<&str> = text.split_whitespace().collect();
+    all.windows(words.len())
+        .any(|w| w.iter().zip(words).all(|(a, b)| a.eq_ignore_ascii_case(b)))
+}
+
 pub struct StatementParser<'a> {
     pub dialect: Dialect,
     pub options: ParseOptions,
@@ -84,6 +101,12 @@ impl StatementParser<'_> {
     }
 
     pub fn parse(&mut self, text: &str) -> Result<Parsed, ParseError> {
+        if self.dialect == Dialect::Postgres && contains_words(text, &["NULLS", "NOT", "DISTINCT"])
+        {
+            self.diags.warn(
+                "UNIQUE NULLS NOT DISTINCT: not carried; the target's unique key lets several rows hold NULL".to_owned(),
+            );
+        }
         let h = head(text, 6);
         let w = |i: usize| h.get(i).map(String::as_str).unwrap_or("");
         // Skip words between CREATE and the object kind.
@@ -91,6 +114,8 @@ impl StatementParser<'_> {
         while matches!(
             w(k),
             "OR" | "REPLACE"
+                | "PROCEDURAL"
+                | "TRUSTED"
                 | "TEMPORARY"
                 | "GLOBAL"
                 | "UNLOGGED"

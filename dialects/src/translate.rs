@@ -346,6 +346,26 @@ impl Translator {
             }
             Ok(Parsed::Requests(r)) => r,
         };
+        // A script that drops a table before it makes it (install scripts do) names
+        // a table this translation does not know: dropped if it exists.
+        let requests: Vec<ChangeRequest> = requests
+            .into_iter()
+            .map(|r| match r {
+                ChangeRequest::Change(SchemaChange::DropTable {
+                    name,
+                    if_exists: false,
+                }) if self.catalog.resolve_table(&name).is_none() => {
+                    diags.warn(format!(
+                        "table {name} is not known here (not made earlier in the input): dropped IF EXISTS"
+                    ));
+                    ChangeRequest::Change(SchemaChange::DropTable {
+                        name,
+                        if_exists: true,
+                    })
+                }
+                other => other,
+            })
+            .collect();
         // ADD COLUMN alone changes nothing else and cannot fail half-way, and emitting
         // it needs no earlier state: it is applied in place. (Copying a wide table for
         // each of thousands of ALTERs that widen it made such scripts quadratic.)
@@ -789,6 +809,42 @@ mod tests {
     }
 
     #[test]
+    fn install_scripts_translate_without_errors() {
+        // regression (issue 37 items 5 and 8): a DROP TABLE before the table's
+        // CREATE, old pg_dump's PROCEDURAL LANGUAGE and PostgreSQL 15's UNIQUE NULLS
+        // NOT DISTINCT were errors (exit status 1) though everything translated.
+        let text = "DROP TABLE z;\n\
+            CREATE OR REPLACE PROCEDURAL LANGUAGE plpgsql;\n\
+            CREATE TRUSTED PROCEDURAL LANGUAGE plperl;\n\
+            CREATE TABLE z (id int PRIMARY KEY, a int, CONSTRAINT z_a UNIQUE NULLS NOT DISTINCT (a), b int UNIQUE NULLS DISTINCT);\n\
+            DROP TABLE z;";
+        for target in [Dialect::MySql, Dialect::Postgres, Dialect::Oracle] {
+            let (out, diags) = sql(Dialect::Postgres, target, text);
+            assert!(
+                !diags.iter().any(|d| d.starts_with("error")),
+                "{target}: {diags:#?}"
+            );
+            let all = out.join(";\n").to_lowercase();
+            assert!(all.starts_with("drop table if exists z"), "{target}: {all}");
+            assert!(all.contains("z_a"), "{target}: {all}");
+            assert!(
+                diags
+                    .iter()
+                    .any(|d| d.contains("UNIQUE NULLS NOT DISTINCT: not carried")),
+                "{diags:#?}"
+            );
+            assert!(
+                diags
+                    .iter()
+                    .filter(|d| d.contains("CREATE LANGUAGE"))
+                    .count()
+                    == 2,
+                "{diags:#?}"
+            );
+        }
+    }
+
+    #[test]
     fn an_enum_changed_on_postgres_gets_its_check_again() {
         // regression (issue 36 item 7): `MODIFY e ENUM(...)` with a new value kept the
         // CHECK made at creation on PostgreSQL; the first row with the new value
@@ -1120,8 +1176,8 @@ mod tests {
         let text =
             "CREATE TABLE u (id int PRIMARY KEY, email varchar(80), deleted_at timestamp);\n\
             CREATE UNIQUE INDEX u_live ON u (email) WHERE deleted_at IS NULL;\n\
-            CREATE UNIQUE INDEX u_odd ON u (email) WHERE email ~ '^x';\n\
-            CREATE INDEX u_part ON u (email) WHERE email ~ '^x';";
+            CREATE UNIQUE INDEX u_odd ON u (email) WHERE email ~* '^x';\n\
+            CREATE INDEX u_part ON u (email) WHERE email ~* '^x';";
         let (out, diags) = sql(Dialect::Postgres, Dialect::Oracle, text);
         let all = out.join(";\n");
         assert!(

@@ -365,7 +365,14 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                 (kw("SERIAL"), kw("DEFAULT"), kw("VALUE")),
             ),
             value(ColAttr::PrimaryKey, (kw("PRIMARY"), kw("KEY"))),
-            value(ColAttr::Unique, (kw("UNIQUE"), opt(kw("KEY")))),
+            value(
+                ColAttr::Unique,
+                (
+                    kw("UNIQUE"),
+                    opt(kw("KEY")),
+                    opt((kw("NULLS"), opt(kw("NOT")), kw("DISTINCT"))),
+                ),
+            ),
             value(ColAttr::PrimaryKey, kw("KEY")),
             map(
                 preceded(kw("COMMENT"), string_lit(flavor)),
@@ -757,6 +764,9 @@ fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                 (
                     kw("UNIQUE"),
                     opt(alt((kw("KEY"), kw("INDEX")))),
+                    // PostgreSQL 15: whether NULLs count as equal (the caller
+                    // reports that it is not carried).
+                    opt((kw("NULLS"), opt(kw("NOT")), kw("DISTINCT"))),
                     opt(ident),
                     opt(index_kind_using),
                     paren_list(key_part(flavor)),
@@ -764,7 +774,7 @@ fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                 ),
                 {
                     let cname = cname.clone();
-                    move |(_, _, name, _, parts, _)| TableElem::Index {
+                    move |(_, _, _, name, _, parts, _)| TableElem::Index {
                         name: name.or(cname.clone()),
                         kind: IndexKind::Unique,
                         parts,

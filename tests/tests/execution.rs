@@ -198,3 +198,53 @@ async fn oracle_source_to_postgres_and_mariadb() {
         with_int_rule(oracle_expected(), "string")
     );
 }
+
+/// CHECKs PostgreSQL writes with `IS [NOT] TRUE|FALSE` and regular expressions (`~`,
+/// `!~`) are created in MariaDB with the same meaning: each value is accepted or
+/// refused alike on both servers, NULLs included. (They were dropped with a warning.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_boolean_tests_and_regular_expressions_keep_their_meaning_in_mariadb() {
+    let (pg, maria) = tokio::join!(PgServer::start(), MariaDb::start());
+    let client = pg.create_db("chk").await;
+    let ddl = "CREATE TABLE c (id int PRIMARY KEY, a boolean CHECK (a IS TRUE), b boolean CHECK (b IS NOT FALSE),
+        f boolean CHECK (f IS FALSE), n boolean CHECK (n IS NOT TRUE),
+        y varchar(20) CHECK (y ~ '^[a-z]+$'), z varchar(20) CHECK (z !~ 'x'))";
+    let stmts = translate(Dialect::Postgres, Dialect::MySql, ddl);
+    assert_eq!(
+        stmts
+            .iter()
+            .map(|s| s.matches(" CHECK (").count())
+            .sum::<usize>(),
+        6,
+        "every CHECK created: {stmts:?}"
+    );
+    run_pg(&client, &[ddl.to_owned()]).await;
+    let mut c = maria.conn(None).await;
+    c.query_drop("CREATE DATABASE chk").await.unwrap();
+    let mut m = maria.conn(Some("chk")).await;
+    run_mysql(&mut m, &stmts).await;
+    let cases: &[(&str, &[&str])] = &[
+        ("a", &["true", "false", "NULL"]),
+        ("b", &["true", "false", "NULL"]),
+        ("f", &["true", "false", "NULL"]),
+        ("n", &["true", "false", "NULL"]),
+        ("y", &["'abc'", "'Abc'", "'a1'", "''", "NULL"]),
+        ("z", &["'ab'", "'axb'", "'X'", "NULL"]),
+    ];
+    let mut id = 0;
+    let mut differ = Vec::new();
+    for (col, vals) in cases {
+        for v in *vals {
+            id += 1;
+            let sql = format!("INSERT INTO c (id, {col}) VALUES ({id}, {v})");
+            let on_pg = client.batch_execute(&sql).await.is_ok();
+            let on_maria = m.query_drop(sql.as_str()).await.is_ok();
+            if on_pg != on_maria {
+                differ.push(format!(
+                    "{col} = {v}: PostgreSQL accepts {on_pg}, MariaDB {on_maria}"
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}\n{stmts:?}", differ.join("\n"));
+}

@@ -793,6 +793,24 @@ impl Emitter {
         let body = if ck.dialect == self.target.name() {
             ck.expr.clone()
         } else if let Some(e) = &ck.neutral {
+            let mut regexp = false;
+            e.visit(&mut |x| {
+                regexp |= matches!(
+                    x,
+                    ddl_core::Expr::Function {
+                        func: ddl_core::expr::Func::RegexpMatch,
+                        ..
+                    }
+                )
+            });
+            if regexp {
+                cx.diags.warn(format!(
+                    "{table}: CHECK {}holds a regular expression: {}'s and {}'s pattern syntaxes differ in places (character classes, escapes, case); check its pattern",
+                    ck.name.as_deref().map(|n| format!("{n} ")).unwrap_or_default(),
+                    ck.dialect,
+                    self.target
+                ));
+            }
             self.print_expr(cx, e)
         } else {
             cx.diags.warn(format!(
