@@ -63,6 +63,51 @@ fn head(text: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// Byte offsets of the top-level words `CREATE` and `GRANT` after the first word of
+/// `text` (outside parentheses, quotes and comments): where the elements of a
+/// `CREATE SCHEMA name CREATE TABLE ... CREATE VIEW ...` start.
+fn element_starts(text: &str) -> Vec<usize> {
+    let b = text.as_bytes();
+    let (mut i, mut depth, mut out) = (0, 0i32, Vec::new());
+    let word_at = |i: usize, w: &[u8]| {
+        b.len() >= i + w.len()
+            && b[i..i + w.len()].eq_ignore_ascii_case(w)
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+            && b.get(i + w.len())
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+    };
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            _ if depth == 0 && i > 0 && (word_at(i, b"CREATE") || word_at(i, b"GRANT")) => {
+                out.push(i)
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
 /// Whether `words` follow each other in `text` (any case, any white space between).
 fn contains_words(text: &str, words: &[&str]) -> bool {
     let Some(last) = words.last() else {
@@ -90,6 +135,59 @@ pub struct StatementParser<'a> {
 }
 
 impl StatementParser<'_> {
+    /// `CREATE SCHEMA s [AUTHORIZATION r] CREATE TABLE ... CREATE INDEX ... GRANT ...`
+    /// (standard SQL, PostgreSQL): the schema, then each element as a statement of
+    /// its own in it. None: a schema without elements.
+    fn schema_elements(&mut self, text: &str) -> Result<Option<Parsed>, ParseError> {
+        let starts = element_starts(text);
+        let Some(&first) = starts.first() else {
+            return Ok(None);
+        };
+        let head = &text[..first];
+        let mut out = match self.parse(head)? {
+            Parsed::Requests(r) => r,
+            other => return Ok(Some(other)),
+        };
+        let schema: Option<String> = out.iter().find_map(|r| match r {
+            ChangeRequest::Change(SchemaChange::CreateNamespace { name, .. }) => {
+                Some(name.to_string())
+            }
+            _ => None,
+        });
+        let Some(schema) = schema else {
+            return Ok(None);
+        };
+        let mut ends = starts[1..].to_vec();
+        ends.push(text.len());
+        for (&from, &to) in starts.iter().zip(&ends) {
+            let element = text[from..to].trim();
+            let parsed = StatementParser {
+                dialect: self.dialect,
+                options: self.options,
+                catalog: self.catalog,
+                default_schema: Some(&schema),
+                diags: self.diags,
+                defs: self.defs,
+            }
+            .parse(element)
+            .map_err(|e| ParseError {
+                offset: from + e.offset,
+                message: format!(
+                    "in schema {schema}'s element `{}`: {}",
+                    crate::translate::excerpt(element),
+                    e.message
+                ),
+                unknown: e.unknown,
+            })?;
+            match parsed {
+                Parsed::Requests(r) => out.extend(r),
+                Parsed::Skipped(why) => self.diags.skip(why),
+                Parsed::UseSchema(_) => {}
+            }
+        }
+        Ok(Some(Parsed::Requests(out)))
+    }
+
     fn lowerer(&mut self) -> Lowerer<'_> {
         Lowerer {
             dialect: self.dialect,
@@ -134,6 +232,11 @@ impl StatementParser<'_> {
             k += 1;
         }
         match (w(0), w(k)) {
+            ("CREATE", "SCHEMA") => {
+                if let Some(parsed) = self.schema_elements(text)? {
+                    return Ok(parsed);
+                }
+            }
             ("CREATE", "DOMAIN") if self.dialect == Dialect::Postgres => {
                 return self.create_domain(text);
             }

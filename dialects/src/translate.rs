@@ -809,6 +809,36 @@ mod tests {
     }
 
     #[test]
+    fn a_schema_with_elements_makes_each_table_in_it() {
+        // regression (issue 37 item 2): `CREATE SCHEMA s CREATE TABLE ...` did not
+        // parse and every table inside was lost.
+        let text = "CREATE SCHEMA s AUTHORIZATION joe CREATE TABLE a (id int PRIMARY KEY, note text DEFAULT 'x CREATE y') \
+            CREATE TABLE b (id int REFERENCES a (id), n int) CREATE INDEX b_n ON b (n) CREATE VIEW v AS SELECT 1 GRANT SELECT ON a TO joe;\n\
+            ALTER TABLE s.b ADD COLUMN z int;\n\
+            CREATE SCHEMA t CREATE TABLE broken (id intt x);";
+        for target in [Dialect::MySql, Dialect::Postgres] {
+            let (out, diags) = sql(Dialect::Postgres, target, text);
+            let all = out.join(";\n").to_lowercase();
+            for want in [
+                "create table s.a",
+                "'x create y'",
+                "create table s.b",
+                "references s.a",
+                "b_n",
+                "add column z",
+            ] {
+                assert!(all.contains(want), "{target}: {want}: {all}");
+            }
+            let errors: Vec<&String> = diags.iter().filter(|d| d.starts_with("error")).collect();
+            assert_eq!(errors.len(), 1, "{diags:#?}");
+            assert!(
+                errors[0].contains("schema t's element `CREATE TABLE broken"),
+                "{errors:?}"
+            );
+        }
+    }
+
+    #[test]
     fn install_scripts_translate_without_errors() {
         // regression (issue 37 items 5 and 8): a DROP TABLE before the table's
         // CREATE, old pg_dump's PROCEDURAL LANGUAGE and PostgreSQL 15's UNIQUE NULLS
