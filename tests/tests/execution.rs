@@ -248,3 +248,47 @@ async fn postgres_boolean_tests_and_regular_expressions_keep_their_meaning_in_ma
     }
     assert!(differ.is_empty(), "{}\n{stmts:?}", differ.join("\n"));
 }
+
+/// Keys with explicit lengths too long for InnoDB's 3072 bytes in utf8mb4 (a
+/// composite key with `VARCHAR(1024)`, two `VARCHAR(1000)` in one unique key, in
+/// CREATE TABLE and added later as pg_dump writes them) are created on MariaDB: each
+/// text column is cut to its share of the key, with a warning naming it. (MariaDB
+/// answered 1071 `Specified key was too long`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_too_long_for_mysql_are_cut_to_fit() {
+    let maria = MariaDb::start().await;
+    let ddl = "CREATE TABLE m (roomID INTEGER NOT NULL, jid VARCHAR(1024) NOT NULL, CONSTRAINT m_pk PRIMARY KEY (roomID, jid));
+        CREATE TABLE n (a varchar(1000), b varchar(1000), c text, n bigint, UNIQUE (a, b, n), PRIMARY KEY (c));
+        CREATE TABLE d (id bigint NOT NULL, code character varying(2000) NOT NULL, t text NOT NULL);
+        ALTER TABLE ONLY d ADD CONSTRAINT d_pkey PRIMARY KEY (id, code);
+        ALTER TABLE ONLY d ADD CONSTRAINT d_t_key UNIQUE (t);";
+    let mut tr = Translator::new(Dialect::Postgres, Target::Sql(Dialect::MySql));
+    let mut stmts = Vec::new();
+    let mut warnings = Vec::new();
+    for r in tr.translate(ddl).into_iter().chain(tr.finish()) {
+        assert!(!r.failed(), "line {}: {:?}", r.line, r.diagnostics);
+        stmts.extend(r.output);
+        warnings.extend(r.diagnostics.into_iter().map(|(_, _, d)| d.message));
+    }
+    for col in ["m.jid", "n.a", "n.b", "n.c", "d.code", "d.t"] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with(&format!("{col}: key column"))
+                    && w.contains("becomes VARCHAR(")),
+            "{col}: {warnings:#?}"
+        );
+    }
+    let mut c = maria.conn(None).await;
+    c.query_drop("CREATE DATABASE k CHARACTER SET utf8mb4")
+        .await
+        .unwrap();
+    let mut k = maria.conn(Some("k")).await;
+    run_mysql(&mut k, &stmts).await;
+    let keys = lakeshift_tests::mysql_text_rows(
+        &mut k,
+        "SELECT table_name, index_name, count(*) FROM information_schema.statistics WHERE table_schema = 'k' AND non_unique = 0 GROUP BY table_name, index_name",
+    )
+    .await;
+    assert_eq!(keys.len(), 5, "{keys:?}");
+}

@@ -242,25 +242,6 @@ impl Emitter {
         self.type_sql(&mut quiet, table, c)
     }
 
-    /// Whether `column` is part of `table`'s primary key or a unique key.
-    fn in_key(&self, cx: &EmitCtx<'_>, table: &TableName, column: &str) -> Option<usize> {
-        let t = cx.after.table(table)?;
-        if let Some(pk) = &t.primary_key {
-            if pk.columns.iter().any(|c| c == column) && !pk.prefixes.contains_key(column) {
-                return Some(pk.columns.len());
-            }
-        }
-        t.indexes
-            .iter()
-            .filter(|ix| ix.kind == IndexKind::Unique)
-            .find(|ix| {
-                ix.parts
-                    .iter()
-                    .any(|p| !p.expression && p.prefix.is_none() && p.column == column)
-            })
-            .map(|ix| ix.parts.len())
-    }
-
     /// The column's own target type, before foreign-key coherence.
     fn own_type_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, c: &Column) -> String {
         let m = types::map_type(self.target, cx.source, &c.data_type);
@@ -288,20 +269,74 @@ impl Emitter {
             ));
             sql = big.into();
         }
-        // MySQL cannot index a whole TEXT value: a key column of unbounded text becomes
-        // a VARCHAR that fits InnoDB's 3072-byte key limit in utf8mb4.
-        if self.target == Dialect::MySql && cx.source != Dialect::MySql && sql.ends_with("TEXT") {
-            if let Some(parts) = self.in_key(cx, table, &c.name) {
-                let n = 768 / parts.max(1);
-                cx.diags.warn(format!(
-                    "{table}.{}: key column of {} becomes VARCHAR({n}) (MySQL keys hold at most 3072 bytes; longer values are refused)",
-                    c.name,
-                    type_label(&c.data_type)
-                ));
-                sql = format!("VARCHAR({n})");
+        // MySQL cannot index a whole TEXT value, and InnoDB's keys hold at most 3072
+        // bytes (utf8mb4: 4 a character): a key column of unbounded text, or of a
+        // declared length past its share of a key, becomes a VARCHAR that fits.
+        if self.target == Dialect::MySql && cx.source != Dialect::MySql {
+            let declared = match &c.data_type {
+                ddl_core::DataType::Text { .. } if sql.ends_with("TEXT") => Some(u32::MAX),
+                ddl_core::DataType::Varchar {
+                    length: Some(n), ..
+                }
+                | ddl_core::DataType::Char { length: n, .. } => Some(*n),
+                _ => None,
+            };
+            if let (Some(declared), Some(share)) = (declared, self.key_share(cx, table, &c.name)) {
+                if declared > share {
+                    cx.diags.warn(format!(
+                        "{table}.{}: key column of {} becomes VARCHAR({share}) (MySQL keys hold at most 3072 bytes, 4 a character in utf8mb4; longer values are refused)",
+                        c.name,
+                        type_label(&c.data_type)
+                    ));
+                    sql = format!("VARCHAR({share})");
+                }
             }
         }
         sql
+    }
+
+    /// The most characters text column `column` may hold in `table`'s MySQL keys
+    /// (primary and unique, whole-column parts): each key's 3072 bytes less its other
+    /// columns' sizes, shared among its text columns, 4 bytes a character. None: in
+    /// no such key.
+    fn key_share(&self, cx: &EmitCtx<'_>, table: &TableName, column: &str) -> Option<u32> {
+        let t = cx.after.table(table)?;
+        let mut keys: Vec<Vec<&str>> = Vec::new();
+        if let Some(pk) = &t.primary_key {
+            if pk.columns.iter().any(|c| c == column) && !pk.prefixes.contains_key(column) {
+                keys.push(pk.columns.iter().map(String::as_str).collect());
+            }
+        }
+        for ix in t.indexes.iter().filter(|ix| ix.kind == IndexKind::Unique) {
+            if ix
+                .parts
+                .iter()
+                .any(|p| !p.expression && p.prefix.is_none() && p.column == column)
+            {
+                keys.push(
+                    ix.parts
+                        .iter()
+                        .filter(|p| !p.expression && p.prefix.is_none())
+                        .map(|p| p.column.as_str())
+                        .collect(),
+                );
+            }
+        }
+        keys.iter()
+            .map(|cols| {
+                let (mut fixed, mut texts) = (0u32, 0u32);
+                for name in cols {
+                    let Some(col) = t.columns.iter().find(|c| c.name == *name) else {
+                        continue;
+                    };
+                    match key_bytes(&col.data_type) {
+                        Some(b) => fixed += b,
+                        None => texts += 1,
+                    }
+                }
+                3072u32.saturating_sub(fixed) / texts.max(1) / 4
+            })
+            .min()
     }
 
     fn literal(&self, l: &Literal) -> String {
@@ -2167,4 +2202,22 @@ mod tests {
         assert_eq!(quote_ident(Dialect::Oracle, "naïve"), "\"naïve\"");
         assert_eq!(quote_ident(Dialect::Oracle, "EMP"), "EMP");
     }
+}
+
+/// The bytes a value of `t` takes in a MySQL key, about; None for character types
+/// (their share of the key is worked out from what is left).
+fn key_bytes(t: &ddl_core::DataType) -> Option<u32> {
+    use ddl_core::DataType as D;
+    Some(match t {
+        D::Char { .. } | D::Varchar { .. } | D::Text { .. } => return None,
+        D::Enum { .. } => 2,
+        D::Set { .. } => 8,
+        D::Int { bytes, .. } => u32::from(*bytes),
+        D::Boolean | D::Year => 1,
+        D::Date => 3,
+        D::Float { bytes, .. } => u32::from(*bytes),
+        D::Binary { length } | D::Varbinary { length } => *length + 2,
+        D::Uuid => 36 * 4,
+        _ => 16,
+    })
 }
