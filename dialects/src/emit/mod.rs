@@ -2184,6 +2184,24 @@ pub fn type_label(t: &ddl_core::DataType) -> String {
     }
 }
 
+/// The bytes a value of `t` takes in a MySQL key, about; None for character types
+/// (their share of the key is worked out from what is left).
+fn key_bytes(t: &ddl_core::DataType) -> Option<u32> {
+    use ddl_core::DataType as D;
+    Some(match t {
+        D::Char { .. } | D::Varchar { .. } | D::Text { .. } => return None,
+        D::Enum { .. } => 2,
+        D::Set { .. } => 8,
+        D::Int { bytes, .. } => u32::from(*bytes),
+        D::Boolean | D::Year => 1,
+        D::Date => 3,
+        D::Float { bytes, .. } => u32::from(*bytes),
+        D::Binary { length } | D::Varbinary { length } => *length + 2,
+        D::Uuid => 36 * 4,
+        _ => 16,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2202,22 +2220,4 @@ mod tests {
         assert_eq!(quote_ident(Dialect::Oracle, "naïve"), "\"naïve\"");
         assert_eq!(quote_ident(Dialect::Oracle, "EMP"), "EMP");
     }
-}
-
-/// The bytes a value of `t` takes in a MySQL key, about; None for character types
-/// (their share of the key is worked out from what is left).
-fn key_bytes(t: &ddl_core::DataType) -> Option<u32> {
-    use ddl_core::DataType as D;
-    Some(match t {
-        D::Char { .. } | D::Varchar { .. } | D::Text { .. } => return None,
-        D::Enum { .. } => 2,
-        D::Set { .. } => 8,
-        D::Int { bytes, .. } => u32::from(*bytes),
-        D::Boolean | D::Year => 1,
-        D::Date => 3,
-        D::Float { bytes, .. } => u32::from(*bytes),
-        D::Binary { length } | D::Varbinary { length } => *length + 2,
-        D::Uuid => 36 * 4,
-        _ => 16,
-    })
 }
