@@ -586,6 +586,11 @@ impl<'a> Lowerer<'a> {
                 format!("table {table} is not known"),
                 vec![table],
             ));
+        } else {
+            self.diags.skip(format!(
+                "{table} does not exist (ALTER TABLE IF EXISTS): unchanged"
+            ));
+            return Ok(Vec::new());
         }
         let mut out: Vec<ChangeRequest> = Vec::new();
         let ch = |c: SchemaChange| ChangeRequest::Change(c);
@@ -604,15 +609,31 @@ impl<'a> Lowerer<'a> {
                 AlterSpec::DropIndex(n)
                 | AlterSpec::DropForeignKey(n)
                 | AlterSpec::DropConstraint(n) => Some(self.name(n)),
-                AlterSpec::AddElem(TableElem::Index { name, .. }) => {
-                    name.as_ref().map(|n| self.name(n))
-                }
+                AlterSpec::AddElem(
+                    TableElem::Index { name, .. }
+                    | TableElem::ForeignKey { name, .. }
+                    | TableElem::Check { name, .. },
+                ) => name.as_ref().map(|n| self.name(n)),
+                _ => None,
+            };
+            // A column a CHANGE or MODIFY IF EXISTS names.
+            let column = match inner {
+                AlterSpec::ChangeColumn { old, .. } => Some(self.name(old)),
+                AlterSpec::RenameColumn { from, .. } => Some(self.name(from)),
+                AlterSpec::ModifyColumn { column, .. } => Some(self.name(&column.name)),
                 _ => None,
             };
             let has = match inner {
                 AlterSpec::DropColumns(cols) => cols
                     .iter()
                     .all(|c| self.catalog.resolve_column(&table, &self.name(c)).is_ok()),
+                _ if column.is_some() => column
+                    .as_deref()
+                    .is_some_and(|c| self.catalog.resolve_column(&table, c).is_ok()),
+                AlterSpec::AddElem(TableElem::PrimaryKey { .. }) => self
+                    .catalog
+                    .table(&table)
+                    .is_some_and(|t| t.primary_key.is_some()),
                 _ => name.as_deref().is_some_and(|n| self.has_named(&table, n)),
             };
             let name = name.or_else(|| match inner {
@@ -622,7 +643,8 @@ impl<'a> Lowerer<'a> {
                         .collect::<Vec<_>>()
                         .join(", "),
                 ),
-                _ => None,
+                AlterSpec::AddElem(TableElem::PrimaryKey { .. }) => Some("primary key".into()),
+                _ => column.map(|c| format!("column {c}")),
             });
             if has == want {
                 specs.push(inner);

@@ -108,6 +108,27 @@ fn element_starts(text: &str) -> Vec<usize> {
     out
 }
 
+/// The byte offset just after the `n`-th word of `text` (1-based; white-space
+/// separated), or the text's end.
+fn word_end(text: &str, n: usize) -> usize {
+    let mut seen = 0;
+    let mut in_word = false;
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() {
+            if in_word {
+                seen += 1;
+                if seen == n {
+                    return i;
+                }
+            }
+            in_word = false;
+        } else {
+            in_word = true;
+        }
+    }
+    text.len()
+}
+
 /// Whether `words` follow each other in `text` (any case, any white space between).
 fn contains_words(text: &str, words: &[&str]) -> bool {
     let Some(last) = words.last() else {
@@ -236,6 +257,52 @@ impl StatementParser<'_> {
                 if let Some(parsed) = self.schema_elements(text)? {
                     return Ok(parsed);
                 }
+            }
+            // MariaDB: CREATE OR REPLACE TABLE is a DROP TABLE IF EXISTS and a CREATE.
+            ("CREATE", "TABLE")
+                if self.dialect == Dialect::MySql && (w(1), w(2)) == ("OR", "REPLACE") =>
+            {
+                let at = word_end(text, 3);
+                let plain = format!("CREATE{}", &text[at..]);
+                let mut r = match self.parse(&plain).map_err(|e| ParseError {
+                    offset: e.offset.saturating_sub(6) + at,
+                    ..e
+                })? {
+                    Parsed::Requests(r) => r,
+                    other => return Ok(other),
+                };
+                let name = r.iter().find_map(|c| match c {
+                    ChangeRequest::Change(SchemaChange::CreateTable { table, .. }) => {
+                        Some(table.name.clone())
+                    }
+                    _ => None,
+                });
+                if let Some(name) = name {
+                    r.insert(
+                        0,
+                        ChangeRequest::Change(SchemaChange::DropTable {
+                            name,
+                            if_exists: true,
+                        }),
+                    );
+                }
+                return Ok(Parsed::Requests(r));
+            }
+            // MariaDB: RENAME TABLE IF EXISTS a TO b: unchanged when a is not known.
+            ("RENAME", "TABLE") if self.dialect == Dialect::MySql && w(2) == "IF" => {
+                let at = word_end(text, 4);
+                let plain = format!("RENAME TABLE{}", &text[at..]);
+                let from = head(&text[at..], 1).into_iter().next().unwrap_or_default();
+                let known = grammar::lex::object_name(text[at..].trim_start())
+                    .ok()
+                    .map(|(_, parts)| self.lowerer().table_name(&parts))
+                    .is_some_and(|t| self.catalog.resolve_table(&t).is_some());
+                if !known {
+                    return Ok(Parsed::Skipped(format!(
+                        "RENAME TABLE IF EXISTS: {from} does not exist: unchanged"
+                    )));
+                }
+                return self.parse(&plain);
             }
             ("CREATE", "DOMAIN") if self.dialect == Dialect::Postgres => {
                 return self.create_domain(text);

@@ -738,16 +738,24 @@ fn constraint_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
 
 fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
     move |i| {
-        let (i, cname) = opt(preceded(kw("CONSTRAINT"), opt(ident))).parse(i)?;
+        let (i, cname) = opt(preceded(
+            (kw("CONSTRAINT"), opt((kw("IF"), kw("NOT"), kw("EXISTS")))),
+            opt(ident),
+        ))
+        .parse(i)?;
         let cname = cname.flatten();
         alt((
             map(
                 (
                     kw("PRIMARY"),
                     kw("KEY"),
+                    // MariaDB: IF NOT EXISTS (the ADD it is part of sees it).
                     // MySQL accepts (and ignores) an index name here: its primary
                     // key is always named PRIMARY.
-                    opt(preceded(nom::combinator::not(kw("USING")), ident)),
+                    preceded(
+                        opt((kw("IF"), kw("NOT"), kw("EXISTS"))),
+                        opt(preceded(nom::combinator::not(kw("USING")), ident)),
+                    ),
                     opt(index_kind_using),
                     paren_list(key_part(flavor)),
                     index_opts(flavor),
@@ -767,6 +775,7 @@ fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                     // PostgreSQL 15: whether NULLs count as equal (the caller
                     // reports that it is not carried).
                     opt((kw("NULLS"), opt(kw("NOT")), kw("DISTINCT"))),
+                    opt((kw("IF"), kw("NOT"), kw("EXISTS"))),
                     opt(ident),
                     opt(index_kind_using),
                     paren_list(key_part(flavor)),
@@ -774,7 +783,7 @@ fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                 ),
                 {
                     let cname = cname.clone();
-                    move |(_, _, _, name, _, parts, _)| TableElem::Index {
+                    move |(_, _, _, _, name, _, parts, _)| TableElem::Index {
                         name: name.or(cname.clone()),
                         kind: IndexKind::Unique,
                         parts,
@@ -785,7 +794,7 @@ fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                 (
                     kw("FOREIGN"),
                     kw("KEY"),
-                    opt(ident),
+                    preceded(opt((kw("IF"), kw("NOT"), kw("EXISTS"))), opt(ident)),
                     paren_list(ident),
                     kw("REFERENCES"),
                     object_name,
@@ -1002,7 +1011,26 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
             preceded(
                 kw("ADD"),
                 alt((
-                    map(constraint_elem(flavor), AlterSpec::AddElem),
+                    // MariaDB: `ADD CONSTRAINT IF NOT EXISTS c CHECK (...)`, `ADD UNIQUE
+                    // [KEY] IF NOT EXISTS u (...)`, `ADD FOREIGN KEY IF NOT EXISTS f (...)`:
+                    // the words come before the element's first parenthesis.
+                    map(
+                        nom::combinator::consumed(constraint_elem(flavor)),
+                        |(text, elem): (&str, TableElem)| {
+                            let head = text.split('(').next().unwrap_or_default();
+                            let words: Vec<String> = head
+                                .split_whitespace()
+                                .map(str::to_ascii_uppercase)
+                                .collect();
+                            let ine = words
+                                .windows(3)
+                                .any(|w| w[0] == "IF" && w[1] == "NOT" && w[2] == "EXISTS");
+                            match ine {
+                                true => AlterSpec::IfNotExists(Box::new(AlterSpec::AddElem(elem))),
+                                false => AlterSpec::AddElem(elem),
+                            }
+                        },
+                    ),
                     map(plain_index(flavor), AlterSpec::AddElem),
                     // MariaDB: ADD INDEX|KEY IF NOT EXISTS name (...).
                     map(
@@ -1103,14 +1131,20 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                     ),
                     move |i| {
                         let (i, _) = opt(kw("COLUMN")).parse(i)?;
-                        let (i, _) = opt((kw("IF"), kw("EXISTS"))).parse(i)?;
+                        let (i, ie) = opt((kw("IF"), kw("EXISTS"))).parse(i)?;
                         if flavor == Flavor::Oracle {
                             let (i, c) = column_def(flavor, false)(i)?;
                             Ok((i, AlterSpec::ModifyPartial(vec![c])))
                         } else {
                             let (i, (column, position)) =
                                 (column_def(flavor, true), position).parse(i)?;
-                            Ok((i, AlterSpec::ModifyColumn { column, position }))
+                            Ok((
+                                i,
+                                if_exists(
+                                    ie.is_some(),
+                                    AlterSpec::ModifyColumn { column, position },
+                                ),
+                            ))
                         }
                     },
                 )),
@@ -1124,10 +1158,15 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                     column_def(flavor, true),
                     position,
                 ),
-                |(_, _, _, old, column, position)| AlterSpec::ChangeColumn {
-                    old,
-                    column,
-                    position,
+                |(_, _, ie, old, column, position)| {
+                    if_exists(
+                        ie.is_some(),
+                        AlterSpec::ChangeColumn {
+                            old,
+                            column,
+                            position,
+                        },
+                    )
                 },
             ),
             map((kw("SET"), kw("SCHEMA"), ident), |(_, _, s)| {
@@ -1138,8 +1177,16 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                 kw("RENAME"),
                 alt((
                     map(
-                        (kw("COLUMN"), col_ident(flavor), kw("TO"), col_ident(flavor)),
-                        |(_, from, _, to)| AlterSpec::RenameColumn { from, to },
+                        (
+                            kw("COLUMN"),
+                            opt((kw("IF"), kw("EXISTS"))),
+                            col_ident(flavor),
+                            kw("TO"),
+                            col_ident(flavor),
+                        ),
+                        |(_, ie, from, _, to)| {
+                            if_exists(ie.is_some(), AlterSpec::RenameColumn { from, to })
+                        },
                     ),
                     map(
                         (alt((kw("INDEX"), kw("KEY"))), ident, kw("TO"), ident),
