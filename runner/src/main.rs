@@ -78,6 +78,10 @@ enum Command {
         /// output creates their databases).
         #[arg(long = "schema-map", value_name = "SCHEMA=DATABASE")]
         schema_map: Vec<String>,
+        /// Leave out the `skipped:` lines (statements with no schema meaning: data,
+        /// grants, ownership, session settings); the summary still counts them.
+        #[arg(long)]
+        quiet: bool,
         /// Input files; standard input when none is given.
         #[arg(value_name = "FILE")]
         files: Vec<String>,
@@ -393,15 +397,19 @@ fn main() -> ExitCode {
             schema,
             ansi_quotes,
             schema_map,
+            quiet,
             files,
         } => translate(
             from,
             to,
             &iceberg,
-            &schema,
-            ansi_quotes,
-            &schema_map,
-            &files,
+            &Inputs {
+                schema: &schema,
+                ansi_quotes,
+                schema_map: &schema_map,
+                quiet,
+                files: &files,
+            },
         ),
         #[cfg(feature = "sync")]
         Command::Sync { config, until_end } => jobs::sync(&config, until_end),
@@ -474,15 +482,28 @@ fn read(path: &str) -> Result<String, String> {
         .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
+/// What `translate` reads and how it reports (its command-line arguments).
+struct Inputs<'a> {
+    schema: &'a [String],
+    ansi_quotes: bool,
+    schema_map: &'a [String],
+    quiet: bool,
+    files: &'a [String],
+}
+
 fn translate(
     from: SourceArg,
     to: TargetArg,
     iceberg: &IcebergArgs,
-    schema: &[String],
-    ansi_quotes: bool,
-    schema_map: &[String],
-    files: &[String],
+    inputs: &Inputs<'_>,
 ) -> ExitCode {
+    let Inputs {
+        schema,
+        ansi_quotes,
+        schema_map,
+        quiet,
+        files,
+    } = *inputs;
     let source = dialect(from);
     let target = match to {
         TargetArg::Mysql | TargetArg::Mariadb => Target::Sql(Dialect::MySql),
@@ -535,6 +556,7 @@ fn translate(
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut plans = Vec::new();
+    let mut tally = Tally::default();
     let mut write_failed = false;
     for path in &inputs {
         let shown = if path == "-" {
@@ -555,9 +577,19 @@ fn translate(
         };
         // Each statement is written as soon as it is translated.
         let read = tr.translate_reader(reader, |r| {
+            tally.statements += 1;
+            tally.written += usize::from(!r.output.is_empty());
             for (l, c, d) in &r.diagnostics {
-                if d.severity == Severity::Error {
-                    failed = true;
+                match d.severity {
+                    Severity::Error => {
+                        failed = true;
+                        tally.errors += 1;
+                    }
+                    Severity::Warning => tally.warnings += 1,
+                    Severity::Skipped => tally.skipped += 1,
+                }
+                if quiet && d.severity == Severity::Skipped {
+                    continue;
                 }
                 let _ = writeln!(err, "{}: {shown}:{l}:{c}: {}", d.severity, d.message);
             }
@@ -610,5 +642,25 @@ fn translate(
     if out.flush().is_err() {
         return ExitCode::from(1);
     }
+    let _ = writeln!(
+        err,
+        "translated {} statement(s): {} with output, {} skipped{}, {} warning(s), {} error(s)",
+        tally.statements,
+        tally.written,
+        tally.skipped,
+        if quiet { " (not shown: --quiet)" } else { "" },
+        tally.warnings,
+        tally.errors
+    );
     ExitCode::from(u8::from(failed))
+}
+
+/// What a translation came to, for its summary line.
+#[derive(Default)]
+struct Tally {
+    statements: usize,
+    written: usize,
+    skipped: usize,
+    warnings: usize,
+    errors: usize,
 }

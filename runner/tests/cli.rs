@@ -328,3 +328,36 @@ async fn a_snapshot_of_more_tables_than_the_server_caches_says_how_to_raise_them
     let err = tail(r"many\.t[0-9]");
     assert!(!err.contains("table caches"), "{err}");
 }
+
+/// `translate` ends with one summary line on standard error; `--quiet` leaves out the
+/// `skipped:` lines (still counted); `--schema-map` says where a schema went; a bad
+/// map is a usage error.
+#[test]
+fn translate_summarises_and_quiet_hides_skipped_lines() {
+    let script = "SET client_encoding = 'UTF8';\nCREATE TABLE public.t (id integer PRIMARY KEY, d timestamptz);\nGRANT SELECT ON public.t TO app;\nCREATE TABLE public.u (x text CHECK (x ~ '^a'));\n";
+    let args = ["translate", "--from", "postgres", "--to", "mysql"];
+    let o = lakeshift(&args, script);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("skipped: <stdin>:3:1: GRANT"), "{err}");
+    assert_eq!(
+        err.lines().last(),
+        Some("translated 4 statement(s): 2 with output, 2 skipped, 3 warning(s), 0 error(s)"),
+        "{err}"
+    );
+    assert!(err.contains("schema public: its tables go to the current database"), "{err}");
+    let mut quiet = args.to_vec();
+    quiet.push("--quiet");
+    let o = lakeshift(&quiet, script);
+    let err = text(&o.stderr);
+    assert!(!err.contains("skipped:"), "{err}");
+    assert!(err.contains("2 skipped (not shown: --quiet)"), "{err}");
+    let mut mapped = args.to_vec();
+    mapped.extend(["--schema-map", "public=shop"]);
+    let o = lakeshift(&mapped, script);
+    assert!(text(&o.stdout).contains("CREATE TABLE shop.t"), "{}", text(&o.stdout));
+    let mut bad = args.to_vec();
+    bad.extend(["--schema-map", "public"]);
+    let o = lakeshift(&bad, script);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}

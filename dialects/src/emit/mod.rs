@@ -244,6 +244,25 @@ impl Emitter {
 
     /// The column's own target type, before foreign-key coherence.
     fn own_type_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, c: &Column) -> String {
+        // Oracle's unconstrained NUMBER as a MySQL key: an integer id, not a
+        // DECIMAL(65,30) with thirty zeros after the point in every key.
+        if self.target == Dialect::MySql
+            && cx.source == Dialect::Oracle
+            && matches!(
+                c.data_type,
+                ddl_core::DataType::Decimal {
+                    precision: None,
+                    ..
+                }
+            )
+            && (c.identity.is_some() || self.key_share(cx, table, &c.name).is_some())
+        {
+            cx.diags.warn(format!(
+                "{table}.{}: key column of unconstrained NUMBER becomes BIGINT (fractions and values past 2^63-1 are refused)",
+                c.name
+            ));
+            return "BIGINT".into();
+        }
         let m = types::map_type(self.target, cx.source, &c.data_type);
         let mut sql = m.sql;
         if let Some(loss) = m.loss {
@@ -750,6 +769,30 @@ impl Emitter {
             .join(", ")
     }
 
+    /// A foreign key from a table in a database of its own onto a table that goes to
+    /// the current database (`--schema-map`, PostgreSQL's `public` by default): MySQL
+    /// reads an unqualified reference in the child's database and has no name for
+    /// the current one, so the key is not created, and the warning says how to keep it.
+    fn unnameable_reference(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        table: &TableName,
+        fk: &ForeignKey,
+    ) -> bool {
+        let (Some(child), Some(parent)) = (&table.schema, &fk.ref_table.schema) else {
+            return false;
+        };
+        if self.schema_of(child).is_none() || self.schema_of(parent).is_some() {
+            return false;
+        }
+        cx.diags.warn(format!(
+            "{table}: foreign key {}references {}, which goes to the current database; MySQL cannot name that database from {child}: not created (--schema-map {parent}=DB names it)",
+            fk.name.as_deref().map(|n| format!("{n} ")).unwrap_or_default(),
+            fk.ref_table
+        ));
+        true
+    }
+
     fn fk_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, fk: &ForeignKey) -> String {
         let mut s = String::new();
         if table.schema.is_some() && fk.ref_table.schema.is_none() && cx.source != self.target {
@@ -1101,7 +1144,9 @@ impl Emitter {
             }
         }
         for fk in &t.foreign_keys {
-            lines.push(self.fk_sql(cx, &t.name, fk));
+            if !self.unnameable_reference(cx, &t.name, fk) {
+                lines.push(self.fk_sql(cx, &t.name, fk));
+            }
         }
         for ck in &t.checks {
             if self.mysql_check_refused(cx, t, ck) {
@@ -2057,6 +2102,9 @@ impl Emitter {
                         "a column of a foreign key with a referential action",
                         out,
                     );
+                }
+                if self.unnameable_reference(cx, table, foreign_key) {
+                    return;
                 }
                 let tn = self.table(cx, table);
                 let fk = self.fk_sql(cx, table, foreign_key);
