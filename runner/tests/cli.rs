@@ -345,7 +345,10 @@ fn translate_summarises_and_quiet_hides_skipped_lines() {
         Some("translated 4 statement(s): 2 with output, 2 skipped, 3 warning(s), 0 error(s)"),
         "{err}"
     );
-    assert!(err.contains("schema public: its tables go to the current database"), "{err}");
+    assert!(
+        err.contains("schema public: its tables go to the current database"),
+        "{err}"
+    );
     let mut quiet = args.to_vec();
     quiet.push("--quiet");
     let o = lakeshift(&quiet, script);
@@ -355,7 +358,11 @@ fn translate_summarises_and_quiet_hides_skipped_lines() {
     let mut mapped = args.to_vec();
     mapped.extend(["--schema-map", "public=shop"]);
     let o = lakeshift(&mapped, script);
-    assert!(text(&o.stdout).contains("CREATE TABLE shop.t"), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("CREATE TABLE shop.t"),
+        "{}",
+        text(&o.stdout)
+    );
     let mut bad = args.to_vec();
     bad.extend(["--schema-map", "public"]);
     let o = lakeshift(&bad, script);
