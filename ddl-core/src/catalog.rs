@@ -46,7 +46,9 @@ pub struct NameRules {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
     pub rules: NameRules,
-    pub namespaces: BTreeSet<String>,
+    /// Shared as the tables are: a statement's scope copies a pointer, not every
+    /// name (a dump of a schema per customer has thousands).
+    pub namespaces: Arc<BTreeSet<String>>,
     pub tables: BTreeMap<TableName, Arc<Table>>,
 }
 
@@ -192,7 +194,7 @@ impl Catalog {
     pub fn scope(&self, names: &[TableName]) -> Catalog {
         Catalog {
             rules: self.rules,
-            namespaces: self.namespaces.clone(),
+            namespaces: Arc::clone(&self.namespaces),
             tables: names
                 .iter()
                 .filter_map(|n| self.tables.get_key_value(n))
@@ -380,14 +382,14 @@ impl Catalog {
                 name,
                 if_not_exists,
             } => {
-                if !self.namespaces.insert(name.clone()) && !if_not_exists {
+                if !Arc::make_mut(&mut self.namespaces).insert(name.clone()) && !if_not_exists {
                     return Err(CatalogError::NamespaceExists(name.clone()));
                 }
             }
             DropNamespace {
                 name, if_exists, ..
             } => {
-                if !self.namespaces.remove(name) && !if_exists {
+                if !Arc::make_mut(&mut self.namespaces).remove(name) && !if_exists {
                     return Err(CatalogError::UnknownNamespace(name.clone()));
                 }
                 self.tables.retain(|k, _| k.schema.as_deref() != Some(name));
@@ -417,7 +419,7 @@ impl Catalog {
                     }
                 }
                 if let Some(s) = &table.name.schema {
-                    self.namespaces.insert(s.clone());
+                    Arc::make_mut(&mut self.namespaces).insert(s.clone());
                 }
                 self.tables
                     .insert(table.name.clone(), Arc::new(table.clone()));

@@ -513,7 +513,9 @@ impl PlanError {
 pub struct IcebergPlanner {
     pub options: IcebergOptions,
     pub tables: BTreeMap<(String, String), IceTable>,
-    pub namespaces: std::collections::BTreeSet<String>,
+    /// Shared (copy-on-write): a statement's plan saves it to roll back, and a
+    /// pointer is all that costs.
+    pub namespaces: std::sync::Arc<std::collections::BTreeSet<String>>,
 }
 
 /// What Iceberg cannot take in place, for the policy and its error message.
@@ -585,7 +587,7 @@ impl IcebergPlanner {
                 (k, t)
             })
             .collect();
-        let namespaces = self.namespaces.clone();
+        let namespaces = std::sync::Arc::clone(&self.namespaces);
         let mut plan = StatementPlan::default();
         let res = self.plan_in_place(changes, after, diags, &mut plan);
         if let Err(e) = res {
@@ -639,7 +641,9 @@ impl IcebergPlanner {
         };
         match change {
             C::CreateNamespace { name, .. } => {
-                if self.namespaces.insert(name.clone()) {
+                if !self.namespaces.contains(name)
+                    && std::sync::Arc::make_mut(&mut self.namespaces).insert(name.clone())
+                {
                     out.push(Action::CreateNamespace {
                         namespace: name.clone(),
                     });
@@ -665,7 +669,9 @@ impl IcebergPlanner {
                         table: format!("{}.{}", k.0, k.1),
                     });
                 }
-                self.namespaces.remove(name);
+                if self.namespaces.contains(name) {
+                    std::sync::Arc::make_mut(&mut self.namespaces).remove(name);
+                }
                 out.push(Action::DropNamespace {
                     namespace: name.clone(),
                 });
@@ -1080,7 +1086,9 @@ impl IcebergPlanner {
     }
 
     fn ensure_namespace(&mut self, ns: &str, out: &mut Vec<Action>) {
-        if self.namespaces.insert(ns.to_owned()) {
+        if !self.namespaces.contains(ns)
+            && std::sync::Arc::make_mut(&mut self.namespaces).insert(ns.to_owned())
+        {
             out.push(Action::CreateNamespace {
                 namespace: ns.to_owned(),
             });

@@ -46,7 +46,7 @@ pub async fn apply(
     // What the catalog holds already.
     let mut known: BTreeMap<(String, String), (i32, i32)> = BTreeMap::new();
     for ns in catalog.list_namespaces().await.map_err(|e| e.to_string())? {
-        tr.iceberg.namespaces.insert(ns.clone());
+        std::sync::Arc::make_mut(&mut tr.iceberg.namespaces).insert(ns.clone());
         for name in catalog.list_tables(&ns).await.map_err(|e| e.to_string())? {
             let id = ident(&ns, &name).map_err(|e| e.to_string())?;
             let t = catalog

@@ -825,13 +825,18 @@ async fn sessions_that_start_too_slowly_under_the_commit_block_start_again_witho
     let out = spawn(&job, true, None).wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the job went on: {err}");
-    for attempt in ["attempt 1 of 3", "attempt 3 of 3"] {
-        assert!(
-            err.contains(&format!("did not start within 300 ms (source.snapshot-block-ms) while commits were blocked ({attempt})")),
-            "the log says so ({attempt}): {err}"
-        );
-    }
-    assert!(err.contains("start without it"), "{err}");
+    assert!(
+        err.contains("did not start within 300 ms (source.snapshot-block-ms) while commits were blocked (attempt 1 of 3): the block is released and the sessions start again"),
+        "the log says so: {err}"
+    );
+    // Then every try times out (the link's delay is a floor), or the server still
+    // holds the released block of the try before (the proxy passes the close on
+    // within 100 ms) and refuses the next: either way the sessions start without it.
+    assert!(
+        err.contains("(attempt 3 of 3): the block is released and the sessions start without it")
+            || err.contains("could not block commits"),
+        "{err}"
+    );
     let cat = warehouse(&dir.path().join("slow")).await;
     assert_mirrored(&mut c, &cat, &["items", "counter", "events", "nokey"]).await;
 }

@@ -687,7 +687,8 @@ async fn begin_blocked(
     })
     .await;
     let Ok(started) = started else {
-        let doing = session_states(&mut lock, &ids).await;
+        // (On a connection of its own: the lock's may be cut off mid-answer.)
+        let doing = session_states(src, &ids).await;
         // Dropped, the connection closes: the server ends its block.
         drop(lock);
         return Ok(Blocked::Stuck(doing));
@@ -700,18 +701,26 @@ async fn begin_blocked(
 }
 
 /// What the server says the connections `ids` are doing (for a warning; a second
-/// at most).
-async fn session_states(conn: &mut mysql_async::Conn, ids: &[u32]) -> String {
-    let read = tokio::time::timeout(
-        std::time::Duration::from_secs(1),
-        conn.query::<(u64, Option<String>, Option<String>, Option<String>), _>(
-            "SELECT id, command, state, LEFT(info, 200) FROM information_schema.processlist",
-        ),
-    )
+/// at most, on a connection of its own).
+async fn session_states(src: &Source, ids: &[u32]) -> String {
+    let read = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+        let mut c = mysql_async::Conn::new(src.opts()).await?;
+        let rows: Vec<Row> = c
+            .query("SELECT id, command, state, LEFT(info, 200) FROM information_schema.processlist")
+            .await?;
+        let _ = c.disconnect().await;
+        Ok::<_, mysql_async::Error>(rows)
+    })
     .await;
     match read {
         Ok(Ok(rows)) => rows
             .into_iter()
+            .filter_map(|r| {
+                mysql_async::from_row_opt::<(u64, Option<String>, Option<String>, Option<String>)>(
+                    r,
+                )
+                .ok()
+            })
             .filter(|(id, ..)| ids.contains(&(*id as u32)))
             .map(|(id, command, state, info)| {
                 let mut s = format!("server session {id}: {}", command.unwrap_or_default());

@@ -142,7 +142,7 @@ impl Engine {
         self.planner
             .tables
             .insert((ice.namespace.clone(), ice.name.clone()), ice.clone());
-        self.planner.namespaces.insert(ice.namespace.clone());
+        std::sync::Arc::make_mut(&mut self.planner.namespaces).insert(ice.namespace.clone());
         let arrow = files::arrow_schema(&table).map_err(|e| e.to_string())?;
         let positions = self.positions();
         // The key: identifier fields, else the job's key override, else full rows.
