@@ -382,15 +382,23 @@ impl Catalog {
                 name,
                 if_not_exists,
             } => {
-                if !Arc::make_mut(&mut self.namespaces).insert(name.clone()) && !if_not_exists {
-                    return Err(CatalogError::NamespaceExists(name.clone()));
+                if self.namespaces.contains(name) {
+                    if !if_not_exists {
+                        return Err(CatalogError::NamespaceExists(name.clone()));
+                    }
+                } else {
+                    Arc::make_mut(&mut self.namespaces).insert(name.clone());
                 }
             }
             DropNamespace {
                 name, if_exists, ..
             } => {
-                if !Arc::make_mut(&mut self.namespaces).remove(name) && !if_exists {
-                    return Err(CatalogError::UnknownNamespace(name.clone()));
+                if !self.namespaces.contains(name) {
+                    if !if_exists {
+                        return Err(CatalogError::UnknownNamespace(name.clone()));
+                    }
+                } else {
+                    Arc::make_mut(&mut self.namespaces).remove(name);
                 }
                 self.tables.retain(|k, _| k.schema.as_deref() != Some(name));
             }
@@ -418,7 +426,14 @@ impl Catalog {
                         });
                     }
                 }
-                if let Some(s) = &table.name.schema {
+                // (Copied only when new: the set is shared with the catalog the
+                // statement's scope was taken from.)
+                if let Some(s) = table
+                    .name
+                    .schema
+                    .as_ref()
+                    .filter(|s| !self.namespaces.contains(*s))
+                {
                     Arc::make_mut(&mut self.namespaces).insert(s.clone());
                 }
                 self.tables
