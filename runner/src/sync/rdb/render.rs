@@ -343,8 +343,32 @@ pub fn mysql_refusals(
     for (j, (c, spec)) in cols.iter().enumerate() {
         let Some(c) = c else { continue };
         let col = b.column(*c);
+        // Floats: checked in place (no rendering on the write path's hot loop).
+        let infinite: Option<Vec<bool>> = match col.data_type() {
+            A::Float32 => Some(
+                col.as_primitive::<Float32Type>()
+                    .iter()
+                    .map(|v| v.is_some_and(|v| !v.is_finite()))
+                    .collect(),
+            ),
+            A::Float64 => Some(
+                col.as_primitive::<Float64Type>()
+                    .iter()
+                    .map(|v| v.is_some_and(|v| !v.is_finite()))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        if let Some(bad) = infinite {
+            out.extend(
+                bad.iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b)
+                    .map(|(r, _)| (r, j, "NaN or infinity, which MySQL cannot store")),
+            );
+            continue;
+        }
         let why = match col.data_type() {
-            A::Float32 | A::Float64 => "NaN or infinity, which MySQL cannot store",
             A::Utf8 if spec.array.is_some() => "not a PostgreSQL array of its element type",
             A::Utf8 if spec.geometry.is_some() => "not a PostgreSQL value of its geometric type",
             A::Utf8 if spec.bits.is_some_and(|n| n <= 64) => {

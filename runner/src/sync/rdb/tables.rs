@@ -154,14 +154,25 @@ impl RdbEngine {
             std::slice::from_ref(r),
         )?;
         self.ensure_namespace(&k.0).await?;
-        for s in &sql.0 {
+        self.exec_all(&sql.0, "creating", k).await?;
+        self.add_missing_columns(k, r).await
+    }
+
+    /// Run `statements` on the target; an error names what they were `doing` to `k`.
+    async fn exec_all(
+        &mut self,
+        statements: &[String],
+        doing: &str,
+        k: &(String, String),
+    ) -> Result<(), SyncError> {
+        for s in statements {
             self.target().await?.exec(s).await.map_err(|e| {
                 SyncError::from(e)
-                    .context(format_args!("creating {}", show(k)))
+                    .context(format_args!("{doing} {}", show(k)))
                     .with_statement(s)
             })?;
         }
-        self.add_missing_columns(k, r).await
+        Ok(())
     }
 
     /// A target table that was there already (made by a run that committed nothing,
@@ -201,14 +212,7 @@ impl RdbEngine {
             r.columns.len()
         );
         let sql = self.translate(&missing, std::slice::from_ref(r))?;
-        for s in &sql.0 {
-            self.target().await?.exec(s).await.map_err(|e| {
-                SyncError::from(e)
-                    .context(format_args!("adding columns to {}", show(k)))
-                    .with_statement(s)
-            })?;
-        }
-        Ok(())
+        self.exec_all(&sql.0, "adding columns to", k).await
     }
 
     /// A table known from the source's history at the resume point that the target
