@@ -50,16 +50,29 @@ impl Definitions {
 
     /// A sequence name as written inside `nextval('...')`.
     pub fn sequence_name(text: &str) -> TableName {
-        let parts: Vec<String> = text
-            .split('.')
-            .map(|p| {
-                if p.starts_with('"') && p.ends_with('"') && p.len() >= 2 {
-                    p[1..p.len() - 1].to_owned()
-                } else {
-                    p.to_ascii_lowercase()
+        // Dots split parts outside double quotes; inside them `""` is one quote.
+        let mut parts: Vec<String> = Vec::new();
+        let (mut part, mut quoted, mut in_quotes) = (String::new(), false, false);
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' if in_quotes && chars.peek() == Some(&'"') => {
+                    chars.next();
+                    part.push('"');
                 }
-            })
-            .collect();
+                '"' => {
+                    in_quotes = !in_quotes;
+                    quoted = true;
+                }
+                '.' if !in_quotes => {
+                    parts.push(std::mem::take(&mut part));
+                    quoted = false;
+                }
+                c if in_quotes || quoted => part.push(c),
+                c => part.push(c.to_ascii_lowercase()),
+            }
+        }
+        parts.push(part);
         match parts.as_slice() {
             [.., s, n] => TableName::new(Some(s), n),
             [n] => TableName::new(None, n),

@@ -839,6 +839,23 @@ mod tests {
     }
 
     #[test]
+    fn a_serial_of_a_table_whose_name_holds_a_quote_keeps_its_auto_increment() {
+        // regression (hostile pg_dump): `nextval('public."we""ird_id_seq"'::regclass)`
+        // kept the doubled quote in the sequence name, matched no sequence, and the
+        // serial lost its AUTO_INCREMENT.
+        let text = "CREATE TABLE public.\"we\"\"ird\" (id integer NOT NULL);\n\
+            CREATE SEQUENCE public.\"we\"\"ird_id_seq\" AS integer START WITH 1;\n\
+            ALTER SEQUENCE public.\"we\"\"ird_id_seq\" OWNED BY public.\"we\"\"ird\".id;\n\
+            ALTER TABLE ONLY public.\"we\"\"ird\" ALTER COLUMN id SET DEFAULT nextval('public.\"we\"\"ird_id_seq\"'::regclass);\n\
+            ALTER TABLE ONLY public.\"we\"\"ird\" ADD CONSTRAINT \"we\"\"ird_pkey\" PRIMARY KEY (id);";
+        let (out, diags) = sql(Dialect::Postgres, Dialect::MySql, text);
+        assert!(
+            out.join(";\n").contains("AUTO_INCREMENT"),
+            "{out:#?}\n{diags:#?}"
+        );
+    }
+
+    #[test]
     fn install_scripts_translate_without_errors() {
         // regression (issue 37 items 5 and 8): a DROP TABLE before the table's
         // CREATE, old pg_dump's PROCEDURAL LANGUAGE and PostgreSQL 15's UNIQUE NULLS
