@@ -718,6 +718,7 @@ pub struct FaultProxy {
     pub port: u16,
     mode: Arc<AtomicU64>,
     requests: Arc<AtomicU64>,
+    refused: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -777,10 +778,12 @@ impl FaultProxy {
         let port = listener.local_addr().unwrap().port();
         let mode = Arc::new(AtomicU64::new(Self::PASS));
         let requests = Arc::new(AtomicU64::new(0));
-        let (m, counted) = (mode.clone(), requests.clone());
+        let refused = Arc::new(AtomicU64::new(0));
+        let (m, counted, cut) = (mode.clone(), requests.clone(), refused.clone());
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 if m.load(AtomicOrdering::Relaxed) == Self::REFUSE {
+                    cut.fetch_add(1, AtomicOrdering::Relaxed);
                     drop(client);
                     continue;
                 }
@@ -803,6 +806,7 @@ impl FaultProxy {
             port,
             mode,
             requests,
+            refused,
             task,
         }
     }
@@ -814,6 +818,11 @@ impl FaultProxy {
     /// HTTP requests passed so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Connections refused so far (new ones closed at once while refusing).
+    pub fn refused(&self) -> u64 {
+        self.refused.load(AtomicOrdering::Relaxed)
     }
 }
 

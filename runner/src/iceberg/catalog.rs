@@ -16,6 +16,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+/// The catalog database at `uri` could not be opened: unreachable (a server down or
+/// starting: transient) or refused (a wrong name, password, ...).
+fn unopened(uri: &str, e: sqlx::Error) -> Error {
+    let message = format!("cannot open the catalog database {}: {e}", redact(uri));
+    if super::sql_connection_lost(&e) {
+        Error::Unreachable(message)
+    } else {
+        Error::Invalid(message)
+    }
+}
+
 /// Where the catalog lives.
 #[derive(Debug, Clone)]
 pub struct CatalogConfig {
@@ -287,12 +298,9 @@ impl Catalog {
         // where the pool would only time out.
         {
             use sqlx::Connection;
-            let mut conn = sqlx::AnyConnection::connect(&uri).await.map_err(|e| {
-                Error::Invalid(format!(
-                    "cannot open the catalog database {}: {e}",
-                    redact(&uri)
-                ))
-            })?;
+            let mut conn = sqlx::AnyConnection::connect(&uri)
+                .await
+                .map_err(|e| unopened(&uri, e))?;
             if !postgres {
                 // Write-ahead logging: a commit appends to the log and syncs it once,
                 // where the default rollback journal creates, syncs and deletes a
@@ -313,12 +321,7 @@ impl Catalog {
             .acquire_timeout(std::time::Duration::from_secs(30))
             .connect(&uri)
             .await
-            .map_err(|e| {
-                Error::Invalid(format!(
-                    "cannot open the catalog database {}: {e}",
-                    redact(&uri)
-                ))
-            })?;
+            .map_err(|e| unopened(&uri, e))?;
         if !postgres {
             // Wait for a concurrent writer's lock instead of failing at once.
             sqlx::query("PRAGMA busy_timeout = 10000")

@@ -53,6 +53,37 @@ pub enum Error {
     Fenced(String),
     #[error("{0}")]
     Invalid(String),
+    /// The catalog database cannot be reached (a server down or starting).
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+impl Error {
+    /// The catalog database's connection failed or its server ended it (a restart,
+    /// a network fault): the same work can succeed on a new connection.
+    pub fn connection_lost(&self) -> bool {
+        match self {
+            Error::Sql(e) => sql_connection_lost(e),
+            Error::Unreachable(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Whether a sqlx error is the connection's, not the statement's: I/O, a pool that
+/// cannot connect, or a server ending the session (SQLSTATE class 08, connection
+/// exception; 57P01-57P03, a shutdown, crash or start-up of the server).
+pub fn sql_connection_lost(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")),
+        _ => false,
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -95,6 +95,9 @@ impl From<crate::iceberg::Error> for SyncError {
         let kind = match &e {
             // Another writer moved the table this commit was planned against.
             E::Stale { .. } => ErrorKind::Fenced,
+            // The catalog's server restarted (or the network failed): the job
+            // starts again from the last checkpoint the catalog holds.
+            e if e.connection_lost() => ErrorKind::Transient,
             _ => ErrorKind::Definite,
         };
         SyncError::new(kind, e.to_string())

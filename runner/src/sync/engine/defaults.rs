@@ -180,7 +180,9 @@ impl Engine {
             .catalog
             .load(&id)
             .await
-            .map_err(|e| format!("loading table {}: {e}", display(&id)))?
+            .map_err(|e| {
+                SyncError::from(e).context(format_args!("loading table {}", display(&id)))
+            })?
             .ok_or_else(|| format!("table {} is gone", display(&id)))?;
         let arrow = files::arrow_schema(&table).map_err(|e| e.to_string())?;
         // Each filled column's default, cast once to its Arrow type.

@@ -234,9 +234,8 @@ impl Engine {
             .sink
             .iceberg()
             .ok_or("the Iceberg sink needs an iceberg sink")?;
-        let catalog = Catalog::open(&ice.catalog_config())
-            .await
-            .map_err(|e| e.to_string())?;
+        // (a catalog server that is down or starting is transient: the job tries again)
+        let catalog = Catalog::open(&ice.catalog_config()).await?;
         let state_dir = job.pipeline.state.clone();
         std::fs::create_dir_all(state_dir.join("pending"))
             .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
@@ -376,6 +375,7 @@ impl super::pipeline::Sink for Engine {
                 .await
                 .map_err(|e| match e {
                     crate::iceberg::Error::Invalid(m) => SyncError::from(m),
+                    e if e.connection_lost() => SyncError::from(e),
                     e => SyncError::fenced(e.to_string()),
                 })?;
             self.renewed = Instant::now();
@@ -548,10 +548,15 @@ impl super::pipeline::Sink for Engine {
 
     async fn keep_alive(&mut self) -> Result<(), SyncError> {
         if self.renewed.elapsed() >= self.lease / 3 {
-            self.catalog
-                .renew(self.lease)
-                .await
-                .map_err(|e| SyncError::fenced(e.to_string()))?;
+            // A lost catalog connection is transient (the job starts again from its
+            // last checkpoint); any other failure means another run holds the job.
+            self.catalog.renew(self.lease).await.map_err(|e| {
+                if e.connection_lost() {
+                    SyncError::from(e)
+                } else {
+                    SyncError::fenced(e.to_string())
+                }
+            })?;
             self.renewed = Instant::now();
         }
         Ok(())
@@ -560,7 +565,7 @@ impl super::pipeline::Sink for Engine {
     async fn stopped(&mut self) -> Result<(), SyncError> {
         self.catalog.register_deferred().await?;
         self.store_indexes()?;
-        Ok(self.catalog.release().await.map_err(|e| e.to_string())?)
+        Ok(self.catalog.release().await?)
     }
 
     fn has_pending(&self) -> bool {

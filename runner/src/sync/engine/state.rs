@@ -193,7 +193,7 @@ impl Engine {
             self.catalog
                 .load(&id)
                 .await
-                .map_err(|e| SyncError::from(format!("loading table {ns}.{t}: {e}")))
+                .map_err(|e| SyncError::from(e).context(format_args!("loading table {ns}.{t}")))
         };
         let by_name = load(t.to_owned()).await?;
         let Some(want) = was.get(&(ns.to_owned(), t.to_owned())) else {

@@ -16,12 +16,9 @@ impl Engine {
         if !self.sinks.contains_key(&key) {
             check_namespace(&key.0, &t.db, &t.name)?;
             let id = ident(&key.0, &key.1).map_err(|e| e.to_string())?;
-            let table = match self
-                .catalog
-                .load(&id)
-                .await
-                .map_err(|e| format!("loading table {}: {e}", display(&id)))?
-            {
+            let table = match self.catalog.load(&id).await.map_err(|e| {
+                SyncError::from(e).context(format_args!("loading table {}", display(&id)))
+            })? {
                 Some(tb) => tb,
                 None => {
                     for a in crate::sync::fk::referential_actions(&t.ir) {
@@ -95,10 +92,7 @@ impl Engine {
                     for a in done {
                         tracing::info!("create: {a}");
                     }
-                    self.catalog
-                        .load_required(&id)
-                        .await
-                        .map_err(|e| e.to_string())?
+                    self.catalog.load_required(&id).await?
                 }
             };
             let sink = self.make_sink(id, table)?;
@@ -110,11 +104,9 @@ impl Engine {
     /// The sink of an existing Iceberg table, loaded afresh. False: no such table.
     pub(super) async fn load_sink(&mut self, k: &(String, String)) -> Result<bool, SyncError> {
         let id = ident(&k.0, &k.1).map_err(|e| e.to_string())?;
-        let Some(t) = self
-            .catalog
-            .load(&id)
-            .await
-            .map_err(|e| format!("loading table {}: {e}", display(&id)))?
+        let Some(t) = self.catalog.load(&id).await.map_err(|e| {
+            SyncError::from(e).context(format_args!("loading table {}", display(&id)))
+        })?
         else {
             return Ok(false);
         };

@@ -74,15 +74,7 @@ impl TargetError {
 }
 
 fn pg_err(e: sqlx::Error) -> TargetError {
-    // The connection failed, or the server ended it (SQLSTATE class 08, connection
-    // exception; 57P01-57P03, a shutdown, crash or start-up of the server).
-    let connection = match &e {
-        sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(d) => d
-            .code()
-            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")),
-        _ => false,
-    };
+    let connection = crate::iceberg::sql_connection_lost(&e);
     let (message, code) = match &e {
         sqlx::Error::Database(d) => (
             format!(
