@@ -106,6 +106,19 @@ fn translator(d: Dialect) -> Translator {
     Translator::new(d, Target::Ir)
 }
 
+/// The tables a MySQL DDL statement names (read, changed, renamed from or to), as
+/// lower-cased `db.table` with `db` for unqualified names: known from the statement
+/// alone, whatever tables exist.
+pub fn tables_named(db: &str, ddl: &str) -> Vec<String> {
+    let mut tr = translator(Dialect::MySql);
+    tr.default_schema = (!db.is_empty()).then(|| db.to_owned());
+    tr.translate(ddl)
+        .into_iter()
+        .flat_map(|r| r.tables)
+        .map(|t| format!("{}.{}", t.schema.as_deref().unwrap_or(db), t.name).to_lowercase())
+        .collect()
+}
+
 impl SchemaHistory {
     /// A history in memory only (tail without a state folder, tests).
     pub fn in_memory() -> Self {

@@ -74,8 +74,10 @@ pub(super) fn queue_ddl(queue: &mut Vec<Ddl>, bytes: Option<&[u8]>) -> Result<()
         .and_then(J::as_str)
         .unwrap_or_default()
         .to_owned();
-    // The tables it names, from Debezium's tableChanges (id `"db"."table"`).
-    let tables = v
+    // The tables it names, from Debezium's tableChanges (id `"db"."table"`) and from
+    // the statement itself (tableChanges may be empty, or name only the new name of
+    // a renamed table).
+    let mut tables: BTreeSet<String> = v
         .get("tableChanges")
         .and_then(J::as_array)
         .map(|a| {
@@ -85,6 +87,7 @@ pub(super) fn queue_ddl(queue: &mut Vec<Ddl>, bytes: Option<&[u8]>) -> Result<()
                 .collect()
         })
         .unwrap_or_default();
+    tables.extend(crate::source::history::tables_named(&db, &sql));
     let d = Ddl {
         position,
         db,
@@ -106,12 +109,26 @@ pub(super) async fn deliver_ddl(
     tx: &mpsc::Sender<SourceEvent>,
     ready: impl Fn(&Ddl) -> bool,
 ) -> Result<bool, SourceError> {
+    // A DDL that is ready takes the earlier DDL on any of its tables with it (the
+    // history applies each table's DDL in source order: a DDL on two tables may be
+    // ready for one of them first).
+    let mut go: Vec<bool> = queue.iter().map(&ready).collect();
+    for i in (0..queue.len()).rev() {
+        if go[i] {
+            for j in 0..i {
+                if !go[j] && !queue[j].tables.is_disjoint(&queue[i].tables) {
+                    go[j] = true;
+                }
+            }
+        }
+    }
     let mut i = 0;
     while i < queue.len() {
-        if !ready(&queue[i]) {
+        if !go[i] {
             i += 1;
             continue;
         }
+        go.remove(i);
         let d = queue.remove(i);
         let db_opt = (!d.db.is_empty()).then_some(d.db.as_str());
         let out = match history.apply(&d.position, db_opt, false, &d.sql) {
