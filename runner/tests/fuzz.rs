@@ -2578,9 +2578,10 @@ fn pair_index(seed: u64) -> Pair {
             .unwrap_or_else(|| panic!("LAKESHIFT_FUZZ_PAIR={name}: not one of {PAIRS:?}"));
     }
     // The Kafka pairs run their fixed seeds; new seeds leave them out while they
-    // still find failures not yet fixed (see `KAFKA_RENAMES`; a table created empty
-    // never reaches the target, Kafka->Pg seed 12; a catch-up that did not end,
-    // Kafka->IcebergEq seed 14): `LAKESHIFT_FUZZ_PAIR` picks them.
+    // still find failures not yet fixed (see `KAFKA_RENAMES`; and Kafka->IcebergEq
+    // seed 14: after a SIGKILL, the catch-up's consumer was assigned no partition
+    // for 300 s, the killed member apparently still holding them in the broker's
+    // group): `LAKESHIFT_FUZZ_PAIR` picks them.
     let drawn: Vec<&Pair> = PAIRS.iter().filter(|p| p.0 != SrcKind::Kafka).collect();
     *drawn[(seed % drawn.len() as u64) as usize]
 }

@@ -1371,3 +1371,46 @@ async fn a_ddl_without_table_changes_waits_for_the_tables_it_names() {
         );
     }
 }
+
+/// A table created and never written (no topic of its own) is made on the target:
+/// its DDL waits for nothing unread.
+/// regression (the fuzzer's Kafka feed, Kafka->Pg seed 12): its CREATE TABLE stayed
+/// queued for the table's first message, and the target never had the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_created_and_never_written_reaches_the_target() {
+    let (broker, pgs) = tokio::join!(Broker::start(), PgServer::start());
+    let bootstrap = broker.bootstrap();
+    create_topics(&bootstrap).await;
+    pgs.create_db("empty").await;
+    let mut feed = Feed::new();
+    schema_ddl(&mut feed);
+    feed.ddl(
+        "notes",
+        "CREATE TABLE notes (id INT PRIMARY KEY, body TEXT)",
+        150,
+    );
+    feed.workload(2, 0);
+    produce(&bootstrap, std::mem::take(&mut feed.msgs)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/empty\n",
+        pgs.port
+    );
+    let job = write_job(&tmp.path().join("e"), &bootstrap, "empty", &sink);
+    let st = spawn(&job, true).wait().unwrap();
+    assert!(st.success(), "{}", log_of(&job));
+    let c = pgs.client("empty").await;
+    assert_eq!(
+        pg_table(&c, "notes").await,
+        Some(Vec::new()),
+        "shop.notes on the target: {}",
+        log_of(&job)
+    );
+    for t in TABLES {
+        assert_eq!(
+            pg_table(&c, t).await.unwrap_or_default(),
+            expected(&feed, t),
+            "shop.{t}"
+        );
+    }
+}

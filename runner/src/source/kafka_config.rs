@@ -44,6 +44,22 @@ impl KafkaConfig {
         let rest = topic.strip_prefix(&self.topic_prefix)?.strip_prefix('.')?;
         rest.split_once('.')
     }
+
+    /// The topic of table `db_table` (`db.table`) as Debezium names it: characters
+    /// a topic name cannot hold become `_`.
+    pub fn topic_of(&self, db_table: &str) -> String {
+        let clean: String = db_table
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!("{}.{clean}", self.topic_prefix)
+    }
 }
 
 pub fn validate(k: KafkaConfig) -> Result<super::config::Source, JobFileError> {

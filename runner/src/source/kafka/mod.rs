@@ -382,23 +382,35 @@ impl Reader {
                 self.at_end.insert((t.clone(), *p));
             }
         }
-        // Caught up: DDL of the tables whose partitions are all at their end.
-        let k = &self.k;
-        let name_of = |t: &str| {
-            k.table_of(t)
-                .map(|(d, n)| format!("{d}.{n}").to_lowercase())
-        };
+        // Caught up: DDL of the tables whose partitions are all at their end, or that
+        // have no topic at all (a table made and never written: nothing of it is
+        // unread). Tables are found by their topic as Debezium names it.
         let at_end = &self.at_end;
         let idle: BTreeSet<String> = assigned
             .iter()
-            .filter_map(|(t, _)| name_of(t))
-            .filter(|name| {
-                assigned.iter().all(|(t, p)| {
-                    name_of(t).as_ref() != Some(name) || at_end.contains(&(t.clone(), *p))
-                })
+            .filter(|(t, _)| {
+                assigned
+                    .iter()
+                    .all(|(u, p)| u != t || at_end.contains(&(u.clone(), *p)))
             })
+            .map(|(t, _)| t.to_lowercase())
             .collect();
-        let ready = |d: &Ddl| !d.tables.is_empty() && d.tables.iter().all(|t| idle.contains(t));
+        let existing: Option<BTreeSet<String>> = self
+            .consumer
+            .fetch_metadata(None, Duration::from_secs(2))
+            .ok()
+            .map(|md| {
+                md.topics()
+                    .iter()
+                    .map(|t| t.name().to_lowercase())
+                    .collect()
+            });
+        let k = self.k.clone();
+        let caught_up = |table: &str| {
+            let topic = k.topic_of(table).to_lowercase();
+            idle.contains(&topic) || existing.as_ref().is_some_and(|e| !e.contains(&topic))
+        };
+        let ready = |d: &Ddl| !d.tables.is_empty() && d.tables.iter().all(|t| caught_up(t));
         if let Flow::Stop = self.deliver_ddl_where(ready).await? {
             return Ok(Flow::Stop);
         }
@@ -408,7 +420,7 @@ impl Reader {
             && !self
                 .queue
                 .iter()
-                .any(|d| d.tables.iter().any(|t| idle.contains(t)))
+                .any(|d| d.tables.iter().any(|t| caught_up(t)))
         {
             tracing::info!(
                 "kafka: every assigned partition is at its end ({} messages)",
