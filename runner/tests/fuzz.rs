@@ -2250,13 +2250,10 @@ const SWAP_RENAMES: bool = true;
 /// (seed 678087151, Maria->Iceberg); on since the fix in 1c3d9fc.
 const TABLE_DDL: bool = true;
 
-/// Open: table renames with a Kafka source. A `RENAME TABLE` is delivered when the
-/// first later message of any table it names arrives, while the old name's earlier
-/// messages may still be unread: they then have no definition (`table fz.té2 has no
-/// definition in the schema-change topic`; replay: LAKESHIFT_FUZZ_PAIR='Kafka->Pg'
-/// LAKESHIFT_FUZZ_SEED=13 with this on; a swap: seed 12). Left out of the Kafka
-/// feed's workload until it is fixed.
-const KAFKA_RENAMES: bool = false;
+/// Table renames with a Kafka source. Once off while a `RENAME TABLE` was applied
+/// at the new name's first message with the old name's earlier messages unread
+/// (Kafka->Pg seeds 12 and 13; `seed_13_kafka_...` below); on since the fix.
+const KAFKA_RENAMES: bool = true;
 
 /// What one seed does: its pair, its steps (setup SQL before the job starts, then
 /// SQL and faults while it runs) and its checkpoint interval.
@@ -2578,10 +2575,10 @@ fn pair_index(seed: u64) -> Pair {
             .unwrap_or_else(|| panic!("LAKESHIFT_FUZZ_PAIR={name}: not one of {PAIRS:?}"));
     }
     // The Kafka pairs run their fixed seeds; new seeds leave them out while they
-    // still find failures not yet fixed (see `KAFKA_RENAMES`; and Kafka->IcebergEq
-    // seed 14: after a SIGKILL, the catch-up's consumer was assigned no partition
-    // for 300 s, the killed member apparently still holding them in the broker's
-    // group): `LAKESHIFT_FUZZ_PAIR` picks them.
+    // still find a failure not yet understood (Kafka->IcebergEq seed 14: after a
+    // SIGKILL, the catch-up's consumer was assigned no partition for 300 s, the
+    // killed member apparently still holding them in the broker's group):
+    // `LAKESHIFT_FUZZ_PAIR` picks them.
     let drawn: Vec<&Pair> = PAIRS.iter().filter(|p| p.0 != SrcKind::Kafka).collect();
     *drawn[(seed % drawn.len() as u64) as usize]
 }
@@ -2911,6 +2908,16 @@ async fn seed_293740230_a_table_id_reused_after_a_source_restart() {
 /// table after the snapshot's point and before the snapshot read it (`DROP COLUMN`)
 /// stopped the job with `Unknown column 'from' in 'SELECT'`; the read is now taken
 /// again from the last checkpoint.
+/// regression (Kafka->Pg, seed 13): a `RENAME TABLE` was applied at the new name's
+/// first message while the old name's earlier messages were still unread; they had
+/// no definition (`table fz.té2 has no definition in the schema-change topic`) and
+/// every run stopped. A message now waits (its partition held) until every table its
+/// DDL names is read up to that DDL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_13_kafka_a_rename_before_the_old_names_messages_are_read() {
+    fuzz_one_with(Pair(SrcKind::Kafka, SinkKind::Pg), 13, 40, true, true).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seed_7_a_ddl_during_the_initial_snapshot() {
     fuzz_one(Pair(SrcKind::Maria, SinkKind::Iceberg), 7, 40, false).await;

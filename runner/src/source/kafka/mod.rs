@@ -184,6 +184,12 @@ struct Reader {
     at_end: BTreeSet<(String, i32)>,
     /// The next offset of each partition after what was delivered.
     next_offset: HashMap<(String, i32), i64>,
+    /// The source position of the last message read from each partition (delivered
+    /// or held back).
+    seen: HashMap<(String, i32), Position>,
+    /// Partitions paused at a message that waits for a DDL on several tables (until
+    /// the other tables are read up to it), and since when.
+    held: Vec<(String, i32, Instant)>,
     delivered: u64,
 }
 
@@ -272,6 +278,8 @@ impl Reader {
             tables: HashMap::new(),
             at_end: BTreeSet::new(),
             next_offset: HashMap::new(),
+            seen: HashMap::new(),
+            held: Vec::new(),
             delivered: 0,
         })
     }
@@ -282,11 +290,28 @@ impl Reader {
         if self.rebalanced.swap(false, Ordering::SeqCst) {
             self.at_end.clear();
             self.next_offset.clear();
+            self.seen.clear();
+            self.held.clear();
             if self.tx.send(SourceEvent::Rebalanced).await.is_err() {
                 return Ok(Flow::Stop);
             }
         }
         self.check_orphans()?;
+        // Held partitions are read again now and then: their message is looked at
+        // again (the tables it waits for may be read up to its DDL by now).
+        if self
+            .held
+            .first()
+            .is_some_and(|h| h.2.elapsed() >= Duration::from_millis(100))
+        {
+            let mut tpl = TopicPartitionList::new();
+            for (t, p, _) in self.held.drain(..) {
+                tpl.add_partition(&t, p);
+            }
+            if let Err(e) = self.consumer.resume(&tpl) {
+                tracing::debug!("kafka: resuming held partitions: {e}");
+            }
+        }
         // Offsets the sink committed become the group's (a starting hint).
         while let Ok(c) = self.commits.try_recv() {
             let mut tpl = TopicPartitionList::new();
@@ -520,7 +545,6 @@ impl Reader {
         let partition = m.partition();
         let offset = m.offset();
         let next = offset + 1;
-        self.next_offset.insert((topic.clone(), partition), next);
         let at = format!("{topic}/{partition}@{offset}");
         let Some((db, table)) = self
             .k
@@ -531,6 +555,7 @@ impl Reader {
         };
         let Some(bytes) = m.payload() else {
             // A tombstone (after a delete): nothing to apply; its offset still counts.
+            self.next_offset.insert((topic.clone(), partition), next);
             let position = Position::new("kafka", 0);
             return Ok(deliver(
                 &self.tx,
@@ -560,8 +585,28 @@ impl Reader {
             .and_then(J::as_str)
             .unwrap_or(&table)
             .to_owned();
-        // DDL on this table from before this message comes first.
+        // DDL on this table from before this message comes first; a DDL that also
+        // names other tables waits until they are read up to it (a rename's old
+        // name may still have earlier messages unread): the partition is held.
         let name = format!("{db}.{table}").to_lowercase();
+        self.seen
+            .insert((topic.clone(), partition), position.clone());
+        if self.waits(&name, &position) {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition(&topic, partition);
+            self.consumer.pause(&tpl).map_err(kerr)?;
+            self.consumer
+                .seek(
+                    &topic,
+                    partition,
+                    Offset::Offset(offset),
+                    Duration::from_secs(10),
+                )
+                .map_err(kerr)?;
+            self.held.push((topic, partition, Instant::now()));
+            return Ok(Flow::Go);
+        }
+        self.next_offset.insert((topic.clone(), partition), next);
         let before =
             |d: &Ddl| d.position < position && (d.tables.is_empty() || d.tables.contains(&name));
         if let Flow::Stop = self.deliver_ddl_where(before).await? {
@@ -574,6 +619,37 @@ impl Reader {
         let end = (topic, partition, next);
         self.change(&v, &source, st, (&db, &table), &at, end, position)
             .await
+    }
+
+    /// Whether a message of table `name` at `position` must wait: a queued DDL before
+    /// it names `name` and another table not yet read up to that DDL (a partition of
+    /// it assigned here, not at its end, whose last message read is older).
+    fn waits(&self, name: &str, position: &Position) -> bool {
+        let assigned: Vec<(String, i32)> = match self.consumer.assignment() {
+            Ok(a) => a
+                .elements()
+                .iter()
+                .map(|e| (e.topic().to_owned(), e.partition()))
+                .collect(),
+            Err(_) => return false,
+        };
+        let reached = |table: &str, at: &Position| {
+            let topic = self.k.topic_of(table).to_lowercase();
+            assigned
+                .iter()
+                .filter(|(t, _)| t.to_lowercase() == topic)
+                .all(|(t, p)| {
+                    let key = (t.clone(), *p);
+                    self.at_end.contains(&key) || self.seen.get(&key).is_some_and(|s| s > at)
+                })
+        };
+        self.queue.iter().any(|d| {
+            d.position < *position
+                && d.tables.contains(name)
+                && d.tables
+                    .iter()
+                    .any(|u| u != name && !reached(u, &d.position))
+        })
     }
 
     /// A message's change: its row images decoded (a truncate: a schema event of its
