@@ -4,7 +4,9 @@
 //! (SIGKILL, SIGTERM, SIGINT, a second SIGINT, a source or relational target server
 //! crash, a full state disk; into an S3 lake, S3 refusing or slowing every request
 //! and a crash of the catalog's PostgreSQL server), run against real servers for
-//! every source x sink pair. The oracle: after the last catch-up,
+//! every source x sink pair: MariaDB, PostgreSQL and a Debezium-format Kafka feed
+//! (written from a MariaDB truth, see `KafkaFeed`) into Iceberg, PostgreSQL and
+//! MariaDB. The oracle: after the last catch-up,
 //! every source table equals its target table (rows, column names); and into Iceberg,
 //! every catalog state a reader saw while the job ran (all tables' metadata
 //! locations in one read of the catalog) is the source after one of its
