@@ -2576,13 +2576,7 @@ fn pair_index(seed: u64) -> Pair {
             .find(|p| p.to_string() == name)
             .unwrap_or_else(|| panic!("LAKESHIFT_FUZZ_PAIR={name}: not one of {PAIRS:?}"));
     }
-    // The Kafka pairs run their fixed seeds; new seeds leave them out while they
-    // still find a failure not yet understood (Kafka->IcebergEq seed 14: after a
-    // SIGKILL, the catch-up's consumer was assigned no partition for 300 s, the
-    // killed member apparently still holding them in the broker's group):
-    // `LAKESHIFT_FUZZ_PAIR` picks them.
-    let drawn: Vec<&Pair> = PAIRS.iter().filter(|p| p.0 != SrcKind::Kafka).collect();
-    *drawn[(seed % drawn.len() as u64) as usize]
+    PAIRS[(seed % PAIRS.len() as u64) as usize]
 }
 
 /// Fixed seeds, one a pair (each pair's own seed), 40 steps each, with every fault
@@ -2910,6 +2904,39 @@ async fn seed_293740230_a_table_id_reused_after_a_source_restart() {
 /// table after the snapshot's point and before the snapshot read it (`DROP COLUMN`)
 /// stopped the job with `Unknown column 'from' in 'SELECT'`; the read is now taken
 /// again from the last checkpoint.
+/// regression (Kafka->IcebergEq, seed 14): after a SIGKILL, the catch-up's consumer
+/// was the group's only member with an empty assignment (the broker kept the killed
+/// member's partitions) and waited for 300 s, until the test gave up; a sole member
+/// owning none of the partitions now rejoins the group, as one owning some did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_14_kafka_a_sole_member_with_an_empty_assignment() {
+    fuzz_one_with(
+        Pair(SrcKind::Kafka, SinkKind::IcebergEq),
+        14,
+        40,
+        true,
+        true,
+    )
+    .await;
+}
+
+/// regression (Kafka->Pg, seed 436573374, 2 of 3 runs): after a double SIGINT, the
+/// catch-up (`--until-end`) was the group's only member but the broker assigned it
+/// part of the partitions (the stopped member kept the rest); it stopped at the end
+/// of its own, and a table's DDL and rows never reached the target. A sole member
+/// missing partitions is not at the end: it rejoins the group first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_436573374_kafka_the_end_of_part_of_the_partitions() {
+    fuzz_one_with(
+        Pair(SrcKind::Kafka, SinkKind::Pg),
+        436573374,
+        40,
+        true,
+        true,
+    )
+    .await;
+}
+
 /// regression (Kafka->Pg, seed 13): a `RENAME TABLE` was applied at the new name's
 /// first message while the old name's earlier messages were still unread; they had
 /// no definition (`table fz.té2 has no definition in the schema-change topic`) and

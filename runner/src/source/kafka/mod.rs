@@ -71,10 +71,12 @@ impl ConsumerContext for GroupContext {
 
 /// How many partitions of the subscription this process does not own although it is
 /// the group's only (stable) member; None when that cannot be the case or is unknown.
+/// `member`: the group gave this process an assignment (perhaps an empty one).
 fn sole_member_missing(
     consumer: &StreamConsumer<GroupContext>,
     group: &str,
     topics: &Regex,
+    member: bool,
 ) -> Option<(usize, usize)> {
     let list = consumer
         .fetch_group_list(Some(group), Duration::from_secs(2))
@@ -90,7 +92,7 @@ fn sole_member_missing(
         .iter()
         .map(|e| (e.topic().to_owned(), e.partition()))
         .collect();
-    if mine.is_empty() {
+    if !member {
         return None; // not (yet) a member with an assignment
     }
     let md = consumer.fetch_metadata(None, Duration::from_secs(2)).ok()?;
@@ -187,6 +189,8 @@ struct Reader {
     /// The source position of the last message read from each partition (delivered
     /// or held back).
     seen: HashMap<(String, i32), Position>,
+    /// The group has given this process an assignment (perhaps empty).
+    member: bool,
     /// Partitions paused at a message that waits for a DDL on several tables (until
     /// the other tables are read up to it), and since when.
     held: Vec<(String, i32, Instant)>,
@@ -279,6 +283,7 @@ impl Reader {
             at_end: BTreeSet::new(),
             next_offset: HashMap::new(),
             seen: HashMap::new(),
+            member: false,
             held: Vec::new(),
             delivered: 0,
         })
@@ -288,6 +293,7 @@ impl Reader {
     /// new DDL.
     async fn housekeeping(&mut self) -> Result<Flow, SourceError> {
         if self.rebalanced.swap(false, Ordering::SeqCst) {
+            self.member = true;
             self.at_end.clear();
             self.next_offset.clear();
             self.seen.clear();
@@ -347,7 +353,12 @@ impl Reader {
             return Ok(());
         }
         self.orphans_checked = Instant::now();
-        match sole_member_missing(&self.consumer, &self.k.group_id, &self.topics_re) {
+        match sole_member_missing(
+            &self.consumer,
+            &self.k.group_id,
+            &self.topics_re,
+            self.member,
+        ) {
             None => self.orphans_since = None,
             Some((missing, all)) => {
                 let since = *self.orphans_since.get_or_insert_with(Instant::now);
@@ -446,6 +457,15 @@ impl Reader {
                 .queue
                 .iter()
                 .any(|d| d.tables.iter().any(|t| caught_up(t)))
+            // The group's only member owning part of the partitions (the broker kept
+            // a departed member's): not the end; it rejoins (`check_orphans`).
+            && sole_member_missing(
+                &self.consumer,
+                &self.k.group_id,
+                &self.topics_re,
+                self.member,
+            )
+            .is_none()
         {
             tracing::info!(
                 "kafka: every assigned partition is at its end ({} messages)",
