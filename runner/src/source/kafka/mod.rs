@@ -431,10 +431,14 @@ impl Reader {
             })
             .map(|(t, _)| t.to_lowercase())
             .collect();
-        let existing: Option<BTreeSet<String>> = self
-            .consumer
-            .fetch_metadata(None, Duration::from_secs(2))
-            .ok()
+        // (the cluster's topics: asked only while DDL waits)
+        let existing: Option<BTreeSet<String>> = (!self.queue.is_empty())
+            .then(|| {
+                self.consumer
+                    .fetch_metadata(None, Duration::from_secs(2))
+                    .ok()
+            })
+            .flatten()
             .map(|md| {
                 md.topics()
                     .iter()
@@ -645,6 +649,13 @@ impl Reader {
     /// it names `name` and another table not yet read up to that DDL (a partition of
     /// it assigned here, not at its end, whose last message read is older).
     fn waits(&self, name: &str, position: &Position) -> bool {
+        // (every message asks: the assignment is read only when a DDL before it
+        // names this table and another)
+        let multi =
+            |d: &Ddl| d.position < *position && d.tables.contains(name) && d.tables.len() > 1;
+        if !self.queue.iter().any(multi) {
+            return false;
+        }
         let assigned: Vec<(String, i32)> = match self.consumer.assignment() {
             Ok(a) => a
                 .elements()
@@ -663,12 +674,10 @@ impl Reader {
                     self.at_end.contains(&key) || self.seen.get(&key).is_some_and(|s| s > at)
                 })
         };
-        self.queue.iter().any(|d| {
-            d.position < *position
-                && d.tables.contains(name)
-                && d.tables
-                    .iter()
-                    .any(|u| u != name && !reached(u, &d.position))
+        self.queue.iter().filter(|d| multi(d)).any(|d| {
+            d.tables
+                .iter()
+                .any(|u| u != name && !reached(u, &d.position))
         })
     }
 
