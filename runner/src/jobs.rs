@@ -85,21 +85,20 @@ where
     // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
     tokio::spawn(stop_on_signal(stop.clone()));
     let mut restarts = 0;
-    // Restarts after the target's connection was lost (each waits longer).
-    let mut reconnects = 0u32;
+    // Starts again while the target does not answer (each waits longer), for up to
+    // `target-retry-seconds` from the first failure in a row.
+    let mut retry = Retry::new(job.pipeline.target_retry_seconds);
     loop {
         let sink = match open().await {
             Ok(s) => s,
             // The target's connection failed or was lost while the sink opened (a
-            // server restarting): tried again, a bounded number of times.
+            // server restarting): tried again, for a bounded time.
             Err(e)
-                if reconnects < TARGET_RECONNECTS
-                    && e.kind == runner::sync::error::ErrorKind::Transient
-                    && !stop.load(std::sync::atomic::Ordering::SeqCst) =>
+                if e.kind == runner::sync::error::ErrorKind::Transient
+                    && !stop.load(std::sync::atomic::Ordering::SeqCst)
+                    && retry.again(false, &e, "the target is unreachable") =>
             {
-                reconnects += 1;
-                tracing::warn!("the target is unreachable ({e}); trying again (attempt {reconnects} of {TARGET_RECONNECTS})");
-                tokio::time::sleep(reconnect_wait(reconnects)).await;
+                retry.wait().await;
                 continue;
             }
             Err(e) => {
@@ -150,20 +149,29 @@ where
             // and what the lost commit held is read again by the next run.
             Err(e)
                 if e.kind == runner::sync::error::ErrorKind::Transient
-                    && reconnects < TARGET_RECONNECTS =>
+                    && retry.again_after(
+                        st.commits > 0,
+                        stop.load(std::sync::atomic::Ordering::SeqCst),
+                        &e,
+                        "the target did not answer",
+                    ) =>
             {
-                if st.commits > 0 {
-                    reconnects = 0;
-                }
-                reconnects += 1;
-                tracing::warn!(
-                    "the target's connection was lost ({e}); starting again from the last checkpoint (attempt {reconnects} of {TARGET_RECONNECTS})"
-                );
                 drop(p);
-                tokio::time::sleep(reconnect_wait(reconnects)).await;
+                retry.wait().await;
             }
             Err(e) => {
                 eprintln!("error: {e}");
+                if e.kind == runner::sync::error::ErrorKind::Transient
+                    && stop.load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    eprintln!("stopping: the target did not answer, so what was read since the last checkpoint was not committed (the next run reads it again)");
+                } else if e.kind == runner::sync::error::ErrorKind::Transient && retry.tries > 0 {
+                    eprintln!(
+                        "the target did not answer for {:.0} s (pipeline.target-retry-seconds: {})",
+                        retry.since.map_or(0.0, |t| t.elapsed().as_secs_f64()),
+                        job.pipeline.target_retry_seconds
+                    );
+                }
                 eprintln!("the job stopped; run it again to resume from its last checkpoint");
                 return ExitCode::from(1);
             }
@@ -171,12 +179,74 @@ where
     }
 }
 
-/// How many times in a row a job starts again after losing its target's connection
-/// (about a minute in all) before it stops.
-const TARGET_RECONNECTS: u32 = 12;
+/// How long a job asked to stop keeps starting again while its target does not
+/// answer (a catalog server restarting takes a few seconds) before it gives up.
+const STOPPING_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
-fn reconnect_wait(attempt: u32) -> std::time::Duration {
-    std::time::Duration::from_millis(500 * u64::from(attempt.min(16)))
+/// Starting again while the target does not answer: growing waits (0.5 s more each
+/// time, up to 8 s), for up to a time limit from the first failure in a row; a
+/// commit between two failures starts a new row.
+struct Retry {
+    limit: std::time::Duration,
+    since: Option<std::time::Instant>,
+    tries: u32,
+}
+
+impl Retry {
+    fn new(limit_seconds: f64) -> Self {
+        Retry {
+            limit: std::time::Duration::from_secs_f64(limit_seconds),
+            since: None,
+            tries: 0,
+        }
+    }
+
+    /// Whether to start again after `e` (logged with `what` when so). A job asked
+    /// to stop tries for [`STOPPING_RETRY`] at most: a stop must not wait out a long
+    /// outage (what it read is read again by the next run).
+    fn again(&mut self, stopping: bool, e: &runner::sync::error::SyncError, what: &str) -> bool {
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        let limit = if stopping {
+            self.limit.min(STOPPING_RETRY)
+        } else {
+            self.limit
+        };
+        if since.elapsed() >= limit {
+            return false;
+        }
+        self.tries += 1;
+        tracing::warn!(
+            "{what} ({e}); trying again from the last checkpoint in {:.1} s (attempt {}, {:.0} s of pipeline.target-retry-seconds left)",
+            self.next_wait().as_secs_f64(),
+            self.tries,
+            limit.saturating_sub(since.elapsed()).as_secs_f64()
+        );
+        true
+    }
+
+    /// [`Retry::again`] after a run that committed (`progressed`: a new row of
+    /// failures) or not.
+    fn again_after(
+        &mut self,
+        progressed: bool,
+        stopping: bool,
+        e: &runner::sync::error::SyncError,
+        what: &str,
+    ) -> bool {
+        if progressed {
+            self.since = None;
+            self.tries = 0;
+        }
+        self.again(stopping, e, what)
+    }
+
+    fn next_wait(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(500 * u64::from(self.tries.clamp(1, 16)))
+    }
+
+    async fn wait(&self) {
+        tokio::time::sleep(self.next_wait()).await;
+    }
 }
 
 async fn stop_on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {

@@ -157,7 +157,6 @@ struct Rig {
     /// The S3 server is refused by the proxy; the job may have stopped on it (it is
     /// started again when S3 serves again); the log's length when it began.
     s3_down: bool,
-    stopped_on_s3: bool,
     s3_since: Option<usize>,
     /// The proxy's refused connections when the refusal began.
     refused_before: u64,
@@ -285,7 +284,6 @@ impl Rig {
             mounted: false,
             full_since: None,
             s3_down: false,
-            stopped_on_s3: false,
             s3_since: None,
             refused_before: 0,
             interval,
@@ -339,7 +337,6 @@ impl Rig {
     fn start(&mut self) {
         assert!(self.child.is_none());
         self.stopped_on_full_disk = false;
-        self.stopped_on_s3 = false;
         if !self.disk_full {
             self.full_since = None;
         }
@@ -376,15 +373,8 @@ impl Rig {
                     }
                     return Ok(());
                 }
-                // So may S3 refusing every request (also just after it served again).
-                if self.said_s3_down() {
-                    if self.s3_down {
-                        self.stopped_on_s3 = true;
-                    } else {
-                        self.start();
-                    }
-                    return Ok(());
-                }
+                // S3 refusing every request must not: the job waits it out
+                // (pipeline.target-retry-seconds).
                 return Err(format!(
                     "the job ended on its own ({st}): {}",
                     self.log_tail()
@@ -449,9 +439,6 @@ impl Rig {
             }
         }
         self.s3_down = false;
-        if std::mem::take(&mut self.stopped_on_s3) && self.child.is_none() {
-            self.start();
-        }
         Ok(())
     }
 
@@ -1733,11 +1720,12 @@ enum Fault {
     /// The relational target, or the Iceberg catalog's server, crashes and starts
     /// again (the job must reconnect).
     TargetRestart,
-    /// S3 refuses every request (the job may stop, naming the warehouse) ...
+    /// S3 refuses every request (the job waits it out; a SIGTERM meanwhile may
+    /// end it with an error naming the warehouse) ...
     S3Refuse,
     /// ... or answers slowly ...
     S3Slow,
-    /// ... until it serves again (a job that stopped is started again).
+    /// ... until it serves again.
     S3Serves,
     /// The state folder's file system fills up (the job may stop, saying so) ...
     DiskFull,

@@ -610,12 +610,14 @@ impl ProxiedJob {
 }
 
 /// Faults on the S3 side, through a proxy in front of the server: the server refusing
-/// every request while a job is checkpointing (the job stops with the object store's
-/// error, never half a commit), then serving again (the next run resumes exactly);
+/// every request while a job is checkpointing, for longer than the job's
+/// `target-retry-seconds` (the job stops with the object store's error, never half a
+/// commit), then serving again (the next run resumes exactly);
 /// a slow server (the job finishes, exact).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
-    let p = ProxiedJob::start("faulty", 904, "0.1\n").await;
+    // It gives up after 5 s of a refusing store.
+    let p = ProxiedJob::start("faulty", 904, "0.1\n  target-retry-seconds: 5\n").await;
     let (proxy, env, job, cat) = (&p.proxy, p.env.clone(), &p.job, &p.cat);
     let mut c = p.maria.conn(None).await;
     let equal = || p.items_equal();
@@ -705,6 +707,124 @@ async fn s3_faults_stop_the_job_cleanly_and_it_resumes_exactly() {
         (w.file_index(), w.offset)
     })
     .await;
+}
+
+/// The object store refusing every request for a while (a restart, a network fault)
+/// while the job has changes to checkpoint: the job waits it out, starting again from
+/// its last checkpoint, says so, and commits once the store serves; it never stops.
+/// regression: the job stopped at the first refused request (exit 1), as a catalog
+/// crash once did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_store_that_refuses_for_a_while_is_waited_out() {
+    let p = ProxiedJob::start("blip", 907, "0.2\n").await;
+    let proxy = &p.proxy;
+    let mut c = p.maria.conn(None).await;
+    let equal = || p.items_equal();
+    let mut running = p.spawn();
+    lakeshift_tests::wait_until("the snapshot is in S3", equal).await;
+    proxy.set(lakeshift_tests::FaultProxy::REFUSE);
+    let refused = proxy.refused();
+    c.query_drop(
+        "INSERT INTO shop.items VALUES (3, 'c'); UPDATE shop.items SET name = 'A' WHERE id = 1",
+    )
+    .await
+    .unwrap();
+    // The job met the refusal and said it will try again.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while proxy.refused() == refused || !p.log().contains("trying again") {
+        if let Some(st) = running.try_wait().unwrap() {
+            panic!("the job stopped ({st}) while S3 refused: {}", p.log());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job did not report the refused object store within 120 s: {}",
+            p.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    proxy.set(lakeshift_tests::FaultProxy::PASS);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while !equal().await {
+        if let Some(st) = running.try_wait().unwrap() {
+            panic!("the job stopped ({st}) after S3 served again: {}", p.log());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the changes did not reach S3 within 180 s of it serving again: {}",
+            p.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let _ = Command::new("kill").arg(running.id().to_string()).status();
+    let st = running.wait().unwrap();
+    assert!(st.success(), "{}", p.log());
+    // No data file committed twice, every snapshot a state the source had.
+    let _ = lakeshift_tests::check_every_snapshot(&p.cat, "shop", &["items"], &[], |w| {
+        (w.file_index(), w.offset)
+    })
+    .await;
+}
+
+/// SIGTERM while the object store refuses every request and the job has changes
+/// to commit: the job does not wait out the outage (120 s by default) but ends
+/// within seconds, saying that what it read was not committed; the next run, with
+/// the store serving, brings every change.
+/// regression: a stopping job started again and again for the whole
+/// `target-retry-seconds` (the fuzzer's Maria->IcebergS3 seed 471295797: no exit
+/// within 120 s of SIGINT).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_while_the_object_store_refuses_ends_within_seconds() {
+    let p = ProxiedJob::start("stopblip", 908, "0.2\n").await;
+    let proxy = &p.proxy;
+    let mut c = p.maria.conn(None).await;
+    let equal = || p.items_equal();
+    let mut running = p.spawn();
+    lakeshift_tests::wait_until("the snapshot is in S3", equal).await;
+    proxy.set(lakeshift_tests::FaultProxy::REFUSE);
+    c.query_drop("INSERT INTO shop.items VALUES (3, 'c'); DELETE FROM shop.items WHERE id = 2")
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !p.log().contains("trying again") {
+        assert!(running.try_wait().unwrap().is_none(), "{}", p.log());
+        assert!(std::time::Instant::now() < deadline, "{}", p.log());
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let _ = Command::new("kill").arg(running.id().to_string()).status();
+    let stopped = std::time::Instant::now();
+    let deadline = stopped + std::time::Duration::from_secs(60);
+    let st = loop {
+        if let Some(st) = running.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no exit within 60 s of SIGTERM while S3 refused: {}",
+            p.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let log = p.log();
+    assert!(!st.success(), "{log}");
+    assert!(
+        log.contains("was not committed") && log.contains("stopblip/lake"),
+        "{log}"
+    );
+    eprintln!(
+        "ended {:.1} s after SIGTERM",
+        stopped.elapsed().as_secs_f64()
+    );
+    proxy.set(lakeshift_tests::FaultProxy::PASS);
+    lakeshift(
+        &[
+            "sync",
+            "--config",
+            &p.job.display().to_string(),
+            "--until-end",
+        ],
+        p.env.clone(),
+    );
+    assert!(equal().await, "the lake after the next run");
 }
 
 /// A DDL whose barrier commit waits on an object store slower than the barrier's

@@ -416,7 +416,7 @@ impl Catalog {
         if s3.virtual_host {
             b = b.enable_virtual_host_style();
         }
-        let err = |e: opendal::Error| Error::Invalid(format!("listing {prefix}: {e}"));
+        let err = |e: opendal::Error| Error::caused(format_args!("listing {prefix}"), &e);
         let op = opendal::Operator::new(b).map_err(err)?.finish();
         let dir = format!("{}/", key.trim_end_matches('/'));
         let mut out = Vec::new();

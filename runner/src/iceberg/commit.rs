@@ -344,8 +344,13 @@ impl<'a> Committer<'a> {
             Err(_) if lost => vec![false; staged.len()],
             Err(e) => {
                 let why = e.to_string();
+                let gone = e.connection_lost();
                 for (i, _) in &staged {
-                    out[*i] = Some(Err(Error::Invalid(why.clone())));
+                    out[*i] = Some(Err(if gone {
+                        Error::Unreachable(why.clone())
+                    } else {
+                        Error::Invalid(why.clone())
+                    }));
                 }
                 return out.into_iter().map(|r| r.expect("filled")).collect();
             }

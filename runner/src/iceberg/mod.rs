@@ -53,7 +53,8 @@ pub enum Error {
     Fenced(String),
     #[error("{0}")]
     Invalid(String),
-    /// The catalog database cannot be reached (a server down or starting).
+    /// The catalog database or the object store cannot be reached (a server down or
+    /// starting, a network fault): asking again later can succeed.
     #[error("{0}")]
     Unreachable(String),
 }
@@ -65,9 +66,45 @@ impl Error {
         match self {
             Error::Sql(e) => sql_connection_lost(e),
             Error::Unreachable(_) => true,
+            Error::Iceberg(e) => unreachable_cause(e),
             _ => false,
         }
     }
+
+    /// `context: e` as an error of the target: [`Error::Unreachable`] when `e` or
+    /// one of its causes is the object store or the catalog database failing to
+    /// answer ([`unreachable_cause`]), [`Error::Invalid`] otherwise.
+    pub fn caused(context: impl std::fmt::Display, e: &(dyn std::error::Error + 'static)) -> Self {
+        let message = format!("{context}: {e}");
+        if unreachable_cause(e) {
+            Error::Unreachable(message)
+        } else {
+            Error::Invalid(message)
+        }
+    }
+}
+
+/// Whether `e`, or an error it was caused by, is the object store or the catalog
+/// database failing to answer: a connection refused or reset, a timeout, a 5xx or a
+/// rate limit (opendal's temporary errors, and persistent ones: the same after its own
+/// retries), or a lost catalog connection. Asking again later can succeed; a refused
+/// permission, a missing object or a malformed request (opendal's permanent errors)
+/// cannot.
+pub fn unreachable_cause(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(x) = cur {
+        if let Some(o) = x.downcast_ref::<opendal::Error>() {
+            return o.is_temporary() || o.is_persistent();
+        }
+        if let Some(s) = x.downcast_ref::<sqlx::Error>() {
+            return sql_connection_lost(s);
+        }
+        if let Some(Error::Unreachable(_)) = x.downcast_ref::<Error>() {
+            return true;
+        }
+        cur = x.source();
+    }
+    false
 }
 
 /// Whether a sqlx error is the connection's, not the statement's: I/O, a pool that
@@ -87,3 +124,46 @@ pub fn sql_connection_lost(e: &sqlx::Error) -> bool {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An object store error as the iceberg crate hands it over: opendal's error as
+    /// the source of an iceberg error.
+    fn store(e: opendal::Error) -> Error {
+        Error::Iceberg(
+            iceberg::Error::new(
+                iceberg::ErrorKind::Unexpected,
+                "Failure in doing io operation",
+            )
+            .with_source(e),
+        )
+    }
+
+    #[test]
+    fn a_store_that_does_not_answer_is_transient_and_a_refusal_is_not() {
+        let refused = || opendal::Error::new(opendal::ErrorKind::Unexpected, "send http request");
+        // A connection refused, a 5xx: temporary; the same after opendal's retries:
+        // persistent. Both can succeed later.
+        assert!(store(refused().set_temporary()).connection_lost());
+        assert!(store(refused().set_persistent()).connection_lost());
+        let slow = opendal::Error::new(opendal::ErrorKind::RateLimited, "SlowDown");
+        assert!(store(slow.set_temporary()).connection_lost());
+        // A refused permission or a missing object: permanent.
+        let denied = opendal::Error::new(opendal::ErrorKind::PermissionDenied, "403");
+        assert!(!store(denied).connection_lost());
+        // Through a Parquet reader's external error and a message added on top.
+        let inner: Box<dyn std::error::Error + Send + Sync> =
+            Box::new(store(refused().set_persistent()));
+        let pq = parquet::errors::ParquetError::External(inner);
+        let e = Error::caused("reading part-1.parquet", &pq);
+        assert!(matches!(e, Error::Unreachable(_)), "{e:?}");
+        assert!(e.to_string().starts_with("reading part-1.parquet: "), "{e}");
+        let plain = Error::caused("x", &parquet::errors::ParquetError::General("bad".into()));
+        assert!(matches!(plain, Error::Invalid(_)), "{plain:?}");
+        // An iceberg error of its own (no store behind it): not transient.
+        let own = Error::Iceberg(iceberg::Error::new(iceberg::ErrorKind::DataInvalid, "bad"));
+        assert!(!own.connection_lost());
+    }
+}

@@ -51,6 +51,19 @@ impl SyncError {
         }
     }
 
+    /// `context: e` for an error of the object store, the catalog or a file read
+    /// through them: [`ErrorKind::Transient`] when the store or the catalog failed to
+    /// answer ([`crate::iceberg::unreachable_cause`]), [`ErrorKind::Definite`]
+    /// otherwise.
+    pub fn caused(context: impl std::fmt::Display, e: &(dyn std::error::Error + 'static)) -> Self {
+        let kind = if crate::iceberg::unreachable_cause(e) {
+            ErrorKind::Transient
+        } else {
+            ErrorKind::Definite
+        };
+        Self::new(kind, format!("{context}: {e}"))
+    }
+
     /// The same error with `context` before its message.
     pub fn context(self, context: impl std::fmt::Display) -> Self {
         SyncError {
@@ -101,6 +114,12 @@ impl From<crate::iceberg::Error> for SyncError {
             _ => ErrorKind::Definite,
         };
         SyncError::new(kind, e.to_string())
+    }
+}
+
+impl From<iceberg::Error> for SyncError {
+    fn from(e: iceberg::Error) -> Self {
+        crate::iceberg::Error::from(e).into()
     }
 }
 

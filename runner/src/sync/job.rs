@@ -289,6 +289,11 @@ pub struct PipelineConfig {
     /// that stops renewing it for this long may be taken over.
     #[serde(default = "default_lease")]
     pub owner_lease_seconds: f64,
+    /// How long the job keeps starting again from its last checkpoint while its
+    /// target does not answer (a database, catalog or object store restarting, a
+    /// network fault), with growing waits, before it stops. 0: it stops at once.
+    #[serde(default = "default_target_retry")]
+    pub target_retry_seconds: f64,
     /// A column added with a default to a table holding rows: `rewrite` the rows
     /// with it (Iceberg; exact, the default), `null` (older rows read NULL), `fail`.
     /// A generated column added to such a table is refused unless `null`. YAML's
@@ -349,6 +354,10 @@ fn default_interval() -> f64 {
 }
 fn default_lease() -> f64 {
     30.0
+}
+
+fn default_target_retry() -> f64 {
+    120.0
 }
 
 fn default_budget() -> u64 {
@@ -550,6 +559,13 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
         return Err(field(
             "pipeline.owner-lease-seconds",
             "must be a positive number of seconds",
+        )
+        .into());
+    }
+    if !pipeline.target_retry_seconds.is_finite() || pipeline.target_retry_seconds < 0.0 {
+        return Err(field(
+            "pipeline.target-retry-seconds",
+            "must be a number of seconds, 0 or more",
         )
         .into());
     }

@@ -209,21 +209,25 @@ impl Engine {
             })?;
             defaults.push((i, v));
         }
+        let filling = format!("filling the added column(s) of {}", display(&id));
         let scan = table
             .table(&self.catalog.file_io)
-            .map_err(|e| e.to_string())?
+            .map_err(|e| SyncError::caused(&filling, &e))?
             .scan()
             .with_concurrency_limit(1)
             .build()
-            .map_err(|e| e.to_string())?;
-        let mut stream = scan.to_arrow().await.map_err(|e| e.to_string())?;
+            .map_err(|e| SyncError::caused(&filling, &e))?;
+        let mut stream = scan
+            .to_arrow()
+            .await
+            .map_err(|e| SyncError::caused(&filling, &e))?;
         let (mut data, mut chunk, mut bytes, mut rows) = (Vec::new(), Vec::new(), 0usize, 0u64);
         let budget = (self.job.pipeline.pending_budget() / 2).max(1 << 20);
         let what = display(&id);
         while let Some(b) =
             crate::iceberg::stall::next_batch(&mut stream, crate::iceberg::stall::READ_STALL, &what)
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| SyncError::caused(&filling, &e))?
         {
             let b = filled(&b, &arrow, &defaults)?;
             rows += b.num_rows() as u64;
@@ -233,7 +237,7 @@ impl Engine {
                 data.extend(
                     files::write_data(&table, &self.catalog.file_io, &std::mem::take(&mut chunk))
                         .await
-                        .map_err(|e| e.to_string())?,
+                        .map_err(|e| SyncError::caused(&filling, &e))?,
                 );
                 bytes = 0;
             }
@@ -242,7 +246,7 @@ impl Engine {
             data.extend(
                 files::write_data(&table, &self.catalog.file_io, &chunk)
                     .await
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| SyncError::caused(&filling, &e))?,
             );
         }
         let wm = self.sinks.get(k).and_then(|s| s.watermark.clone());
@@ -262,7 +266,7 @@ impl Engine {
                 }),
             )
             .await
-            .map_err(|e| format!("filling the added column(s) of {}: {e}", display(&id)))?;
+            .map_err(|e| SyncError::from(e).context(&filling))?;
         failpoint("after-fill-commit");
         let _ = std::fs::remove_file(self.fill_path(k));
         // The sink reads the table as it is now.

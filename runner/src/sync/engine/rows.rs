@@ -276,7 +276,10 @@ impl Engine {
             fetched = locate::fetch(&self.catalog.file_io, &s.table, ix, &locs, &targets)
                 .await
                 .map_err(|e| {
-                    format!("{name}: reading the unchanged values of updated rows: {e}")
+                    SyncError::caused(
+                        format_args!("{name}: reading the unchanged values of updated rows"),
+                        &e,
+                    )
                 })?;
         }
         let s = &self.sinks[key];

@@ -95,8 +95,13 @@ impl Shared {
         format!("{}/files/{rel}@{h}", self.base)
     }
 
-    fn err(&self, what: &str, e: impl std::fmt::Display) -> SyncError {
-        format!("the job's shared state at {}: {what}: {e}", self.base).into()
+    /// An error of the shared state's object store: transient when the store did
+    /// not answer.
+    fn err(&self, what: &str, e: impl std::error::Error + 'static) -> SyncError {
+        SyncError::caused(
+            format_args!("the job's shared state at {}: {what}", self.base),
+            &e,
+        )
     }
 
     async fn manifest(&self) -> Result<Option<BTreeMap<String, String>>, SyncError> {
@@ -136,7 +141,11 @@ impl Shared {
                 .await
                 .map_err(|e| self.err(rel, e))?;
             if hash(&bytes) != *h {
-                return Err(self.err(rel, "its content does not match the manifest"));
+                return Err(format!(
+                    "the job's shared state at {}: {rel}: its content does not match the manifest",
+                    self.base
+                )
+                .into());
             }
             let p = dir.join(rel);
             if let Some(d) = p.parent() {

@@ -148,7 +148,9 @@ impl Engine {
         // without the others.
         let results = Committer::new(&self.catalog).commit_many(&items).await;
         for (name, r) in names.iter().zip(results) {
-            r.map_err(|e| format!("recovering checkpoint {n} of {name}: {e}"))?;
+            r.map_err(|e| {
+                SyncError::from(e).context(format_args!("recovering checkpoint {n} of {name}"))
+            })?;
             done += 1;
         }
         Ok(done)

@@ -100,7 +100,9 @@ impl Engine {
         if sink.index.is_none() {
             let t0 = Instant::now();
             let name = display(&sink.ident);
-            let err = |e: crate::iceberg::Error| format!("locating the rows of {name}: {e}");
+            let err = |e: crate::iceberg::Error| {
+                SyncError::caused(format_args!("locating the rows of {name}"), &e)
+            };
             let spill = locate::SpillTo {
                 dir: spill_dir(&self.state_dir),
                 cap: self.job.pipeline.index_budget(),
@@ -261,7 +263,12 @@ impl Engine {
                 }),
                 data.iter().flat_map(|(_, ids)| ids.iter().copied()),
             )
-            .map_err(|e| format!("locating the rows of {}: {e}", display(&sink.ident)))?
+            .map_err(|e| {
+                SyncError::caused(
+                    format_args!("locating the rows of {}", display(&sink.ident)),
+                    &e,
+                )
+            })?
         };
         for (spec, part, rows) in ix.by_partition(&removed) {
             deletes.extend(
