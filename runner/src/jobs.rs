@@ -379,7 +379,17 @@ pub(super) fn pg_setup(config: &std::path::Path, apply: bool) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let sql = runner::source::pg::catalog::setup_sql();
+    // The DDL capture, and the job's publication and patterns registered with it (a
+    // table made later that they match joins the publication as it is made).
+    let pg = src.postgres().expect("postgres");
+    let sql = format!(
+        "{}\n{}",
+        runner::source::pg::catalog::setup_sql(),
+        runner::source::pg::catalog::register_sql(
+            &pg.publication,
+            &runner::source::config::written_patterns(&src.tables)
+        )
+    );
     if !apply {
         print!("{sql}");
         return ExitCode::from(0);

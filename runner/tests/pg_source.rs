@@ -1943,6 +1943,93 @@ async fn the_publication_the_job_makes_covers_only_the_captured_tables() {
         .contains(&vec![Some("shop.later".to_owned())]));
 }
 
+/// With a publication over listed tables (the patterns are not whole schemas), a
+/// table made later that `source.tables` matches joins the publication in the
+/// transaction that made it (the DDL capture, registered by `pg-setup --config`):
+/// its rows from the first one on reach the lake, also a table renamed into the
+/// patterns; a table they do not match stays out of the publication.
+/// regression: the job stopped ("are not in publication ... ADD TABLE"), and the
+/// rows written before the table was added by hand were never streamed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_made_later_that_the_patterns_match_joins_the_publication() {
+    let (_server, pg, tmp, job) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.orders (id int PRIMARY KEY, v text);
+         CREATE TABLE shop.stuff (id int PRIMARY KEY, v text);
+         INSERT INTO shop.orders VALUES (1, 'a');",
+    )
+    .await;
+    let text = std::fs::read_to_string(&job)
+        .unwrap()
+        .replace("tables: ['shop\\..*']", "tables: ['shop\\.orders(_\\d+)?']");
+    assert!(text.contains("orders(_"), "{text}");
+    std::fs::write(&job, text).unwrap();
+    install_capture(&job);
+    let log = finish(spawn(&job, true));
+    let published = || async {
+        source(
+            &pg,
+            "SELECT tablename::text FROM pg_publication_tables WHERE pubname = 'lakeshift' ORDER BY 1",
+        )
+        .await
+    };
+    assert_eq!(
+        published().await,
+        vec![vec![Some("orders".to_owned())]],
+        "{log}"
+    );
+    pg.batch_execute(
+        "BEGIN;
+         CREATE TABLE shop.orders_2027 (id int PRIMARY KEY, v text);
+         INSERT INTO shop.orders_2027 VALUES (1, 'in the creating transaction');
+         COMMIT;
+         INSERT INTO shop.orders_2027 VALUES (2, 'after');
+         CREATE TABLE shop.later_stuff (id int PRIMARY KEY, v text);
+         INSERT INTO shop.later_stuff VALUES (1, 'not captured');
+         CREATE TABLE shop.renamed (id int PRIMARY KEY, v text);
+         ALTER TABLE shop.renamed RENAME TO orders_77;
+         INSERT INTO shop.orders_77 VALUES (7, 'renamed in');
+         UPDATE shop.orders SET v = 'b';",
+    )
+    .await
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    for (t, sql) in [
+        ("orders", "SELECT id::text, v FROM shop.orders"),
+        ("orders_2027", "SELECT id::text, v FROM shop.orders_2027"),
+        ("orders_77", "SELECT id::text, v FROM shop.orders_77"),
+    ] {
+        let want = source(&pg, sql).await;
+        let got = lake(tmp.path(), t).await.unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.{t}\n{log}"));
+    }
+    assert!(lake(tmp.path(), "later_stuff").await.is_none(), "{log}");
+    assert_eq!(
+        published().await,
+        vec![
+            vec![Some("orders".to_owned())],
+            vec![Some("orders_2027".to_owned())],
+            vec![Some("orders_77".to_owned())]
+        ],
+        "{log}"
+    );
+    // drop-job forgets the registration with the publication.
+    let out = lakeshift(&[
+        "drop-job",
+        "--config",
+        &job.display().to_string(),
+        "--apply",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(source(&pg, "SELECT * FROM lakeshift.publish_new")
+        .await
+        .is_empty());
+}
+
 /// A publication narrowed by hand (an action left out, a captured table dropped from
 /// it) would lose changes silently: the job stops naming what is missing and the
 /// fix, at the start and while it runs, and a restart gives the same error.

@@ -398,7 +398,7 @@ pub(crate) fn table_patterns(tables: &[String]) -> Result<Vec<Regex>, JobFileErr
 }
 
 /// The patterns of [`table_patterns`] as the job file wrote them.
-pub(crate) fn written_patterns(tables: &[Regex]) -> Vec<&str> {
+pub fn written_patterns(tables: &[Regex]) -> Vec<&str> {
     tables
         .iter()
         .map(|r| {

@@ -148,6 +148,57 @@ pub fn setup_sql() -> String {
     format!(
         r#"CREATE SCHEMA IF NOT EXISTS lakeshift;
 
+-- The publications lakeshift jobs made and the source.tables patterns of each: a
+-- table made (or renamed or moved) later that a pattern matches joins its job's
+-- publication in the transaction that made it, so none of its rows are missed.
+-- Only a superuser (or this schema's owner) registers one: the function below adds
+-- tables to publications with the owner's rights.
+CREATE TABLE IF NOT EXISTS lakeshift.publish_new (
+  pubname text NOT NULL,
+  pattern text NOT NULL,
+  PRIMARY KEY (pubname, pattern)
+);
+REVOKE ALL ON lakeshift.publish_new FROM PUBLIC;
+
+-- A table that is not yet in a registered publication whose pattern matches it joins
+-- it (a partition is published as its root; a table without a key or replica
+-- identity is left out until it has one: published, the application's UPDATEs and
+-- DELETEs on it would fail). It never fails the application's statement: a failure
+-- is a warning, and the job's own check names the table.
+CREATE OR REPLACE FUNCTION lakeshift.publish_new_table(rel oid) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  sch text;
+  nm text;
+  p record;
+BEGIN
+  SELECT n.nspname, c.relname INTO sch, nm
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE c.oid = rel AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+     AND c.relpersistence = 'p'
+     AND (c.relreplident IN ('f', 'i') OR (c.relreplident = 'd' AND EXISTS
+          (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)));
+  IF nm IS NULL THEN
+    RETURN;
+  END IF;
+  FOR p IN SELECT DISTINCT b.pubname FROM lakeshift.publish_new w
+      JOIN pg_publication b ON b.pubname = w.pubname
+     WHERE NOT b.puballtables
+       AND obj_description(b.oid, 'pg_publication') LIKE 'made by lakeshift for slot %'
+       AND (sch || '.' || nm) ~ ('^(?:' || w.pattern || ')$')
+       AND NOT EXISTS (SELECT 1 FROM pg_publication_tables t
+                        WHERE t.pubname = b.pubname AND t.schemaname = sch AND t.tablename = nm)
+  LOOP
+    -- (Its own event is not a DDL of the application's: emit_ddl leaves it out.)
+    PERFORM set_config('lakeshift.publishing', 'on', true);
+    EXECUTE format('ALTER PUBLICATION %I ADD TABLE %I.%I', p.pubname, sch, nm);
+    PERFORM set_config('lakeshift.publishing', '', true);
+  END LOOP;
+EXCEPTION WHEN others THEN
+  RAISE WARNING 'lakeshift: table %.% was not added to a lakeshift publication: %', sch, nm, SQLERRM;
+END
+$fn$;
+
 CREATE OR REPLACE FUNCTION lakeshift.emit_ddl() RETURNS event_trigger
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -155,12 +206,18 @@ DECLARE
   r record;
   ctx text;
 BEGIN
+  IF current_setting('lakeshift.publishing', true) = 'on' THEN
+    RETURN;
+  END IF;
   -- More than this function's own line: the command ran inside a function or DO
   -- block, whose statement is not in the query text.
   GET DIAGNOSTICS ctx = PG_CONTEXT;
   FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
     objs := objs || jsonb_build_object('tag', r.command_tag, 'type', r.object_type,
       'schema', r.schema_name, 'identity', r.object_identity);
+    IF r.object_type = 'table' THEN
+      PERFORM lakeshift.publish_new_table(r.objid);
+    END IF;
   END LOOP;
   PERFORM pg_logical_emit_message(true, '{MESSAGE_PREFIX}', jsonb_build_object(
     'kind', 'ddl', 'tag', tg_tag, 'query', current_query(),
@@ -192,6 +249,25 @@ DROP EVENT TRIGGER IF EXISTS lakeshift_drop;
 CREATE EVENT TRIGGER lakeshift_drop ON sql_drop EXECUTE FUNCTION lakeshift.emit_drop();
 "#
     )
+}
+
+/// The SQL that registers publication `publication` and the job's `source.tables`
+/// patterns with the DDL capture ([`setup_sql`]): a table made later that a pattern
+/// matches joins the publication when it is made.
+pub fn register_sql(publication: &str, patterns: &[&str]) -> String {
+    let lit = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let mut sql = format!(
+        "DELETE FROM lakeshift.publish_new WHERE pubname = {};\n",
+        lit(publication)
+    );
+    for p in patterns {
+        sql.push_str(&format!(
+            "INSERT INTO lakeshift.publish_new (pubname, pattern) VALUES ({}, {}) ON CONFLICT DO NOTHING;\n",
+            lit(publication),
+            lit(p)
+        ));
+    }
+    sql
 }
 
 /// Whether the DDL capture is installed.

@@ -223,6 +223,13 @@ pub async fn drop_held(src: &Source, apply: bool) -> Result<Vec<String>, SourceE
                 c.batch_execute(&format!("DROP PUBLICATION {}", ident(publication)))
                     .await
                     .map_err(catalog::sql)?;
+                // Its patterns with the DDL capture, if registered.
+                let _ = c
+                    .execute(
+                        "DELETE FROM lakeshift.publish_new WHERE pubname = $1",
+                        &[publication],
+                    )
+                    .await;
             }
             out.push(format!(
                 "{} publication {publication} (the job made it)",
@@ -410,6 +417,7 @@ async fn run(
     let resuming = from.position.is_some() || from.snapshot.is_some();
     super::captured_count(&src, &visible, &c.username, resuming).map_err(SourceError::Preflight)?;
     ensure_publication(&client, &src, &c.publication).await?;
+    register_new_tables(&client, &src, &c.publication).await?;
     check_publication(&client, &src, &c.publication).await?;
     if !catalog::capture_installed(&client).await? {
         tracing::warn!(
@@ -791,11 +799,63 @@ async fn ensure_publication(
     if what.starts_with("FOR TABLES IN SCHEMA") {
         tracing::info!("made publication {name} {what}");
     } else {
-        tracing::warn!(
-            "made publication {name} over the {} table(s) captured now; a table created later that source.tables matches is not in it: ALTER PUBLICATION {} ADD TABLE it before writing to it",
-            captured.len(),
-            ident(name)
+        tracing::info!(
+            "made publication {name} over the {} table(s) captured now",
+            captured.len()
         );
+    }
+    Ok(())
+}
+
+/// A publication the job made learns the job's `source.tables` patterns through the
+/// DDL capture (`lakeshift.publish_new`): a table made later that they match joins
+/// it in the transaction that made it. Without the capture (or the right to
+/// register), such a table stops the job until it is added by hand.
+async fn register_new_tables(
+    c: &tokio_postgres::Client,
+    src: &super::config::Source,
+    name: &str,
+) -> Result<(), SourceError> {
+    let made = c
+        .query_opt(
+            "SELECT obj_description(oid, 'pg_publication') = $2 FROM pg_publication WHERE pubname = $1 AND NOT puballtables",
+            &[&name, &made_note(&cfg(src).slot)],
+        )
+        .await
+        .map_err(catalog::sql)?
+        .and_then(|r| r.get::<_, Option<bool>>(0))
+        .unwrap_or(false);
+    if !made {
+        return Ok(());
+    }
+    let by_hand = format!(
+        "a table created later that source.tables matches is not in publication {name} until it is added (ALTER PUBLICATION {} ADD TABLE ...); the job stops until then",
+        ident(name)
+    );
+    let installed = c
+        .query_one(
+            "SELECT to_regclass('lakeshift.publish_new') IS NOT NULL AND to_regprocedure('lakeshift.publish_new_table(oid)') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(catalog::sql)?
+        .get::<_, bool>(0);
+    if !installed {
+        tracing::warn!("{by_hand}: install the DDL capture (`lakeshift pg-setup --config JOB --apply`, as a superuser) and tables made later join it as they are made");
+        return Ok(());
+    }
+    let patterns = super::config::written_patterns(&src.tables);
+    match c
+        .batch_execute(&catalog::register_sql(name, &patterns))
+        .await
+    {
+        Ok(()) => tracing::info!(
+            "tables made later that source.tables matches join publication {name} as they are made (the DDL capture)"
+        ),
+        Err(e) => tracing::warn!(
+            "{by_hand}: registering the job's patterns with the DDL capture failed ({}); `lakeshift pg-setup --config JOB --apply` as a superuser registers them",
+            catalog::describe(&e)
+        ),
     }
     Ok(())
 }
@@ -1477,9 +1537,10 @@ struct Stream {
     seen: Option<SeenBySnapshot>,
     /// The transaction in progress is one the resumed snapshot saw.
     txn_seen: bool,
-    /// Per query text of this transaction's DDL messages, how many of its
+    /// Per query text of the latest DDL messages (oldest first), how many of its
     /// statements were taken (a multi-statement query fires the trigger once per
-    /// command, each time with the whole text).
+    /// command, each time with the whole text, also when its statements run in
+    /// several transactions). A text run again starts over (see `Stream::ddl`).
     taken: Vec<(String, usize)>,
     /// Inside a stream block: the streamed transaction's id.
     streaming: Option<u32>,
@@ -1770,7 +1831,10 @@ impl Stream {
             self.skip = 0;
         }
         self.skip_at = None;
-        self.taken.clear();
+        // A query's statements may span transactions (`BEGIN; ...; COMMIT; ...` sent
+        // as one query): what was taken of the latest texts is kept.
+        let old = self.taken.len().saturating_sub(TAKEN_TEXTS);
+        self.taken.drain(..old);
         self.txns.push(lsn_position(commit, 0));
     }
 
@@ -2447,10 +2511,8 @@ impl Stream {
             );
             return Ok(true);
         };
-        match self.taken.iter_mut().find(|(q, _)| *q == text) {
-            Some(t) => t.1 = next,
-            None => self.taken.push((text, next)),
-        }
+        self.taken.retain(|(q, _)| *q != text);
+        self.taken.push((text, next));
         // Rows before the DDL are delivered under the old schema.
         if !self.flush().await? {
             return Ok(false);
@@ -2544,6 +2606,9 @@ fn same_names(a: &[&str], b: &[&str]) -> bool {
     b.sort_unstable();
     a == b
 }
+
+/// How many query texts' progress `Stream::taken` keeps across transactions.
+const TAKEN_TEXTS: usize = 16;
 
 /// The statement of a (possibly multi-statement) query text that a DDL command
 /// tagged `tag` ran: the first at or after statement `from` that starts with the
