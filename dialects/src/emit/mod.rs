@@ -1207,7 +1207,15 @@ impl Emitter {
             ));
         }
         if let Some(p) = &t.partition_by {
-            if let Some(p) = p.for_dialect(self.target.name()) {
+            // A PostgreSQL partitioned table takes no row without its partitions,
+            // which are tables of their own and are not translated (see the
+            // parser's PARTITION OF): it is created unpartitioned, as into MySQL.
+            if self.target == Dialect::Postgres && p.for_dialect("postgres").is_some() {
+                cx.diags.skip(format!(
+                    "{}: partitioning `{p}` is not carried (its partitions are tables of their own, which are not translated): the table is created unpartitioned and holds every partition's rows",
+                    t.name
+                ));
+            } else if let Some(p) = p.for_dialect(self.target.name()) {
                 s.push_str(&format!(" {p}"));
             } else {
                 cx.diags.skip(format!(
