@@ -1,10 +1,16 @@
 //! `translate` as a whole process against sqlparser's bare parse as a whole process,
-//! on one large MySQL schema history (CREATE TABLEs and ALTERs, ~9 MB), in one run:
-//! each side is this binary started again (`--parse FILE`: read the file, parse it
+//! in one run, on two kinds of MySQL schema history:
+//! - one large history (CREATE TABLEs and ALTERs, ~9 MB);
+//! - a multi-tenant one: the same 16-statement history (6 tables, keys, foreign keys,
+//!   ALTERs, a rename) in each of N databases, at N = 25, 100, 400 and 1,600 (9,600
+//!   tables): the time per statement must not grow with the tables already seen
+//!   (goal: at 9,600 tables within 1.3x of that at 600, i.e. 1,600 vs 100 databases).
+//!
+//! Each side is this binary started again (`--parse FILE`: read the file, parse it
 //! with sqlparser, nothing else; `--translate FILE`: what `lakeshift translate
 //! --from mysql --to postgres FILE > /dev/null` does: read as it goes, translate,
 //! write each statement through a buffered stdout, diagnostics to stderr). Runs
-//! alternate; the table gives each side's best and the ratio of rates (goal: translate
+//! alternate; the tables give each side's best and the ratio of rates (goal: translate
 //! at >= 1.0x the bare parse).
 //!
 //!     cargo bench -p dialects --bench translate_process   (LAKESHIFT_BENCH_TABLES, 20000)
@@ -23,6 +29,33 @@ fn corpus(tables: usize) -> (String, usize) {
         ));
     }
     (s, tables * 4)
+}
+
+/// `dbs` databases, each with the same schema history: 16 statements, 6 tables.
+fn tenants(dbs: usize) -> (String, usize) {
+    let mut s = String::new();
+    for d in 0..dbs {
+        s.push_str(&format!(
+            "CREATE DATABASE tenant{d};
+USE tenant{d};
+CREATE TABLE customers (id int NOT NULL AUTO_INCREMENT, name varchar(100) NOT NULL, email varchar(200) DEFAULT NULL, PRIMARY KEY (id), UNIQUE KEY email (email));
+CREATE TABLE products (id int NOT NULL AUTO_INCREMENT, sku varchar(40) NOT NULL, price decimal(10,2) NOT NULL DEFAULT 0.00, PRIMARY KEY (id));
+CREATE TABLE orders (id bigint NOT NULL AUTO_INCREMENT, customer_id int NOT NULL, placed datetime NOT NULL, status enum('new','paid','sent') NOT NULL DEFAULT 'new', PRIMARY KEY (id), KEY customer_id (customer_id), CONSTRAINT orders_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE);
+CREATE TABLE order_lines (order_id bigint NOT NULL, line int NOT NULL, product_id int NOT NULL, qty int NOT NULL DEFAULT 1, PRIMARY KEY (order_id, line), CONSTRAINT lines_order FOREIGN KEY (order_id) REFERENCES orders (id), CONSTRAINT lines_product FOREIGN KEY (product_id) REFERENCES products (id));
+CREATE TABLE payments (id bigint NOT NULL AUTO_INCREMENT, order_id bigint NOT NULL, amount decimal(12,2) NOT NULL, PRIMARY KEY (id), CONSTRAINT payments_order FOREIGN KEY (order_id) REFERENCES orders (id));
+CREATE TABLE notes (id int NOT NULL AUTO_INCREMENT, body text, PRIMARY KEY (id));
+ALTER TABLE customers ADD COLUMN phone varchar(30) DEFAULT NULL AFTER email;
+ALTER TABLE products ADD COLUMN active tinyint(1) NOT NULL DEFAULT 1, ADD KEY sku (sku);
+ALTER TABLE orders MODIFY status enum('new','paid','sent','returned') NOT NULL DEFAULT 'new';
+ALTER TABLE order_lines ADD COLUMN price decimal(10,2) DEFAULT NULL;
+ALTER TABLE payments ADD COLUMN paid_at datetime DEFAULT NULL;
+ALTER TABLE notes ADD COLUMN customer_id int DEFAULT NULL, ADD CONSTRAINT notes_customer FOREIGN KEY (customer_id) REFERENCES customers (id);
+RENAME TABLE notes TO customer_notes;
+ALTER TABLE customers DROP COLUMN phone;
+"
+        ));
+    }
+    (s, dbs * 16)
 }
 
 /// The child's work; prints the statement count.
@@ -88,32 +121,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let (text, n) = corpus(tables);
     let dir =
         std::env::temp_dir().join(format!("lakeshift-translate-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("schema.sql");
-    std::fs::write(&path, &text).unwrap();
-    let path = path.display().to_string();
-    // The outputs are checked once: every statement parsed, every one translated.
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--translate", &path])
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!("statements {n}")),
-        "{}",
-        err.lines().last().unwrap_or("")
-    );
-    assert!(!err.contains("error:"), "translate reported errors");
-    let (mut parse, mut translate) = (f64::MAX, f64::MAX);
-    for _ in 0..5 {
-        parse = parse.min(run("--parse", &path));
-        translate = translate.min(run("--translate", &path));
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    let (text, n) = corpus(tables);
+    let (parse, translate) = measure(&dir, &text, n, 5);
     println!();
     println!(
         "{n} statements, {} MB, best of 5 alternating runs, each a process of its own",
@@ -130,4 +142,61 @@ fn main() {
         n as f64 / translate,
         parse / translate
     );
+    // Multi-tenant: the cost per statement as the tables already seen grow.
+    let mut rows = Vec::new();
+    for dbs in [25, 100, 400, 1_600] {
+        let (text, n) = tenants(dbs);
+        let (parse, translate) = measure(&dir, &text, n, 3);
+        rows.push((dbs, n, parse, translate));
+    }
+    let base = rows
+        .iter()
+        .find(|r| r.0 == 100)
+        .map(|r| r.3 / r.1 as f64)
+        .expect("100 databases measured");
+    println!();
+    println!(
+        "the same 16-statement history in N databases (6 tables each), best of 3 alternating runs"
+    );
+    println!("| databases | tables | statements | parse us/statement | translate us/statement | rate vs bare parse | translate us/statement vs 100 databases |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for (dbs, n, parse, translate) in rows {
+        let per = translate / n as f64;
+        println!(
+            "| {dbs} | {} | {n} | {:.1} | {:.1} | {:.2}x | {:.2}x |",
+            dbs * 6,
+            parse / n as f64 * 1e6,
+            per * 1e6,
+            parse / translate,
+            per / base
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The best seconds of `rounds` alternating runs of the bare parse and of translate
+/// over `text` (`n` statements), each a process of its own; translate's output is
+/// checked first (every statement read, none an error).
+fn measure(dir: &std::path::Path, text: &str, n: usize, rounds: usize) -> (f64, f64) {
+    let path = dir.join("schema.sql");
+    std::fs::write(&path, text).unwrap();
+    let path = path.display().to_string();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--translate", &path])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("statements {n}")),
+        "{}",
+        err.lines().last().unwrap_or("")
+    );
+    assert!(!err.contains("error:"), "translate reported errors: {err}");
+    let (mut parse, mut translate) = (f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        parse = parse.min(run("--parse", &path));
+        translate = translate.min(run("--translate", &path));
+    }
+    (parse, translate)
 }
