@@ -2009,7 +2009,7 @@ async fn a_target_crashing_while_a_checkpoint_commits_loses_and_repeats_nothing(
     // The job says it lost the target and starts again on its own; it commits
     // again once the server is back, and stops cleanly when asked.
     lakeshift_tests::wait_until("the job started again after the lost target", || {
-        let said = log_tail(&job).contains("the target's connection was lost");
+        let said = log_tail(&job).contains("the target did not answer");
         async move { said }
     })
     .await;

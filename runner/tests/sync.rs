@@ -3155,3 +3155,74 @@ async fn a_table_written_by_one_job_is_refused_to_another() {
     catch_up(&first);
     assert_mirrored(&mut c, &cat, &["k"]).await;
 }
+
+/// A source server that stops while writing a large transaction to its binlog (a
+/// crash, a full disk) leaves the binlog cut off inside that transaction, which the
+/// server rolls back. The job must not commit the part it read: it stops, naming the
+/// cut, with the target as before the transaction, and a restart says the same.
+/// (Made deterministic here: the binlog file is cut in the middle of the
+/// transaction while the server is down.)
+/// regression: the job committed the rows it had read of the cut transaction (rows
+/// the source never committed) and then stopped on every run naming a purged
+/// resume point (a hostile tester's kill -9 of mariadbd mid-write, 2 of 3 tries).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binlog_cut_off_inside_a_transaction_commits_none_of_it() {
+    let mut maria = MariaDb::start().await;
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v INT, pad CHAR(50));
+         USE shop; INSERT INTO shop.t SELECT seq, 0, 'p' FROM seq_1_to_200000;",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // Small source batches: rows of the transaction reach the sink before the cut.
+    let job = job_with(
+        tmp.path(),
+        maria.port,
+        502,
+        "  batch-bytes: 65536\n",
+        None,
+        "",
+    );
+    catch_up(&job);
+    let cat = warehouse(tmp.path()).await;
+    let before = iceberg_rows(&cat, "t").await.unwrap();
+    let (file, start) = master_status(&mut c).await;
+    // One transaction of 200,000 row updates (about 15 MB of binlog: the job reads
+    // rows of it before the cut).
+    c.query_drop("UPDATE shop.t SET v = v + 1").await.unwrap();
+    let (file2, end) = master_status(&mut c).await;
+    assert_eq!(file, file2);
+    drop(c);
+    maria
+        .shutdown_edit_start(|data| {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(data.join(&file))
+                .unwrap();
+            f.set_len(start + (end - start) * 3 / 4).unwrap();
+        })
+        .await;
+    for run in 0..2 {
+        let out = spawn(&job, true, None).wait_with_output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        let cat = warehouse(tmp.path()).await;
+        assert!(
+            iceberg_rows(&cat, "t").await.unwrap() == before,
+            "run {run}: the target holds rows of the cut transaction: {log}"
+        );
+        assert!(!out.status.success(), "run {run}: {log}");
+        assert!(
+            log.contains("cut off inside a transaction")
+                && log.contains("nothing read since checkpoint"),
+            "run {run}: {log}"
+        );
+    }
+}
+
+/// The binlog file and position the server writes next.
+async fn master_status(c: &mut mysql_async::Conn) -> (String, u64) {
+    let r: mysql_async::Row = c.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    (r.get(0).unwrap(), r.get(1).unwrap())
+}

@@ -197,6 +197,35 @@ impl MariaDb {
         .await;
     }
 
+    /// Shut the server down cleanly, run `edit` on its data folder (to damage a
+    /// binlog file as a crash would), and start it again on the same port.
+    pub async fn shutdown_edit_start(&mut self, edit: impl FnOnce(&std::path::Path)) {
+        {
+            use mysql_async::prelude::Queryable;
+            let mut c = self.conn(None).await;
+            let _ = c.query_drop("SHUTDOWN").await;
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(Instant::now() < deadline, "mariadbd did not shut down");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        edit(&self._dir.path().join("data"));
+        self.child = Self::spawn(&self.args);
+        wait_until("mariadbd accepts connections again", || async {
+            use mysql_async::prelude::Queryable;
+            match mysql_async::Conn::new(self.opts(None)).await {
+                Ok(mut c) => {
+                    let up = c.query_drop("SELECT 1").await.is_ok();
+                    let _ = c.disconnect().await;
+                    up
+                }
+                Err(_) => false,
+            }
+        })
+        .await;
+    }
+
     pub fn opts(&self, db: Option<&str>) -> mysql_async::Opts {
         mysql_async::OptsBuilder::default()
             .ip_or_hostname("127.0.0.1")

@@ -327,6 +327,11 @@ pub enum SourceError {
     },
     #[error("the resume point {position} is no longer in the server's binlog ({detail}); with `purged-resume: resnapshot` the job takes a new snapshot instead")]
     Purged { position: String, detail: String },
+    /// The server's binlog ends inside a transaction after the resume point (1236,
+    /// "binlog truncated in the middle of event"): the server stopped while
+    /// writing that transaction (a crash, a full disk) and rolled it back.
+    #[error("the server's binlog is cut off inside a transaction after {position} ({detail}): the source server stopped (a crash or a full disk) while writing that transaction and rolled it back, so it must not reach the target, and the binlog cannot be read past the cut; with `purged-resume: resnapshot` the job takes a new snapshot instead")]
+    CutOff { position: String, detail: String },
     #[error("preflight: {0}")]
     Preflight(String),
     /// A change of a captured table logged as a statement (binlog_format STATEMENT or
@@ -451,7 +456,7 @@ impl SourceError {
     }
 
     /// A binlog dump error: the server's "cannot read the binlog from there" (1236,
-    /// a purged or truncated resume point) becomes `Purged`, a broken connection
+    /// a purged resume point) becomes `Purged`, a binlog cut off inside a transaction `CutOff`, a broken connection
     /// `Lost`.
     pub fn classify(e: mysql_async::Error, from: &binlog::ReadFrom) -> Self {
         if connection_lost(&e) {
@@ -466,18 +471,27 @@ impl SourceError {
                 "the server closed this job's binlog connection because another reader connected with the same server-id: {msg}; give each reader of the server its own source.server-id (SHOW SLAVE HOSTS lists the ids in use)"
             ));
         }
-        if matches!(&e, mysql_async::Error::Server(s) if s.code == 1236) {
-            let position = match from {
-                binlog::ReadFrom::Position(p) => p.to_string(),
-                binlog::ReadFrom::Gtid(g) => format!("GTID {g}"),
-            };
-            SourceError::Purged {
-                position,
-                detail: msg,
+        if let mysql_async::Error::Server(s) = &e {
+            if s.code == 1236 {
+                let position = match from {
+                    binlog::ReadFrom::Position(p) => p.to_string(),
+                    binlog::ReadFrom::Gtid(g) => format!("GTID {g}"),
+                };
+                // (The server's own words for a binlog that ends inside an event.)
+                return if s.message.contains("truncated in the middle of event") {
+                    SourceError::CutOff {
+                        position,
+                        detail: msg,
+                    }
+                } else {
+                    SourceError::Purged {
+                        position,
+                        detail: msg,
+                    }
+                };
             }
-        } else {
-            SourceError::Protocol(msg)
         }
+        SourceError::Protocol(msg)
     }
 }
 
@@ -598,6 +612,19 @@ mod tests {
         assert!(matches!(
             SourceError::classify(server(1236), &from),
             SourceError::Purged { .. }
+        ));
+        // The same code for a binlog that ends inside a transaction (a crash while
+        // writing it): not a purged position.
+        let cut = mysql_async::Error::Server(mysql_async::ServerError {
+            code: 1236,
+            message:
+                "binlog truncated in the middle of event; consider out of disk space on master"
+                    .into(),
+            state: "HY000".into(),
+        });
+        assert!(matches!(
+            SourceError::classify(cut, &from),
+            SourceError::CutOff { .. }
         ));
         assert!(matches!(
             SourceError::classify(server(1105), &from),

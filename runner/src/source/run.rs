@@ -317,10 +317,10 @@ async fn follow(
             .as_deref()
             .and_then(snapshot::SeenBySnapshot::load);
         match reader.run(from.clone(), opts.stop_at_end).await {
-            Err(SourceError::Purged { position, detail })
+            Err(e @ (SourceError::Purged { .. } | SourceError::CutOff { .. }))
                 if src.binlog().purged_resume == PurgedPolicy::Resnapshot =>
             {
-                tracing::warn!("resume point {position} was purged ({detail}); taking a new snapshot (purged-resume: resnapshot)");
+                tracing::warn!("{e}; taking a new snapshot (purged-resume: resnapshot)");
                 match snapshot::snapshot(
                     src,
                     &tx,

@@ -365,6 +365,26 @@ impl<S: Sink> Pipeline<S> {
                 read_on_from = drain_point(pending, &cur, committed.as_ref()).flatten();
                 read_on_from.is_some() || !pending
             };
+            // The source failed inside a transaction (a binlog cut off by a crash,
+            // rows that do not decode, no more reconnects): nothing read since the
+            // last checkpoint commits, since the rest of that transaction may never
+            // come (a server that crashed while writing it rolled it back); the next
+            // run reads again from the last checkpoint.
+            let cut = !reconnect
+                && src_res.is_err()
+                && cur.snapshot.is_none()
+                && !self.source.by_offsets()
+                && self.sink.has_pending()
+                && cur.read_past(cur.boundary.as_ref());
+            if let (true, Err(e)) = (cut, src_res.as_ref().map_err(|e| e.to_string())) {
+                return Err(crate::sync::error::SyncError::new(
+                    crate::sync::error::ErrorKind::Definite,
+                    format!(
+                        "{e}\nthe source failed inside a transaction: nothing read since checkpoint {} was committed (the rest of that transaction may never come), and the next run reads it again",
+                        self.sink.status().checkpoint
+                    ),
+                ));
+            }
             if !keep {
                 // Everything read is committed before a stop, an end or a reconnect.
                 self.drain(&cur).await?;
