@@ -2562,3 +2562,67 @@ async fn mariadb_conditional_ddl_forms_are_followed_live() {
         "u was renamed: {tables:?}"
     );
 }
+
+/// A swap of two tables by one `RENAME TABLE a TO tmp, b TO a, tmp TO b` into a
+/// MariaDB target, with the job killed right after the target ran the renames (before
+/// the job recorded them), then again in the middle of a run: the next run neither
+/// repeats the swap (which would swap the tables back) nor leaves it half done; each
+/// table holds its own rows.
+/// regression: the sink ran the swap as three statements; a kill between them left
+/// the target half swapped, and every later run failed on a missing table (a hostile
+/// tester, 3 of 6 SIGKILLs); one repeated after a kill swapped the tables back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_swap_into_mariadb_is_applied_once_across_kills() {
+    let (src, dst) = tokio::join!(MariaDb::start(), MariaDb::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (id INT PRIMARY KEY, tag CHAR(1));
+         CREATE TABLE shop.b (id INT PRIMARY KEY, tag CHAR(1));
+         INSERT INTO shop.a VALUES (1, 'a'); INSERT INTO shop.b VALUES (2, 'b');",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let my = format!(
+        "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+        dst.port
+    );
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        611,
+        "",
+        &my,
+        "  checkpoint-interval-seconds: 0.1\n",
+    );
+    catch_up(&job);
+    let mut d = dst.conn(None).await;
+    for round in 0..3 {
+        c.query_drop(format!(
+            "RENAME TABLE shop.a TO shop.tmp, shop.b TO shop.a, shop.tmp TO shop.b;
+             INSERT INTO shop.a VALUES ({}, 'x');",
+            10 + round
+        ))
+        .await
+        .unwrap();
+        // Killed (failpoint, exit 86) right after the target ran the renames.
+        let st = spawn(&job, true, Some("after-ddl")).wait().unwrap();
+        assert_eq!(st.code(), Some(86), "{}", log_tail(&job));
+        catch_up(&job);
+        for t in ["a", "b"] {
+            let sql = format!("SELECT id, tag FROM shop.{t} ORDER BY id");
+            assert_eq!(
+                my_rows(&mut d, &sql).await,
+                my_rows(&mut c, &sql).await,
+                "round {round}: shop.{t}\n{}",
+                log_tail(&job)
+            );
+        }
+        let left: Vec<(String,)> = d
+            .query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'lakeshift' AND (table_name LIKE '%\\_todo' OR table_name LIKE '%\\_done')")
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "markers left behind: {left:?}");
+    }
+}

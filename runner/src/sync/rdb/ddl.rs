@@ -340,6 +340,58 @@ impl RdbEngine {
             let r = self.commit(&stmts, Some(position.clone()), None).await;
             failpoint("after-ddl");
             r
+        } else if let Some(pairs) = renames_only(&stmts) {
+            // MySQL renames several tables in one statement, atomically: a swap
+            // (`a TO tmp, b TO a, tmp TO b`) split into three statements is left
+            // half done by a crash, and one repeated after a crash swaps back. So
+            // the renames run as one statement that also renames a marker table of
+            // this DDL from `todo` to `done`: after a crash the marker says whether
+            // the renames happened.
+            let (todo, done) = rename_markers(&self.job.pipeline.name, &position.to_string());
+            let t = self.target().await?;
+            let ran = t
+                .columns(STATE_DB, &done)
+                .await
+                .map_err(SyncError::from)?
+                .is_some();
+            let mut r = Ok(());
+            if ran {
+                tracing::info!(
+                    "DDL #{seq} at {position}: its renames ran before a restart; not repeated"
+                );
+            } else {
+                let sql =
+                    format!("RENAME TABLE {pairs}, {STATE_DB}.`{todo}` TO {STATE_DB}.`{done}`");
+                let run = async {
+                    t.exec(&format!(
+                        "CREATE TABLE IF NOT EXISTS {STATE_DB}.`{todo}` (x int)"
+                    ))
+                    .await?;
+                    t.exec(&sql).await
+                };
+                if let Err(e) = run.await {
+                    let mut e = SyncError::from(e);
+                    e.message = format!("{}\n  target statement: {sql}", e.message);
+                    r = Err(e);
+                } else {
+                    failpoint("after-ddl");
+                }
+            }
+            if r.is_ok() {
+                if let Err(e) = t.exec(&mark).await {
+                    if !e.already_applied() && !e.unique_violation() {
+                        r = Err(SyncError::from(e));
+                    }
+                }
+            }
+            if r.is_ok() {
+                // The marker has done its work once the DDL's mark is in.
+                let _ = t
+                    .exec(&format!("DROP TABLE IF EXISTS {STATE_DB}.`{done}`"))
+                    .await;
+                r = self.advance(position).await;
+            }
+            r
         } else {
             let mut r = Ok(());
             let start = self.log.entries[i].done;
@@ -491,4 +543,26 @@ impl RdbEngine {
             }
         }
     }
+}
+
+/// A DDL's statements when all of them are MySQL `RENAME TABLE x TO y` and there are
+/// several: their `x TO y` parts joined for one statement.
+fn renames_only(stmts: &[String]) -> Option<String> {
+    let parts: Vec<&str> = stmts
+        .iter()
+        .map(|s| s.strip_prefix("RENAME TABLE "))
+        .collect::<Option<_>>()?;
+    (parts.len() > 1).then(|| parts.join(", "))
+}
+
+/// The marker tables (in the state database) a rename DDL at `position` of job
+/// `job` moves from its first name to its second in the same statement.
+fn rename_markers(job: &str, position: &str) -> (String, String) {
+    // FNV-1a over the job and position: a name within MySQL's 64 characters.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in job.bytes().chain([0]).chain(position.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (format!("ddl_{h:016x}_todo"), format!("ddl_{h:016x}_done"))
 }
