@@ -172,7 +172,11 @@ where
                         job.pipeline.target_retry_seconds
                     );
                 }
-                eprintln!("the job stopped; run it again to resume from its last checkpoint");
+                if e.kind == runner::sync::error::ErrorKind::NeedsFix {
+                    eprintln!("the job stopped; fix what the error names, then run it again (it resumes from its last checkpoint)");
+                } else {
+                    eprintln!("the job stopped; run it again to resume from its last checkpoint");
+                }
                 return ExitCode::from(1);
             }
         }

@@ -20,6 +20,11 @@ pub enum ErrorKind {
     /// The target refused a value of a row (a data exception, a NOT NULL or CHECK of
     /// its own): the row-error policy decides (`skip` and `park` take the rows out).
     BadValue,
+    /// The source refused the job or cannot serve it as it is (a preflight check,
+    /// refused credentials, a purged or cut-off binlog, a statement-logged change):
+    /// the job stops, and running it again gives the same error until what the
+    /// message names is fixed.
+    NeedsFix,
     /// Anything else: the job stops with the message.
     Definite,
 }
@@ -89,6 +94,15 @@ impl From<SourceError> for SyncError {
     fn from(e: SourceError) -> Self {
         let kind = if e.transient() {
             ErrorKind::Transient
+        } else if matches!(
+            e,
+            SourceError::Preflight(_)
+                | SourceError::Refused(_)
+                | SourceError::Purged { .. }
+                | SourceError::CutOff { .. }
+                | SourceError::StatementLogged { .. }
+        ) {
+            ErrorKind::NeedsFix
         } else {
             ErrorKind::Definite
         };
@@ -150,6 +164,8 @@ mod tests {
         assert_eq!(SyncError::from(lost).kind, ErrorKind::Transient);
         let bad = SourceError::Decode("row 3".into());
         assert_eq!(SyncError::from(bad).kind, ErrorKind::Definite);
+        let refused = SourceError::Preflight("wal_level is `replica`".into());
+        assert_eq!(SyncError::from(refused).kind, ErrorKind::NeedsFix);
         let dup = super::super::rdb::target::TargetError {
             message: "duplicate key value violates unique constraint".into(),
             connection: false,

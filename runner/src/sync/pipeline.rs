@@ -376,11 +376,22 @@ impl<S: Sink> Pipeline<S> {
                 && !self.source.by_offsets()
                 && self.sink.has_pending()
                 && cur.read_past(cur.boundary.as_ref());
-            if let (true, Err(e)) = (cut, src_res.as_ref().map_err(|e| e.to_string())) {
-                return Err(crate::sync::error::SyncError::new(
-                    crate::sync::error::ErrorKind::Definite,
+            if cut {
+                use crate::sync::error::{ErrorKind, SyncError};
+                let Err(e) = src_res else {
+                    unreachable!("a cut needs an error")
+                };
+                let e = SyncError::from(e);
+                // (A lost connection out of retries is no longer transient here.)
+                let kind = match e.kind {
+                    ErrorKind::Transient => ErrorKind::Definite,
+                    k => k,
+                };
+                return Err(SyncError::new(
+                    kind,
                     format!(
-                        "{e}\nthe source failed inside a transaction: nothing read since checkpoint {} was committed (the rest of that transaction may never come), and the next run reads it again",
+                        "{}\nthe source failed inside a transaction: nothing read since checkpoint {} was committed (the rest of that transaction may never come), and the next run reads it again",
+                        e.message,
                         self.sink.status().checkpoint
                     ),
                 ));
