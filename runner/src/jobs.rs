@@ -183,10 +183,6 @@ where
     }
 }
 
-/// How long a job asked to stop keeps starting again while its target does not
-/// answer (a catalog server restarting takes a few seconds) before it gives up.
-const STOPPING_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Starting again while the target does not answer: growing waits (0.5 s more each
 /// time, up to 8 s), for up to a time limit from the first failure in a row; a
 /// commit between two failures starts a new row.
@@ -206,16 +202,13 @@ impl Retry {
     }
 
     /// Whether to start again after `e` (logged with `what` when so). A job asked
-    /// to stop tries for [`STOPPING_RETRY`] at most: a stop must not wait out a long
-    /// outage (what it read is read again by the next run).
+    /// to stop does not: a stop must not wait out an outage (an attempt on a store
+    /// that does not answer takes opendal's timeouts, about 30 s), and what it read
+    /// is read again by the next run.
     fn again(&mut self, stopping: bool, e: &runner::sync::error::SyncError, what: &str) -> bool {
         let since = *self.since.get_or_insert_with(std::time::Instant::now);
-        let limit = if stopping {
-            self.limit.min(STOPPING_RETRY)
-        } else {
-            self.limit
-        };
-        if since.elapsed() >= limit {
+        let limit = self.limit;
+        if stopping || since.elapsed() >= limit {
             return false;
         }
         self.tries += 1;

@@ -406,6 +406,13 @@ impl Rig {
             .any(|l| l.contains("error:") && l.contains("fuzz/lake"))
     }
 
+    /// Whether the job, asked to stop while its target did not answer (a target or
+    /// catalog restart just before the signal), ended saying it committed nothing.
+    fn stopped_without_target(&self) -> bool {
+        self.log_tail()
+            .contains("stopping: the target did not answer, so what was read since the last checkpoint was not committed")
+    }
+
     fn proxy(&self) -> &lakeshift_tests::FaultProxy {
         match &self.dst {
             Dst::IcebergS3(l) => &l.proxy,
@@ -530,7 +537,11 @@ impl Rig {
             Fault::Term | Fault::Int => {
                 let sig = if f == Fault::Term { "TERM" } else { "INT" };
                 let code = self.signal(&[sig])?;
-                if code != Some(0) && !self.said_disk_full() && !self.said_s3_down() {
+                if code != Some(0)
+                    && !self.said_disk_full()
+                    && !self.said_s3_down()
+                    && !self.stopped_without_target()
+                {
                     return Err(format!(
                         "SIGINT/TERM: the job exited with {code:?}, not 0: {}",
                         self.log_tail()
@@ -544,6 +555,7 @@ impl Rig {
                 if !matches!(code, Some(0) | Some(130))
                     && !self.said_disk_full()
                     && !self.said_s3_down()
+                    && !self.stopped_without_target()
                 {
                     return Err(format!(
                         "a second SIGINT: the job exited with {code:?}: {}",
@@ -647,7 +659,11 @@ impl Rig {
         if self.child.is_some() {
             self.check_running()?;
             let code = self.signal(&["TERM"])?;
-            if code != Some(0) && !self.said_disk_full() && !self.said_s3_down() {
+            if code != Some(0)
+                && !self.said_disk_full()
+                && !self.said_s3_down()
+                && !self.stopped_without_target()
+            {
                 return Err(format!("SIGTERM: exit {code:?}: {}", self.log_tail()));
             }
         }

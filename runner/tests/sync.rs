@@ -3167,6 +3167,23 @@ async fn a_table_written_by_one_job_is_refused_to_another() {
 /// resume point (a hostile tester's kill -9 of mariadbd mid-write, 2 of 3 tries).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_binlog_cut_off_inside_a_transaction_commits_none_of_it() {
+    binlog_cut_off(false).await;
+}
+
+/// The same, with the binlog cut exactly between two events of the transaction: no
+/// read error at the cut, the server's next file follows (with a transaction
+/// committed after the restart).
+/// regression: the job took the cut transaction as committed, exit 0, 66,154 to
+/// 112,293 rows the source never committed (a hostile tester, 3 of 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binlog_cut_off_between_two_events_of_a_transaction_commits_none_of_it() {
+    binlog_cut_off(true).await;
+}
+
+/// A 200,000-row update cut off in the binlog while the server is down (at 3/4 of its
+/// bytes, or at the event boundary nearest to that): the job commits none of it and
+/// stops naming the cut, twice.
+async fn binlog_cut_off(at_event_boundary: bool) {
     let mut maria = MariaDb::start().await;
     let mut c = maria.conn(None).await;
     c.query_drop(
@@ -3201,9 +3218,31 @@ async fn a_binlog_cut_off_inside_a_transaction_commits_none_of_it() {
                 .write(true)
                 .open(data.join(&file))
                 .unwrap();
-            f.set_len(start + (end - start) * 3 / 4).unwrap();
+            let mut cut = start + (end - start) * 3 / 4;
+            if at_event_boundary {
+                // Walk the events from the transaction's first (each header holds
+                // the event's size at byte 9) to the last boundary before the mark.
+                let bytes = std::fs::read(data.join(&file)).unwrap();
+                let mut at = start as usize;
+                loop {
+                    let size =
+                        u32::from_le_bytes(bytes[at + 9..at + 13].try_into().unwrap()) as usize;
+                    if (at + size) as u64 > cut {
+                        break;
+                    }
+                    at += size;
+                }
+                cut = at as u64;
+            }
+            f.set_len(cut).unwrap();
         })
         .await;
+    // A transaction committed after the restart, in the server's next binlog file.
+    let mut c = maria.conn(None).await;
+    c.query_drop("UPDATE shop.t SET v = v + 1000 WHERE id = 1")
+        .await
+        .unwrap();
+    drop(c);
     for run in 0..2 {
         let out = spawn(&job, true, None).wait_with_output().unwrap();
         let log = String::from_utf8_lossy(&out.stderr);

@@ -387,10 +387,20 @@ impl<S: Sink> Pipeline<S> {
                     ErrorKind::Transient => ErrorKind::Definite,
                     k => k,
                 };
+                // A transaction larger than the memory budget commits in parts: a
+                // checkpoint inside it holds part of it already.
+                let part = match self.sink.position() {
+                    Some(p) if p.ordinal > 0 => format!(
+                        "; but checkpoint {} already holds {} row change(s) of that transaction (larger than the memory budget, it was committed in parts): if the source rolled it back, the target keeps them, and only a new snapshot (purged-resume: resnapshot) makes the target equal to the source again",
+                        self.sink.status().checkpoint,
+                        p.ordinal
+                    ),
+                    _ => String::new(),
+                };
                 return Err(SyncError::new(
                     kind,
                     format!(
-                        "{}\nthe source failed inside a transaction: nothing read since checkpoint {} was committed (the rest of that transaction may never come), and the next run reads it again",
+                        "{}\nthe source failed inside a transaction: nothing read since checkpoint {} was committed (the rest of that transaction may never come){part}",
                         e.message,
                         self.sink.status().checkpoint
                     ),

@@ -26,6 +26,8 @@ use tokio::sync::mpsc;
 const MARIA_ANNOTATE_ROWS: u8 = 160;
 const MARIA_BINLOG_CHECKPOINT: u8 = 161;
 const MARIA_GTID: u8 = 162;
+/// XA_PREPARE_LOG_EVENT: ends an XA transaction's prepared group.
+const XA_PREPARE: u8 = 38;
 const MARIA_GTID_LIST: u8 = 163;
 const MARIA_QUERY_COMPRESSED: u8 = 165;
 const MARIA_DELETE_ROWS_COMPRESSED_V1: u8 = 171;
@@ -73,6 +75,9 @@ pub struct BinlogReader {
     file: String,
     gtid: GtidState,
     in_txn: bool,
+    /// The type of the event before this one (an XA PREPARE ends its group without
+    /// a commit).
+    prev_type: u8,
     txn_start: u64,
     txn_gtid_before: GtidState,
     pending_gtid: Option<(Gtid, bool)>,
@@ -109,6 +114,7 @@ impl BinlogReader {
             replica_name: "lakeshift".into(),
             gtid: GtidState::default(),
             in_txn: false,
+            prev_type: 0,
             txn_start: 0,
             txn_gtid_before: GtidState::default(),
             pending_gtid: None,
@@ -223,6 +229,7 @@ impl BinlogReader {
     ) -> Result<bool, SourceError> {
         let h = ev.header();
         let ty = h.event_type_raw();
+        let prev_type = std::mem::replace(&mut self.prev_type, ty);
         if h.timestamp() != 0 {
             self.commit_ts = h.timestamp();
         }
@@ -283,6 +290,22 @@ impl BinlogReader {
         let Some(data) = data else { return Ok(true) };
         match data {
             EventData::RotateEvent(r) => {
+                // A transaction's events never span two files: one still open when
+                // the binlog moves on was cut off (the server stopped while writing
+                // it, and rolled it back) at an event boundary.
+                if self.in_txn && prev_type != XA_PREPARE {
+                    return Err(SourceError::CutOff {
+                        position: self
+                            .position_at(self.txn_start, 0, &self.txn_gtid_before.clone())
+                            .to_string(),
+                        detail: format!(
+                            "the transaction at {}:{} has no commit before the binlog moves on to {}",
+                            self.file,
+                            self.txn_start,
+                            String::from_utf8_lossy(r.name_raw())
+                        ),
+                    });
+                }
                 if !self.flush().await? {
                     return Ok(false);
                 }
