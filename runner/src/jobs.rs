@@ -207,8 +207,7 @@ impl Retry {
     /// is read again by the next run.
     fn again(&mut self, stopping: bool, e: &runner::sync::error::SyncError, what: &str) -> bool {
         let since = *self.since.get_or_insert_with(std::time::Instant::now);
-        let limit = self.limit;
-        if stopping || since.elapsed() >= limit {
+        if stopping || since.elapsed() >= self.limit {
             return false;
         }
         self.tries += 1;
@@ -216,7 +215,7 @@ impl Retry {
             "{what} ({e}); trying again from the last checkpoint in {:.1} s (attempt {}, {:.0} s of pipeline.target-retry-seconds left)",
             self.next_wait().as_secs_f64(),
             self.tries,
-            limit.saturating_sub(since.elapsed()).as_secs_f64()
+            self.limit.saturating_sub(since.elapsed()).as_secs_f64()
         );
         true
     }

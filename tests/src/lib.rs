@@ -154,18 +154,7 @@ impl MariaDb {
             args,
             _dir: dir,
         };
-        wait_until("mariadbd accepts connections", || async {
-            use mysql_async::prelude::Queryable;
-            match mysql_async::Conn::new(db.opts(None)).await {
-                Ok(mut c) => {
-                    let up = c.query_drop("SELECT 1").await.is_ok();
-                    let _ = c.disconnect().await;
-                    up
-                }
-                Err(_) => false,
-            }
-        })
-        .await;
+        db.wait_ready("mariadbd accepts connections").await;
         db
     }
 
@@ -178,12 +167,9 @@ impl MariaDb {
             .expect("mariadbd starts")
     }
 
-    /// Kill the server (SIGKILL) and start it again on the same data and port.
-    pub async fn restart(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.child = Self::spawn(&self.args);
-        wait_until("mariadbd accepts connections again", || async {
+    /// Wait until the server answers a query.
+    async fn wait_ready(&self, what: &str) {
+        wait_until(what, || async {
             use mysql_async::prelude::Queryable;
             match mysql_async::Conn::new(self.opts(None)).await {
                 Ok(mut c) => {
@@ -195,6 +181,19 @@ impl MariaDb {
             }
         })
         .await;
+    }
+
+    /// Start the server again on the same data and port (it has stopped).
+    async fn respawn(&mut self) {
+        self.child = Self::spawn(&self.args);
+        self.wait_ready("mariadbd accepts connections again").await;
+    }
+
+    /// Kill the server (SIGKILL) and start it again on the same data and port.
+    pub async fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.respawn().await;
     }
 
     /// Shut the server down cleanly, run `edit` on its data folder (to damage a
@@ -211,19 +210,7 @@ impl MariaDb {
             std::thread::sleep(Duration::from_millis(50));
         }
         edit(&self._dir.path().join("data"));
-        self.child = Self::spawn(&self.args);
-        wait_until("mariadbd accepts connections again", || async {
-            use mysql_async::prelude::Queryable;
-            match mysql_async::Conn::new(self.opts(None)).await {
-                Ok(mut c) => {
-                    let up = c.query_drop("SELECT 1").await.is_ok();
-                    let _ = c.disconnect().await;
-                    up
-                }
-                Err(_) => false,
-            }
-        })
-        .await;
+        self.respawn().await;
     }
 
     pub fn opts(&self, db: Option<&str>) -> mysql_async::Opts {

@@ -61,12 +61,7 @@ impl SyncError {
     /// answer ([`crate::iceberg::unreachable_cause`]), [`ErrorKind::Definite`]
     /// otherwise.
     pub fn caused(context: impl std::fmt::Display, e: &(dyn std::error::Error + 'static)) -> Self {
-        let kind = if crate::iceberg::unreachable_cause(e) {
-            ErrorKind::Transient
-        } else {
-            ErrorKind::Definite
-        };
-        Self::new(kind, format!("{context}: {e}"))
+        crate::iceberg::Error::caused(context, e).into()
     }
 
     /// The same error with `context` before its message.

@@ -558,11 +558,7 @@ fn renames_only(stmts: &[String]) -> Option<String> {
 /// The marker tables (in the state database) a rename DDL at `position` of job
 /// `job` moves from its first name to its second in the same statement.
 fn rename_markers(job: &str, position: &str) -> (String, String) {
-    // FNV-1a over the job and position: a name within MySQL's 64 characters.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in job.bytes().chain([0]).chain(position.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
+    // A name within MySQL's 64 characters.
+    let h = twox_hash::XxHash3_64::oneshot(format!("{job}\0{position}").as_bytes());
     (format!("ddl_{h:016x}_todo"), format!("ddl_{h:016x}_done"))
 }
