@@ -2030,6 +2030,61 @@ async fn a_table_made_later_that_the_patterns_match_joins_the_publication() {
         .is_empty());
 }
 
+/// Patterns that PostgreSQL's regular expressions read otherwise than the job: a
+/// leading `(?i)` (case-insensitive, as the job reads it) and a pattern beside it.
+/// A table made later that either matches joins the publication.
+/// regression: `(?i)` in the middle of the capture's `^(?:...)$` is an invalid
+/// regular expression to PostgreSQL, and its error made the capture skip every
+/// pattern of the publication (a warning, then the job stopped on the table).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patterns_with_flags_still_let_later_tables_join_the_publication() {
+    let (_server, pg, tmp, job) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.orders (id int PRIMARY KEY, v text);
+         INSERT INTO shop.orders VALUES (1, 'a');",
+    )
+    .await;
+    let text = std::fs::read_to_string(&job).unwrap().replace(
+        "tables: ['shop\\..*']",
+        "tables: ['(?i)shop\\.orders(_\\d+)?', 'shop\\.later']",
+    );
+    assert!(text.contains("(?i)"), "{text}");
+    std::fs::write(&job, text).unwrap();
+    install_capture(&job);
+    finish(spawn(&job, true));
+    pg.batch_execute(
+        "CREATE TABLE shop.\"ORDERS_7\" (id int PRIMARY KEY, v text);
+         INSERT INTO shop.\"ORDERS_7\" VALUES (7, 'upper');
+         CREATE TABLE shop.later (id int PRIMARY KEY, v text);
+         INSERT INTO shop.later VALUES (1, 'later');",
+    )
+    .await
+    .unwrap();
+    let log = finish(spawn(&job, true));
+    let published = source(
+        &pg,
+        "SELECT tablename::text FROM pg_publication_tables WHERE pubname = 'lakeshift' ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        published,
+        vec![
+            vec![Some("ORDERS_7".to_owned())],
+            vec![Some("later".to_owned())],
+            vec![Some("orders".to_owned())]
+        ],
+        "{log}"
+    );
+    for (t, sql) in [
+        ("ORDERS_7", "SELECT id::text, v FROM shop.\"ORDERS_7\""),
+        ("later", "SELECT id::text, v FROM shop.later"),
+    ] {
+        let want = source(&pg, sql).await;
+        let got = lake(tmp.path(), t).await.unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.{t}\n{log}"));
+    }
+}
+
 /// A publication narrowed by hand (an action left out, a captured table dropped from
 /// it) would lose changes silently: the job stops naming what is missing and the
 /// fix, at the start and while it runs, and a restart gives the same error.

@@ -160,6 +160,21 @@ CREATE TABLE IF NOT EXISTS lakeshift.publish_new (
 );
 REVOKE ALL ON lakeshift.publish_new FROM PUBLIC;
 
+-- Whether `name` matches a source.tables pattern whole, as the job reads it (a
+-- leading (?i): case-insensitive); a pattern PostgreSQL cannot read matches nothing
+-- (the job's own check then names the table), and never stops the others.
+CREATE OR REPLACE FUNCTION lakeshift.name_matches(name text, pattern text) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF left(pattern, 4) = '(?i)' THEN
+    RETURN name ~* ('^(?:' || substr(pattern, 5) || ')$');
+  END IF;
+  RETURN name ~ ('^(?:' || pattern || ')$');
+EXCEPTION WHEN others THEN
+  RETURN false;
+END
+$fn$;
+
 -- A table that is not yet in a registered publication whose pattern matches it joins
 -- it (a partition is published as its root; a table without a key or replica
 -- identity is left out until it has one: published, the application's UPDATEs and
@@ -185,7 +200,7 @@ BEGIN
       JOIN pg_publication b ON b.pubname = w.pubname
      WHERE NOT b.puballtables
        AND obj_description(b.oid, 'pg_publication') LIKE 'made by lakeshift for slot %'
-       AND (sch || '.' || nm) ~ ('^(?:' || w.pattern || ')$')
+       AND lakeshift.name_matches(sch || '.' || nm, w.pattern)
        AND NOT EXISTS (SELECT 1 FROM pg_publication_tables t
                         WHERE t.pubname = b.pubname AND t.schemaname = sch AND t.tablename = nm)
   LOOP
