@@ -69,20 +69,28 @@ impl ConsumerContext for GroupContext {
     }
 }
 
-/// How many partitions of the subscription this process does not own although it is
-/// the group's only (stable) member; None when that cannot be the case or is unknown.
-/// `member`: the group gave this process an assignment (perhaps an empty one).
-fn sole_member_missing(
+/// Partitions of the subscription this process does not own although nobody else
+/// should, and how long that may last before it rejoins the group.
+struct Orphaned {
+    missing: usize,
+    all: usize,
+    patience: Duration,
+}
+
+/// Whether partitions of the subscription are left to nobody: this process owns fewer
+/// than all, and the group is not a stable one of several members (who own the rest).
+/// As the group's only stable member it must get every partition within a rebalance;
+/// a group that does not settle (tansu 0.6.0 can leave one forming after a member
+/// died, or not describe it) gets two session timeouts. `member`: the group gave this
+/// process an assignment (perhaps an empty one); before that, None.
+fn orphaned(
     consumer: &StreamConsumer<GroupContext>,
     group: &str,
     topics: &Regex,
     member: bool,
-) -> Option<(usize, usize)> {
-    let list = consumer
-        .fetch_group_list(Some(group), Duration::from_secs(2))
-        .ok()?;
-    let g = list.groups().first()?;
-    if g.state() != "Stable" || g.members().len() != 1 {
+    session: Duration,
+) -> Option<Orphaned> {
+    if !member {
         return None;
     }
     let mine: BTreeSet<(String, i32)> = consumer
@@ -92,9 +100,6 @@ fn sole_member_missing(
         .iter()
         .map(|e| (e.topic().to_owned(), e.partition()))
         .collect();
-    if !member {
-        return None; // not (yet) a member with an assignment
-    }
     let md = consumer.fetch_metadata(None, Duration::from_secs(2)).ok()?;
     let all: Vec<(String, i32)> = md
         .topics()
@@ -103,7 +108,33 @@ fn sole_member_missing(
         .flat_map(|t| t.partitions().iter().map(|p| (t.name().to_owned(), p.id())))
         .collect();
     let missing = all.iter().filter(|x| !mine.contains(x)).count();
-    (missing > 0).then_some((missing, all.len()))
+    if missing == 0 {
+        return None;
+    }
+    let patience = match consumer.fetch_group_list(Some(group), Duration::from_secs(2)) {
+        Ok(list) => match list.groups().first() {
+            Some(g) if g.state() == "Stable" && g.members().len() > 1 => return None,
+            Some(g) if g.state() == "Stable" => session / 2,
+            Some(g) => {
+                tracing::debug!(
+                    "kafka: group {group} is {} with {} member(s)",
+                    g.state(),
+                    g.members().len()
+                );
+                session * 2
+            }
+            None => session * 2,
+        },
+        Err(e) => {
+            tracing::debug!("kafka: describing group {group}: {e}");
+            session * 2
+        }
+    };
+    Some(Orphaned {
+        missing,
+        all: all.len(),
+        patience,
+    })
 }
 
 /// What the engine reports back: offsets the sink committed (set as the group's).
@@ -344,29 +375,29 @@ impl Reader {
     }
 
     /// A coordinator may keep a dead member's assignment after evicting it (tansu
-    /// 0.6.0 does: a rebalance it starts itself hands back the old assignment). The
-    /// group's only member must own every partition; when it does not, for longer
-    /// than a rebalance takes, it rejoins as a new member so the assignment is made
-    /// anew.
+    /// 0.6.0 does: a rebalance it starts itself hands back the old assignment), or
+    /// leave a group unsettled. Partitions nobody owns for longer than [`orphaned`]
+    /// allows make this process rejoin as a new member, so the assignment is made anew.
     fn check_orphans(&mut self) -> Result<(), SourceError> {
         if self.orphans_checked.elapsed() < Duration::from_secs(2) {
             return Ok(());
         }
         self.orphans_checked = Instant::now();
-        match sole_member_missing(
+        match orphaned(
             &self.consumer,
             &self.k.group_id,
             &self.topics_re,
             self.member,
+            self.session(),
         ) {
             None => self.orphans_since = None,
-            Some((missing, all)) => {
+            Some(o) => {
                 let since = *self.orphans_since.get_or_insert_with(Instant::now);
-                let rebalance = Duration::from_millis(u64::from(self.k.session_timeout_ms) / 2);
-                if since.elapsed() >= rebalance {
+                if since.elapsed() >= o.patience {
                     tracing::warn!(
-                        "kafka: this process is the group's only member but owns {} of {all} partitions (the coordinator kept a departed member's assignment); rejoining the group",
-                        all - missing
+                        "kafka: this process owns {} of {} partitions and no other member of the group owns the rest (the coordinator kept a departed member's assignment or did not settle); rejoining the group",
+                        o.all - o.missing,
+                        o.all
                     );
                     self.consumer.unsubscribe();
                     self.consumer.subscribe(&[&self.pattern]).map_err(kerr)?;
@@ -463,11 +494,12 @@ impl Reader {
                 .any(|d| d.tables.iter().any(|t| caught_up(t)))
             // The group's only member owning part of the partitions (the broker kept
             // a departed member's): not the end; it rejoins (`check_orphans`).
-            && sole_member_missing(
+            && orphaned(
                 &self.consumer,
                 &self.k.group_id,
                 &self.topics_re,
                 self.member,
+                self.session(),
             )
             .is_none()
         {
@@ -478,6 +510,10 @@ impl Reader {
             return Ok(Flow::Stop);
         }
         Ok(Flow::Go)
+    }
+
+    fn session(&self) -> Duration {
+        Duration::from_millis(u64::from(self.k.session_timeout_ms))
     }
 
     /// Queued DDL that `ready` accepts, delivered in order.
