@@ -313,6 +313,34 @@ pub(super) fn status(config: &std::path::Path) -> ExitCode {
     })
 }
 
+pub(super) fn check(config: &std::path::Path) -> ExitCode {
+    let job = match read_job(config) {
+        Ok(j) => j,
+        Err(c) => return c,
+    };
+    let Some(rt) = runtime() else {
+        return ExitCode::from(1);
+    };
+    let found = rt.block_on(runner::sync::check::check(&job));
+    let mut problems = 0;
+    for f in &found {
+        if matches!(f, runner::sync::check::Finding::Problem(_)) {
+            problems += 1;
+        }
+        println!("{f}");
+    }
+    if problems == 0 {
+        println!(
+            "the job can run: lakeshift sync --config {}",
+            config.display()
+        );
+        ExitCode::from(0)
+    } else {
+        println!("{problems} problem(s): fix them, then check again");
+        ExitCode::from(1)
+    }
+}
+
 pub(super) fn drop_job(config: &std::path::Path, apply: bool) -> ExitCode {
     report(config, |job| async move {
         let mut text: String = runner::sync::dropjob::drop_job(&job, apply)

@@ -129,6 +129,23 @@ enum Command {
         until_end: bool,
     },
     #[cfg(feature = "sync")]
+    /// Check a job before its first run, changing nothing: the source (reachable,
+    /// credentials, binary logging in ROW format with full row images, or
+    /// `wal_level = logical`, replication privileges, the `server-id` free, the
+    /// `tables` patterns matching tables the user can see, the publication and
+    /// REPLICA IDENTITY of keyless tables, Kafka's schema-change topic), the sink (the
+    /// warehouse and state folder writable or creatable, the catalog or S3 bucket
+    /// answering, a relational target reachable with CREATE), without making the
+    /// state folder, the warehouse, a catalog, a publication or a slot. One line per
+    /// finding, `ok: ...` or `error: ...` with the fix.
+    /// Exit status: 0 everything holds, 1 a problem was found, 2 usage error (the job
+    /// file cannot be read or parsed).
+    Check {
+        /// The job file (YAML).
+        #[arg(long, value_name = "FILE")]
+        config: std::path::PathBuf,
+    },
+    #[cfg(feature = "sync")]
     /// Maintain the Iceberg tables a sync job wrote: compact a table with delete files
     /// or many small data files (its small files and those its position deletes point
     /// into, rewritten from one snapshot with the deletes applied into files of the
@@ -415,6 +432,8 @@ fn main() -> ExitCode {
         Command::Sync { config, until_end } => jobs::sync(&config, until_end),
         #[cfg(feature = "sync")]
         Command::Status { config } => jobs::status(&config),
+        #[cfg(feature = "sync")]
+        Command::Check { config } => jobs::check(&config),
         #[cfg(feature = "sync")]
         Command::PgSetup { config, apply } => jobs::pg_setup(&config, apply),
         #[cfg(feature = "sync")]

@@ -219,6 +219,46 @@ fn s3_file_io(given: Option<&[(String, String)]>) -> (FileIO, S3Settings) {
     (b.build(), settings)
 }
 
+/// An S3 client of `bucket` (opendal's: the iceberg crate's FileIO does not list).
+fn s3_operator(s3: &S3Settings, bucket: &str) -> opendal::Result<opendal::Operator> {
+    let mut b = opendal::services::S3::default().bucket(bucket).root("/");
+    if let Some(e) = &s3.endpoint {
+        b = b.endpoint(e);
+    }
+    if let Some(r) = &s3.region {
+        b = b.region(r);
+    }
+    if let Some(k) = &s3.key {
+        b = b.access_key_id(k);
+    }
+    if let Some(k) = &s3.secret {
+        b = b.secret_access_key(k);
+    }
+    if let Some(t) = &s3.token {
+        b = b.session_token(t);
+    }
+    if s3.virtual_host {
+        b = b.enable_virtual_host_style();
+    }
+    Ok(opendal::Operator::new(b)?.finish())
+}
+
+/// `lakeshift check`: an `s3://bucket/path` warehouse can be listed with the
+/// environment's endpoint and credentials (nothing is written); the entries directly
+/// under it.
+pub async fn probe_s3(warehouse: &str) -> Result<usize> {
+    let (_, s3) = s3_file_io(None);
+    let rest = warehouse
+        .strip_prefix("s3://")
+        .ok_or_else(|| Error::Invalid(format!("{warehouse}: not an s3:// URL")))?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    let err = |e: opendal::Error| Error::caused(format_args!("listing {warehouse}"), &e);
+    let op = s3_operator(&s3, bucket).map_err(err)?;
+    let dir = format!("{}/", key.trim_end_matches('/'));
+    let dir = if dir == "/" { String::new() } else { dir };
+    Ok(op.list(&dir).await.map_err(err)?.len())
+}
+
 /// The SQLite file of a local warehouse's default catalog.
 const LOCAL_CATALOG_FILE: &str = "catalog.db";
 
@@ -397,27 +437,8 @@ impl Catalog {
             .strip_prefix("s3://")
             .ok_or_else(|| Error::Invalid(format!("{prefix}: not an s3:// URL")))?;
         let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-        let mut b = opendal::services::S3::default().bucket(bucket).root("/");
-        if let Some(e) = &s3.endpoint {
-            b = b.endpoint(e);
-        }
-        if let Some(r) = &s3.region {
-            b = b.region(r);
-        }
-        if let Some(k) = &s3.key {
-            b = b.access_key_id(k);
-        }
-        if let Some(k) = &s3.secret {
-            b = b.secret_access_key(k);
-        }
-        if let Some(t) = &s3.token {
-            b = b.session_token(t);
-        }
-        if s3.virtual_host {
-            b = b.enable_virtual_host_style();
-        }
         let err = |e: opendal::Error| Error::caused(format_args!("listing {prefix}"), &e);
-        let op = opendal::Operator::new(b).map_err(err)?.finish();
+        let op = s3_operator(&s3, bucket).map_err(err)?;
         let dir = format!("{}/", key.trim_end_matches('/'));
         let mut out = Vec::new();
         for e in op.list_with(&dir).recursive(true).await.map_err(err)? {

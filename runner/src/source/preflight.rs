@@ -19,6 +19,20 @@ pub async fn check(
     replica_name: &str,
     resuming: bool,
 ) -> Result<ServerInfo, SourceError> {
+    let (info, problems) = problems(src, replica_name, resuming).await?;
+    if !problems.is_empty() {
+        return Err(SourceError::Preflight(problems.join("; ")));
+    }
+    Ok(info)
+}
+
+/// What the server is, and every problem found (each with its fix); an error when
+/// the server cannot be asked.
+pub async fn problems(
+    src: &Source,
+    replica_name: &str,
+    resuming: bool,
+) -> Result<(ServerInfo, Vec<String>), SourceError> {
     let at = src.at();
     // A name that does not resolve is a mistake in the job file, not an outage.
     if tokio::net::lookup_host(&at).await.is_err() {
@@ -133,14 +147,14 @@ pub async fn check(
         problems.push(e);
     }
     let _ = conn.disconnect().await;
-    if !problems.is_empty() {
-        return Err(SourceError::Preflight(problems.join("; ")));
-    }
-    Ok(ServerInfo {
-        version,
-        mariadb,
-        gtid_binlog_pos: gtid.unwrap_or_default(),
-    })
+    Ok((
+        ServerInfo {
+            version,
+            mariadb,
+            gtid_binlog_pos: gtid.unwrap_or_default(),
+        },
+        problems,
+    ))
 }
 
 /// A server-id another reader of this server uses (a second reader with the same id

@@ -1,6 +1,7 @@
 //! `lakeshift sync`: a whole MySQL/MariaDB database mirrored into Iceberg, DDL
 //! included, exactly once (see [`engine`]).
 
+pub mod check;
 pub mod convert;
 pub mod ddllog;
 pub mod dropjob;

@@ -181,6 +181,37 @@ impl super::Source for KafkaSource {
     }
 }
 
+/// `lakeshift check`: the brokers answer, the schema-change topic exists, and how
+/// many table topics the prefix finds (nothing is made, no group is joined).
+pub fn check(src: &super::config::Source) -> Result<(Vec<String>, Vec<String>), SourceError> {
+    let k = src.kafka().cloned().expect("a kafka source");
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &k.brokers)
+        .create()
+        .map_err(kerr)?;
+    let md = c
+        .fetch_metadata(None, Duration::from_secs(10))
+        .map_err(|e| SourceError::Connect(format!("kafka brokers {}: {e}", k.brokers)))?;
+    let names: Vec<&str> = md.topics().iter().map(|t| t.name()).collect();
+    let schema = k.schema_topic();
+    let pattern = Regex::new(&format!("^{}\\..*", regex::escape(&k.topic_prefix)))
+        .expect("an escaped prefix");
+    let tables = names.iter().filter(|n| pattern.is_match(n)).count();
+    let (mut problems, mut notes) = (Vec::new(), Vec::new());
+    if names.contains(&schema.as_str()) {
+        notes.push(format!(
+            "kafka brokers {}: schema-change topic {schema}, {tables} table topic(s) under {}.",
+            k.brokers, k.topic_prefix
+        ));
+    } else {
+        problems.push(format!(
+            "the schema-change topic {schema} does not exist on {}: it is Debezium's `topic.prefix` (set source.schema-topic when it differs)",
+            k.brokers
+        ));
+    }
+    Ok((problems, notes))
+}
+
 fn kerr(e: KafkaError) -> SourceError {
     SourceError::Connect(format!("kafka: {e}"))
 }

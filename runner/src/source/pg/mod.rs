@@ -392,6 +392,88 @@ fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
+/// `lakeshift check`: what a run checks before it reads, with nothing made (no
+/// publication, no slot, no DDL capture): the problems, each with its fix, and notes
+/// on what a run will do.
+pub async fn check(src: &Source) -> Result<(Vec<String>, Vec<String>), SourceError> {
+    let c = cfg(src).clone();
+    let client = connect(src).await?;
+    let (mut problems, mut notes) = (Vec::new(), Vec::new());
+    match catalog::preflight(&client, &c.username, &c.slot).await {
+        Err(SourceError::Preflight(p)) => problems.push(p),
+        Err(e) => problems.push(e.to_string()),
+        Ok(()) => {}
+    }
+    let visible: Vec<(String, String)> = client
+        .query(
+            "SELECT table_schema::text, table_name::text FROM information_schema.tables \
+             WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')",
+            &[],
+        )
+        .await
+        .map_err(catalog::sql)?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    match super::captured_count(src, &visible, &c.username, false) {
+        Ok(n) => notes.push(format!(
+            "source.tables captures {n} of the {} table(s) user {} can see",
+            visible.len(),
+            c.username
+        )),
+        Err(e) => problems.push(e),
+    }
+    let published = client
+        .query_one(
+            "SELECT count(*) FROM pg_publication WHERE pubname = $1",
+            &[&c.publication],
+        )
+        .await
+        .map_err(catalog::sql)?
+        .get::<_, i64>(0)
+        > 0;
+    if published {
+        match check_publication(&client, src, &c.publication).await {
+            Ok(()) => notes.push(format!(
+                "publication {} publishes every captured table",
+                c.publication
+            )),
+            Err(SourceError::Preflight(p)) => problems.push(p),
+            Err(e) => problems.push(e.to_string()),
+        }
+    } else {
+        let unidentified: Vec<String> = captured_tables(&client, src, &c.publication)
+            .await?
+            .into_iter()
+            .filter(|t| t.unidentified)
+            .map(|t| t.name)
+            .collect();
+        if unidentified.is_empty() {
+            notes.push(format!(
+                "publication {} does not exist: the first run makes it for the captured tables",
+                c.publication
+            ));
+        } else {
+            problems.push(format!(
+                "captured table(s) {} have no primary key and no REPLICA IDENTITY: once the job publishes them, the application's own UPDATEs and DELETEs on them fail. Give each a primary key, or run first: {}",
+                unidentified.join(", "),
+                unidentified
+                    .iter()
+                    .map(|t| format!("ALTER TABLE {t} REPLICA IDENTITY FULL;"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+    }
+    if !catalog::capture_installed(&client).await? {
+        notes.push(format!(
+            "the DDL capture is not installed in {}: schema changes stop the job when their rows arrive; run `lakeshift pg-setup --config JOB --apply` (as a superuser)",
+            c.database
+        ));
+    }
+    Ok((problems, notes))
+}
+
 async fn run(
     src: Arc<Source>,
     dir: PathBuf,

@@ -1,0 +1,261 @@
+//! `lakeshift check`: every precondition of a job's two ends and its state folder,
+//! checked before the first run with no side effects: no state folder, warehouse,
+//! catalog, publication, slot or table is made.
+
+use super::job::{SinkConfig, SyncJob};
+use crate::source::config::Source;
+use std::path::Path;
+
+/// One line of the report: a problem (with its fix) or what was found in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    Ok(String),
+    Problem(String),
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Finding::Ok(s) => write!(f, "ok: {s}"),
+            Finding::Problem(s) => write!(f, "error: {s}"),
+        }
+    }
+}
+
+/// Every finding about `job`, source first, then the sink and the state folder.
+pub async fn check(job: &SyncJob) -> Vec<Finding> {
+    let mut out = source(&job.source, &job.pipeline.state).await;
+    out.extend(sink(&job.sink).await);
+    out.push(match writable_place(&job.pipeline.state) {
+        Ok(s) => Finding::Ok(format!("pipeline.state: {s}")),
+        Err(e) => Finding::Problem(format!("pipeline.state: {e}")),
+    });
+    out
+}
+
+/// Problems and notes of a source kind, or the error that kept it from being asked.
+type Asked = Result<(Vec<String>, Vec<String>), crate::source::SourceError>;
+
+async fn source(src: &Source, state: &Path) -> Vec<Finding> {
+    let asked: Asked = if src.postgres().is_some() {
+        crate::source::pg::check(src).await
+    } else if src.kafka().is_some() {
+        kafka(src)
+    } else {
+        // A job that already ran may have seen its tables dropped (it follows on).
+        let resuming = state.exists();
+        let name = crate::source::run::replica_name(Some(state));
+        crate::source::preflight::problems(src, &name, resuming)
+            .await
+            .map(|(info, problems)| {
+                (
+                    problems,
+                    vec![format!(
+                        "source {}: {} with binary logging in ROW format, full row images, and the privileges a job needs",
+                        src.at(),
+                        info.version
+                    )],
+                )
+            })
+    };
+    match asked {
+        Ok((problems, notes)) if problems.is_empty() => notes
+            .into_iter()
+            .map(|n| Finding::Ok(format!("source: {n}")))
+            .collect(),
+        Ok((problems, _)) => problems
+            .into_iter()
+            .map(|p| Finding::Problem(format!("source: {p}")))
+            .collect(),
+        Err(e) => vec![Finding::Problem(format!("source: {e}"))],
+    }
+}
+
+#[cfg(feature = "kafka")]
+fn kafka(src: &Source) -> Asked {
+    tokio::task::block_in_place(|| crate::source::kafka::check(src))
+}
+
+#[cfg(not(feature = "kafka"))]
+fn kafka(_: &Source) -> Asked {
+    Err(crate::source::SourceError::Preflight(
+        "this build has no Kafka source (built without the `kafka` feature)".into(),
+    ))
+}
+
+async fn sink(sink: &SinkConfig) -> Vec<Finding> {
+    match sink {
+        SinkConfig::Iceberg(s) => {
+            let mut out = Vec::new();
+            let wh = s.warehouse.display().to_string();
+            if wh.starts_with("s3://") {
+                out.push(match crate::iceberg::catalog::probe_s3(&wh).await {
+                    Ok(n) => Finding::Ok(format!(
+                        "sink.warehouse {wh}: listed ({n} entries directly under it)"
+                    )),
+                    Err(e) => Finding::Problem(format!(
+                        "sink.warehouse {wh}: {e} (the endpoint and credentials come from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+                    )),
+                });
+            } else {
+                out.push(match writable_place(&s.warehouse) {
+                    Ok(m) => Finding::Ok(format!("sink.warehouse: {m}")),
+                    Err(e) => Finding::Problem(format!("sink.warehouse: {e}")),
+                });
+            }
+            out.push(match s.catalog.as_deref() {
+                None if wh.starts_with("s3://") => Finding::Problem(
+                    "sink.catalog: an s3:// warehouse needs a shared catalog (`catalog: postgresql://...`)".into(),
+                ),
+                None => Finding::Ok("sink.catalog: SQLite in the warehouse (catalog.db)".into()),
+                Some(uri) => catalog(uri).await,
+            });
+            out
+        }
+        SinkConfig::Postgres(r) | SinkConfig::Mysql(r) => vec![target(&r.url).await],
+    }
+}
+
+/// A catalog server answers (nothing is made in it); a SQLite file's folder is one
+/// the job can write.
+async fn catalog(uri: &str) -> Finding {
+    let shown = crate::iceberg::catalog::redact(uri);
+    if let Some(path) = uri.strip_prefix("sqlite:") {
+        let path = Path::new(
+            path.trim_start_matches("//")
+                .split('?')
+                .next()
+                .unwrap_or(""),
+        );
+        return match writable_place(path) {
+            Ok(m) => Finding::Ok(format!("sink.catalog {shown}: {m}")),
+            Err(e) => Finding::Problem(format!("sink.catalog {shown}: {e}")),
+        };
+    }
+    use sqlx::{ConnectOptions, Connection};
+    let opts = match <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(uri) {
+        Ok(o) => o.log_statements(tracing::log::LevelFilter::Off),
+        Err(e) => return Finding::Problem(format!("sink.catalog {shown}: {e}")),
+    };
+    match opts.connect().await {
+        Ok(c) => {
+            let _ = c.close().await;
+            Finding::Ok(format!("sink.catalog {shown}: answers"))
+        }
+        Err(e) => Finding::Problem(format!("sink.catalog {shown}: cannot connect: {e}")),
+    }
+}
+
+/// A relational target answers, and its user may create tables.
+async fn target(url: &str) -> Finding {
+    let shown = crate::iceberg::catalog::redact(url);
+    let mut t = match super::rdb::target::Target::connect(url).await {
+        Ok(t) => t,
+        Err(e) => return Finding::Problem(format!("sink.url: {e}")),
+    };
+    let pg = url.starts_with("postgres");
+    let sql = if pg {
+        "SELECT current_user::text, has_database_privilege(current_database(), 'CREATE')::text"
+    } else {
+        "SELECT CURRENT_USER(), 'true'"
+    };
+    let (user, may_create) = match t.query(sql).await {
+        Ok(rows) => {
+            let row = rows.into_iter().next().unwrap_or_default();
+            let at = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+            (at(0), at(1) == "true")
+        }
+        Err(e) => return Finding::Problem(format!("sink.url {shown}: {}", e.message)),
+    };
+    // MySQL: SHOW GRANTS says whether CREATE is among the user's privileges.
+    let may_create = if pg {
+        may_create
+    } else {
+        match t.query("SHOW GRANTS").await {
+            Ok(rows) => rows.iter().flatten().flatten().any(|g| {
+                let g = g.to_ascii_uppercase();
+                g.contains("ALL PRIVILEGES") || g.contains("CREATE")
+            }),
+            Err(_) => true, // not asked: the first run says so if it may not
+        }
+    };
+    if may_create {
+        Finding::Ok(format!(
+            "sink.url {shown}: answers; {user} may create the job's tables"
+        ))
+    } else if pg {
+        Finding::Problem(format!(
+            "sink.url {shown}: {user} may not create schemas in this database: GRANT CREATE ON DATABASE ... TO {user}"
+        ))
+    } else {
+        Finding::Problem(format!(
+            "sink.url {shown}: {user} may not create tables: GRANT CREATE, INSERT, UPDATE, DELETE, SELECT, ALTER, DROP, INDEX ON *.* TO {user}"
+        ))
+    }
+}
+
+/// A folder the job can make or write: it exists as a writable folder, or its
+/// nearest existing parent is one (nothing is made here).
+fn writable_place(path: &Path) -> Result<String, String> {
+    let shown = path.display();
+    let mut at = path;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if !m.is_dir() => {
+                return Err(format!(
+                    "{shown}: {} is a file, not a folder: choose another path",
+                    at.display()
+                ))
+            }
+            Ok(_) => {
+                if let Err(e) = rustix::fs::access(at, rustix::fs::Access::WRITE_OK) {
+                    return Err(format!(
+                        "{shown}: {} cannot be written ({e}): give the job's user write access, or choose another path",
+                        at.display()
+                    ));
+                }
+                return Ok(if at == path {
+                    format!("{shown} exists and can be written")
+                } else {
+                    format!(
+                        "{shown} does not exist yet; the first run makes it in {}",
+                        at.display()
+                    )
+                });
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                match at.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => at = p,
+                    _ => at = Path::new("."),
+                }
+            }
+            Err(e) => return Err(format!("{shown}: {}: {e}", at.display())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_is_checked_where_it_would_be_made_and_nothing_is_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deep = tmp.path().join("a/b/c");
+        let found = writable_place(&deep).unwrap();
+        assert!(found.contains("does not exist yet"), "{found}");
+        assert!(!tmp.path().join("a").exists(), "nothing is made");
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let e = writable_place(&file.join("wh")).unwrap_err();
+        assert!(e.contains("is a file, not a folder"), "{e}");
+        assert!(writable_place(tmp.path())
+            .unwrap()
+            .contains("exists and can be written"));
+    }
+}
