@@ -5,7 +5,7 @@
 //! one group splitting the topics, a SIGKILL of one of them (the survivor takes its
 //! partitions over), and its restart (the group splits again).
 
-use lakeshift_tests::{wait_until, Broker, PgServer};
+use lakeshift_tests::{free_port, wait_until, Broker, PgServer};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -1413,4 +1413,54 @@ async fn a_table_created_and_never_written_reaches_the_target() {
             "shop.{t}"
         );
     }
+}
+
+/// `lakeshift check` on a Kafka job: before Debezium made the schema-change topic it
+/// is an error naming the topic; with it, the table topics are counted; an address
+/// where no broker listens is an error too. Nothing is made (no state folder, no
+/// warehouse).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_finds_the_schema_change_topic_and_makes_nothing() {
+    let broker = Broker::start().await;
+    let bootstrap = broker.bootstrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ice");
+    let sink = format!(
+        "  type: iceberg\n  warehouse: {}\n",
+        dir.join("warehouse").display()
+    );
+    let check = |job: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(["check", "--config", &job.display().to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            !dir.join("state").exists() && !dir.join("warehouse").exists(),
+            "check made something"
+        );
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let job = write_job(&dir, &bootstrap, "checked", &sink);
+    let (code, text) = check(&job);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("error:")
+            && l.contains(&format!("schema-change topic {PREFIX} does not exist"))),
+        "{text}"
+    );
+    create_topics(&bootstrap).await;
+    let (code, text) = check(&job);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(&format!("{} table topic(s)", TABLES.len())),
+        "{text}"
+    );
+    let nobody = format!("127.0.0.1:{}", free_port());
+    let job = write_job(&dir, &nobody, "checked", &sink);
+    let (code, text) = check(&job);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("error: source:"), "{text}");
 }

@@ -3043,3 +3043,71 @@ async fn non_ascii_upper_case_column_names_keep_their_values() {
     .await;
     lakeshift_tests::assert_rows_eq(&got, &want, &format!("MariaDB\n{logs}"));
 }
+
+/// `lakeshift check` on a PostgreSQL -> Iceberg job: a keyless table without REPLICA
+/// IDENTITY that the job would publish is an error naming the statement to run, a
+/// server without `wal_level = logical` one naming the setting; once fixed the job
+/// passes. No publication, slot, state folder or warehouse is made by any of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_the_fix_and_makes_no_publication_or_slot() {
+    let (server, pg, tmp, job) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.orders (id bigserial PRIMARY KEY, total numeric(10,2) NOT NULL);
+         CREATE TABLE shop.audit (at timestamptz, what text);",
+    )
+    .await;
+    let made = || async {
+        let n = |sql: &'static str| {
+            let pg = &pg;
+            async move { pg.query_one(sql, &[]).await.unwrap().get::<_, i64>(0) }
+        };
+        (
+            n("SELECT count(*) FROM pg_publication").await,
+            n("SELECT count(*) FROM pg_replication_slots").await,
+            tmp.path().join("state").exists() || tmp.path().join("warehouse").exists(),
+        )
+    };
+    let check = |job: &Path| {
+        let out = lakeshift(&["check", "--config", &job.display().to_string()]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = check(&job);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("error:") && l.contains("shop\".\"audit\" REPLICA IDENTITY FULL")
+        ),
+        "{text}"
+    );
+    assert_eq!(made().await, (0, 0, false), "check made something");
+    pg.batch_execute("ALTER TABLE shop.audit REPLICA IDENTITY FULL")
+        .await
+        .unwrap();
+    let (code, text) = check(&job);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("captures 2 of the 2 table(s)"), "{text}");
+    assert!(text.contains("the first run makes it"), "{text}");
+    assert_eq!(made().await, (0, 0, false), "check made something");
+    // A server without logical decoding.
+    let plain = PgServer::start().await;
+    plain
+        .create_db("app")
+        .await
+        .batch_execute("CREATE SCHEMA shop; CREATE TABLE shop.t (id int PRIMARY KEY)")
+        .await
+        .unwrap();
+    let dir = tmp.path().join("plain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = job_with(&dir, plain.port, "");
+    let (code, text) = check(&job);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("error:") && l.contains("wal_level = logical")),
+        "{text}"
+    );
+    drop(server);
+}

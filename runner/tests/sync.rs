@@ -3266,3 +3266,115 @@ async fn master_status(c: &mut mysql_async::Conn) -> (String, u64) {
     let r: mysql_async::Row = c.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
     (r.get(0).unwrap(), r.get(1).unwrap())
 }
+
+/// `lakeshift check` on a MariaDB -> Iceberg job: a job that can run passes, and each
+/// problem a first run would stop at (wrong password, binary logging off, a STATEMENT
+/// binlog, a `tables` pattern matching nothing, the server's own server-id, a
+/// warehouse under a file) is one `error:` line naming the fix, exit 1; the state
+/// folder and the warehouse are never made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_each_problem_of_a_job_and_makes_nothing() {
+    let (db, off) = tokio::join!(MariaDb::start(), MariaDb::start_with(&["--skip-log-bin"]));
+    let mut conn = db.conn(None).await;
+    conn.query_drop(SHOP).await.unwrap();
+    off.conn(None).await.query_drop(SHOP).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let check = |name: &str, port: u16, source: &str, warehouse: &Path| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("job.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {port}\n  username: root\n{source}sink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: {name}\n  state: {}\n",
+                warehouse.display(),
+                dir.join("state").display()
+            ),
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(["check", "--config", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            !dir.join("state").exists() && !warehouse.exists(),
+            "{name}: check made the state folder or the warehouse"
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), text)
+    };
+    let good = "  server-id: 501\n  tables: ['shop\\..*']\n";
+    let wh = |n: &str| tmp.path().join(n).join("warehouse");
+    let (code, text) = check("good", db.port, good, &wh("good"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("error:"), "{text}");
+    assert!(text.contains("the job can run"), "{text}");
+    assert!(
+        text.contains("source.tables captures") || text.contains("ok: source:"),
+        "{text}"
+    );
+    let problems: [(&str, u16, String, std::path::PathBuf, &str); 6] = [
+        (
+            "password",
+            db.port,
+            format!("  password: wrong\n{good}"),
+            wh("password"),
+            "Access denied",
+        ),
+        (
+            "binlog-off",
+            off.port,
+            good.to_owned(),
+            wh("binlog-off"),
+            "--log-bin",
+        ),
+        (
+            "no-match",
+            db.port,
+            "  server-id: 501\n  tables: ['shpo\\..*']\n".to_owned(),
+            wh("no-match"),
+            "matches none",
+        ),
+        (
+            "own-id",
+            db.port,
+            "  server-id: 1\n  tables: ['shop\\..*']\n".to_owned(),
+            wh("own-id"),
+            "give the job an id",
+        ),
+        (
+            "warehouse",
+            db.port,
+            good.to_owned(),
+            file.join("warehouse"),
+            "is a file, not a folder",
+        ),
+        (
+            "statement",
+            db.port,
+            good.to_owned(),
+            wh("statement"),
+            "set binlog_format=ROW",
+        ),
+    ];
+    for (name, port, source, warehouse, fix) in problems {
+        if name == "statement" {
+            conn.query_drop("SET GLOBAL binlog_format = 'STATEMENT'")
+                .await
+                .unwrap();
+        }
+        let (code, text) = check(name, port, &source, &warehouse);
+        assert_eq!(code, Some(1), "{name}: {text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("error:") && l.contains(fix))
+            .unwrap_or_else(|| panic!("{name}: no error line naming `{fix}`:\n{text}"));
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("error:")).count(),
+            1,
+            "{name}: only the problem made is reported ({line}):\n{text}"
+        );
+    }
+}

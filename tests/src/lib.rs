@@ -64,7 +64,8 @@ where
     }
 }
 
-fn free_port() -> u16 {
+/// A TCP port nothing listens on now (the OS picks it).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
