@@ -3111,3 +3111,60 @@ async fn check_names_the_fix_and_makes_no_publication_or_slot() {
     );
     drop(server);
 }
+
+/// Two jobs left on the default slot name: a new job finds the other job's slot and
+/// is refused (by `check` and by `sync`), naming the slot and `source.slot`; the
+/// slot stays and the first job keeps its changes. regression (a hostile tester):
+/// the second job dropped the first's slot as "left by a run that committed
+/// nothing", and the first job's next run lost the rows written in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_job_never_takes_another_jobs_slot() {
+    let (_server, pg, tmp, job) =
+        start("CREATE SCHEMA shop; CREATE TABLE shop.items (id int PRIMARY KEY, v text); INSERT INTO shop.items VALUES (1, 'a');")
+            .await;
+    let out = lakeshift(&[
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    pg.batch_execute("INSERT INTO shop.items VALUES (2, 'b')")
+        .await
+        .unwrap();
+    // The second job: the same file in another folder (its own state and warehouse).
+    let other = tmp.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let second = job_with(&other, _server.port, "");
+    let out = lakeshift(&["check", "--config", &second.display().to_string()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("error:") && l.contains("replication slot mirror exists")),
+        "{text}"
+    );
+    let out = lakeshift(&[
+        "sync",
+        "--config",
+        &second.display().to_string(),
+        "--until-end",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the second job ran: {err}");
+    assert!(err.contains("each job needs its own source.slot"), "{err}");
+    // The first job still finds its slot and the row written meanwhile.
+    let out = lakeshift(&[
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("done: 1 row change(s)"), "{err}");
+}

@@ -38,7 +38,7 @@ type Asked = Result<(Vec<String>, Vec<String>), crate::source::SourceError>;
 
 async fn source(src: &Source, state: &Path) -> Vec<Finding> {
     let asked: Asked = if src.postgres().is_some() {
-        crate::source::pg::check(src).await
+        crate::source::pg::check(src, state).await
     } else if src.kafka().is_some() {
         kafka(src)
     } else {
@@ -51,7 +51,7 @@ async fn source(src: &Source, state: &Path) -> Vec<Finding> {
                 (
                     problems,
                     vec![format!(
-                        "source {}: {} with binary logging in ROW format, full row images, and the privileges a job needs",
+                        "{}: {} with binary logging in ROW format, full row images, the privileges a job needs, a free server-id and tables to capture",
                         src.at(),
                         info.version
                     )],
@@ -127,7 +127,14 @@ async fn catalog(uri: &str) -> Finding {
                 .next()
                 .unwrap_or(""),
         );
-        return match writable_place(path) {
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(f) = folder.filter(|f| !f.is_dir()) {
+            return Finding::Problem(format!(
+                "sink.catalog {shown}: the folder {} does not exist, and the job makes only the catalog file: make the folder first",
+                f.display()
+            ));
+        }
+        return match writable_place(folder.unwrap_or(Path::new("."))) {
             Ok(m) => Finding::Ok(format!("sink.catalog {shown}: {m}")),
             Err(e) => Finding::Problem(format!("sink.catalog {shown}: {e}")),
         };
@@ -137,12 +144,33 @@ async fn catalog(uri: &str) -> Finding {
         Ok(o) => o.log_statements(tracing::log::LevelFilter::Off),
         Err(e) => return Finding::Problem(format!("sink.catalog {shown}: {e}")),
     };
-    match opts.connect().await {
-        Ok(c) => {
-            let _ = c.close().await;
-            Finding::Ok(format!("sink.catalog {shown}: answers"))
-        }
-        Err(e) => Finding::Problem(format!("sink.catalog {shown}: cannot connect: {e}")),
+    if !uri.starts_with("postgres") {
+        return Finding::Problem(format!(
+            "sink.catalog {shown}: a catalog is `sqlite:PATH` or `postgresql://...`"
+        ));
+    }
+    let mut c = match opts.connect().await {
+        Ok(c) => c,
+        Err(e) => return Finding::Problem(format!("sink.catalog {shown}: cannot connect: {e}")),
+    };
+    // The catalog's tables are made at the first run in the user's current schema
+    // (unless they exist).
+    let may: Result<(bool, Option<String>), sqlx::Error> = sqlx::query_as(
+        "SELECT to_regclass('iceberg_tables') IS NOT NULL \
+             OR coalesce(has_schema_privilege(current_schema(), 'CREATE'), false), \
+             current_schema()::text",
+    )
+    .fetch_one(&mut c)
+    .await;
+    let _ = c.close().await;
+    match may {
+        Ok((true, _)) => Finding::Ok(format!("sink.catalog {shown}: answers")),
+        Ok((false, schema)) => Finding::Problem(format!(
+            "sink.catalog {shown}: the catalog's tables do not exist and the user may not create them in schema {}: GRANT CREATE ON SCHEMA {} TO the user (or make them once as a user who may)",
+            schema.as_deref().unwrap_or("(none on the search path)"),
+            schema.as_deref().unwrap_or("public")
+        )),
+        Err(e) => Finding::Problem(format!("sink.catalog {shown}: {e}")),
     }
 }
 
@@ -172,9 +200,13 @@ async fn target(url: &str) -> Finding {
         may_create
     } else {
         match t.query("SHOW GRANTS").await {
+            // (the job makes its state database and the target databases)
             Ok(rows) => rows.iter().flatten().flatten().any(|g| {
                 let g = g.to_ascii_uppercase();
-                g.contains("ALL PRIVILEGES") || g.contains("CREATE")
+                g.contains(" ON *.* ")
+                    && (g.contains("ALL PRIVILEGES")
+                        || g.contains("CREATE,")
+                        || g.contains("CREATE ON"))
             }),
             Err(_) => true, // not asked: the first run says so if it may not
         }
@@ -194,10 +226,16 @@ async fn target(url: &str) -> Finding {
     }
 }
 
-/// A folder the job can make or write: it exists as a writable folder, or its
-/// nearest existing parent is one (nothing is made here).
+/// A folder the job can make or write: it exists as a folder, or its nearest
+/// existing parent is one; either way a folder made and removed in it shows that
+/// the job can write there (nothing is left).
 fn writable_place(path: &Path) -> Result<String, String> {
     let shown = path.display();
+    if path.starts_with("~") {
+        return Err(format!(
+            "{shown} starts with `~`, which a job file does not expand (it would be a folder named `~`): write the full path"
+        ));
+    }
     let mut at = path;
     loop {
         match std::fs::metadata(at) {
@@ -208,18 +246,21 @@ fn writable_place(path: &Path) -> Result<String, String> {
                 ))
             }
             Ok(_) => {
-                if let Err(e) = rustix::fs::access(at, rustix::fs::Access::WRITE_OK) {
+                let probe = at.join(format!(".lakeshift-check-{}", std::process::id()));
+                if let Err(e) = std::fs::create_dir(&probe) {
                     return Err(format!(
-                        "{shown}: {} cannot be written ({e}): give the job's user write access, or choose another path",
+                        "{shown}: nothing can be made in {} ({e}): give the job's user write access, or choose another path",
                         at.display()
                     ));
                 }
+                let _ = std::fs::remove_dir(&probe);
+                let full = std::fs::canonicalize(at).unwrap_or_else(|_| at.to_owned());
                 return Ok(if at == path {
                     format!("{shown} exists and can be written")
                 } else {
                     format!(
                         "{shown} does not exist yet; the first run makes it in {}",
-                        at.display()
+                        full.display()
                     )
                 });
             }
@@ -229,6 +270,12 @@ fn writable_place(path: &Path) -> Result<String, String> {
                     std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
                 ) =>
             {
+                if std::fs::symlink_metadata(at).is_ok() {
+                    return Err(format!(
+                        "{shown}: {} is a symbolic link to a path that does not exist: make its target or choose another path",
+                        at.display()
+                    ));
+                }
                 match at.parent() {
                     Some(p) if !p.as_os_str().is_empty() => at = p,
                     _ => at = Path::new("."),
@@ -254,6 +301,15 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let e = writable_place(&file.join("wh")).unwrap_err();
         assert!(e.contains("is a file, not a folder"), "{e}");
+        let e = writable_place(Path::new("~/wh")).unwrap_err();
+        assert!(e.contains("does not expand"), "{e}");
+        let link = tmp.path().join("dangling");
+        std::os::unix::fs::symlink(tmp.path().join("nowhere"), &link).unwrap();
+        let e = writable_place(&link.join("state")).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        // A place where nothing can be made (root passes permission bits).
+        let e = writable_place(Path::new("/proc/lakeshift-wh")).unwrap_err();
+        assert!(e.contains("nothing can be made"), "{e}");
         assert!(writable_place(tmp.path())
             .unwrap()
             .contains("exists and can be written"));

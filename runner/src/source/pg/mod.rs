@@ -392,10 +392,45 @@ fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
+/// The state folder's record of the replication slot this job made (written before
+/// the slot is made).
+const SLOT_MADE: &str = "pg-slot-made";
+
+/// Why a job that has committed nothing must not take slot `slot`: it exists and
+/// this job (its state folder `dir`) did not make it.
+async fn foreign_slot(
+    c: &tokio_postgres::Client,
+    slot: &str,
+    dir: &std::path::Path,
+) -> Result<Option<String>, SourceError> {
+    let Some(row) = c
+        .query_opt(
+            "SELECT active FROM pg_replication_slots WHERE slot_name = $1",
+            &[&slot],
+        )
+        .await
+        .map_err(catalog::sql)?
+    else {
+        return Ok(None);
+    };
+    let mine = std::fs::read_to_string(dir.join(SLOT_MADE)).is_ok_and(|s| s == slot);
+    if mine {
+        return Ok(None);
+    }
+    let active: bool = row.get(0);
+    Ok(Some(format!(
+        "replication slot {slot} exists{}, and this job did not make it: another job reads it (each job needs its own source.slot), or it was left over (once no job uses it: SELECT pg_drop_replication_slot('{slot}'))",
+        if active { " and is being read" } else { "" }
+    )))
+}
+
 /// `lakeshift check`: what a run checks before it reads, with nothing made (no
 /// publication, no slot, no DDL capture): the problems, each with its fix, and notes
 /// on what a run will do.
-pub async fn check(src: &Source) -> Result<(Vec<String>, Vec<String>), SourceError> {
+pub async fn check(
+    src: &Source,
+    state: &std::path::Path,
+) -> Result<(Vec<String>, Vec<String>), SourceError> {
     let c = cfg(src).clone();
     let client = connect(src).await?;
     let (mut problems, mut notes) = (Vec::new(), Vec::new());
@@ -463,6 +498,12 @@ pub async fn check(src: &Source) -> Result<(Vec<String>, Vec<String>), SourceErr
                     .collect::<Vec<_>>()
                     .join(" ")
             ));
+        }
+    }
+    // A job that never ran must not find its slot taken.
+    if !state.exists() {
+        if let Some(p) = foreign_slot(&client, &c.slot, state).await? {
+            problems.push(p);
         }
     }
     if !catalog::capture_installed(&client).await? {
@@ -583,8 +624,12 @@ async fn run(
             (repl, history, p.clone())
         }
         (None, None) => {
-            // A new job: a slot left by an earlier try that committed nothing is
-            // of no use (its snapshot is gone).
+            // A new job: a slot this job made on an earlier try that committed
+            // nothing is of no use (its snapshot is gone); one it did not make is
+            // another job's, or left by hand, and is never dropped.
+            if let Some(p) = foreign_slot(&client, &c.slot, &dir).await? {
+                return Err(SourceError::Preflight(p));
+            }
             let dropped = client
                 .execute(
                     "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active",
@@ -598,6 +643,9 @@ async fn run(
                     c.slot
                 );
             }
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| crate::durable::replace(&dir.join(SLOT_MADE), c.slot.as_bytes()))
+                .map_err(|e| SourceError::Schema(format!("{}: {e}", dir.display())))?;
             let mut repl = session(&src).await?;
             let export = src.start == Start::Initial || resnapshot;
             let rows = repl
