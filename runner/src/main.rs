@@ -129,6 +129,18 @@ enum Command {
         until_end: bool,
     },
     #[cfg(feature = "sync")]
+    /// Print a commented job file for a source and a sink: the keys a first job needs,
+    /// with values to change, and the common optional ones commented out with their
+    /// defaults. Save it (`> job.yaml`), edit it, then `check` and `sync` it.
+    Init {
+        /// Where changes come from.
+        #[arg(long, value_parser = ["mariadb", "mysql", "postgres", "kafka"])]
+        source: String,
+        /// Where they go.
+        #[arg(long, value_parser = ["iceberg", "postgres", "mariadb", "mysql"])]
+        sink: String,
+    },
+    #[cfg(feature = "sync")]
     /// Check a job before its first run, changing nothing: the source (reachable,
     /// credentials, binary logging in ROW format with full row images, or
     /// `wal_level = logical`, replication privileges, the `server-id` free, the
@@ -434,6 +446,17 @@ fn main() -> ExitCode {
         Command::Status { config } => jobs::status(&config),
         #[cfg(feature = "sync")]
         Command::Check { config } => jobs::check(&config),
+        #[cfg(feature = "sync")]
+        Command::Init { source, sink } => match runner::sync::init::job_file(&source, &sink) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::from(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         #[cfg(feature = "sync")]
         Command::PgSetup { config, apply } => jobs::pg_setup(&config, apply),
         #[cfg(feature = "sync")]

@@ -3377,4 +3377,94 @@ async fn check_names_each_problem_of_a_job_and_makes_nothing() {
             "{name}: only the problem made is reported ({line}):\n{text}"
         );
     }
+    conn.query_drop("SET GLOBAL binlog_format = 'ROW'")
+        .await
+        .unwrap();
+    // A running job's own server-id is its own; another job with it is refused.
+    let good_job = tmp.path().join("good").join("job.yaml");
+    let mut running = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["sync", "--config", good_job.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    lakeshift_tests::wait_until("the job reads the binlog with server-id 501", || async {
+        let hosts: Vec<mysql_async::Row> = db
+            .conn(None)
+            .await
+            .query("SHOW SLAVE HOSTS")
+            .await
+            .unwrap_or_default();
+        hosts
+            .iter()
+            .any(|r| r.get_opt::<u32, _>("Server_id").and_then(|v| v.ok()) == Some(501))
+    })
+    .await;
+    let out = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args(["check", "--config", good_job.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the running job's own id: {text}"
+    );
+    let (code, text) = check("same-id", db.port, good, &wh("same-id"));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("error:") && l.contains("server-id 501 is in use")),
+        "{text}"
+    );
+    let _ = running.kill();
+    let _ = running.wait();
+}
+
+/// The path a new user walks: `init` writes a job file, the user points it at their
+/// server (host, port, user and folders), `check` passes, and `sync --until-end`
+/// mirrors the tables into the Iceberg warehouse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_file_from_init_checks_and_runs() {
+    let db = MariaDb::start().await;
+    db.conn(None).await.query_drop(SHOP).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["init", "--source", "mariadb", "--sink", "iceberg"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace("port: 3306", &format!("port: {}", db.port))
+        .replace("username: repl ", "username: root ")
+        .lines()
+        .filter(|l| !l.contains("password-env"))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>();
+    std::fs::write(tmp.path().join("job.yaml"), text).unwrap();
+    let out = run(&["check", "--config", "job.yaml"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        !tmp.path().join("state").exists(),
+        "check made the state folder"
+    );
+    let out = run(&["sync", "--config", "job.yaml", "--until-end"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    let cat = Catalog::open(&CatalogConfig::local(tmp.path().join("warehouse")))
+        .await
+        .unwrap();
+    let mut tables = cat.list_tables("shop").await.unwrap();
+    tables.sort();
+    assert_eq!(
+        tables,
+        ["counter", "events", "items", "nokey"],
+        "every table of shop mirrored: {log}"
+    );
 }

@@ -379,6 +379,9 @@ pub fn captured_count(
             "capturing {captured} table(s) of the {} the source account can see",
             visible.len()
         );
+        for p in unmatched_patterns(src, visible) {
+            tracing::warn!("{}", unmatched_warning(&p, user));
+        }
         return Ok(captured);
     }
     let patterns = config::written_patterns(&src.tables);
@@ -389,10 +392,46 @@ pub fn captured_count(
         );
         return Ok(0);
     }
+    let (over, grant) = if src.postgres().is_some() {
+        (
+            "schema.table",
+            format!("GRANT SELECT ON ALL TABLES IN SCHEMA <schema> TO {user}"),
+        )
+    } else {
+        ("db.table", format!("GRANT SELECT ON <db>.* TO '{user}'"))
+    };
     Err(format!(
-        "source.tables {patterns:?} matches none of the {} table(s) user {user} can see: check the patterns (regular expressions over `db.table`, a dot written `\\.`) and that the user may read the tables (GRANT SELECT ON ... TO {user})",
+        "source.tables {patterns:?} matches none of the {} table(s) user {user} can see: check the patterns (regular expressions over `{over}`, a dot written `\\.`) and that the user may read the tables ({grant})",
         visible.len()
     ))
+}
+
+/// The `tables` patterns (as written) that match none of the tables an account can
+/// see: a typo, or tables not made yet.
+pub fn unmatched_patterns(src: &config::Source, visible: &[(String, String)]) -> Vec<String> {
+    let written = config::written_patterns(&src.tables);
+    src.tables
+        .iter()
+        .zip(written)
+        .filter(|(r, _)| !visible.iter().any(|(d, t)| r.is_match(&format!("{d}.{t}"))))
+        .map(|(_, w)| w.to_owned())
+        .collect()
+}
+
+/// What is said of a pattern that matches nothing while others match.
+pub fn unmatched_warning(pattern: &str, user: &str) -> String {
+    format!(
+        "source.tables pattern {pattern:?} matches none of the tables user {user} can see (a typo? tables made later that it matches are captured)"
+    )
+}
+
+/// What `lakeshift check` found at a source: problems (each with its fix), warnings
+/// and what holds.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub problems: Vec<String>,
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 /// Whether a client error means the connection itself broke (I/O, closed, the server
@@ -431,6 +470,17 @@ impl SourceError {
         match &e {
             mysql_async::Error::Server(s) if [1044, 1045, 1698].contains(&s.code) => {
                 SourceError::Refused(format!("{at}: {e} (source.username / password)"))
+            }
+            mysql_async::Error::Io(_) => {
+                // The innermost cause ("Connection refused (os error 111)"): the
+                // driver's wrappers repeat "Input/output error".
+                let mut cause: &dyn std::error::Error = &e;
+                while let Some(c) = cause.source() {
+                    cause = c;
+                }
+                SourceError::Connect(format!(
+                    "{at}: {cause} (is the server running and listening there? source.hostname, source.port)"
+                ))
             }
             _ => SourceError::Connect(format!("{at}: {e}")),
         }

@@ -11,6 +11,9 @@ pub struct ServerInfo {
     pub version: String,
     pub mariadb: bool,
     pub gtid_binlog_pos: String,
+    /// The captured tables, and the `tables` patterns that match none.
+    pub captured: usize,
+    pub unmatched: Vec<String>,
 }
 
 /// `replica_name`: the host name this job registers with ([`super::run::replica_name`]).
@@ -143,15 +146,25 @@ pub async fn problems(
         )
         .await
         .map_err(SourceError::sql)?;
-    if let Err(e) = super::captured_count(src, &visible, &src.binlog().username, resuming) {
-        problems.push(e);
-    }
+    let captured = match super::captured_count(src, &visible, &src.binlog().username, resuming) {
+        Ok(n) => n,
+        Err(e) => {
+            problems.push(e);
+            0
+        }
+    };
+    let unmatched = match captured {
+        0 => Vec::new(),
+        _ => super::unmatched_patterns(src, &visible),
+    };
     let _ = conn.disconnect().await;
     Ok((
         ServerInfo {
             version,
             mariadb,
             gtid_binlog_pos: gtid.unwrap_or_default(),
+            captured,
+            unmatched,
         },
         problems,
     ))

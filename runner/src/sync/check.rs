@@ -10,6 +10,8 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
     Ok(String),
+    /// Not in the way of a run, but likely not what was meant.
+    Warning(String),
     Problem(String),
 }
 
@@ -17,6 +19,7 @@ impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Finding::Ok(s) => write!(f, "ok: {s}"),
+            Finding::Warning(s) => write!(f, "warning: {s}"),
             Finding::Problem(s) => write!(f, "error: {s}"),
         }
     }
@@ -33,8 +36,8 @@ pub async fn check(job: &SyncJob) -> Vec<Finding> {
     out
 }
 
-/// Problems and notes of a source kind, or the error that kept it from being asked.
-type Asked = Result<(Vec<String>, Vec<String>), crate::source::SourceError>;
+/// What a source kind found, or the error that kept it from being asked.
+type Asked = Result<crate::source::Checked, crate::source::SourceError>;
 
 async fn source(src: &Source, state: &Path) -> Vec<Finding> {
     let asked: Asked = if src.postgres().is_some() {
@@ -44,29 +47,47 @@ async fn source(src: &Source, state: &Path) -> Vec<Finding> {
     } else {
         // A job that already ran may have seen its tables dropped (it follows on).
         let resuming = state.exists();
-        let name = crate::source::run::replica_name(Some(state));
+        // (the name a run registers with: from the source's folder in the state)
+        let name = crate::source::run::replica_name(Some(&state.join("source")));
+        let user = &src.binlog().username;
         crate::source::preflight::problems(src, &name, resuming)
             .await
-            .map(|(info, problems)| {
-                (
-                    problems,
-                    vec![format!(
-                        "{}: {} with binary logging in ROW format, full row images, the privileges a job needs, a free server-id and tables to capture",
-                        src.at(),
-                        info.version
-                    )],
-                )
+            .map(|(info, problems)| crate::source::Checked {
+                problems,
+                warnings: info
+                    .unmatched
+                    .iter()
+                    .map(|p| crate::source::unmatched_warning(p, user))
+                    .collect(),
+                notes: vec![format!(
+                    "{}: {} with binary logging in ROW format and full row images; user {user} has the privileges a job needs; server-id {} is in use by no reader the server lists; source.tables captures {} table(s)",
+                    src.at(),
+                    info.version,
+                    src.binlog().server_id,
+                    info.captured
+                )],
             })
     };
     match asked {
-        Ok((problems, notes)) if problems.is_empty() => notes
-            .into_iter()
-            .map(|n| Finding::Ok(format!("source: {n}")))
-            .collect(),
-        Ok((problems, _)) => problems
-            .into_iter()
-            .map(|p| Finding::Problem(format!("source: {p}")))
-            .collect(),
+        Ok(c) => {
+            let mut out: Vec<Finding> = if c.problems.is_empty() {
+                c.notes
+                    .into_iter()
+                    .map(|n| Finding::Ok(format!("source: {n}")))
+                    .collect()
+            } else {
+                c.problems
+                    .into_iter()
+                    .map(|p| Finding::Problem(format!("source: {p}")))
+                    .collect()
+            };
+            out.extend(
+                c.warnings
+                    .into_iter()
+                    .map(|w| Finding::Warning(format!("source: {w}"))),
+            );
+            out
+        }
         Err(e) => vec![Finding::Problem(format!("source: {e}"))],
     }
 }
@@ -103,10 +124,12 @@ async fn sink(sink: &SinkConfig) -> Vec<Finding> {
                     Err(e) => Finding::Problem(format!("sink.warehouse: {e}")),
                 });
             }
+            let warehouse_ok = matches!(out.last(), Some(Finding::Ok(_)));
             out.push(match s.catalog.as_deref() {
                 None if wh.starts_with("s3://") => Finding::Problem(
                     "sink.catalog: an s3:// warehouse needs a shared catalog (`catalog: postgresql://...`)".into(),
                 ),
+                None if !warehouse_ok => return out,
                 None => Finding::Ok("sink.catalog: SQLite in the warehouse (catalog.db)".into()),
                 Some(uri) => catalog(uri).await,
             });

@@ -10,6 +10,7 @@ pub mod error;
 pub mod fk;
 pub mod fold;
 pub mod held;
+pub mod init;
 pub mod job;
 pub mod maintain;
 pub mod metrics;

@@ -183,7 +183,7 @@ impl super::Source for KafkaSource {
 
 /// `lakeshift check`: the brokers answer, the schema-change topic exists, and how
 /// many table topics the prefix finds (nothing is made, no group is joined).
-pub fn check(src: &super::config::Source) -> Result<(Vec<String>, Vec<String>), SourceError> {
+pub fn check(src: &super::config::Source) -> Result<super::Checked, SourceError> {
     let k = src.kafka().cloned().expect("a kafka source");
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &k.brokers)
@@ -197,19 +197,19 @@ pub fn check(src: &super::config::Source) -> Result<(Vec<String>, Vec<String>), 
     let pattern = Regex::new(&format!("^{}\\..*", regex::escape(&k.topic_prefix)))
         .expect("an escaped prefix");
     let tables = names.iter().filter(|n| pattern.is_match(n)).count();
-    let (mut problems, mut notes) = (Vec::new(), Vec::new());
+    let mut out = super::Checked::default();
     if names.contains(&schema.as_str()) {
-        notes.push(format!(
+        out.notes.push(format!(
             "kafka brokers {}: schema-change topic {schema}, {tables} table topic(s) under {}.",
             k.brokers, k.topic_prefix
         ));
     } else {
-        problems.push(format!(
+        out.problems.push(format!(
             "the schema-change topic {schema} does not exist on {}: it is Debezium's `topic.prefix` (set source.schema-topic when it differs)",
             k.brokers
         ));
     }
-    Ok((problems, notes))
+    Ok(out)
 }
 
 fn kerr(e: KafkaError) -> SourceError {

@@ -427,13 +427,11 @@ async fn foreign_slot(
 /// `lakeshift check`: what a run checks before it reads, with nothing made (no
 /// publication, no slot, no DDL capture): the problems, each with its fix, and notes
 /// on what a run will do.
-pub async fn check(
-    src: &Source,
-    state: &std::path::Path,
-) -> Result<(Vec<String>, Vec<String>), SourceError> {
+pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Checked, SourceError> {
     let c = cfg(src).clone();
     let client = connect(src).await?;
-    let (mut problems, mut notes) = (Vec::new(), Vec::new());
+    let mut out = super::Checked::default();
+    let (problems, notes) = (&mut out.problems, &mut out.notes);
     match catalog::preflight(&client, &c.username, &c.slot).await {
         Err(SourceError::Preflight(p)) => problems.push(p),
         Err(e) => problems.push(e.to_string()),
@@ -451,12 +449,21 @@ pub async fn check(
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     match super::captured_count(src, &visible, &c.username, false) {
-        Ok(n) => notes.push(format!(
-            "source.tables captures {n} of the {} table(s) user {} can see",
-            visible.len(),
-            c.username
-        )),
-        Err(e) => problems.push(e),
+        Ok(n) => {
+            notes.push(format!(
+                "source.tables captures {n} of the {} table(s) user {} can see",
+                visible.len(),
+                c.username
+            ));
+            for p in super::unmatched_patterns(src, &visible) {
+                out.warnings.push(super::unmatched_warning(&p, &c.username));
+            }
+        }
+        Err(e) => {
+            // (what a publication would hold is moot then)
+            problems.push(e);
+            return Ok(out);
+        }
     }
     let published = client
         .query_one(
@@ -502,17 +509,17 @@ pub async fn check(
     }
     // A job that never ran must not find its slot taken.
     if !state.exists() {
-        if let Some(p) = foreign_slot(&client, &c.slot, state).await? {
+        if let Some(p) = foreign_slot(&client, &c.slot, &state.join("source")).await? {
             problems.push(p);
         }
     }
     if !catalog::capture_installed(&client).await? {
-        notes.push(format!(
+        out.warnings.push(format!(
             "the DDL capture is not installed in {}: schema changes stop the job when their rows arrive; run `lakeshift pg-setup --config JOB --apply` (as a superuser)",
             c.database
         ));
     }
-    Ok((problems, notes))
+    Ok(out)
 }
 
 async fn run(
@@ -828,6 +835,21 @@ async fn check_publication(
                 "ADD TABLES IN SCHEMA {} (a schema dropped and made again leaves the publication)",
                 schemas.join(", ")
             ),
+        };
+        // Published without a replica identity, a keyless table's UPDATEs and
+        // DELETEs fail for the application: that comes first.
+        let unidentified: Vec<String> = tables
+            .iter()
+            .filter(|t| !t.published && t.unidentified)
+            .map(|t| format!("ALTER TABLE {} REPLICA IDENTITY FULL;", t.name))
+            .collect();
+        let fix = if unidentified.is_empty() {
+            fix
+        } else {
+            format!(
+                "{fix} (first, as they have no primary key and no REPLICA IDENTITY, or the application's UPDATEs and DELETEs on them fail once published: {})",
+                unidentified.join(" ")
+            )
         };
         return Err(SourceError::Preflight(format!(
             "captured table(s) {} are not in publication {name}: their changes would be lost. ALTER PUBLICATION {} {fix}; changes made before that are not in the stream: take a new snapshot of those tables (or narrow source.tables)",

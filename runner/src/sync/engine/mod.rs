@@ -454,11 +454,19 @@ impl super::pipeline::Sink for Engine {
         rows: RecordBatch,
         position: &Position,
     ) -> Result<(), SyncError> {
-        if rows.num_rows() == 0 {
-            return Ok(());
-        }
         let name = format!("{}.{}", table.db, table.name);
         let routed = self.job.router.route(&table.db, &table.name);
+        if rows.num_rows() == 0 {
+            // An empty table is mirrored too (readers find it, empty), unless it
+            // waits behind a parked DDL.
+            if !self
+                .parked
+                .contains(&(ns_of(&routed.db), routed.table.clone()))
+            {
+                self.sink(table, position).await?;
+            }
+            return Ok(());
+        }
         if self
             .parked
             .contains(&(ns_of(&routed.db), routed.table.clone()))
