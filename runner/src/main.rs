@@ -149,7 +149,8 @@ enum Command {
     /// warehouse and state folder writable or creatable, the catalog or S3 bucket
     /// answering, a relational target reachable with CREATE), without making the
     /// state folder, the warehouse, a catalog, a publication or a slot. One line per
-    /// finding, `ok: ...` or `error: ...` with the fix.
+    /// finding: `ok: ...`, `warning: ...` (likely not what was meant, not in the way
+    /// of a run) or `error: ...` with the fix.
     /// Exit status: 0 everything holds, 1 a problem was found, 2 usage error (the job
     /// file cannot be read or parsed).
     Check {

@@ -2312,6 +2312,8 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
     let mut s3_for: Option<u64> = None;
     // The state folder's disk filling up for a few steps, from a stream of its own.
     let mut disk = Rng(seed ^ 0x1b87_3593_cc9e_2d51);
+    // Session settings of a source transaction, also from a stream of their own.
+    let mut session = Rng(seed ^ 0x94d0_49bb_1331_11eb);
     let mut full_for: Option<u64> = None;
     while steps.len() - noops < len {
         if !m.tables.is_empty() && quiet.chance(5) {
@@ -2381,7 +2383,10 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
             } else {
                 format!("BEGIN; {}; COMMIT", stmts.join("; "))
             };
-            steps.push(Step::Sql(sql));
+            steps.push(Step::Sql(format!(
+                "{}{sql}",
+                session_setting(pair, &mut session)
+            )));
         }
     }
     Plan {
@@ -2390,6 +2395,29 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
         after_snapshot,
         setup,
         steps,
+    }
+}
+
+/// A session setting in front of a source transaction (its own connection), or
+/// nothing: MariaDB's row image (NOBLOB and MINIMAL leave columns out of the row
+/// images; the sink fills them from what it holds) and sql_mode; PostgreSQL's
+/// synchronous_commit and datestyle (its literals parsed, not what pgoutput sends).
+fn session_setting(pair: Pair, r: &mut Rng) -> &'static str {
+    if !r.chance(25) {
+        return "";
+    }
+    match pair.0 {
+        SrcKind::Maria => *r.pick(&[
+            "SET SESSION binlog_row_image = 'NOBLOB'; ",
+            "SET SESSION binlog_row_image = 'MINIMAL'; ",
+            "SET SESSION sql_mode = ''; ",
+            "SET SESSION sql_mode = 'TRADITIONAL,NO_BACKSLASH_ESCAPES'; ",
+        ]),
+        SrcKind::Pg => *r.pick(&[
+            "SET synchronous_commit = off; ",
+            "SET datestyle = 'SQL, DMY'; ",
+        ]),
+        SrcKind::Kafka => "",
     }
 }
 
