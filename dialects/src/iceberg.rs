@@ -1441,7 +1441,7 @@ impl IcebergPlanner {
                 to,
                 narrowing,
             } => PlanError::refused(format!(
-                "table {table} column {column}: Iceberg cannot change type {from} -> {to} ({}); nothing of this statement was applied. Policies that accept it (schema.change.behavior / --schema-change-behavior): evolve or try-evolve (replace the column under a new field id), lenient ({}), ignore (keep {from})",
+                "table {table} column {column}: Iceberg cannot change type {from} -> {to} ({}); nothing of this statement was applied. Policies that accept it (a job: pipeline.schema-change-behavior; translate and apply: --schema-change-behavior): evolve or try-evolve (replace the column under a new field id), lenient ({}), ignore (keep {from})",
                 if *narrowing { "a narrowing" } else { "a change of type family" },
                 if *narrowing {
                     format!("keep {from}")
@@ -1450,7 +1450,7 @@ impl IcebergPlanner {
                 }
             )),
             Refusal::Required => PlanError::refused(format!(
-                "table {table} column {column}: Iceberg cannot {what} (optional -> required) on a table that may hold rows; nothing of this statement was applied. Policies that accept it (schema.change.behavior / --schema-change-behavior): evolve (make it required anyway), try-evolve, lenient or ignore (keep it optional)"
+                "table {table} column {column}: Iceberg cannot {what} (optional -> required) on a table that may hold rows; nothing of this statement was applied. Policies that accept it (a job: pipeline.schema-change-behavior; translate and apply: --schema-change-behavior): evolve (make it required anyway), try-evolve, lenient or ignore (keep it optional)"
             )),
         }
     }

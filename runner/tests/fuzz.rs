@@ -2406,19 +2406,20 @@ fn session_setting(pair: Pair, r: &mut Rng) -> &'static str {
     if !r.chance(25) {
         return "";
     }
-    match pair.0 {
-        SrcKind::Maria => *r.pick(&[
+    let settings: &[&'static str] = match pair.0 {
+        SrcKind::Maria => &[
             "SET SESSION binlog_row_image = 'NOBLOB'; ",
             "SET SESSION binlog_row_image = 'MINIMAL'; ",
             "SET SESSION sql_mode = ''; ",
             "SET SESSION sql_mode = 'TRADITIONAL,NO_BACKSLASH_ESCAPES'; ",
-        ]),
-        SrcKind::Pg => *r.pick(&[
+        ],
+        SrcKind::Pg => &[
             "SET synchronous_commit = off; ",
             "SET datestyle = 'SQL, DMY'; ",
-        ]),
-        SrcKind::Kafka => "",
-    }
+        ],
+        SrcKind::Kafka => return "",
+    };
+    settings[r.below(settings.len() as u64) as usize]
 }
 
 /// Run a plan: setup, start the job, the steps (faults in between), catch up,

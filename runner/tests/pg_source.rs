@@ -3091,6 +3091,29 @@ async fn check_names_the_fix_and_makes_no_publication_or_slot() {
     assert!(text.contains("captures 2 of the 2 table(s)"), "{text}");
     assert!(text.contains("the first run makes it"), "{text}");
     assert_eq!(made().await, (0, 0, false), "check made something");
+    // A replication role that may read the tables but not make the publication: the
+    // run would stop there, so check says so (the statement tried, rolled back).
+    pg.batch_execute(
+        "CREATE ROLE repl LOGIN REPLICATION; GRANT USAGE ON SCHEMA shop TO repl; \
+         GRANT SELECT ON ALL TABLES IN SCHEMA shop TO repl",
+    )
+    .await
+    .unwrap();
+    let limited = tmp.path().join("limited");
+    std::fs::create_dir_all(&limited).unwrap();
+    let text_of = std::fs::read_to_string(&job)
+        .unwrap()
+        .replace("username: postgres", "username: repl");
+    std::fs::write(limited.join("job.yaml"), text_of).unwrap();
+    let (code, text) = check(&limited.join("job.yaml"));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("error:")
+            && l.contains("cannot make it")
+            && l.contains("CREATE PUBLICATION")),
+        "{text}"
+    );
+    assert_eq!(made().await, (0, 0, false), "check made something");
     // A server without logical decoding.
     let plain = PgServer::start().await;
     plain

@@ -14,6 +14,8 @@ pub struct ServerInfo {
     /// The captured tables, and the `tables` patterns that match none.
     pub captured: usize,
     pub unmatched: Vec<String>,
+    /// Not in the way of a run, but worth fixing (`lakeshift check` shows them).
+    pub warnings: Vec<String>,
 }
 
 /// `replica_name`: the host name this job registers with ([`super::run::replica_name`]).
@@ -126,6 +128,13 @@ pub async fn problems(
             src.binlog().username, src.binlog().username
         ));
     }
+    let mut warnings = Vec::new();
+    if mariadb && !has("RELOAD") {
+        warnings.push(format!(
+            "user {0} lacks RELOAD: the snapshot cannot block commits while its sessions start (BACKUP STAGE BLOCK_COMMIT) and reads its binlog point from binlog_snapshot_position, which a concurrent SHOW STATUS can misreport: GRANT RELOAD ON *.* TO '{0}'",
+            src.binlog().username
+        ));
+    }
     if let Some(p) = server_id_problem(&mut conn, src.binlog().server_id, replica_name).await? {
         problems.push(p);
     }
@@ -165,6 +174,7 @@ pub async fn problems(
             gtid_binlog_pos: gtid.unwrap_or_default(),
             captured,
             unmatched,
+            warnings,
         },
         problems,
     ))

@@ -58,6 +58,7 @@ async fn source(src: &Source, state: &Path) -> Vec<Finding> {
                     .unmatched
                     .iter()
                     .map(|p| crate::source::unmatched_warning(p, user))
+                    .chain(info.warnings.iter().cloned())
                     .collect(),
                 notes: vec![format!(
                     "{}: {} with binary logging in ROW format and full row images; user {user} has the privileges a job needs; server-id {} is in use by no reader the server lists; source.tables captures {} table(s)",

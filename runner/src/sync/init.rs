@@ -54,16 +54,19 @@ const MARIADB: &str = r#"source:
   type: mariadb                 # MariaDB or MySQL, read from the binary log
   hostname: 127.0.0.1
   port: 3306
-  username: repl                # GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO 'repl'@'%'
+  username: repl                # GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD ON *.* TO 'repl'@'%'
   password-env: SOURCE_PASSWORD # the environment variable holding the password (or `password: ...`)
-  server-id: 5400               # unique among the server's replicas and readers
+  server-id: 5400               # unique among the server's replicas and readers: one per job
   tables: ['shop\..*']          # regular expressions over `database.table`, matched whole
   # startup: {mode: initial}    # initial (snapshot, then follow), latest, gtid or position
   # purged-resume: fail         # the resume point is purged from the binlog: fail or resnapshot
-  # snapshot-parallel: 1        # sessions reading the initial copy side by side
+  # snapshot-parallel: 2        # sessions reading the initial copy side by side
 "#;
 
-const POSTGRES: &str = r#"source:
+const POSTGRES: &str = r#"# PostgreSQL carries no DDL in its logical replication: install the DDL capture
+# once, as a superuser (`lakeshift pg-setup --config FILE --apply`, or run what it
+# prints), so schema changes are followed.
+source:
   type: postgres                # PostgreSQL, read by logical replication (pgoutput)
   hostname: 127.0.0.1
   port: 5432
@@ -72,9 +75,9 @@ const POSTGRES: &str = r#"source:
   database: app
   tables: ['public\..*']        # regular expressions over `schema.table`, matched whole
   slot: lakeshift_app           # the replication slot: one per job
-  publication: lakeshift_app    # made by the first run for the captured tables when missing
+  publication: lakeshift_app    # made by the first run when missing (as a superuser or the tables' owner), or by hand
   # purged-resume: fail         # the slot is lost: fail or resnapshot
-  # snapshot-parallel: 1
+  # snapshot-parallel: 2
 "#;
 
 const KAFKA: &str = r#"source:
@@ -108,11 +111,11 @@ const MY_TARGET: &str = r#"sink:
 "#;
 
 const PIPELINE: &str = r#"pipeline:
-  name: app-mirror              # the job's name in the target's state and the catalog's lease
+  name: app-mirror              # the job's name in the target's state and the catalog's lease: one per job
   state: ./state                # checkpoints, the schema history and the DDL log
   checkpoint-interval-seconds: 10
   # ddl-error-policy: fail      # a DDL the target cannot take: fail, skip or park
-  # row-error-policy: fail      # a value the target cannot take: fail or skip (dead-letter file)
+  # row-error-policy: fail      # a value the target cannot take: fail, skip (dead-letter file) or park
   # memory-budget-mib: 256
   # metrics-port: 9187          # Prometheus metrics on 127.0.0.1:PORT
   # target-retry-seconds: 120   # how long an unreachable target is waited for

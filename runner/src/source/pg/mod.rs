@@ -491,10 +491,25 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
             .map(|t| t.name)
             .collect();
         if unidentified.is_empty() {
-            notes.push(format!(
-                "publication {} does not exist: the first run makes it for the captured tables",
-                c.publication
-            ));
+            // Whether the run could make it: made in a transaction rolled back.
+            let captured = captured_tables(&client, src, &c.publication).await?;
+            let (sql, _) = publication_statement(&client, src, &c.publication, &captured).await?;
+            let tried = client
+                .batch_execute(&format!("BEGIN; {sql}; ROLLBACK"))
+                .await;
+            let _ = client.batch_execute("ROLLBACK").await;
+            match tried {
+                Ok(()) => notes.push(format!(
+                    "publication {} does not exist: the first run makes it ({sql})",
+                    c.publication
+                )),
+                Err(e) => problems.push(format!(
+                    "publication {} does not exist and user {} cannot make it ({}): have a superuser or the tables' owner run {sql}",
+                    c.publication,
+                    c.username,
+                    catalog::describe(&e)
+                )),
+            }
         } else {
             problems.push(format!(
                 "captured table(s) {} have no primary key and no REPLICA IDENTITY: once the job publishes them, the application's own UPDATEs and DELETEs on them fail. Give each a primary key, or run first: {}",
@@ -900,6 +915,40 @@ async fn ensure_publication(
             fix.join(" ")
         )));
     }
+    let (sql, what) = publication_statement(c, src, name, &captured).await?;
+    // Made and marked as the job's in one transaction (one simple query; `drop-job`
+    // drops only a publication the job made).
+    let made = format!(
+        "{sql}; COMMENT ON PUBLICATION {} IS {}",
+        ident(name),
+        literal(&made_note(&cfg(src).slot))
+    );
+    c.batch_execute(&made).await.map_err(|e| {
+        SourceError::Preflight(format!(
+            "publication {name} does not exist and cannot be created ({}): create it as a superuser or the tables' owner: {sql}",
+            catalog::describe(&e)
+        ))
+    })?;
+    if what.starts_with("FOR TABLES IN SCHEMA") {
+        tracing::info!("made publication {name} {what}");
+    } else {
+        tracing::info!(
+            "made publication {name} over the {} table(s) captured now",
+            captured.len()
+        );
+    }
+    Ok(())
+}
+
+/// The `CREATE PUBLICATION` a job makes for `captured`: whole schemas when the
+/// patterns name whole schemas (that exist), else the captured tables; and its
+/// `FOR ...` part.
+async fn publication_statement(
+    c: &tokio_postgres::Client,
+    src: &super::config::Source,
+    name: &str,
+    captured: &[CapturedTable],
+) -> Result<(String, String), SourceError> {
     // (Only schemas that exist: a pattern may name one made later.)
     let existing: Vec<String> = c
         .query("SELECT nspname::text FROM pg_namespace", &[])
@@ -935,28 +984,7 @@ async fn ensure_publication(
         "CREATE PUBLICATION {} {what} WITH (publish_via_partition_root = true)",
         ident(name)
     );
-    // Made and marked as the job's in one transaction (one simple query; `drop-job`
-    // drops only a publication the job made).
-    let made = format!(
-        "{sql}; COMMENT ON PUBLICATION {} IS {}",
-        ident(name),
-        literal(&made_note(&cfg(src).slot))
-    );
-    c.batch_execute(&made).await.map_err(|e| {
-        SourceError::Preflight(format!(
-            "publication {name} does not exist and cannot be created ({}): create it as a superuser or the tables' owner: {sql}",
-            catalog::describe(&e)
-        ))
-    })?;
-    if what.starts_with("FOR TABLES IN SCHEMA") {
-        tracing::info!("made publication {name} {what}");
-    } else {
-        tracing::info!(
-            "made publication {name} over the {} table(s) captured now",
-            captured.len()
-        );
-    }
-    Ok(())
+    Ok((sql, what))
 }
 
 /// A publication the job made learns the job's `source.tables` patterns through the

@@ -406,7 +406,12 @@ impl Engine {
                     Status::Failed,
                     Some(reason.clone()),
                 )?;
-                Err(format!("DDL at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {sql}").into())
+                // Running again meets the same statement: the policy or the
+                // target must change first.
+                Err(SyncError::new(
+                    crate::sync::error::ErrorKind::NeedsFix,
+                    format!("DDL at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {sql}"),
+                ))
             }
         }
     }

@@ -512,10 +512,15 @@ impl RdbEngine {
         match self.job.pipeline.ddl_error_policy {
             DdlErrorPolicy::Fail => {
                 self.log.set(i, Status::Failed, Some(reason.clone()))?;
-                Err(format!(
-                    "DDL #{} at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {}",
-                    e.seq, e.source_sql
-                ).into())
+                // Running again meets the same statement: the policy or the target
+                // must change first.
+                Err(SyncError::new(
+                    crate::sync::error::ErrorKind::NeedsFix,
+                    format!(
+                        "DDL #{} at {position} failed (ddl-error-policy: fail): {reason}\n  statement: {}",
+                        e.seq, e.source_sql
+                    ),
+                ))
             }
             DdlErrorPolicy::Skip => {
                 self.log.set(i, Status::Skipped, Some(reason.clone()))?;
