@@ -317,6 +317,11 @@ pub struct IcebergOptions {
     /// Namespace for tables the source names without a schema.
     pub default_namespace: String,
     pub layout: Layout,
+    /// The writer fills the rows a table holds with an added column's constant
+    /// default (a sync job's `added-column-default: rewrite`): such a column, NOT
+    /// NULL at the source, is added optional (Iceberg cannot add a required column to
+    /// a table that may hold rows) without a refusal, as none of its values is NULL.
+    pub fills_added_defaults: bool,
 }
 
 impl Default for IcebergOptions {
@@ -328,6 +333,7 @@ impl Default for IcebergOptions {
             behavior: SchemaChangeBehavior::Exception,
             default_namespace: "default".into(),
             layout: Layout::default(),
+            fills_added_defaults: false,
         }
     }
 }
@@ -823,7 +829,18 @@ impl IcebergPlanner {
                     }
                     let empty = !t.has_rows;
                     let mut f = self.field_for(&mut t, column, empty, diags);
-                    if column_required(column) && !f.required {
+                    let filled = self.options.fills_added_defaults
+                        && matches!(
+                            &column.default,
+                            Some(ddl_core::DefaultValue::Literal { value })
+                                if *value != ddl_core::Literal::Null
+                        );
+                    if column_required(column) && !f.required && filled {
+                        diags.warn(format!(
+                            "table {}.{} column {}: added optional (Iceberg cannot add a required column to a table that may hold rows); the rows it holds are filled with the default, so none reads NULL",
+                            key.0, key.1, column.name
+                        ));
+                    } else if column_required(column) && !f.required {
                         // field_for only makes it required on an empty table or with a
                         // v3 initial default.
                         if self.refused(

@@ -378,6 +378,9 @@ impl IcebergArgs {
             },
             format_version: self.format_version,
             behavior: self.schema_change_behavior,
+            // (`translate` and `apply` write no rows: an added NOT NULL column is
+            // the policy's to decide)
+            fills_added_defaults: false,
             default_namespace: self.namespace.clone(),
             layout: Layout {
                 partitioning: if self.partition_buckets > 0 {

@@ -3467,4 +3467,28 @@ async fn a_job_file_from_init_checks_and_runs() {
         ["counter", "events", "items", "nokey"],
         "every table of shop mirrored: {log}"
     );
+    // The most common ALTER, under the default settings: a NOT NULL column with a
+    // default on a table holding rows. (It stopped the job before: Iceberg cannot
+    // add a required column to such a table.) Its rows read the default.
+    db.conn(None)
+        .await
+        .query_drop(
+            "ALTER TABLE shop.counter ADD COLUMN tier VARCHAR(10) NOT NULL DEFAULT 'basic'; \
+             INSERT INTO shop.counter (id, n, tier) VALUES (2, 5, 'gold')",
+        )
+        .await
+        .unwrap();
+    let out = run(&["sync", "--config", "job.yaml", "--until-end"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    let rows = iceberg_rows_at(&cat, "counter", None).await.unwrap();
+    let s = |v: &str| Some(v.to_owned());
+    assert_eq!(
+        rows,
+        vec![
+            vec![s("1"), s("0"), s("basic")],
+            vec![s("2"), s("5"), s("gold")]
+        ],
+        "{log}"
+    );
 }

@@ -421,6 +421,8 @@ impl SyncJob {
                 compression: sink.compression.clone(),
                 ..Layout::default()
             },
+            fills_added_defaults: self.pipeline.added_column_default
+                == super::engine::defaults::AddedDefault::Rewrite,
             ..Default::default()
         }
     }
