@@ -248,15 +248,22 @@ fn s3_operator(s3: &S3Settings, bucket: &str) -> opendal::Result<opendal::Operat
 /// under it.
 pub async fn probe_s3(warehouse: &str) -> Result<usize> {
     let (_, s3) = s3_file_io(None);
-    let rest = warehouse
-        .strip_prefix("s3://")
-        .ok_or_else(|| Error::Invalid(format!("{warehouse}: not an s3:// URL")))?;
-    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-    let err = |e: opendal::Error| Error::caused(format_args!("listing {warehouse}"), &e);
-    let op = s3_operator(&s3, bucket).map_err(err)?;
-    let dir = format!("{}/", key.trim_end_matches('/'));
+    let (op, _, dir) = s3_folder(&s3, warehouse)?;
     let dir = if dir == "/" { String::new() } else { dir };
+    let err = |e: opendal::Error| Error::caused(format_args!("listing {warehouse}"), &e);
     Ok(op.list(&dir).await.map_err(err)?.len())
+}
+
+/// An S3 client of `url`'s bucket (`s3://bucket/key`), the bucket, and the key as a
+/// folder (`key/`).
+fn s3_folder<'a>(s3: &S3Settings, url: &'a str) -> Result<(opendal::Operator, &'a str, String)> {
+    let rest = url
+        .strip_prefix("s3://")
+        .ok_or_else(|| Error::Invalid(format!("{url}: not an s3:// URL")))?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    let op =
+        s3_operator(s3, bucket).map_err(|e| Error::caused(format_args!("listing {url}"), &e))?;
+    Ok((op, bucket, format!("{}/", key.trim_end_matches('/'))))
 }
 
 /// The SQLite file of a local warehouse's default catalog.
@@ -433,13 +440,8 @@ impl Catalog {
             .s3
             .clone()
             .ok_or_else(|| Error::Invalid(format!("{prefix}: listing is for S3 warehouses")))?;
-        let rest = prefix
-            .strip_prefix("s3://")
-            .ok_or_else(|| Error::Invalid(format!("{prefix}: not an s3:// URL")))?;
-        let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+        let (op, bucket, dir) = s3_folder(&s3, prefix)?;
         let err = |e: opendal::Error| Error::caused(format_args!("listing {prefix}"), &e);
-        let op = s3_operator(&s3, bucket).map_err(err)?;
-        let dir = format!("{}/", key.trim_end_matches('/'));
         let mut out = Vec::new();
         for e in op.list_with(&dir).recursive(true).await.map_err(err)? {
             let m = e.metadata();

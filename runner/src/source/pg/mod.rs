@@ -392,6 +392,45 @@ fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
+/// The base tables an account can see, as (schema, table).
+async fn visible_tables(
+    client: &tokio_postgres::Client,
+) -> Result<Vec<(String, String)>, SourceError> {
+    Ok(client
+        .query(
+            "SELECT table_schema::text, table_name::text FROM information_schema.tables \
+             WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')",
+            &[],
+        )
+        .await
+        .map_err(catalog::sql)?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect())
+}
+
+/// Why publication `name`, not made yet, must not be made over `captured`: tables
+/// without a key or REPLICA IDENTITY (once published, their updates fail).
+fn unidentified_problem(name: &str, captured: &[CapturedTable]) -> Option<String> {
+    let unidentified: Vec<&str> = captured
+        .iter()
+        .filter(|t| t.unidentified)
+        .map(|t| t.name.as_str())
+        .collect();
+    if unidentified.is_empty() {
+        return None;
+    }
+    let fix: Vec<String> = unidentified
+        .iter()
+        .map(|t| format!("ALTER TABLE {t} REPLICA IDENTITY FULL;"))
+        .collect();
+    Some(format!(
+        "publication {name} does not exist, and {} captured table(s) have no primary key and no REPLICA IDENTITY: once published, the application's own UPDATEs and DELETEs on them fail (\"cannot update table ... because it does not have a replica identity\"). Give each a primary key, or run first: {}",
+        unidentified.len(),
+        fix.join(" ")
+    ))
+}
+
 /// The state folder's record of the replication slot this job made (written before
 /// the slot is made).
 const SLOT_MADE: &str = "pg-slot-made";
@@ -437,17 +476,7 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
         Err(e) => problems.push(e.to_string()),
         Ok(()) => {}
     }
-    let visible: Vec<(String, String)> = client
-        .query(
-            "SELECT table_schema::text, table_name::text FROM information_schema.tables \
-             WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')",
-            &[],
-        )
-        .await
-        .map_err(catalog::sql)?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let visible = visible_tables(&client).await?;
     match super::captured_count(src, &visible, &c.username, false) {
         Ok(n) => {
             notes.push(format!(
@@ -484,15 +513,11 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
             Err(e) => problems.push(e.to_string()),
         }
     } else {
-        let unidentified: Vec<String> = captured_tables(&client, src, &c.publication)
-            .await?
-            .into_iter()
-            .filter(|t| t.unidentified)
-            .map(|t| t.name)
-            .collect();
-        if unidentified.is_empty() {
+        let captured = captured_tables(&client, src, &c.publication).await?;
+        if let Some(p) = unidentified_problem(&c.publication, &captured) {
+            problems.push(p);
+        } else {
             // Whether the run could make it: made in a transaction rolled back.
-            let captured = captured_tables(&client, src, &c.publication).await?;
             let (sql, _) = publication_statement(&client, src, &c.publication, &captured).await?;
             let tried = client
                 .batch_execute(&format!("BEGIN; {sql}; ROLLBACK"))
@@ -510,16 +535,6 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
                     catalog::describe(&e)
                 )),
             }
-        } else {
-            problems.push(format!(
-                "captured table(s) {} have no primary key and no REPLICA IDENTITY: once the job publishes them, the application's own UPDATEs and DELETEs on them fail. Give each a primary key, or run first: {}",
-                unidentified.join(", "),
-                unidentified
-                    .iter()
-                    .map(|t| format!("ALTER TABLE {t} REPLICA IDENTITY FULL;"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ));
         }
     }
     // A job that never ran must not find its slot taken.
@@ -548,17 +563,7 @@ async fn run(
     let c = cfg(&src).clone();
     let client = connect(&src).await?;
     catalog::preflight(&client, &c.username, &c.slot).await?;
-    let visible: Vec<(String, String)> = client
-        .query(
-            "SELECT table_schema::text, table_name::text FROM information_schema.tables \
-             WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')",
-            &[],
-        )
-        .await
-        .map_err(catalog::sql)?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let visible = visible_tables(&client).await?;
     let resuming = from.position.is_some() || from.snapshot.is_some();
     super::captured_count(&src, &visible, &c.username, resuming).map_err(SourceError::Preflight)?;
     ensure_publication(&client, &src, &c.publication).await?;
@@ -899,21 +904,8 @@ async fn ensure_publication(
         return Ok(());
     }
     let captured = captured_tables(c, src, name).await?;
-    let unidentified: Vec<&str> = captured
-        .iter()
-        .filter(|t| t.unidentified)
-        .map(|t| t.name.as_str())
-        .collect();
-    if !unidentified.is_empty() {
-        let fix: Vec<String> = unidentified
-            .iter()
-            .map(|t| format!("ALTER TABLE {t} REPLICA IDENTITY FULL;"))
-            .collect();
-        return Err(SourceError::Preflight(format!(
-            "publication {name} does not exist, and {} captured table(s) have no primary key and no REPLICA IDENTITY: once published, the application's own UPDATEs and DELETEs on them fail (\"cannot update table ... because it does not have a replica identity\"). Give each a primary key, or run first: {}",
-            unidentified.len(),
-            fix.join(" ")
-        )));
+    if let Some(p) = unidentified_problem(name, &captured) {
+        return Err(SourceError::Preflight(p));
     }
     let (sql, what) = publication_statement(c, src, name, &captured).await?;
     // Made and marked as the job's in one transaction (one simple query; `drop-job`
