@@ -442,10 +442,15 @@ pub(super) fn text_or_binary(
     bytes: &[u8],
     col: &SourceColumn,
 ) -> Result<(), DecodeError> {
-    if let (Kind::FixedBinary(n), ColBuilder::Bin(bb)) = (&col.kind, &mut *b) {
-        if bytes.len() < *n {
+    let fixed = match col.kind {
+        Kind::FixedBinary(n) => Some(n),
+        Kind::Uuid => Some(16),
+        _ => None,
+    };
+    if let (Some(n), ColBuilder::Bin(bb)) = (fixed, &mut *b) {
+        if bytes.len() < n {
             let mut padded = bytes.to_vec();
-            padded.resize(*n, 0);
+            padded.resize(n, 0);
             bb.append_value(&padded);
             return Ok(());
         }

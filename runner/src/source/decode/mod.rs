@@ -55,6 +55,9 @@ pub enum Kind {
     Binary,
     /// BINARY(n): the binlog drops trailing zero bytes; they are put back.
     FixedBinary(usize),
+    /// MariaDB's UUID (10.7+): its 16 bytes in the text's order (as BINARY(16) in
+    /// the binlog, trailing zero bytes dropped), its text in a snapshot.
+    Uuid,
     Enum(Vec<String>),
     Set(Vec<String>),
     Date,
@@ -168,6 +171,7 @@ impl SourceTable {
                 DataType::Enum { values } => Kind::Enum(values.clone()),
                 DataType::Set { values } => Kind::Set(values.clone()),
                 DataType::Binary { length } => Kind::FixedBinary(*length as usize),
+                DataType::Uuid => Kind::Uuid,
                 DataType::Varbinary { .. } | DataType::Blob { .. } | DataType::Spatial { .. } => {
                     Kind::Binary
                 }
@@ -260,7 +264,7 @@ pub fn arrow_type(k: &Kind) -> A {
         Kind::Float => A::Float32,
         Kind::Double => A::Float64,
         Kind::Text { .. } | Kind::Enum(_) | Kind::Set(_) => A::Utf8,
-        Kind::Binary | Kind::FixedBinary(_) => A::Binary,
+        Kind::Binary | Kind::FixedBinary(_) | Kind::Uuid => A::Binary,
         Kind::Date => A::Date32,
         Kind::Time => A::Duration(TimeUnit::Microsecond),
         Kind::DateTime => A::Timestamp(TimeUnit::Microsecond, None),

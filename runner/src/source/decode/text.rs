@@ -70,6 +70,12 @@ pub fn append_snapshot_value(
             })?;
             append_snapshot_value(b, col, &v, ctx)
         }
+        // A UUID's text (a snapshot, a Debezium event) as its 16 bytes.
+        (V::Bytes(bytes), Kind::Uuid) => {
+            let bytes = uuid_bytes(bytes)
+                .ok_or_else(|| format!("{}: not a UUID", String::from_utf8_lossy(bytes)))?;
+            append_text(b, &bytes, Charset::Utf8)
+        }
         // Floats are read through the binary protocol only (their text may round).
         (V::Bytes(bytes), Kind::Float | Kind::Double) => Err(format!(
             "{}: a floating-point value as text",
@@ -102,6 +108,20 @@ pub fn append_snapshot_value(
             append_duration(b, if *neg { -micros } else { micros })
         }
     }
+}
+
+/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (any case) as its 16 bytes.
+fn uuid_bytes(text: &[u8]) -> Option<[u8; 16]> {
+    let hex: Vec<u8> = text.iter().copied().filter(|&c| c != b'-').collect();
+    let dashes = [8, 13, 18, 23];
+    if text.len() != 36 || hex.len() != 32 || dashes.iter().any(|&i| text[i] != b'-') {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
 }
 
 pub(super) fn append_year_abs(b: &mut ColBuilder, y: u64) -> Result<(), DecodeError> {
@@ -306,6 +326,21 @@ fn decimal_text_general(b: &mut ColBuilder, bytes: &[u8], scale: i8) -> Result<(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_uuid_text_is_its_sixteen_bytes() {
+        let b = uuid_bytes(b"A0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap();
+        assert_eq!(b[0], 0xa0);
+        assert_eq!(b[15], 0x11);
+        for bad in [
+            &b"a0eebc999c0b4ef8bb6d6bb9bd380a11"[..],
+            b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
+            b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1g",
+            b"a0eebc99+9c0b-4ef8-bb6d-6bb9bd380a11",
+        ] {
+            assert_eq!(uuid_bytes(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
     use super::*;
 
     #[test]
