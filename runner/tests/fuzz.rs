@@ -1896,6 +1896,10 @@ struct Model {
     made: u32,
     /// What each drawn type becomes ([`Ty::kin`]).
     types: Rng,
+    /// Hostile names ([`Model::hostile`]).
+    names: Rng,
+    /// Generated columns.
+    extra: Rng,
 }
 
 /// Column names drawn for added columns: plain, reserved words, mixed case is left
@@ -2159,7 +2163,7 @@ impl Model {
         let mut cols: Vec<(String, Ty)> = Vec::new();
         for i in 0..n {
             let t = self.draw_type(r, false);
-            let mut name = r.pick(&NAMES).to_string();
+            let mut name = self.column_name(r);
             if cols.iter().any(|(c, _)| c.eq_ignore_ascii_case(&name)) || name == "id" {
                 name = format!("c{i}");
             }
@@ -2172,10 +2176,22 @@ impl Model {
         for (c, t) in &cols {
             defs.push(format!("{} {}", self.q(c), self.type_sql(*t)));
         }
+        // A generated column (from a stream of its own), which no statement writes:
+        // the source computes it from the key (a key change changes it too).
+        if keyed && self.extra.chance(30) {
+            let id = self.q("id");
+            defs.push(match self.pair.sql() {
+                SrcKind::Maria | SrcKind::Kafka => format!(
+                    "`gen` BIGINT AS ({id} * 2) {}",
+                    self.extra.pick(&["STORED", "VIRTUAL"])
+                ),
+                SrcKind::Pg => format!("\"gen\" BIGINT GENERATED ALWAYS AS ({id} * 2) STORED"),
+            });
+        }
         let mut sql = format!("CREATE TABLE {}.{} ({})", DB, self.q(name), defs.join(", "));
-        if self.pair.sql() == SrcKind::Pg {
-            // Updates and deletes of keyless tables need an identity; the full one
-            // for every table (the default identity is the PostgreSQL issue's).
+        if self.pair.sql() == SrcKind::Pg && !keyed {
+            // Updates and deletes of a keyless table need an identity; a keyed
+            // table keeps the default one (its key).
             sql.push_str(&format!(
                 "; ALTER TABLE {}.{} REPLICA IDENTITY FULL",
                 DB,
@@ -2316,7 +2332,7 @@ impl Model {
             0 | 1 => {
                 // Add a column (MariaDB: at the end, FIRST or AFTER another).
                 let ty = self.draw_type(r, true);
-                let mut name = r.pick(&NAMES).to_string();
+                let mut name = self.column_name(r);
                 if t.cols.iter().any(|(c, _)| c.eq_ignore_ascii_case(&name)) || name == "id" {
                     name = format!("add{}", self.made);
                     self.made += 1;
@@ -2476,7 +2492,51 @@ impl Model {
         let base = *r.pick(&["t", "order", "group", "we.ird", "o'q", "t\u{e9}", "x-y"]);
         let n = self.made;
         self.made += 1;
-        format!("{base}{n}")
+        match self.hostile() {
+            // The longest name both ends hold, its number included.
+            Some(h) if h.len() > 10 => {
+                let n = n.to_string();
+                format!("{}{n}", &h[..h.len() - n.len()])
+            }
+            Some(h) => format!("{h}{n}"),
+            None => format!("{base}{n}"),
+        }
+    }
+
+    /// A column name: one of [`NAMES`] from `r`, or (from a stream of its own) a
+    /// hostile one.
+    fn column_name(&mut self, r: &mut Rng) -> String {
+        let plain = r.pick(&NAMES).to_string();
+        self.hostile().unwrap_or(plain)
+    }
+
+    /// One time in four (from the names' own stream): a backtick, a dot, `..`, a
+    /// double quote, a reserved word, decomposed and full-width Unicode, or a name
+    /// of the greatest length both the source and the target hold (MariaDB 64
+    /// characters, PostgreSQL 63 bytes).
+    fn hostile(&mut self) -> Option<String> {
+        if !self.names.chance(25) {
+            return None;
+        }
+        let longest = match self.pair {
+            Pair(SrcKind::Maria | SrcKind::Kafka, SinkKind::Maria) => 64,
+            _ => 63,
+        };
+        let long = "l".repeat(longest);
+        Some(
+            self.names
+                .pick(&[
+                    "a`b",
+                    "x.y",
+                    "..",
+                    "q\"d",
+                    "table",
+                    "e\u{301}",
+                    "\u{ff26}\u{ff37}",
+                    long.as_str(),
+                ])
+                .to_string(),
+        )
     }
 }
 
@@ -2514,6 +2574,8 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
         tables: Vec::new(),
         made: 0,
         types: Rng(seed ^ 0xc2b2_ae3d_27d4_eb4f),
+        names: Rng(seed ^ 0x1656_67b1_9e37_79f9),
+        extra: Rng(seed ^ 0x27d4_eb2f_1656_67c5),
     };
     let interval = *r.pick(&[0.1, 0.3, 1.0]);
     // Tables with rows before the job starts (the snapshot), one keyed, one not.

@@ -32,6 +32,9 @@ pub struct ColSpec {
     /// A PostgreSQL geometric value (its text, `(1,2)`) into a MySQL geometry
     /// column: written as MySQL's geometry bytes.
     pub geometry: Option<Geometric>,
+    /// A generated column the target computes itself (the source's dialect): never
+    /// written, its value the target's own.
+    pub computed: bool,
 }
 
 /// PostgreSQL's geometric types that MySQL geometries hold.

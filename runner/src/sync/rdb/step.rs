@@ -327,8 +327,9 @@ impl Plan {
                 }
                 if !t.key.is_empty() {
                     sql.push_str(" ON DUPLICATE KEY UPDATE ");
+                    // (A column the target computes is never assigned.)
                     let rest: Vec<String> = (0..t.cols.len())
-                        .filter(|i| !t.key.contains(i))
+                        .filter(|i| !t.key.contains(i) && !t.cols[*i].computed)
                         .map(|i| format!("{0} = VALUES({0})", t.cols[i].ident))
                         .collect();
                     if rest.is_empty() {
@@ -440,16 +441,20 @@ impl Plan {
             let count = aux(&taken, "count");
             taken.push(&count);
             let n = aux(&taken, "n");
-            let list = names.join(", ");
+            // Compared as text: some types have no equality operator (json, xml,
+            // the geometric ones), and equal values of one column type print alike.
             let on: Vec<String> = names
                 .iter()
-                .map(|n| format!("t.{n} IS NOT DISTINCT FROM s.{n}"))
+                .map(|n| format!("t.{n}::text IS NOT DISTINCT FROM s.{n}"))
                 .collect();
+            let grouped: Vec<String> = names.iter().map(|n| format!("{n}::text AS {n}")).collect();
             // Each group of equal staged rows: its count, and the target's equal rows
             // numbered; the first `count` of them go.
             out.push(Step::Sql(format!(
-                "DELETE FROM {table} WHERE ctid IN (SELECT x.ctid FROM (SELECT t.ctid, s.{count}, row_number() OVER (PARTITION BY s.{ord}) AS {n} FROM {table} AS t JOIN (SELECT {list}, count(*) AS {count}, min({ord}) AS {ord} FROM {s} GROUP BY {list}) AS s ON {on}) AS x WHERE x.{n} <= x.{count})",
+                "DELETE FROM {table} WHERE ctid IN (SELECT x.ctid FROM (SELECT t.ctid, s.{count}, row_number() OVER (PARTITION BY s.{ord}) AS {n} FROM {table} AS t JOIN (SELECT {grouped}, count(*) AS {count}, min({ord}) AS {ord} FROM {s} GROUP BY {positions}) AS s ON {on}) AS x WHERE x.{n} <= x.{count})",
                 table = t.table,
+                grouped = grouped.join(", "),
+                positions = (1..=names.len()).map(|i| i.to_string()).collect::<Vec<_>>().join(", "),
                 on = on.join(" AND ")
             )));
         }

@@ -64,6 +64,10 @@ impl RdbEngine {
                         dialects::Dialect::MySql => super::render::Geometric::of(&c.data_type),
                         _ => None,
                     },
+                    computed: c
+                        .generated
+                        .as_ref()
+                        .is_some_and(|g| g.dialect == self.dialect.name()),
                 })
                 .collect();
             let names: Vec<String> = t.columns.iter().map(|c| c.name.to_lowercase()).collect();

@@ -68,7 +68,7 @@ impl RdbEngine {
             .names
             .iter()
             .zip(&tt.cols)
-            .map(|(n, c)| (find(n), c))
+            .map(|(n, c)| (find(n).filter(|_| !c.computed), c))
             .collect();
         let key: Vec<(Option<usize>, &ColSpec)> = tt.key.iter().map(|i| all[*i]).collect();
         let key_cols = tt.key.clone();
@@ -698,7 +698,7 @@ impl RdbEngine {
                             .fields()
                             .iter()
                             .position(|f| f.name() == n || f.name().to_lowercase() == *n);
-                        (i, c)
+                        (i.filter(|_| !c.computed), c)
                     })
                     .collect();
                 for (row, j, why) in render::mysql_refusals(&img, &all) {
