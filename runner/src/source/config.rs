@@ -181,6 +181,10 @@ pub struct Source {
     /// (a `Schema` event without changes, noted `skipped:`) instead of stopping the
     /// source (the sync job's `ddl-error-policy: skip`).
     pub skip_unparsed_ddl: bool,
+    /// PostgreSQL: the target computes PostgreSQL's generated columns itself (a
+    /// PostgreSQL sink), so they are part of its tables. Logical replication never
+    /// carries their values: any other target's tables leave them out.
+    pub generated_computed: bool,
     /// Kafka: a message that cannot be decoded (not JSON, no source position, a table
     /// without a definition, a value of the wrong kind) is appended here and skipped
     /// (the sync job's `row-error-policy: skip`); None: it stops the source.
@@ -524,6 +528,7 @@ fn validate(
         tables,
         start,
         skip_unparsed_ddl: false,
+        generated_computed: false,
         bad_messages_to: None,
     })
 }

@@ -81,6 +81,7 @@ pub fn validate(k: KafkaConfig) -> Result<super::config::Source, JobFileError> {
         tables,
         start: super::config::Start::Initial,
         skip_unparsed_ddl: false,
+        generated_computed: false,
         bad_messages_to: None,
     })
 }

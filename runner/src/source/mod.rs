@@ -547,6 +547,31 @@ impl SourceError {
 
 /// The `Schema` event of a DDL's changes that concern captured tables (None when
 /// none does), with the touched tables' definitions after it (from `history`).
+/// A source table as its target gets it: a PostgreSQL source's generated columns
+/// (never in its stream) only where the target computes them
+/// ([`config::Source::generated_computed`]); elsewhere they are left out, with the
+/// indexes on them. Any other source's tables as they are (their changes carry
+/// generated values).
+pub fn mirrored(src: &config::Source, t: &ddl_core::Table) -> ddl_core::Table {
+    let mut t = t.clone();
+    if src.postgres().is_none()
+        || src.generated_computed
+        || t.columns.iter().all(|c| c.generated.is_none())
+    {
+        return t;
+    }
+    let gone: Vec<String> = t
+        .columns
+        .iter()
+        .filter(|c| c.generated.is_some())
+        .map(|c| c.name.clone())
+        .collect();
+    t.columns.retain(|c| c.generated.is_none());
+    t.indexes
+        .retain(|ix| !ix.parts.iter().any(|p| gone.contains(&p.column)));
+    t
+}
+
 pub fn schema_event(
     src: &config::Source,
     history: &history::SchemaHistory,

@@ -165,6 +165,7 @@ pub fn validate(c: PgConfig, env: impl Fn(&str) -> Option<String>) -> Result<Sou
         tables,
         start,
         skip_unparsed_ddl: false,
+        generated_computed: false,
         bad_messages_to: None,
     })
 }

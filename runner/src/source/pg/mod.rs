@@ -376,11 +376,147 @@ fn pg_table(src: &Source, schema: &str, ir: &ddl_core::Table) -> Result<PgTable,
             columns,
             key,
             arrow,
-            ir: Arc::new(ir.clone()),
+            ir: Arc::new(super::mirrored(src, ir)),
         }),
         forms,
         bins,
     })
+}
+
+/// Generated columns (schema, table, column) of the captured tables in `history`.
+fn generated_columns(
+    src: &Source,
+    history: &SchemaHistory,
+) -> std::collections::HashSet<(String, String, String)> {
+    history
+        .tables()
+        .filter(|t| src.captures(t.name.schema.as_deref().unwrap_or_default(), &t.name.name))
+        .flat_map(|t| {
+            t.columns.iter().filter(|c| c.generated.is_some()).map(|c| {
+                (
+                    t.name.schema.clone().unwrap_or_default(),
+                    t.name.name.clone(),
+                    c.name.clone(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A DDL's changes as a target that does not compute PostgreSQL's generated
+/// columns takes them: such columns left out of new tables, their additions and
+/// every change of one (`before`: the generated columns before the DDL) dropped,
+/// each with a warning.
+fn without_generated(
+    src: &Source,
+    before: &std::collections::HashSet<(String, String, String)>,
+    schema: &str,
+    ev: SourceEvent,
+) -> SourceEvent {
+    use ddl_core::SchemaChange as C;
+    let SourceEvent::Schema {
+        position,
+        db,
+        ddl,
+        changes,
+        tables,
+        notes,
+        after,
+    } = ev
+    else {
+        return ev;
+    };
+    let warn = |t: &ddl_core::TableName, c: &str| {
+        tracing::warn!(
+            "column {c} of {t} is generated: PostgreSQL's logical replication never carries its values, so it is left out of the target's table (a PostgreSQL target computes it itself)"
+        )
+    };
+    let was_generated = |t: &ddl_core::TableName, c: &str| {
+        before.contains(&(
+            t.schema.clone().unwrap_or_else(|| schema.to_owned()),
+            t.name.clone(),
+            c.to_owned(),
+        ))
+    };
+    let changes = changes
+        .into_iter()
+        .filter_map(|c| match c {
+            C::CreateTable {
+                table,
+                if_not_exists,
+            } => {
+                for g in table.columns.iter().filter(|c| c.generated.is_some()) {
+                    warn(&table.name, &g.name);
+                }
+                Some(C::CreateTable {
+                    table: super::mirrored(src, &table),
+                    if_not_exists,
+                })
+            }
+            C::AddColumn { table, column, .. } if column.generated.is_some() => {
+                warn(&table, &column.name);
+                None
+            }
+            C::DropColumn {
+                ref table,
+                ref column,
+            }
+            | C::AlterColumnType {
+                ref table,
+                ref column,
+                ..
+            }
+            | C::SetNullable {
+                ref table,
+                ref column,
+                ..
+            }
+            | C::SetDefault {
+                ref table,
+                ref column,
+                ..
+            }
+            | C::SetIdentity {
+                ref table,
+                ref column,
+                ..
+            }
+            | C::SetOnUpdate {
+                ref table,
+                ref column,
+                ..
+            }
+            | C::SetColumnComment {
+                ref table,
+                ref column,
+                ..
+            }
+            | C::MoveColumn {
+                ref table,
+                ref column,
+                ..
+            }
+            | C::RenameColumn {
+                ref table,
+                from: ref column,
+                ..
+            } if was_generated(table, column) => None,
+            C::AddIndex {
+                ref table,
+                ref index,
+            } if index.parts.iter().any(|p| was_generated(table, &p.column)) => None,
+            c => Some(c),
+        })
+        .collect();
+    SourceEvent::Schema {
+        position,
+        db,
+        ddl,
+        changes,
+        tables,
+        notes,
+        after: after.iter().map(|t| super::mirrored(src, t)).collect(),
+    }
 }
 
 /// Quote an identifier for PostgreSQL.
@@ -1230,6 +1366,16 @@ async fn snapshot(
                 d.schema, d.name
             ))
         })?;
+        if !src.generated_computed {
+            for g in ir.columns.iter().filter(|c| c.generated.is_some()) {
+                tracing::warn!(
+                    "column {} of {}.{} is generated: PostgreSQL's logical replication never carries its values, so it is left out of the target's table (a PostgreSQL target computes it itself)",
+                    g.name,
+                    d.schema,
+                    d.name
+                );
+            }
+        }
         work.push(Piece {
             t: Arc::new(pg_table(src, &d.schema, ir)?),
             estimate: d.estimate,
@@ -2717,6 +2863,8 @@ impl Stream {
             }
         }
         let after = self.here();
+        let generated_before =
+            (!self.src.generated_computed).then(|| generated_columns(&self.src, &self.history));
         let out = match self.history.apply(&pos, Some(&schema), false, &query) {
             Ok(out) => out,
             Err(e) if !self.src.concerns(&e.tables, &schema) => {
@@ -2764,7 +2912,13 @@ impl Stream {
             out.changes,
             out.notes,
         ) {
-            Some(ev) => Ok(self.send(ev).await),
+            Some(ev) => {
+                let ev = match &generated_before {
+                    Some(before) => without_generated(&self.src, before, &schema, ev),
+                    None => ev,
+                };
+                Ok(self.send(ev).await)
+            }
             None => Ok(true),
         }
     }

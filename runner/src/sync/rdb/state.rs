@@ -151,7 +151,7 @@ impl RdbEngine {
                             .source
                             .captures(t.name.schema.as_deref().unwrap_or_default(), &t.name.name)
                     })
-                    .cloned()
+                    .map(|t| crate::source::mirrored(&self.job.source, t))
                     .collect();
                 for t in tables {
                     self.note_actions(&self.job.router.table(&t));
