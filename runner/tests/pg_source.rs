@@ -1943,6 +1943,111 @@ async fn the_publication_the_job_makes_covers_only_the_captured_tables() {
         .contains(&vec![Some("shop.later".to_owned())]));
 }
 
+/// Issue 42 item 3: with the DDL capture installed, the publication a job makes is
+/// over its captured tables (never a whole schema, even when the patterns name whole
+/// schemas), and a table made later without a key never breaks the application's
+/// UPDATEs and DELETEs: the capture gives it REPLICA IDENTITY FULL as it joins the
+/// publication, and the default identity back once it has a primary key (a
+/// pg_dump-style table: made, filled, then keyed). Every row reaches the lake.
+/// regression: the job made `FOR TABLES IN SCHEMA shop`, and an UPDATE of a keyless
+/// table made later failed for the application ("cannot update table ... because it
+/// does not have a replica identity and publishes updates").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyless_table_made_later_never_breaks_the_applications_writes() {
+    let (_server, pg, tmp, job) = start(
+        "CREATE SCHEMA shop; CREATE SCHEMA other;
+         CREATE TABLE shop.orders (id int PRIMARY KEY, v text NOT NULL);
+         INSERT INTO shop.orders VALUES (1, 'a'), (2, 'b');",
+    )
+    .await;
+    install_capture(&job);
+    let log = finish(spawn(&job, true));
+    let schemas = source(
+        &pg,
+        "SELECT pnnspid::regnamespace::text FROM pg_publication_namespace",
+    )
+    .await;
+    assert!(
+        schemas.is_empty(),
+        "a schema publication: {schemas:?}\n{log}"
+    );
+    let published = || async {
+        source(
+            &pg,
+            "SELECT schemaname::text || '.' || tablename::text FROM pg_publication_tables WHERE pubname = 'lakeshift' ORDER BY 1",
+        )
+        .await
+    };
+    assert_eq!(
+        published().await,
+        vec![vec![Some("shop.orders".to_owned())]]
+    );
+    // The application: a keyless table, written and changed; a pg_dump-style table
+    // keyed after its rows; a table outside the patterns.
+    pg.batch_execute(
+        "CREATE TABLE shop.audit (at int, what text);
+         INSERT INTO shop.audit VALUES (1, 'a'), (2, 'b'), (2, 'b');
+         UPDATE shop.audit SET what = 'c' WHERE at = 1;
+         DELETE FROM shop.audit WHERE at = 2 AND ctid = (SELECT min(ctid) FROM shop.audit WHERE at = 2);
+         CREATE TABLE shop.k (id int NOT NULL, v text);
+         INSERT INTO shop.k VALUES (1, 'x'), (2, 'y');
+         ALTER TABLE shop.k ADD CONSTRAINT k_pkey PRIMARY KEY (id);
+         UPDATE shop.k SET v = 'z' WHERE id = 2; DELETE FROM shop.k WHERE id = 1;
+         CREATE TABLE other.t (x int); INSERT INTO other.t VALUES (1);
+         UPDATE other.t SET x = 2; DELETE FROM other.t;
+         UPDATE shop.orders SET v = 'c' WHERE id = 2;",
+    )
+    .await
+    .unwrap();
+    let identity = |t: &'static str| {
+        let pg = &pg;
+        async move {
+            source(
+                pg,
+                &format!("SELECT relreplident::text FROM pg_class WHERE oid = '{t}'::regclass"),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        identity("shop.audit").await,
+        vec![vec![Some("f".to_owned())]]
+    );
+    assert_eq!(
+        identity("shop.k").await,
+        vec![vec![Some("d".to_owned())]],
+        "a table given a key gets the default identity back"
+    );
+    assert_eq!(identity("other.t").await, vec![vec![Some("d".to_owned())]]);
+    let log = finish(spawn(&job, true));
+    for (t, sql) in [
+        ("orders", "SELECT id::text, v FROM shop.orders"),
+        ("audit", "SELECT at::text, what FROM shop.audit"),
+        ("k", "SELECT id::text, v FROM shop.k"),
+    ] {
+        let want = source(&pg, sql).await;
+        let got = lake(tmp.path(), t).await.unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.{t}\n{log}"));
+    }
+    assert_eq!(
+        published().await,
+        vec![
+            vec![Some("shop.audit".to_owned())],
+            vec![Some("shop.k".to_owned())],
+            vec![Some("shop.orders".to_owned())]
+        ]
+    );
+    // Later keyless changes, once more through the job.
+    pg.batch_execute("UPDATE shop.audit SET what = 'd'; DELETE FROM shop.k;")
+        .await
+        .unwrap();
+    let log = finish(spawn(&job, true));
+    let want = source(&pg, "SELECT at::text, what FROM shop.audit").await;
+    let got = lake(tmp.path(), "audit").await.unwrap_or_default();
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("shop.audit\n{log}"));
+    assert_eq!(lake(tmp.path(), "k").await, Some(Vec::new()), "{log}");
+}
+
 /// With a publication over listed tables (the patterns are not whole schemas), a
 /// table made later that `source.tables` matches joins the publication in the
 /// transaction that made it (the DDL capture, registered by `pg-setup --config`):

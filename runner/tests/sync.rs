@@ -789,8 +789,9 @@ async fn mariadb_uuid_columns_mirror_from_snapshot_and_binlog() {
         "INSERT INTO shop.ids VALUES (3, '00112233-4455-6677-8899-aabbccddee00', 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
            (4, '00000000-0000-0000-0000-000000000000', '10000000-0000-0000-0000-000000000000');
          UPDATE shop.ids SET u = '00000000-0000-0000-0000-000000000001' WHERE id = 1;
-         ALTER TABLE shop.ids ADD COLUMN w UUID;
-         UPDATE shop.ids SET w = v WHERE id IN (2, 3);",
+         ALTER TABLE shop.ids ADD COLUMN w UUID, ADD COLUMN b BLOB;
+         UPDATE shop.ids SET w = v WHERE id IN (2, 3);
+         UPDATE shop.ids SET b = X'00FF' WHERE id = 3;",
     )
     .await
     .unwrap();
@@ -812,10 +813,10 @@ async fn mariadb_uuid_columns_mirror_from_snapshot_and_binlog() {
                 .to_string()
         })
         .collect();
-    assert_eq!(types, ["int", "uuid", "uuid", "uuid"]);
+    assert_eq!(types, ["int", "uuid", "uuid", "uuid", "binary"]);
     // (Read with pyiceberg: the iceberg crate's reader (0.10.1) cannot fill a uuid
-    // column that older data files lack, "unexpected target column type
-    // FixedSizeBinary(16)".)
+    // or binary column that older data files lack, "unexpected target column type
+    // FixedSizeBinary(16)" / "LargeBinary".)
     let hex = |s: &str| Some(s.to_lowercase());
     let want: Vec<Vec<Option<String>>> = vec![
         vec![
@@ -823,23 +824,27 @@ async fn mariadb_uuid_columns_mirror_from_snapshot_and_binlog() {
             hex("00000000-0000-0000-0000-000000000001"),
             hex("00000000-0000-0000-0000-000000000000"),
             None,
+            None,
         ],
         vec![
             Some("2".into()),
             None,
             hex("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380000"),
             hex("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380000"),
+            None,
         ],
         vec![
             Some("3".into()),
             hex("00112233-4455-6677-8899-aabbccddee00"),
             hex("ffffffff-ffff-ffff-ffff-ffffffffffff"),
             hex("ffffffff-ffff-ffff-ffff-ffffffffffff"),
+            Some("b'\\x00\\xff'".into()),
         ],
         vec![
             Some("4".into()),
             hex("00000000-0000-0000-0000-000000000000"),
             hex("10000000-0000-0000-0000-000000000000"),
+            None,
             None,
         ],
     ];

@@ -181,9 +181,11 @@ pub struct Source {
     /// (a `Schema` event without changes, noted `skipped:`) instead of stopping the
     /// source (the sync job's `ddl-error-policy: skip`).
     pub skip_unparsed_ddl: bool,
-    /// PostgreSQL: the target computes PostgreSQL's generated columns itself (a
-    /// PostgreSQL sink), so they are part of its tables. Logical replication never
-    /// carries their values: any other target's tables leave them out.
+    /// The target computes the source's generated columns itself (its dialect is
+    /// the source's), so their values are never needed. PostgreSQL: logical
+    /// replication never carries them, and any other target's tables leave them
+    /// out. MySQL: a row image that leaves one out (a VIRTUAL column under
+    /// binlog_row_image=MINIMAL) is complete for such a target.
     pub generated_computed: bool,
     /// Kafka: a message that cannot be decoded (not JSON, no source position, a table
     /// without a definition, a value of the wrong kind) is appended here and skipped

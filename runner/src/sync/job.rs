@@ -598,7 +598,10 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     let router = super::route::Router::parse(job.route.as_ref()).map_err(|e| e.message)?;
     let mut source = source;
     source.skip_unparsed_ddl = pipeline.ddl_error_policy == DdlErrorPolicy::Skip;
-    source.generated_computed = sink.kind() == "postgres";
+    source.generated_computed = match &source.kind {
+        crate::source::config::SourceKind::Postgres(_) => sink.kind() == "postgres",
+        _ => sink.kind() == "mysql",
+    };
     match &mut source.kind {
         crate::source::config::SourceKind::Binlog(b) => {
             b.batch_bytes = pipeline.in_flight(b.batch_bytes).0;

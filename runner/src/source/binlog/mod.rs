@@ -572,13 +572,28 @@ impl BinlogReader {
             .map(|b| b.iter().take(cols.len()).map(|x| *x).collect())
             .unwrap_or_default();
         // A row image that is not FULL (binlog_row_image MINIMAL or NOBLOB, for the
-        // server or the session that made the change): checked per event.
-        let left_out = row_image_gaps(&table, op, &before, &after).map_err(|why| {
-            SourceError::RowImage(format!(
-                "{}.{} at {}:{start}: {why}",
-                table.db, table.name, self.file
-            ))
-        })?;
+        // server or the session that made the change): checked per event. A
+        // generated column the target computes itself is never needed.
+        let computed = |img: &[bool]| -> Vec<bool> {
+            img.iter()
+                .enumerate()
+                .map(|(i, &p)| {
+                    p || (self.src.generated_computed
+                        && table
+                            .ir
+                            .columns
+                            .get(i)
+                            .is_some_and(|c| c.generated.is_some()))
+                })
+                .collect()
+        };
+        let left_out =
+            row_image_gaps(&table, op, &computed(&before), &computed(&after)).map_err(|why| {
+                SourceError::RowImage(format!(
+                    "{}.{} at {}:{start}: {why}",
+                    table.db, table.name, self.file
+                ))
+            })?;
         let zero_fail = self.src.binlog().zero_dates == super::config::ZeroDates::Fail;
         // An open builder for this table and op, or a new one (a different op of the
         // same table closes the batches so far, keeping the table's order).

@@ -177,26 +177,62 @@ EXCEPTION WHEN others THEN
 END
 $fn$;
 
--- A table that is not yet in a registered publication whose pattern matches it joins
--- it (a partition is published as its root; a table without a key or replica
--- identity is left out until it has one: published, the application's UPDATEs and
--- DELETEs on it would fail). It never fails the application's statement: a failure
--- is a warning, and the job's own check names the table.
+-- Tables the DDL capture gave REPLICA IDENTITY FULL because they had no key, so
+-- that it gives them back the default identity when they get one.
+CREATE TABLE IF NOT EXISTS lakeshift.full_identity (
+  relid oid PRIMARY KEY,
+  schema_name text NOT NULL,
+  table_name text NOT NULL
+);
+REVOKE ALL ON lakeshift.full_identity FROM PUBLIC;
+
+-- A table a lakeshift publication publishes, or whose name a registered pattern
+-- matches: it joins the publication (a partition is published as its root). One
+-- without a key (REPLICA IDENTITY DEFAULT and no primary key) is given REPLICA
+-- IDENTITY FULL first: published without it, the application's own UPDATEs and
+-- DELETEs on it would fail; once it has a primary key again it gets the default
+-- identity back. It never fails the application's statement: a failure is a
+-- warning, and the job's own check names the table.
 CREATE OR REPLACE FUNCTION lakeshift.publish_new_table(rel oid) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   sch text;
   nm text;
+  replident "char";
+  keyed boolean;
+  published boolean;
   p record;
 BEGIN
-  SELECT n.nspname, c.relname INTO sch, nm
+  SELECT n.nspname, c.relname, c.relreplident,
+         EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+    INTO sch, nm, replident, keyed
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
    WHERE c.oid = rel AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-     AND c.relpersistence = 'p'
-     AND (c.relreplident IN ('f', 'i') OR (c.relreplident = 'd' AND EXISTS
-          (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)));
+     AND c.relpersistence = 'p';
   IF nm IS NULL THEN
     RETURN;
+  END IF;
+  published := EXISTS (SELECT 1 FROM pg_publication_tables t
+      JOIN pg_publication b ON b.pubname = t.pubname
+     WHERE t.schemaname = sch AND t.tablename = nm
+       AND obj_description(b.oid, 'pg_publication') LIKE 'made by lakeshift for slot %');
+  IF NOT published AND NOT EXISTS (SELECT 1 FROM lakeshift.publish_new w
+      JOIN pg_publication b ON b.pubname = w.pubname
+     WHERE NOT b.puballtables
+       AND obj_description(b.oid, 'pg_publication') LIKE 'made by lakeshift for slot %'
+       AND lakeshift.name_matches(sch || '.' || nm, w.pattern)) THEN
+    RETURN;
+  END IF;
+  -- (Its own events are not DDL of the application's: emit_ddl leaves them out.)
+  PERFORM set_config('lakeshift.publishing', 'on', true);
+  IF replident = 'd' AND NOT keyed THEN
+    EXECUTE format('ALTER TABLE %I.%I REPLICA IDENTITY FULL', sch, nm);
+    INSERT INTO lakeshift.full_identity VALUES (rel, sch, nm)
+      ON CONFLICT (relid) DO UPDATE SET schema_name = sch, table_name = nm;
+  ELSIF replident = 'f' AND keyed AND EXISTS (SELECT 1 FROM lakeshift.full_identity f
+      WHERE f.relid = rel AND f.schema_name = sch AND f.table_name = nm) THEN
+    EXECUTE format('ALTER TABLE %I.%I REPLICA IDENTITY DEFAULT', sch, nm);
+    DELETE FROM lakeshift.full_identity WHERE relid = rel;
   END IF;
   FOR p IN SELECT DISTINCT b.pubname FROM lakeshift.publish_new w
       JOIN pg_publication b ON b.pubname = w.pubname
@@ -206,11 +242,9 @@ BEGIN
        AND NOT EXISTS (SELECT 1 FROM pg_publication_tables t
                         WHERE t.pubname = b.pubname AND t.schemaname = sch AND t.tablename = nm)
   LOOP
-    -- (Its own event is not a DDL of the application's: emit_ddl leaves it out.)
-    PERFORM set_config('lakeshift.publishing', 'on', true);
     EXECUTE format('ALTER PUBLICATION %I ADD TABLE %I.%I', p.pubname, sch, nm);
-    PERFORM set_config('lakeshift.publishing', '', true);
   END LOOP;
+  PERFORM set_config('lakeshift.publishing', '', true);
 EXCEPTION WHEN others THEN
   RAISE WARNING 'lakeshift: table %.% was not added to a lakeshift publication: %', sch, nm, SQLERRM;
 END
