@@ -843,7 +843,7 @@ a = StaticTable.from_metadata(sys.argv[1]).scan().to_arrow()
             // The target's column for each source column.
             let mut map = Vec::new();
             for c in scols {
-                match dcols.iter().position(|d| d.eq_ignore_ascii_case(c)) {
+                match dcols.iter().position(|d| same_name(d, c)) {
                     Some(i) => map.push(i),
                     None => problems.push(format!(
                         "{sk}: column {c} is missing from the target (target columns {dcols:?})"
@@ -1358,13 +1358,13 @@ type State = BTreeMap<String, (Vec<String>, Rows)>;
 fn state_differences(lake: &State, src: &State) -> Vec<String> {
     let mut out = Vec::new();
     for (t, (cols, rows)) in lake {
-        let Some((_, (scols, srows))) = src.iter().find(|(k, _)| k.eq_ignore_ascii_case(t)) else {
+        let Some((_, (scols, srows))) = src.iter().find(|(k, _)| same_name(k, t)) else {
             out.push(format!("{t}: not in the source then"));
             continue;
         };
         let (mut li, mut si) = (Vec::new(), Vec::new());
         for (i, c) in cols.iter().enumerate() {
-            if let Some(j) = scols.iter().position(|s| s.eq_ignore_ascii_case(c)) {
+            if let Some(j) = scols.iter().position(|s| same_name(s, c)) {
                 li.push(i);
                 si.push(j);
             }
@@ -1561,6 +1561,12 @@ fn short(sql: &str) -> String {
         sql.len(),
         &sql[cut(sql.len() - 200)..]
     )
+}
+
+/// Names equal but for case (Unicode's: a MySQL source's names are folded to lower
+/// case on a PostgreSQL target, full-width letters too).
+fn same_name(a: &str, b: &str) -> bool {
+    a.to_lowercase() == b.to_lowercase()
 }
 
 fn quote_my(n: &str) -> String {
@@ -2629,7 +2635,20 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
     // Session settings of a source transaction, also from a stream of their own.
     let mut session = Rng(seed ^ 0x94d0_49bb_1331_11eb);
     let mut full_for: Option<u64> = None;
+    // The whole database (MariaDB) or schema (PostgreSQL) dropped and made again,
+    // from a stream of its own. (Not from a Kafka feed: Debezium writes each
+    // statement of the step as a schema change of its own, which the feed does
+    // not split.)
+    let mut whole = Rng(seed ^ 0x8ebc_6af0_9c88_c6e3);
     while steps.len() - noops < len {
+        if pair.0 != SrcKind::Kafka && !m.tables.is_empty() && whole.chance(2) {
+            steps.push(Step::Sql(match pair.0 {
+                SrcKind::Pg => format!("DROP SCHEMA {DB} CASCADE; CREATE SCHEMA {DB}"),
+                _ => format!("DROP DATABASE {DB}; CREATE DATABASE {DB} CHARACTER SET utf8mb4"),
+            }));
+            noops += 1;
+            m.tables.clear();
+        }
         if !m.tables.is_empty() && quiet.chance(5) {
             let n = quiet.below(1_000_000);
             if let Some(sql) = m.noop_ddl(&mut quiet, n) {
