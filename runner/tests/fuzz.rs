@@ -3339,6 +3339,22 @@ async fn seed_501_a_virtual_column_left_out_of_a_minimal_row_image() {
     fuzz_one_with(Pair(SrcKind::Maria, SinkKind::Maria), 501, 40, true, true).await;
 }
 
+/// A Kafka job's dedup floors were kept by partition alone: after a swap of two
+/// tables' names (`RENAME TABLE a TO t, b TO a, t TO b`) a topic's floor was the
+/// other table's, and the commit (here its recovery after a kill) was refused as
+/// "another consumer of the group took it over", on every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_700_kafka_a_swap_gives_a_topic_another_table() {
+    fuzz_one_with(
+        Pair(SrcKind::Kafka, SinkKind::IcebergEq),
+        700,
+        40,
+        true,
+        true,
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seed_7_a_ddl_during_the_initial_snapshot() {
     fuzz_one(Pair(SrcKind::Maria, SinkKind::Iceberg), 7, 40, false).await;

@@ -58,6 +58,14 @@ impl Engine {
                 self.load_sink(k).await?;
             }
         }
+        // Kafka: the touched tables' floors are read again from the tables they
+        // name after the DDL (a rename gives a name, and its topic, another table).
+        let names: BTreeSet<String> = touched
+            .iter()
+            .filter_map(|(ns, t)| crate::iceberg::catalog::ident(ns, t).ok())
+            .map(|id| id.to_string())
+            .collect();
+        self.floors.retain(|(t, _), _| !names.contains(t));
         failpoint("inside-ddl-barrier");
         if self.barrier_recorded(position, sql, &touched)? {
             return self.ddl_logged(

@@ -159,8 +159,10 @@ pub struct Engine {
     pub commits: u64,
     /// (DDL position, tables, ms the barrier and schema change took).
     pub ddl_stalls: Vec<(String, usize, f64)>,
-    /// Kafka: each partition's next offset as its table holds it (None: not yet).
-    floors: HashMap<String, Option<i64>>,
+    /// Kafka: each partition's next offset as the Iceberg table it writes holds it
+    /// (None: not yet), by (table, partition): a DDL that renames, drops or makes
+    /// a table forgets its floors (a swap gives a topic's name another table).
+    floors: HashMap<(String, String), Option<i64>>,
     /// Kafka: offsets committed since the pipeline last asked.
     acks: crate::source::Acknowledged,
     /// Tables parked behind a DDL (`ddl-error-policy: park`): their changes are held.
@@ -612,7 +614,12 @@ impl super::pipeline::Sink for Engine {
             commits: self.commits,
             ddls: self.ddl_stalls.len() as u64,
             checkpoint: self.state.checkpoint,
-            partitions: self.floors.len(),
+            partitions: self
+                .floors
+                .keys()
+                .map(|(_, p)| p)
+                .collect::<BTreeSet<_>>()
+                .len(),
         }
     }
 

@@ -344,16 +344,17 @@ impl Engine {
             self.hold(key, HeldItem::Rows { batches, kafka });
             return Ok(());
         }
-        let (held, pending) = {
+        let (held, pending, table) = {
             let s = self.sink(&t, &position).await?;
             (
                 crate::iceberg::commit::kafka_offsets(&s.table.metadata)
                     .get(&part)
                     .copied(),
                 s.pending.offsets.get(&part).copied(),
+                s.ident.to_string(),
             )
         };
-        let floor = *self.floors.entry(part.clone()).or_insert(held);
+        let floor = *self.floors.entry((table, part.clone())).or_insert(held);
         let seen = pending.or(floor);
         if seen.is_none_or(|f| next > f) {
             for b in rows {

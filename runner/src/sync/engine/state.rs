@@ -114,7 +114,10 @@ impl Engine {
                 .pending
                 .offsets
                 .keys()
-                .map(|k| (k.clone(), self.floors.get(k).copied().flatten()))
+                .map(|k| {
+                    let floor = self.floors.get(&(sink.ident.to_string(), k.clone()));
+                    (k.clone(), floor.copied().flatten())
+                })
                 .collect(),
             next: sink.pending.offsets.clone(),
         })

@@ -373,11 +373,12 @@ impl Engine {
             _ => sink.index = None,
         }
         let done = std::mem::replace(&mut sink.pending, Pending::new()).offsets;
+        let table = sink.ident.to_string();
         for (part, o) in done {
             if let Some((t, p)) = part.rsplit_once('/') {
                 self.acks.push((t.to_owned(), p.parse().unwrap_or(0), o));
             }
-            self.floors.insert(part, Some(o));
+            self.floors.insert((table.clone(), part), Some(o));
         }
     }
 
