@@ -2388,6 +2388,73 @@ async fn a_dropped_database_drops_its_tables_and_may_come_back() {
     assert_eq!(rows, want);
 }
 
+/// Found by the fuzzer (seed 702, MariaDB -> MariaDB, one run in ten): the first
+/// commit of a job was lost (its target crashed inside it), so the next run started
+/// over with a new snapshot; a table dropped at the source in between stayed on the
+/// target, made by the first run. A run that starts over drops the tables the run
+/// before made, and each target holds only what the source holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_first_commit_leaves_no_table_the_source_dropped_since() {
+    let (src, pgs, dst) = tokio::join!(MariaDb::start(), PgServer::start(), MariaDb::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(10));
+         CREATE TABLE shop.gone (id INT PRIMARY KEY);
+         CREATE TABLE shop.child (id INT PRIMARY KEY, t_id INT, FOREIGN KEY (t_id) REFERENCES shop.t (id));
+         INSERT INTO shop.t VALUES (1, 'old'); INSERT INTO shop.gone VALUES (1);
+         INSERT INTO shop.child VALUES (1, 1);",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("lake").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let jobs = both_targets(tmp.path(), src.port, 797, (pgs.port, "lake"), dst.port);
+    for j in &jobs {
+        let st = spawn(j, true, Some("inside-target-transaction"))
+            .wait()
+            .unwrap();
+        assert_eq!(st.code(), Some(86), "{}", log_tail(j));
+    }
+    let mut d = dst.conn(None).await;
+    let tables_sql =
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'shop' ORDER BY 1";
+    assert_eq!(
+        my_rows(&mut d, tables_sql).await.len(),
+        3,
+        "the first run made the tables"
+    );
+    c.query_drop("DROP TABLE shop.gone; INSERT INTO shop.t VALUES (2, 'new');")
+        .await
+        .unwrap();
+    for j in &jobs {
+        catch_up(j);
+        let log = std::fs::read_to_string(j.with_file_name("sync.log")).unwrap();
+        assert!(
+            log.contains(
+                "table shop.gone: made by an earlier run whose first commit was lost: dropped"
+            ),
+            "{log}"
+        );
+    }
+    let want = vec![vec![Some("child".to_owned())], vec![Some("t".to_owned())]];
+    let on_pg: Rows = pg_rows(&pg, "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'shop' ORDER BY 1").await;
+    assert_eq!(on_pg, want, "PostgreSQL");
+    assert_eq!(my_rows(&mut d, tables_sql).await, want, "MariaDB");
+    let rows = vec![
+        vec![Some("1".to_owned()), Some("old".to_owned())],
+        vec![Some("2".to_owned()), Some("new".to_owned())],
+    ];
+    assert_eq!(
+        pg_rows(&pg, "SELECT id::text, v FROM shop.t ORDER BY id").await,
+        rows
+    );
+    assert_eq!(
+        my_rows(&mut d, "SELECT CAST(id AS CHAR), v FROM shop.t ORDER BY id").await,
+        rows
+    );
+}
+
 /// A generated column added to a table holding rows (issue 36 item 5): its older
 /// rows stayed NULL in Iceberg and PostgreSQL, with an INFO line only. The source
 /// computes their values and no change event carries them, so the DDL now follows

@@ -20,6 +20,7 @@ impl RdbEngine {
     pub(super) async fn load_state(&mut self) -> Result<(), SyncError> {
         self.create_state_tables().await?;
         self.read_state_row().await?;
+        self.drop_unmade().await?;
         self.load_history();
         self.find_known_tables().await?;
         self.settle_log()?;

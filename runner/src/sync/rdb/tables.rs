@@ -4,6 +4,10 @@
 use super::*;
 use crate::sync::error::SyncError;
 
+/// The tables a run made before its job committed anything (one `["db","table"]`
+/// a line, in the state folder).
+const UNMADE: &str = "unmade-tables.jsonl";
+
 impl RdbEngine {
     pub(super) fn routed_ir(&self, t: &Table) -> Table {
         let mut r = self.job.router.table(t);
@@ -158,8 +162,74 @@ impl RdbEngine {
             std::slice::from_ref(r),
         )?;
         self.ensure_namespace(&k.0).await?;
+        // Before anything is committed, the tables this run makes are noted: if its
+        // first commit is lost, the run that starts over drops them (`drop_unmade`).
+        let noted = self.checkpoint == 0
+            && self
+                .target()
+                .await?
+                .columns(&k.0, &k.1)
+                .await
+                .map_err(SyncError::from)?
+                .is_none();
+        if noted {
+            let line = serde_json::to_string(k).expect("a pair of strings");
+            crate::durable::append_line(&self.state_dir.join(UNMADE), &line)
+                .map_err(|e| format!("state folder: {UNMADE}: {e}"))?;
+        }
         self.exec_all(&sql.0, "creating", k).await?;
         self.add_missing_columns(k, r).await
+    }
+
+    /// A run that starts over (its job committed nothing: an earlier run's first
+    /// commit was lost, its target crashing say) drops the tables that earlier run
+    /// made: they hold nothing committed, and the new snapshot makes again those the
+    /// source still has (one dropped at the source meanwhile would stay behind).
+    /// Once something is committed, the note goes.
+    pub(super) async fn drop_unmade(&mut self) -> Result<(), SyncError> {
+        let path = self.state_dir.join(UNMADE);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(());
+        };
+        if self.checkpoint == 0 {
+            let tables: BTreeSet<(String, String)> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            if self.dialect != Dialect::Postgres && !tables.is_empty() {
+                // (The tables may refer to each other.)
+                self.target()
+                    .await?
+                    .exec("SET SESSION foreign_key_checks = 0")
+                    .await
+                    .map_err(SyncError::from)?;
+            }
+            for k in &tables {
+                let name = format!(
+                    "{}.{}",
+                    self.emitter_ctx_ident(&k.0),
+                    self.emitter_ctx_ident(&k.1)
+                );
+                let sql = match self.dialect {
+                    Dialect::Postgres => format!("DROP TABLE IF EXISTS {name} CASCADE"),
+                    _ => format!("DROP TABLE IF EXISTS {name}"),
+                };
+                self.exec_all(&[sql], "dropping", k).await?;
+                tracing::info!(
+                    "table {}: made by an earlier run whose first commit was lost: dropped (the snapshot makes again the tables the source has)",
+                    show(k)
+                );
+            }
+            if self.dialect != Dialect::Postgres && !tables.is_empty() {
+                self.target()
+                    .await?
+                    .exec("SET SESSION foreign_key_checks = 1")
+                    .await
+                    .map_err(SyncError::from)?;
+            }
+        }
+        std::fs::remove_file(&path).map_err(|e| format!("state folder: {UNMADE}: {e}"))?;
+        Ok(())
     }
 
     /// Run `statements` on the target; an error names what they were `doing` to `k`.
