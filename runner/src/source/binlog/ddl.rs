@@ -16,14 +16,20 @@ impl BinlogReader {
             .filter(|w| !w.is_empty())
             .map(str::to_lowercase)
             .collect();
+        // A name as a word, or quoted (a name with a dot, a space, a quote or a
+        // hyphen is never a word of its own; it was missed, and its change lost).
+        let lower = sql.to_lowercase();
+        let named = |n: &str| {
+            let n = n.to_lowercase();
+            words.contains(&n)
+                || lower.contains(&format!("`{}`", n.replace('`', "``")))
+                || lower.contains(&format!("\"{}\"", n.replace('"', "\"\"")))
+        };
         self.history
             .tables()
             .filter_map(|t| Some((t.name.schema.clone()?, t.name.name.clone())))
             .filter(|(d, n)| self.src.captures(d, n))
-            .find(|(d, n)| {
-                words.contains(&n.to_lowercase())
-                    && (d.eq_ignore_ascii_case(db) || words.contains(&d.to_lowercase()))
-            })
+            .find(|(d, n)| named(n) && (d.eq_ignore_ascii_case(db) || named(d)))
             .map(|(d, n)| format!("{d}.{n}"))
     }
 
