@@ -10,10 +10,18 @@ use dialects::Dialect;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+/// The version and the commit it was built from (`build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    include_str!(concat!(env!("OUT_DIR"), "/commit.txt")),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "lakeshift",
-    version,
+    version = VERSION,
     after_help = "Exit status: 0 success, 1 failure (a statement, a commit, the source), 2 usage error."
 )]
 #[cfg_attr(
@@ -29,8 +37,20 @@ use std::process::ExitCode;
     )
 )]
 struct Cli {
+    /// How log lines are written on standard error: `text` for people, `json` (one
+    /// object a line: timestamp, level, fields) for log collectors. The level comes
+    /// from LAKESHIFT_LOG (or RUST_LOG): `debug`, `warn`, or per module
+    /// (`info,runner::source::kafka=debug`); `info` by default.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -405,16 +425,6 @@ impl IcebergArgs {
 
 fn main() -> ExitCode {
     runner::malloc::limit_arenas();
-    // Logs on standard error; LAKESHIFT_LOG=debug (or warn, ...) sets the level.
-    use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("LAKESHIFT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -422,6 +432,19 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    // Logs on standard error; LAKESHIFT_LOG (else RUST_LOG) sets the level.
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LAKESHIFT_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RUST_LOG"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    match cli.log_format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().with_ansi(false).init(),
+    }
     match cli.command {
         Command::Translate {
             from,

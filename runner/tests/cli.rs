@@ -368,3 +368,83 @@ fn translate_summarises_and_quiet_hides_skipped_lines() {
     let o = lakeshift(&bad, script);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
+
+/// `--version` names the commit the binary was built from; `--log-format json`
+/// writes each log line as one JSON object (level, fields) for log collectors; and
+/// RUST_LOG sets the level when LAKESHIFT_LOG is not set (issue 38 item 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_names_the_commit_and_logs_come_as_json_or_at_rust_logs_level() {
+    use mysql_async::prelude::Queryable;
+    let v = lakeshift(&["--version"], "");
+    let v = text(&v.stdout);
+    let commit = v
+        .trim()
+        .strip_prefix(&format!("lakeshift {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|s| s.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{v}"));
+    let hex = commit.trim_end_matches("-modified");
+    assert!(
+        hex == "unknown" || (hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{v}"
+    );
+    let db = lakeshift_tests::MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY); INSERT INTO shop.t VALUES (1)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        format!(
+            "source:\n  type: mariadb\n  hostname: 127.0.0.1\n  port: {}\n  username: root\n  server-id: 98\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: logs\n  state: {}\n",
+            db.port,
+            dir.path().join("wh").display(),
+            dir.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let job = job.display().to_string();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(args)
+            .envs(env.iter().copied())
+            .env_remove("LAKESHIFT_LOG")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stderr)
+    };
+    let err = run(
+        &[
+            "sync",
+            "--config",
+            &job,
+            "--until-end",
+            "--log-format",
+            "json",
+        ],
+        &[],
+    );
+    let events: Vec<serde_json::Value> = err
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert!(
+        events.iter().any(|e| e["level"] == "INFO"
+            && e["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("snapshot done and committed"))),
+        "{err}"
+    );
+    c.query_drop("INSERT INTO shop.t VALUES (2)").await.unwrap();
+    let err = run(
+        &["sync", "--config", &job, "--until-end"],
+        &[("RUST_LOG", "warn")],
+    );
+    assert!(
+        !err.contains(" INFO "),
+        "RUST_LOG=warn hides INFO lines: {err}"
+    );
+}
