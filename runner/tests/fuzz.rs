@@ -1993,15 +1993,16 @@ impl Model {
             [] => t,
             kin => *self.types.pick(kin),
         };
-        // The iceberg crate's reader (0.10.1), the oracle's, cannot fill a uuid or
-        // binary column that older data files lack ("unexpected target column type
-        // FixedSizeBinary(16)", "... LargeBinary"); pyiceberg can
-        // (`mariadb_uuid_columns_mirror_from_snapshot_and_binlog` in sync.rs).
+        // The iceberg crate's reader (0.10.1), the oracle's, cannot fill a uuid,
+        // binary or time column that older data files lack ("unexpected target
+        // column type FixedSizeBinary(16)", "... LargeBinary", "... Time64(µs)");
+        // pyiceberg can (`mariadb_uuid_columns_mirror_from_snapshot_and_binlog` in
+        // sync.rs).
         let iceberg = matches!(
             self.pair.1,
             SinkKind::Iceberg | SinkKind::IcebergEq | SinkKind::IcebergS3
         );
-        if added && iceberg && matches!(t, Ty::Uuid | Ty::Bin) {
+        if added && iceberg && matches!(t, Ty::Uuid | Ty::Bin | Ty::Time) {
             return Ty::Str;
         }
         t

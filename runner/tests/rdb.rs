@@ -1487,6 +1487,44 @@ async fn refused_credentials_and_unknown_hosts_stop_at_once() {
     }
 }
 
+/// A source that never answers (nothing listens on its port) is tried for
+/// `pipeline.source-connect-seconds` and the job stops, naming what to check; it
+/// was retried 60 times with growing waits (issue 38 item 3). A source that answered
+/// once is retried as before (the fuzzer's source restarts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_that_never_answers_stops_the_job_after_a_while() {
+    let port = lakeshift_tests::free_port();
+    let tmp = tempfile::tempdir().unwrap();
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", port),
+        765,
+        "",
+        &iceberg_sink(tmp.path()),
+        "  source-connect-seconds: 2\n",
+    );
+    let t0 = std::time::Instant::now();
+    let (ok, _, err) = lakeshift(&[
+        "sync",
+        "--config",
+        &job.display().to_string(),
+        "--until-end",
+    ]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("the source did not answer in")
+            && err.contains(&format!("127.0.0.1:{port}"))
+            && err.contains("source.hostname and source.port"),
+        "{err}"
+    );
+    assert!(
+        err.contains("fix what the error names"),
+        "a mistake to fix, not an outage to wait out: {err}"
+    );
+    // (Bounded by the setting, not by 60 attempts of growing waits.)
+    assert!(t0.elapsed() < std::time::Duration::from_secs(60), "{err}");
+}
+
 /// A change of a captured table logged as a statement (a session switched to
 /// `binlog_format = STATEMENT`) has no row images: the job stops there with the
 /// position, the statement and the fix (it was dropped without a word). Statement-

@@ -294,6 +294,12 @@ pub struct PipelineConfig {
     /// network fault), with growing waits, before it stops. 0: it stops at once.
     #[serde(default = "default_target_retry")]
     pub target_retry_seconds: f64,
+    /// How long a run tries to reach its source before it has heard from it (a
+    /// wrong host or port, a server that is down, a firewall that drops packets),
+    /// with growing waits, before it stops saying so. Once the source has answered,
+    /// a lost connection is retried as before (60 attempts).
+    #[serde(default = "default_source_connect")]
+    pub source_connect_seconds: f64,
     /// A column added with a default to a table holding rows: `rewrite` the rows
     /// with it (Iceberg; exact, the default), `null` (older rows read NULL), `fail`.
     /// A generated column added to such a table is refused unless `null`. YAML's
@@ -353,6 +359,10 @@ fn default_interval() -> f64 {
     10.0
 }
 fn default_lease() -> f64 {
+    30.0
+}
+
+fn default_source_connect() -> f64 {
     30.0
 }
 
@@ -561,6 +571,13 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
         return Err(field(
             "pipeline.owner-lease-seconds",
             "must be a positive number of seconds",
+        )
+        .into());
+    }
+    if !pipeline.source_connect_seconds.is_finite() || pipeline.source_connect_seconds < 0.0 {
+        return Err(field(
+            "pipeline.source-connect-seconds",
+            "must be a number of seconds, 0 or more",
         )
         .into());
     }

@@ -165,6 +165,8 @@ struct Cursor {
     snapshot_index: SnapshotIndex,
     /// Whether the last event ended a transaction (a checkpoint may be taken).
     at_boundary: bool,
+    /// Whether the source has sent anything in this run.
+    heard: bool,
 }
 
 impl Cursor {
@@ -265,6 +267,8 @@ pub struct Pipeline<S: Sink> {
     checkpoint_seen: u64,
     /// The job's routes (a snapshot asks which target a table lands in).
     router: Router,
+    /// `pipeline.source-connect-seconds`.
+    source_connect_seconds: f64,
 }
 
 impl<S: Sink> Pipeline<S> {
@@ -288,6 +292,7 @@ impl<S: Sink> Pipeline<S> {
             barrier_limit: (interval * job.pipeline.barrier_timeout_intervals.max(1))
                 .max(Duration::from_secs(5)),
             progress_seconds: job.pipeline.progress_seconds,
+            source_connect_seconds: job.pipeline.source_connect_seconds,
             stop: Arc::new(AtomicBool::new(false)),
             metrics: Metrics::new(),
             clock: ProgressClock::new(),
@@ -329,6 +334,8 @@ impl<S: Sink> Pipeline<S> {
             self.checkpoint(resume.position.clone(), None).await?;
         }
         let mut retries = 0u32;
+        let started = Instant::now();
+        let connect_for = Duration::from_secs_f64(self.source_connect_seconds);
         // After a lost source connection: where reading stopped (what was read of
         // an open transaction stays pending, uncommitted).
         let mut read_on_from: Option<Position> = None;
@@ -415,6 +422,17 @@ impl<S: Sink> Pipeline<S> {
             }
             match src_res {
                 Ok(()) => return Ok(()),
+                // A source this run never heard from is tried for a while only.
+                Err(e) if e.transient() && !cur.heard && started.elapsed() >= connect_for => {
+                    return Err(crate::sync::error::SyncError::new(
+                        crate::sync::error::ErrorKind::NeedsFix,
+                        format!(
+                            "the source did not answer in {:.0} s since the job started ({} attempts): {e}; check source.hostname and source.port, that the server runs and that the network lets this host reach it (pipeline.source-connect-seconds sets how long a run tries)",
+                            started.elapsed().as_secs_f64(),
+                            retries + 1
+                        ),
+                    ))
+                }
                 Err(e) if e.transient() && retries < e.retries() => {
                     if self.sink.status().rows > rows_before {
                         retries = 0;
@@ -563,6 +581,7 @@ impl<S: Sink> Pipeline<S> {
                     continue;
                 }
             };
+            cur.heard = true;
             cur.at_boundary = matches!(
                 e,
                 SourceEvent::Commit { .. }

@@ -234,7 +234,8 @@ impl Engine {
                 let e = &mut log.entries[i];
                 if e.status == Status::Pending && !e.uuids.is_empty() && e.uuids != uuids {
                     tracing::info!(
-                        "DDL at {position} ran before a restart (its tables were renamed, dropped or created); not repeated"
+                        "DDL at {position} ran before a restart (its tables were renamed, dropped or created); not repeated (tables then {:?}, now {uuids:?})",
+                        e.uuids
                     );
                     return Ok(true);
                 }
