@@ -147,6 +147,7 @@ pub async fn execute(
                 c.catalog.drop_table(&id, true).await?;
                 known.remove(&(ns, name));
                 applied.push(Applied::DroppedTable(table.clone()));
+                crate::failpoint::hit("after-table-dropped");
             }
             Action::RenameTable { .. } => {
                 // The statement's renames are one catalog transaction: done with

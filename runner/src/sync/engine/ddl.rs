@@ -4,6 +4,16 @@
 use super::*;
 use crate::sync::error::SyncError;
 
+/// What an earlier run did of a DDL (its pending entry in the DDL log).
+enum Barrier {
+    /// Nothing yet (or no earlier run reached it).
+    Fresh,
+    /// It ran.
+    Ran,
+    /// It dropped some of its tables (a crash between them).
+    DroppedInPart,
+}
+
 impl Engine {
     /// Apply a DDL: barrier-commit the tables it touches, then change Iceberg.
     pub(super) async fn ddl(
@@ -67,16 +77,47 @@ impl Engine {
             .collect();
         self.floors.retain(|(t, _), _| !names.contains(t));
         failpoint("inside-ddl-barrier");
-        if self.barrier_recorded(position, sql, &touched)? {
-            return self.ddl_logged(
-                position,
-                sql,
-                &touched,
-                Vec::new(),
-                Status::Executed,
-                Some("applied before a restart".into()),
-            );
-        }
+        use ddl_core::SchemaChange as C;
+        let drops = changes
+            .iter()
+            .all(|c| matches!(c, C::DropTable { .. } | C::DropNamespace { .. }));
+        let partial_drop = match self.barrier_recorded(position, sql, &touched, drops)? {
+            Barrier::Ran => {
+                return self.ddl_logged(
+                    position,
+                    sql,
+                    &touched,
+                    Vec::new(),
+                    Status::Executed,
+                    Some("applied before a restart".into()),
+                )
+            }
+            Barrier::DroppedInPart => true,
+            Barrier::Fresh => false,
+        };
+        // A drop of several tables that a crash cut short: the tables it left are
+        // dropped now, those it dropped are gone already.
+        let in_part: Vec<ddl_core::SchemaChange>;
+        let changes: &[ddl_core::SchemaChange] = if partial_drop {
+            in_part = changes
+                .iter()
+                .map(|c| match c {
+                    C::DropTable { name, .. } => C::DropTable {
+                        name: name.clone(),
+                        if_exists: true,
+                    },
+                    C::DropNamespace { name, cascade, .. } => C::DropNamespace {
+                        name: name.clone(),
+                        if_exists: true,
+                        cascade: *cascade,
+                    },
+                    c => c.clone(),
+                })
+                .collect();
+            &in_part
+        } else {
+            changes
+        };
         failpoint("after-ddl-recorded");
         if self.applied_before(&touched, position) {
             return self.ddl_logged(
@@ -204,14 +245,17 @@ impl Engine {
 
     /// Record, before the DDL changes anything, that its barrier committed the
     /// touched tables, and which table each touched name held (a pending entry).
-    /// Returns true when a pending entry of an earlier run shows the DDL ran: a
-    /// touched name holds another table than it did (a rename, a swap, a drop).
+    /// A pending entry of an earlier run shows the DDL ran when a touched name
+    /// holds another table than it did (a rename, a swap, a drop); a DDL of drops
+    /// only (`drops`) whose tables are partly gone and partly as they were ran in
+    /// part (a crash between its tables).
     fn barrier_recorded(
         &mut self,
         position: &Position,
         sql: &str,
         touched: &[(String, String)],
-    ) -> Result<bool, SyncError> {
+        drops: bool,
+    ) -> Result<Barrier, SyncError> {
         let uuids: Vec<(String, String, Option<String>)> = touched
             .iter()
             .map(|k| {
@@ -233,11 +277,29 @@ impl Engine {
             Some(i) => {
                 let e = &mut log.entries[i];
                 if e.status == Status::Pending && !e.uuids.is_empty() && e.uuids != uuids {
+                    let left = e
+                        .uuids
+                        .iter()
+                        .zip(&uuids)
+                        .filter(|(then, now)| now.2.is_some() && then == now)
+                        .count();
+                    let gone_or_left = e
+                        .uuids
+                        .iter()
+                        .zip(&uuids)
+                        .all(|(then, now)| now.2.is_none() || then == now);
+                    if drops && left > 0 && gone_or_left {
+                        tracing::info!(
+                            "DDL at {position} dropped some of its tables before a restart ({left} of {} left): dropping the rest",
+                            uuids.len()
+                        );
+                        return Ok(Barrier::DroppedInPart);
+                    }
                     tracing::info!(
                         "DDL at {position} ran before a restart (its tables were renamed, dropped or created); not repeated (tables then {:?}, now {uuids:?})",
                         e.uuids
                     );
-                    return Ok(true);
+                    return Ok(Barrier::Ran);
                 }
                 if e.flushed.is_empty() {
                     e.flushed = touched.to_vec();
@@ -257,7 +319,7 @@ impl Engine {
                 log.add(e)?;
             }
         }
-        Ok(false)
+        Ok(Barrier::Fresh)
     }
 
     /// Whether a touched table records this DDL's position already (its schema
