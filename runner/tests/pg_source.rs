@@ -1943,15 +1943,14 @@ async fn the_publication_the_job_makes_covers_only_the_captured_tables() {
         .contains(&vec![Some("shop.later".to_owned())]));
 }
 
-/// Issue 42 item 3: with the DDL capture installed, the publication a job makes is
-/// over its captured tables (never a whole schema, even when the patterns name whole
-/// schemas), and a table made later without a key never breaks the application's
-/// UPDATEs and DELETEs: the capture gives it REPLICA IDENTITY FULL as it joins the
-/// publication, and the default identity back once it has a primary key (a
-/// pg_dump-style table: made, filled, then keyed). Every row reaches the lake.
-/// regression: the job made `FOR TABLES IN SCHEMA shop`, and an UPDATE of a keyless
-/// table made later failed for the application ("cannot update table ... because it
-/// does not have a replica identity and publishes updates").
+/// Issue 42 item 3: a table made later without a key in a captured schema never
+/// breaks the application's UPDATEs and DELETEs: the DDL capture gives it REPLICA
+/// IDENTITY FULL as it is made, and the default identity back once it has a primary
+/// key (a pg_dump-style table: made, filled, then keyed). Every row reaches the
+/// lake; a table outside the patterns is not published.
+/// regression: an UPDATE of a keyless table made later in the job's `FOR TABLES IN
+/// SCHEMA shop` publication failed for the application ("cannot update table ...
+/// because it does not have a replica identity and publishes updates").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyless_table_made_later_never_breaks_the_applications_writes() {
     let (_server, pg, tmp, job) = start(
@@ -1962,15 +1961,6 @@ async fn a_keyless_table_made_later_never_breaks_the_applications_writes() {
     .await;
     install_capture(&job);
     let log = finish(spawn(&job, true));
-    let schemas = source(
-        &pg,
-        "SELECT pnnspid::regnamespace::text FROM pg_publication_namespace",
-    )
-    .await;
-    assert!(
-        schemas.is_empty(),
-        "a schema publication: {schemas:?}\n{log}"
-    );
     let published = || async {
         source(
             &pg,

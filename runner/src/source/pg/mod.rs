@@ -654,9 +654,7 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
             problems.push(p);
         } else {
             // Whether the run could make it: made in a transaction rolled back.
-            let schemas = !catalog::capture_installed(&client).await?;
-            let (sql, _) =
-                publication_statement(&client, src, &c.publication, &captured, schemas).await?;
+            let (sql, _) = publication_statement(&client, src, &c.publication, &captured).await?;
             let tried = client
                 .batch_execute(&format!("BEGIN; {sql}; ROLLBACK"))
                 .await;
@@ -1019,15 +1017,16 @@ async fn check_publication(
 }
 
 /// The job's publication: used as it is when it exists; otherwise made over the
-/// captured tables only, never `FOR ALL TABLES`: `FOR TABLE` the captured tables,
-/// which the DDL capture keeps (a table made later that the patterns match joins it
-/// as it is made, see `register_new_tables`); without the capture, `FOR TABLES IN
-/// SCHEMA` when every pattern is a whole schema, so tables created there later are
-/// in it too. A published table whose updates and deletes cannot name their row (no
-/// key and REPLICA IDENTITY DEFAULT, or NOTHING) makes the application's own
-/// UPDATEs and DELETEs fail: such captured tables are named, with the statement
-/// that fixes each, before anything is made (a table made later without a key is
-/// given REPLICA IDENTITY FULL by the DDL capture as it joins).
+/// captured tables only, never `FOR ALL TABLES`: `FOR TABLES IN SCHEMA` when every
+/// pattern is a whole schema (the patterns capture every table of those schemas),
+/// so tables created there later are in it from their first row (a `CREATE TABLE
+/// ... AS SELECT` too); `FOR TABLE` the captured tables otherwise, which the DDL
+/// capture keeps (a table made later that the patterns match joins it as it is
+/// made, see `register_new_tables`). A published table whose updates and deletes
+/// cannot name their row (no key and REPLICA IDENTITY DEFAULT, or NOTHING) makes
+/// the application's own UPDATEs and DELETEs fail: such captured tables are named,
+/// with the statement that fixes each, before anything is made, and a table made
+/// later without a key is given REPLICA IDENTITY FULL by the DDL capture.
 async fn ensure_publication(
     c: &tokio_postgres::Client,
     src: &super::config::Source,
@@ -1048,8 +1047,7 @@ async fn ensure_publication(
     if let Some(p) = unidentified_problem(name, &captured) {
         return Err(SourceError::Preflight(p));
     }
-    let schemas = !catalog::capture_installed(c).await?;
-    let (sql, what) = publication_statement(c, src, name, &captured, schemas).await?;
+    let (sql, what) = publication_statement(c, src, name, &captured).await?;
     // Made and marked as the job's in one transaction (one simple query; `drop-job`
     // drops only a publication the job made).
     let made = format!(
@@ -1074,34 +1072,15 @@ async fn ensure_publication(
     Ok(())
 }
 
-/// The `CREATE PUBLICATION` a job makes for `captured`: with `schemas`, whole
-/// schemas when the patterns name whole schemas (that exist), else the captured
-/// tables; and its `FOR ...` part.
+/// The `CREATE PUBLICATION` a job makes for `captured`: whole schemas when the
+/// patterns name whole schemas (that exist), else the captured tables; and its
+/// `FOR ...` part.
 async fn publication_statement(
     c: &tokio_postgres::Client,
     src: &super::config::Source,
     name: &str,
     captured: &[CapturedTable],
-    schemas: bool,
 ) -> Result<(String, String), SourceError> {
-    if !schemas {
-        let what = match captured.is_empty() {
-            true => String::new(),
-            false => format!(
-                "FOR TABLE {}",
-                captured
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
-        let sql = format!(
-            "CREATE PUBLICATION {} {what} WITH (publish_via_partition_root = true)",
-            ident(name)
-        );
-        return Ok((sql, what));
-    }
     // (Only schemas that exist: a pattern may name one made later.)
     let existing: Vec<String> = c
         .query("SELECT nspname::text FROM pg_namespace", &[])
