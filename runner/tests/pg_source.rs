@@ -1970,7 +1970,8 @@ async fn a_keyless_table_made_later_never_breaks_the_applications_writes() {
     };
     assert_eq!(
         published().await,
-        vec![vec![Some("shop.orders".to_owned())]]
+        vec![vec![Some("shop.orders".to_owned())]],
+        "{log}"
     );
     // The application: a keyless table, written and changed; a pg_dump-style table
     // keyed after its rows; a table outside the patterns.
