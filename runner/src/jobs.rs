@@ -72,6 +72,20 @@ where
     Fut: std::future::Future<Output = Result<S, runner::sync::error::SyncError>>,
 {
     let started = std::time::Instant::now();
+    // The banner: what runs, from where, into what (no credentials).
+    use runner::source::config::SourceKind;
+    let source = match &job.source.kind {
+        SourceKind::Binlog(c) => format!("{} {}:{}", c.kind, c.hostname, c.port),
+        SourceKind::Postgres(c) => format!("postgres {}:{}/{}", c.hostname, c.port, c.database),
+        SourceKind::Kafka(c) => format!("kafka {} (group {})", c.brokers, c.group_id),
+    };
+    tracing::info!(
+        "lakeshift {}: job {}, source {source}, sink {}, state {}",
+        crate::VERSION,
+        job.pipeline.name,
+        job.sink.kind(),
+        job.pipeline.state.display()
+    );
     let metrics = runner::sync::metrics::Metrics::new();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Some(port) = job.pipeline.metrics_port {
@@ -113,7 +127,7 @@ where
         let st = runner::sync::pipeline::Sink::status(&p.sink);
         match res {
             Ok(()) => {
-                eprintln!(
+                tracing::info!(
                     "done: {} row change(s), {} DDL, {} commit(s) in {:.1} s",
                     st.rows,
                     st.ddls,

@@ -431,11 +431,24 @@ async fn version_names_the_commit_and_logs_come_as_json_or_at_rust_logs_level() 
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect();
+    let said = |what: &str| {
+        events.iter().any(|e| {
+            e["level"] == "INFO"
+                && e["fields"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(what))
+        })
+    };
+    assert!(said("snapshot done and committed"), "{err}");
+    // The banner (version and commit, job, source, sink) and the summary, as log
+    // lines too.
     assert!(
-        events.iter().any(|e| e["level"] == "INFO"
-            && e["fields"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("snapshot done and committed"))),
+        said(&format!("lakeshift {}", env!("CARGO_PKG_VERSION")))
+            && said(&format!(
+                "job logs, source mariadb 127.0.0.1:{}, sink iceberg",
+                db.port
+            ))
+            && said("done: 1 row change(s)"),
         "{err}"
     );
     c.query_drop("INSERT INTO shop.t VALUES (2)").await.unwrap();
