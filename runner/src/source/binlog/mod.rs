@@ -574,26 +574,34 @@ impl BinlogReader {
         // A row image that is not FULL (binlog_row_image MINIMAL or NOBLOB, for the
         // server or the session that made the change): checked per event. A
         // generated column the target computes itself is never needed.
+        // (Copies of the bitmaps only for such a table: this runs per row event.)
+        let computes =
+            self.src.generated_computed && table.ir.columns.iter().any(|c| c.generated.is_some());
         let computed = |img: &[bool]| -> Vec<bool> {
             img.iter()
                 .enumerate()
                 .map(|(i, &p)| {
-                    p || (self.src.generated_computed
-                        && table
-                            .ir
-                            .columns
-                            .get(i)
-                            .is_some_and(|c| c.generated.is_some()))
+                    p || table
+                        .ir
+                        .columns
+                        .get(i)
+                        .is_some_and(|c| c.generated.is_some())
                 })
                 .collect()
         };
-        let left_out =
-            row_image_gaps(&table, op, &computed(&before), &computed(&after)).map_err(|why| {
-                SourceError::RowImage(format!(
-                    "{}.{} at {}:{start}: {why}",
-                    table.db, table.name, self.file
-                ))
-            })?;
+        let (b2, a2);
+        let (before_img, after_img) = if computes {
+            (b2, a2) = (computed(&before), computed(&after));
+            (&b2[..], &a2[..])
+        } else {
+            (&before[..], &after[..])
+        };
+        let left_out = row_image_gaps(&table, op, before_img, after_img).map_err(|why| {
+            SourceError::RowImage(format!(
+                "{}.{} at {}:{start}: {why}",
+                table.db, table.name, self.file
+            ))
+        })?;
         let zero_fail = self.src.binlog().zero_dates == super::config::ZeroDates::Fail;
         // An open builder for this table and op, or a new one (a different op of the
         // same table closes the batches so far, keeping the table's order).

@@ -411,26 +411,13 @@ fn without_generated(
     src: &Source,
     before: &std::collections::HashSet<(String, String, String)>,
     schema: &str,
-    ev: SourceEvent,
+    mut ev: SourceEvent,
 ) -> SourceEvent {
     use ddl_core::SchemaChange as C;
-    let SourceEvent::Schema {
-        position,
-        db,
-        ddl,
-        changes,
-        tables,
-        notes,
-        after,
-    } = ev
-    else {
+    let SourceEvent::Schema { changes, after, .. } = &mut ev else {
         return ev;
     };
-    let warn = |t: &ddl_core::TableName, c: &str| {
-        tracing::warn!(
-            "column {c} of {t} is generated: PostgreSQL's logical replication never carries its values, so it is left out of the target's table (a PostgreSQL target computes it itself)"
-        )
-    };
+    let warn = |t: &ddl_core::TableName, c: &str| generated_left_out(&t.to_string(), c);
     let was_generated = |t: &ddl_core::TableName, c: &str| {
         before.contains(&(
             t.schema.clone().unwrap_or_else(|| schema.to_owned()),
@@ -438,7 +425,7 @@ fn without_generated(
             c.to_owned(),
         ))
     };
-    let changes = changes
+    *changes = std::mem::take(changes)
         .into_iter()
         .filter_map(|c| match c {
             C::CreateTable {
@@ -508,15 +495,17 @@ fn without_generated(
             c => Some(c),
         })
         .collect();
-    SourceEvent::Schema {
-        position,
-        db,
-        ddl,
-        changes,
-        tables,
-        notes,
-        after: after.iter().map(|t| super::mirrored(src, t)).collect(),
+    for t in after.iter_mut() {
+        *t = super::mirrored(src, t);
     }
+    ev
+}
+
+/// Says that a PostgreSQL generated column is left out of a target's table.
+fn generated_left_out(table: &str, column: &str) {
+    tracing::warn!(
+        "column {column} of {table} is generated: PostgreSQL's logical replication never carries its values, so it is left out of the target's table (a PostgreSQL target computes it itself)"
+    );
 }
 
 /// Quote an identifier for PostgreSQL.
@@ -1372,12 +1361,7 @@ async fn snapshot(
         })?;
         if !src.generated_computed {
             for g in ir.columns.iter().filter(|c| c.generated.is_some()) {
-                tracing::warn!(
-                    "column {} of {}.{} is generated: PostgreSQL's logical replication never carries its values, so it is left out of the target's table (a PostgreSQL target computes it itself)",
-                    g.name,
-                    d.schema,
-                    d.name
-                );
+                generated_left_out(&format!("{}.{}", d.schema, d.name), &g.name);
             }
         }
         work.push(Piece {
