@@ -203,11 +203,12 @@ impl Reader {
                 right,
                 ..
             } => {
+                // (`(ARRAY[...])::text[]` for a varchar column: parentheses and
+                // casts around the array, in any order.)
                 let mut inner = right.as_ref();
-                while let S::Nested(x) = inner {
+                while let S::Nested(x) | S::Cast { expr: x, .. } = inner {
                     inner = x;
                 }
-                let inner = strip_cast(inner);
                 let S::Array(a) = inner else { return None };
                 Expr::InList {
                     expr: self.boxed(left)?,
@@ -351,13 +352,6 @@ impl Reader {
         };
         arity_ok.then_some(Expr::Function { func, args })
     }
-}
-
-fn strip_cast(mut e: &sq::Expr) -> &sq::Expr {
-    while let sq::Expr::Cast { expr, .. } = e {
-        e = expr;
-    }
-    e
 }
 
 fn typed_kind(t: &sq::DataType) -> Option<TypedKind> {
@@ -570,6 +564,16 @@ mod tests {
                 "((sex = ANY (ARRAY['f'::bpchar, 'm'::bpchar, 'x'::bpchar])))"
             ),
             "sex IN ('f', 'm', 'x')"
+        );
+        // regression: a varchar column's IN list, as pg_dump writes it (the array
+        // cast to text[] around parentheses), stayed text and was not created.
+        assert_eq!(
+            via(
+                Dialect::Postgres,
+                Dialect::MySql,
+                "(((kind)::text = ANY ((ARRAY['in'::character varying, 'out'::character varying])::text[])))"
+            ),
+            "kind IN ('in', 'out')"
         );
         assert_eq!(
             via(

@@ -13,6 +13,7 @@
 pub mod check;
 pub mod defs;
 pub mod emit;
+pub mod fk_names;
 pub mod iceberg;
 pub mod lower;
 pub mod parse;

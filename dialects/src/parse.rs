@@ -466,6 +466,18 @@ impl StatementParser<'_> {
         } else {
             text
         };
+        // pg_dump makes a partitioned table's index `ON ONLY` the parent (its
+        // partitions' indexes are attached later); sqlparser lacks ONLY there. The
+        // partitions are tables of their own here, so the index is the parent's
+        // alone either way: ONLY is blanked (same length, positions kept).
+        let only_blanked;
+        let text = match pg_index_on_only(self.dialect, text, &h) {
+            Some(at) => {
+                only_blanked = format!("{}    {}", &text[..at], &text[at + 4..]);
+                only_blanked.as_str()
+            }
+            None => text,
+        };
         let stmts = match Parser::new(sq_dialect(self.dialect))
             .try_with_sql(text)
             .and_then(|mut p| p.parse_statements())
@@ -1212,6 +1224,22 @@ pub(crate) fn identity_from(table: &TableName, col: &str, seq: &Sequence) -> Vec
 
 /// Where Oracle storage attributes start after `CREATE [UNIQUE|BITMAP] INDEX ... ON t
 /// (cols)`, if any follow the column list.
+/// Where the `ONLY` of a PostgreSQL `CREATE [UNIQUE] INDEX ... ON ONLY table` starts.
+fn pg_index_on_only(dialect: Dialect, text: &str, head: &[String]) -> Option<usize> {
+    if dialect != Dialect::Postgres
+        || head.first().map(String::as_str) != Some("CREATE")
+        || !head.iter().take(3).any(|w| w == "INDEX")
+    {
+        return None;
+    }
+    let up = text.to_ascii_uppercase();
+    let end = up.find('(').unwrap_or(up.len());
+    let at = up[..end].find(" ON ONLY")? + 4;
+    up[at + 4..]
+        .starts_with(|c: char| c.is_whitespace() || c == '"')
+        .then_some(at)
+}
+
 fn oracle_index_storage(text: &str) -> Option<usize> {
     let up = text.to_ascii_uppercase();
     let on = up.find(" ON ")?;

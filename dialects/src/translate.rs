@@ -71,6 +71,9 @@ pub struct Translator {
     /// mapped source schemas already reported.
     made: std::collections::HashSet<String>,
     said: std::collections::HashSet<String>,
+    /// Foreign-key names taken in each target schema (MySQL and Oracle name them
+    /// per schema, PostgreSQL per table).
+    fk_names: crate::fk_names::ForeignKeyNames,
 }
 
 impl Translator {
@@ -93,6 +96,7 @@ impl Translator {
             },
             made: Default::default(),
             said: Default::default(),
+            fk_names: Default::default(),
         }
     }
 
@@ -162,6 +166,29 @@ impl Translator {
                 o.output.push(format!("CREATE DATABASE IF NOT EXISTS {id}"));
             }
         }
+    }
+
+    /// Before `changes` are emitted: their foreign keys take names free in their
+    /// target schema, where the source named keys per table and the target does not.
+    fn name_foreign_keys(&mut self, changes: &[SchemaChange], diags: &mut Diagnostics) {
+        let Target::Sql(d) = self.target else {
+            return;
+        };
+        if self.source != Dialect::Postgres || d == Dialect::Postgres {
+            return;
+        }
+        let em = Emitter::new(d).with_schemas(&self.schema_map);
+        let default = self.default_schema.as_deref();
+        let schema_of = |t: &TableName| -> String {
+            t.schema
+                .as_deref()
+                .or(default)
+                .and_then(|s| em.schema_of(s))
+                .unwrap_or("")
+                .to_lowercase()
+        };
+        let max_len = if d == Dialect::Oracle { 128 } else { 64 };
+        self.fk_names.claim(changes, schema_of, max_len, diags);
     }
 
     /// Apply a script to the catalog without emitting (`--schema FILE`). Returns the
@@ -384,7 +411,7 @@ impl Translator {
                     o.output = render(
                         self.source,
                         self.target,
-                        &self.schema_map,
+                        (&self.schema_map, self.fk_names.renames()),
                         &changes,
                         &self.catalog,
                         &self.catalog,
@@ -444,15 +471,18 @@ impl Translator {
                 _ => None,
             };
             self.schemas_first(&changes, &mut o, &mut diags);
+            let emitted = emitted.as_deref().unwrap_or(&changes);
+            self.name_foreign_keys(emitted, &mut diags);
             o.output.extend(render(
                 self.source,
                 self.target,
-                &self.schema_map,
-                emitted.as_deref().unwrap_or(&changes),
+                (&self.schema_map, self.fk_names.renames()),
+                emitted,
                 &before,
                 &after,
                 &mut diags,
             ));
+            self.fk_names.settle(emitted);
         }
         self.catalog.absorb(&scoped, after);
         if emit {
@@ -622,6 +652,7 @@ impl Translator {
         if ready.is_empty() {
             return Vec::new();
         }
+        self.name_foreign_keys(&ready, diags);
         let mut cx = EmitCtx {
             source: self.source,
             before: &self.catalog,
@@ -630,6 +661,7 @@ impl Translator {
         };
         Emitter::new(d)
             .with_schemas(&self.schema_map)
+            .with_fk_renames(self.fk_names.renames())
             .emit(&ready, &mut cx)
     }
 
@@ -713,7 +745,7 @@ impl Outcome {
 fn render(
     source: Dialect,
     target: Target,
-    schemas: &[(String, Option<String>)],
+    (schemas, fk_renames): (&[(String, Option<String>)], crate::fk_names::Renames),
     changes: &[SchemaChange],
     before: &Catalog,
     after: &Catalog,
@@ -727,7 +759,10 @@ fn render(
                 after,
                 diags,
             };
-            Emitter::new(d).with_schemas(schemas).emit(changes, &mut cx)
+            Emitter::new(d)
+                .with_schemas(schemas)
+                .with_fk_renames(fk_renames)
+                .emit(changes, &mut cx)
         }
         Target::Ir | Target::Iceberg => {
             vec![serde_json::to_string_pretty(changes).expect("IR serialises")]

@@ -87,6 +87,8 @@ pub struct Emitter {
     /// Source schemas written as other target schemas (databases): lower-case
     /// source name, and the target's name (None: unqualified, the current one).
     schemas: Vec<(String, Option<String>)>,
+    /// Foreign keys named anew in the target (see [`crate::fk_names`]).
+    fk_renames: crate::fk_names::Renames,
 }
 
 impl Emitter {
@@ -94,7 +96,14 @@ impl Emitter {
         Emitter {
             target,
             schemas: Vec::new(),
+            fk_renames: Default::default(),
         }
+    }
+
+    /// Write the foreign keys in `renames` under their new names.
+    pub fn with_fk_renames(mut self, renames: crate::fk_names::Renames) -> Self {
+        self.fk_renames = renames;
+        self
     }
 
     /// Write names of the source schemas in `map` as the schemas they map to.
@@ -167,16 +176,42 @@ impl Emitter {
     /// key can be created), and its own mapping is reported where that differs.
     fn type_sql(&self, cx: &mut EmitCtx<'_>, table: &TableName, c: &Column) -> String {
         let own = self.own_type_sql(cx, table, c);
-        match self.referenced_type(cx, table, &c.name, 0) {
-            Some(parent) if !same_type_sql(&parent, &own) => {
+        match self.coherent_type(cx, table, &c.name, &own) {
+            Some(parent) => {
                 cx.diags.warn(format!(
                     "{table}.{}: becomes {parent} (not {own}) to match the column its foreign key references",
                     c.name
                 ));
                 parent
             }
-            _ => own,
+            None => own,
         }
+    }
+
+    /// The type `table.column` (of own target type `own`) must take to match the
+    /// column its foreign key references, where that differs from `own`. InnoDB lets
+    /// a key's text column be shorter than the one it references: a column whose own
+    /// MySQL keys hold fewer characters than the referenced VARCHAR keeps its share.
+    fn coherent_type(
+        &self,
+        cx: &EmitCtx<'_>,
+        table: &TableName,
+        column: &str,
+        own: &str,
+    ) -> Option<String> {
+        let mut parent = self.referenced_type(cx, table, column, 0)?;
+        if self.target == Dialect::MySql && cx.source != Dialect::MySql {
+            let len = parent
+                .strip_prefix("VARCHAR(")
+                .and_then(|r| r.strip_suffix(')'))
+                .and_then(|n| n.parse::<u32>().ok());
+            if let (Some(len), Some(share)) = (len, self.key_share(cx, table, column)) {
+                if share < len {
+                    parent = format!("VARCHAR({share})");
+                }
+            }
+        }
+        (!same_type_sql(&parent, own)).then_some(parent)
     }
 
     /// The target type of the column that `table.column` references through a foreign
@@ -293,7 +328,12 @@ impl Emitter {
         // declared length past its share of a key, becomes a VARCHAR that fits.
         if self.target == Dialect::MySql && cx.source != Dialect::MySql {
             let declared = match &c.data_type {
-                ddl_core::DataType::Text { .. } if sql.ends_with("TEXT") => Some(u32::MAX),
+                ddl_core::DataType::Text { .. }
+                | ddl_core::DataType::Varchar { length: None, .. }
+                    if sql.ends_with("TEXT") =>
+                {
+                    Some(u32::MAX)
+                }
                 ddl_core::DataType::Varchar {
                     length: Some(n), ..
                 }
@@ -315,9 +355,9 @@ impl Emitter {
     }
 
     /// The most characters text column `column` may hold in `table`'s MySQL keys
-    /// (primary and unique, whole-column parts): each key's 3072 bytes less its other
-    /// columns' sizes, shared among its text columns, 4 bytes a character. None: in
-    /// no such key.
+    /// (primary and unique, whole-column parts, and the columns of a foreign key,
+    /// which MySQL indexes): each key's 3072 bytes less its other columns' sizes,
+    /// shared among its text columns, 4 bytes a character. None: in no such key.
     fn key_share(&self, cx: &EmitCtx<'_>, table: &TableName, column: &str) -> Option<u32> {
         let t = cx.after.table(table)?;
         let mut keys: Vec<Vec<&str>> = Vec::new();
@@ -339,6 +379,11 @@ impl Emitter {
                         .map(|p| p.column.as_str())
                         .collect(),
                 );
+            }
+        }
+        for fk in &t.foreign_keys {
+            if fk.columns.iter().any(|c| c == column) {
+                keys.push(fk.columns.iter().map(String::as_str).collect());
             }
         }
         keys.iter()
@@ -804,6 +849,7 @@ impl Emitter {
             ));
         }
         if let Some(n) = &fk.name {
+            let n = crate::fk_names::target_name(&self.fk_renames, table, n);
             s.push_str(&format!("CONSTRAINT {} ", self.ident(cx, n)));
         }
         s.push_str(&format!(
@@ -1373,6 +1419,18 @@ impl Emitter {
         let Some(id) = &c.identity else {
             return;
         };
+        // One AUTO_INCREMENT column a table: another identity may have it already.
+        if let Some(other) = cx.before.table(table).and_then(|t| {
+            t.columns
+                .iter()
+                .find(|o| o.name != c.name && o.identity.is_some() && leads_key_of(t, &o.name))
+        }) {
+            cx.diags.warn(format!(
+                "{table}.{col}: MySQL allows one AUTO_INCREMENT column, and {} has it: {col} stays a plain column",
+                other.name
+            ));
+            return;
+        }
         let start = id.start;
         let tn = self.table(cx, table);
         self.mysql_drop_checks_on(
@@ -1424,11 +1482,20 @@ impl Emitter {
             .filter(|c| c.identity.is_some() && Some(&c.name) != keep.as_ref())
             .map(|c| c.name.clone())
             .collect();
-        for n in names {
-            cx.diags.warn(format!(
-                "{}.{n}: MySQL allows one AUTO_INCREMENT column, leading a key: {n} is a plain column",
-                t.name
-            ));
+        for (i, n) in names.into_iter().enumerate() {
+            // With no key yet (pg_dump adds keys last), the first identity gets
+            // AUTO_INCREMENT with its key; the others stay plain columns.
+            if i == 0 && keep.is_none() {
+                cx.diags.skip(format!(
+                    "{}.{n}: AUTO_INCREMENT waits for a key that {n} leads (MySQL needs one)",
+                    t.name
+                ));
+            } else {
+                cx.diags.warn(format!(
+                    "{}.{n}: MySQL allows one AUTO_INCREMENT column, leading a key: {n} is a plain column",
+                    t.name
+                ));
+            }
             if let Some(c) = t.columns.iter_mut().find(|c| c.name == n) {
                 c.identity = None;
             }
@@ -2085,8 +2152,10 @@ impl Emitter {
                         continue;
                     };
                     let own = self.own_type_quiet(cx, cx.after, table, &c);
-                    let parent = self.referenced_type(cx, table, col, 0);
-                    if parent.is_some_and(|p| !same_type_sql(&p, &own)) {
+                    let was = self.own_type_quiet(cx, cx.before, table, &c);
+                    if self.coherent_type(cx, table, col, &own).is_some()
+                        || !same_type_sql(&was, &own)
+                    {
                         out.extend(self.emit(
                             &[C::AlterColumnType {
                                 table: table.clone(),
@@ -2145,7 +2214,13 @@ impl Emitter {
                 if is_pk && tgt != Dialect::Postgres {
                     out.push(format!("ALTER TABLE {tn} DROP PRIMARY KEY"));
                 } else if tgt == Dialect::MySql && is_fk {
+                    let n = crate::fk_names::target_name(&self.fk_renames, table, name);
+                    let n = self.ident(cx, n);
                     out.push(format!("ALTER TABLE {tn} DROP FOREIGN KEY {n}"));
+                } else if is_fk {
+                    let n = crate::fk_names::target_name(&self.fk_renames, table, name);
+                    let n = self.ident(cx, n);
+                    out.push(format!("ALTER TABLE {tn} DROP CONSTRAINT {n}"));
                 } else if let Some(ix) = index {
                     if tgt == Dialect::MySql {
                         out.push(format!("ALTER TABLE {tn} DROP INDEX {n}"));
