@@ -4,7 +4,8 @@ use crate::defs::{Definitions, Domain, Sequence};
 use crate::lower::{qualify, stored_name, LowerError, Lowerer};
 use crate::Dialect;
 use ddl_core::{
-    Catalog, ChangeRequest, Diagnostics, Index, IndexKind, IndexPart, SchemaChange, TableName,
+    Catalog, ChangeRequest, Diagnostics, Index, IndexKind, IndexPart, SchemaChange, Table,
+    TableName,
 };
 use sqlparser::ast::{self as sq, Statement as Sq};
 use sqlparser::dialect::{Dialect as SqDialect, MySqlDialect, OracleDialect, PostgreSqlDialect};
@@ -44,6 +45,11 @@ impl From<LowerError> for ParseError {
 pub struct ParseOptions {
     /// MySQL's ANSI_QUOTES sql_mode: `"x"` is a name, not a string.
     pub ansi_quotes: bool,
+    /// A PostgreSQL partition (`CREATE TABLE p PARTITION OF t ...`) becomes a table
+    /// of its own with its parent's columns and keys (translating a schema into
+    /// another database, as pg_dump's own form of partitions gives). Otherwise it is
+    /// skipped: a sync captures a partition's rows under its parent.
+    pub partitions_as_tables: bool,
 }
 
 pub(crate) fn sq_dialect(d: Dialect) -> &'static dyn SqDialect {
@@ -345,6 +351,16 @@ impl StatementParser<'_> {
                             unknown: Vec::new(),
                         })?;
                         let parent = self.lowerer().table_name(&parent);
+                        if let (Some(p), true) = (&part, self.options.partitions_as_tables) {
+                            if let Some(t) = self.partition_table(p, &parent) {
+                                return Ok(Parsed::Requests(vec![ChangeRequest::Change(
+                                    SchemaChange::CreateTable {
+                                        table: t,
+                                        if_not_exists: h.iter().take(6).any(|w| w == "EXISTS"),
+                                    },
+                                )]));
+                            }
+                        }
                         if let Some(p) = part {
                             self.defs.skipped.insert(p.clone());
                             return Ok(Parsed::Skipped(format!(
@@ -519,6 +535,32 @@ impl StatementParser<'_> {
             }
         }
         Ok(Parsed::Requests(out))
+    }
+
+    /// Partition `part` of `parent` as a table of its own: the parent's columns,
+    /// key, unique keys, CHECKs and foreign keys (a PostgreSQL partition has them
+    /// all), the names of the keys left to the target (index names are unique per
+    /// schema there). None when the parent is not known.
+    fn partition_table(&mut self, part: &TableName, parent: &TableName) -> Option<Table> {
+        let p = self
+            .catalog
+            .resolve_table(parent)
+            .and_then(|k| self.catalog.table(k))?;
+        let mut t = p.clone();
+        t.name = part.clone();
+        t.partition_by = None;
+        t.comment = None;
+        if let Some(pk) = &mut t.primary_key {
+            pk.name = None;
+        }
+        t.indexes.retain(|ix| ix.kind == IndexKind::Unique);
+        for ix in &mut t.indexes {
+            ix.name = None;
+        }
+        self.diags.warn(format!(
+            "{part}: a partition of {parent}, made a table of its own with {parent}'s columns and keys (partitioning is not translated: its rows stay apart from {parent}'s)"
+        ));
+        Some(t)
     }
 
     /// The relation named after `word` (`VIEW`, `TABLE`) in a CREATE statement.

@@ -81,7 +81,10 @@ impl Translator {
         Translator {
             source,
             target,
-            options: ParseOptions::default(),
+            options: ParseOptions {
+                partitions_as_tables: matches!(target, Target::Sql(_)),
+                ..ParseOptions::default()
+            },
             catalog: Catalog::new(source.name_rules()),
             default_schema: None,
             iceberg: IcebergPlanner::default(),
@@ -1489,5 +1492,71 @@ mod tests {
         );
         assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
         assert!(out[0].contains("feature_id LONGTEXT"), "{}", out[0]);
+    }
+
+    #[test]
+    fn a_partition_becomes_a_table_with_its_parents_columns_and_keys() {
+        // Issue 37 item 4: `CREATE TABLE ... PARTITION OF` was skipped (its rows are
+        // the parent's in a sync); translated, it is a table of its own, reported.
+        let text = "CREATE TABLE m (id int NOT NULL, at date NOT NULL, code text REFERENCES c (code), \
+                    CONSTRAINT m_pk PRIMARY KEY (id, at), CONSTRAINT pos CHECK (id > 0)) PARTITION BY RANGE (at);\n\
+                    CREATE TABLE c (code text PRIMARY KEY);\n\
+                    CREATE TABLE m2026 PARTITION OF m FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');\n\
+                    CREATE INDEX m2026_at ON m2026 (at);";
+        for target in [Dialect::MySql, Dialect::Postgres] {
+            let (out, diags) = sql(Dialect::Postgres, target, text);
+            assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+            let part = out
+                .iter()
+                .find(|s| s.starts_with("CREATE TABLE m2026"))
+                .unwrap_or_else(|| panic!("{target}: {out:#?}"));
+            for want in ["id ", "at ", "code ", "PRIMARY KEY (id, at)", "CHECK", "REFERENCES c"] {
+                assert!(part.contains(want), "{target}: {want}: {part}");
+            }
+            assert!(
+                !part.contains("m_pk") && !part.to_lowercase().contains("partition"),
+                "{part}"
+            );
+            assert!(
+                out.iter().any(|s| s.contains("m2026_at")),
+                "the partition's own index: {out:#?}"
+            );
+            assert!(
+                diags
+                    .iter()
+                    .any(|d| d.contains("m2026: a partition of m, made a table of its own")),
+                "{diags:#?}"
+            );
+        }
+        // The IR (a sync's schema history) keeps a partition's rows its parent's.
+        let mut tr = Translator::new(Dialect::Postgres, Target::Ir);
+        let rs = tr.translate(text);
+        assert!(rs[2].output.is_empty(), "{:?}", rs[2].output);
+        assert!(tr.catalog.table(&TableName::new(None, "m2026")).is_none());
+    }
+
+    #[test]
+    fn postgis_columns_with_a_subtype_and_srid() {
+        // regression (a held-out Rails schema): `public.geometry(Geometry,4326)` did
+        // not parse, the table was lost and every later statement on it failed.
+        let text = "CREATE TABLE public.zones (id bigint NOT NULL, area public.geometry(MultiPolygon,4326), \
+                    at geography(PointZ, 4326), any_shape geometry);";
+        let (out, diags) = sql(Dialect::Postgres, Dialect::MySql, text);
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        for want in ["area MULTIPOLYGON", "at POINT", "any_shape GEOMETRY"] {
+            assert!(out[0].contains(want), "{want}: {}", out[0]);
+        }
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.contains("SRID") && d.contains("area")),
+            "{diags:#?}"
+        );
+        let (out, _) = sql(Dialect::Postgres, Dialect::Postgres, text);
+        assert!(
+            out[0].contains("area geometry(MultiPolygon,4326)"),
+            "{}",
+            out[0]
+        );
     }
 }

@@ -608,8 +608,18 @@ fn pg_type(i: &str) -> Res<'_, TypeSpec> {
                 .into(),
             ))
         }
-        "POINT" | "LINE" | "LSEG" | "BOX" | "PATH" | "POLYGON" | "CIRCLE" | "GEOMETRY"
-        | "GEOGRAPHY" => Ok((
+        // PostGIS: `geometry(Point,4326)`, the subtype and SRID kept as written.
+        "GEOMETRY" | "GEOGRAPHY" => {
+            let (i, m) = opt(crate::lex::paren_group(Flavor::Postgres)).parse(i)?;
+            Ok((
+                i,
+                DataType::Spatial {
+                    kind: format!("{}{}", w.to_ascii_lowercase(), m.unwrap_or("")),
+                }
+                .into(),
+            ))
+        }
+        "POINT" | "LINE" | "LSEG" | "BOX" | "PATH" | "POLYGON" | "CIRCLE" => Ok((
             i,
             DataType::Spatial {
                 kind: w.to_ascii_lowercase(),

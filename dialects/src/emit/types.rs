@@ -210,6 +210,29 @@ fn mysql(source: Dialect, t: &T) -> Mapped {
                 "LONGTEXT",
                 format!("postgres type {kind} is stored as text (MySQL has no {kind} geometry)"),
             ),
+            // PostGIS `geometry(Point,4326)`: the subtype's MySQL geometry.
+            _ if kind.starts_with("geometry(") || kind.starts_with("geography(") => {
+                let sub = kind
+                    .split(['(', ',', ')'])
+                    .nth(1)
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
+                let sub = sub
+                    .strip_suffix("zm")
+                    .or_else(|| sub.strip_suffix('z'))
+                    .or_else(|| sub.strip_suffix('m'))
+                    .unwrap_or(&sub);
+                let mysql = match sub {
+                    "point" | "linestring" | "polygon" | "multipoint" | "multilinestring"
+                    | "multipolygon" | "geometrycollection" => sub.to_ascii_uppercase(),
+                    _ => "GEOMETRY".to_owned(),
+                };
+                lossy(
+                    mysql,
+                    format!("postgis {kind}: its SRID and Z/M dimensions are not carried"),
+                )
+            }
             _ => lossy("GEOMETRY", format!("{kind} becomes GEOMETRY")),
         },
         T::Other { dialect, name } if dialect == "mysql" => ok(name.to_ascii_uppercase()),
