@@ -35,6 +35,27 @@ pub struct Definitions {
     /// tables made by a query): what refers to them later (indexes, comments,
     /// ALTERs) is skipped with them.
     pub skipped: std::collections::BTreeSet<TableName>,
+    /// Partitioned tables and their partitions, where partitions are made tables of
+    /// their own (translation): a foreign key or CHECK later added to the parent is
+    /// the partitions' too in PostgreSQL, and pg_dump writes it on the parent only.
+    pub partitions: BTreeMap<TableName, Vec<TableName>>,
+}
+
+impl Definitions {
+    /// The partitions of `parent`, and theirs, as tables of their own.
+    pub fn partitions_of(&self, parent: &TableName) -> Vec<TableName> {
+        let mut out = Vec::new();
+        let mut work = vec![parent.clone()];
+        while let Some(t) = work.pop() {
+            for p in self.partitions.get(&t).into_iter().flatten() {
+                if !out.contains(p) && p != parent {
+                    out.push(p.clone());
+                    work.push(p.clone());
+                }
+            }
+        }
+        out
+    }
 }
 
 impl Definitions {

@@ -392,6 +392,10 @@ impl StatementParser<'_> {
                 let mut r = self.lowerer().alter_table(&d)?;
                 if self.dialect == Dialect::Postgres {
                     crate::lower::pg_implicit_names(self.catalog, &mut r);
+                    if self.options.partitions_as_tables {
+                        self.note_attached(&d);
+                        self.give_partitions(&mut r);
+                    }
                 }
                 return Ok(Parsed::Requests(r));
             }
@@ -537,6 +541,79 @@ impl StatementParser<'_> {
         Ok(Parsed::Requests(out))
     }
 
+    /// `ALTER TABLE parent ATTACH PARTITION part ...` (pg_dump's form of partitions):
+    /// part stays a table of its own, and takes what the parent is given later.
+    fn note_attached(&mut self, d: &grammar::ast::AlterTableDraft) {
+        for spec in &d.specs {
+            let grammar::ast::AlterSpec::Ignored(s) = spec else {
+                continue;
+            };
+            let Some(rest) = s.strip_prefix("ATTACH PARTITION") else {
+                continue;
+            };
+            let Ok((_, part)) = grammar::lex::object_name(rest.trim_start()) else {
+                continue;
+            };
+            let lw = self.lowerer();
+            let (parent, part) = (lw.table_name(&d.name), lw.table_name(&part));
+            let parent = self
+                .catalog
+                .resolve_table(&parent)
+                .cloned()
+                .unwrap_or(parent);
+            let part = self.catalog.resolve_table(&part).cloned().unwrap_or(part);
+            let list = self.defs.partitions.entry(parent).or_default();
+            if !list.contains(&part) {
+                list.push(part);
+            }
+        }
+    }
+
+    /// A foreign key or CHECK added to a partitioned table is every partition's too
+    /// (PostgreSQL adds it to them; pg_dump writes it on the parent alone): the
+    /// partitions, tables of their own here, are given it as well.
+    fn give_partitions(&mut self, requests: &mut Vec<ChangeRequest>) {
+        let mut more = Vec::new();
+        for r in requests.iter() {
+            let ChangeRequest::Change(c) = r else {
+                continue;
+            };
+            let (SchemaChange::AddForeignKey { table, .. } | SchemaChange::AddCheck { table, .. }) =
+                c
+            else {
+                continue;
+            };
+            let parent = self.catalog.resolve_table(table).unwrap_or(table);
+            for part in self.defs.partitions_of(parent) {
+                // (A partition made earlier may hold it already: pg_dump writes a
+                // partition's inherited CHECKs in its CREATE TABLE.)
+                let held = self.catalog.table(&part).map(|t| match c {
+                    SchemaChange::AddForeignKey { foreign_key, .. } => {
+                        t.foreign_keys.iter().any(|f| {
+                            f.name.is_some() && f.name == foreign_key.name || f == foreign_key
+                        })
+                    }
+                    SchemaChange::AddCheck { check, .. } => t
+                        .checks
+                        .iter()
+                        .any(|k| k.name.is_some() && k.name == check.name || k == check),
+                    _ => false,
+                });
+                if held != Some(false) {
+                    continue;
+                }
+                let mut c = c.clone();
+                match &mut c {
+                    SchemaChange::AddForeignKey { table, .. }
+                    | SchemaChange::AddCheck { table, .. } => *table = part,
+                    _ => unreachable!("matched above"),
+                }
+                more.push(ChangeRequest::Change(c));
+            }
+        }
+        requests.extend(more);
+    }
+
     /// Partition `part` of `parent` as a table of its own: the parent's columns,
     /// key, unique keys, CHECKs and foreign keys (a PostgreSQL partition has them
     /// all), the names of the keys left to the target (index names are unique per
@@ -560,6 +637,12 @@ impl StatementParser<'_> {
         self.diags.warn(format!(
             "{part}: a partition of {parent}, made a table of its own with {parent}'s columns and keys (partitioning is not translated: its rows stay apart from {parent}'s)"
         ));
+        let parent = p.name.clone();
+        self.defs
+            .partitions
+            .entry(parent)
+            .or_default()
+            .push(part.clone());
         Some(t)
     }
 

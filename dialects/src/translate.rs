@@ -6,7 +6,8 @@ use crate::iceberg::{IcebergPlanner, StatementPlan};
 use crate::parse::{ParseOptions, Parsed, StatementParser};
 use crate::Dialect;
 use ddl_core::{
-    Catalog, ChangeRequest, Diagnostic, Diagnostics, ForeignKey, SchemaChange, Severity, TableName,
+    Catalog, ChangeRequest, DefaultValue, Diagnostic, Diagnostics, ForeignKey, SchemaChange,
+    Severity, TableName,
 };
 use grammar::split::{Kind, Splitter, Statement};
 
@@ -74,6 +75,9 @@ pub struct Translator {
     /// Foreign-key names taken in each target schema (MySQL and Oracle name them
     /// per schema, PostgreSQL per table).
     fk_names: crate::fk_names::ForeignKeyNames,
+    /// Sequences a PostgreSQL target has been given (lower case, as named in
+    /// `nextval`), see [`Translator::sequences_first`].
+    sequences_made: std::collections::HashSet<String>,
 }
 
 impl Translator {
@@ -99,6 +103,7 @@ impl Translator {
             },
             made: Default::default(),
             said: Default::default(),
+            sequences_made: Default::default(),
             fk_names: Default::default(),
         }
     }
@@ -168,6 +173,48 @@ impl Translator {
                 let id = Emitter::new(Dialect::MySql).ident(&mut cx, &target);
                 o.output.push(format!("CREATE DATABASE IF NOT EXISTS {id}"));
             }
+        }
+    }
+
+    /// PostgreSQL into PostgreSQL: sequences are not translated (one owned by a column
+    /// makes it an identity), but a `nextval` default of another column needs its
+    /// sequence (a partition's column on its parent's serial, a sequence two tables
+    /// share): made before the first statement that draws from it.
+    fn sequences_first(&mut self, changes: &[SchemaChange], o: &mut Outcome) {
+        if self.target != Target::Sql(Dialect::Postgres) || self.source != Dialect::Postgres {
+            return;
+        }
+        let mut defaults: Vec<&DefaultValue> = Vec::new();
+        for c in changes {
+            match c {
+                SchemaChange::CreateTable { table, .. } => {
+                    defaults.extend(table.columns.iter().filter_map(|c| c.default.as_ref()))
+                }
+                SchemaChange::AddColumn { column, .. } => defaults.extend(column.default.as_ref()),
+                SchemaChange::SetDefault {
+                    default: Some(d), ..
+                } => defaults.push(d),
+                _ => {}
+            }
+        }
+        for d in defaults {
+            let DefaultValue::NextVal { sequence } = d else {
+                continue;
+            };
+            if !self.sequences_made.insert(sequence.to_lowercase()) {
+                continue;
+            }
+            let name = crate::defs::Definitions::sequence_name(sequence);
+            let mut sql = format!("CREATE SEQUENCE IF NOT EXISTS {sequence}");
+            if let Some((_, seq)) = self.defs.sequence(&name) {
+                if let Some(n) = seq.increment {
+                    sql.push_str(&format!(" INCREMENT BY {n}"));
+                }
+                if let Some(n) = seq.start {
+                    sql.push_str(&format!(" START WITH {n}"));
+                }
+            }
+            o.output.push(sql);
         }
     }
 
@@ -411,7 +458,8 @@ impl Translator {
                 }
                 let changes = vec![c];
                 if emit {
-                    o.output = render(
+                    self.sequences_first(&changes, &mut o);
+                    let rendered = render(
                         self.source,
                         self.target,
                         (&self.schema_map, self.fk_names.renames()),
@@ -420,6 +468,7 @@ impl Translator {
                         &self.catalog,
                         &mut diags,
                     );
+                    o.output.extend(rendered);
                     self.release_into(&mut o, &mut diags);
                 }
                 o.changes = changes;
@@ -474,6 +523,7 @@ impl Translator {
                 _ => None,
             };
             self.schemas_first(&changes, &mut o, &mut diags);
+            self.sequences_first(&changes, &mut o);
             let emitted = emitted.as_deref().unwrap_or(&changes);
             self.name_foreign_keys(emitted, &mut diags);
             o.output.extend(render(
@@ -1510,7 +1560,14 @@ mod tests {
                 .iter()
                 .find(|s| s.starts_with("CREATE TABLE m2026"))
                 .unwrap_or_else(|| panic!("{target}: {out:#?}"));
-            for want in ["id ", "at ", "code ", "PRIMARY KEY (id, at)", "CHECK", "REFERENCES c"] {
+            for want in [
+                "id ",
+                "at ",
+                "code ",
+                "PRIMARY KEY (id, at)",
+                "CHECK",
+                "REFERENCES c",
+            ] {
                 assert!(part.contains(want), "{target}: {want}: {part}");
             }
             assert!(
