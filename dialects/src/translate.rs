@@ -176,6 +176,27 @@ impl Translator {
         }
     }
 
+    /// A PostgreSQL extension or function, translated into PostgreSQL: a default or
+    /// CHECK may call it (`uuid_generate_v4()`, a validation function), so it is
+    /// carried as written.
+    fn same_dialect_object(&self, text: &str) -> bool {
+        if self.source != Dialect::Postgres || self.target != Target::Sql(Dialect::Postgres) {
+            return false;
+        }
+        let words: Vec<String> = text
+            .split_whitespace()
+            .take(4)
+            .map(|w| w.to_ascii_uppercase())
+            .collect();
+        let w: Vec<&str> = words.iter().map(String::as_str).collect();
+        matches!(
+            w.as_slice(),
+            ["CREATE", "EXTENSION", ..]
+                | ["CREATE", "FUNCTION", ..]
+                | ["CREATE", "OR", "REPLACE", "FUNCTION"]
+        )
+    }
+
     /// PostgreSQL into PostgreSQL: sequences are not translated (one owned by a column
     /// makes it an identity), but a `nextval` default of another column needs its
     /// sequence (a partition's column on its parent's serial, a sequence two tables
@@ -411,7 +432,14 @@ impl Translator {
                 return o.with(diags);
             }
             Ok(Parsed::Skipped(why)) => {
-                diags.skip(why);
+                if emit && self.same_dialect_object(text) {
+                    // PostgreSQL into PostgreSQL: extensions and functions that
+                    // columns' defaults and CHECKs call are carried as written.
+                    o.output
+                        .push(text.trim().trim_end_matches(';').trim_end().to_owned());
+                } else {
+                    diags.skip(why);
+                }
                 return o.with(diags);
             }
             Ok(Parsed::UseSchema(s)) => {
@@ -1590,6 +1618,37 @@ mod tests {
         let rs = tr.translate(text);
         assert!(rs[2].output.is_empty(), "{:?}", rs[2].output);
         assert!(tr.catalog.table(&TableName::new(None, "m2026")).is_none());
+    }
+
+    #[test]
+    fn extensions_and_functions_are_carried_into_postgres_as_written() {
+        // regression (held-out pg_dumps into PostgreSQL): a default calling
+        // uuid_generate_v4() and a CHECK calling the schema's own function failed,
+        // and their tables were lost, since extensions and functions were skipped.
+        let text = "CREATE EXTENSION IF NOT EXISTS \"uuid-ossp\" WITH SCHEMA public;\n\
+            CREATE FUNCTION public.ok(v jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT v IS NOT NULL; $$;\n\
+            CREATE TABLE public.t (id uuid DEFAULT public.uuid_generate_v4(), d jsonb, CONSTRAINT d_ok CHECK (public.ok(d)));";
+        let (out, diags) = sql(Dialect::Postgres, Dialect::Postgres, text);
+        assert!(
+            out[0].starts_with("CREATE EXTENSION IF NOT EXISTS \"uuid-ossp\""),
+            "{out:#?}"
+        );
+        assert!(
+            out[1].starts_with("CREATE FUNCTION public.ok") && out[1].ends_with("$$"),
+            "{out:#?}"
+        );
+        assert!(
+            out[2].contains("uuid_generate_v4()") && out[2].contains("d_ok"),
+            "{out:#?}"
+        );
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        let (out, diags) = sql(Dialect::Postgres, Dialect::MySql, text);
+        assert!(out[0].starts_with("CREATE TABLE"), "{out:#?}");
+        assert_eq!(
+            diags.iter().filter(|d| d.starts_with("skipped")).count(),
+            2,
+            "{diags:#?}"
+        );
     }
 
     #[test]
