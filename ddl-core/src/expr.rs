@@ -181,7 +181,8 @@ impl Expr {
         }
     }
 
-    fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+    /// Call `f` on the expression and every expression inside it, to change them.
+    pub fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         let mut stack: Vec<&mut Expr> = vec![self];
         while let Some(e) = stack.pop() {
             f(e);

@@ -296,6 +296,10 @@ pub struct ForeignKey {
     pub on_delete: Option<RefAction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_update: Option<RefAction>,
+    /// `DEFERRABLE`: checked at commit when `INITIALLY DEFERRED` (Some(true)), at
+    /// each statement unless deferred (Some(false)); None: not deferrable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferrable: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

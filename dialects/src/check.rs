@@ -264,7 +264,8 @@ impl Reader {
             }
             return None;
         }
-        let t = ty.to_string().to_ascii_lowercase();
+        // (`::"text"`: pg_dump --quote-all-identifiers quotes type names.)
+        let t = ty.to_string().to_ascii_lowercase().replace('"', "");
         let textual = [
             "text",
             "bpchar",
@@ -574,6 +575,15 @@ mod tests {
                 "(((kind)::text = ANY ((ARRAY['in'::character varying, 'out'::character varying])::text[])))"
             ),
             "kind IN ('in', 'out')"
+        );
+        // pg_dump --quote-all-identifiers: function and type names quoted.
+        assert_eq!(
+            via(
+                Dialect::Postgres,
+                Dialect::MySql,
+                "(\"upper\"((\"code\")::\"text\") = (\"code\")::\"text\")"
+            ),
+            "UPPER(code) = code"
         );
         assert_eq!(
             via(

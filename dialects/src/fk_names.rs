@@ -227,6 +227,7 @@ mod tests {
                 ref_columns: vec!["id".into()],
                 on_delete: None,
                 on_update: None,
+                deferrable: None,
             },
         }
     }

@@ -233,6 +233,7 @@ impl<'a> Lowerer<'a> {
                     columns,
                     on_delete,
                     on_update,
+                    deferrable,
                 } => extras.push(SchemaChange::AddForeignKey {
                     table: table.clone(),
                     foreign_key: ForeignKey {
@@ -242,6 +243,7 @@ impl<'a> Lowerer<'a> {
                         ref_columns: columns.iter().map(|x| self.name(x)).collect(),
                         on_delete: *on_delete,
                         on_update: *on_update,
+                        deferrable: *deferrable,
                     },
                 }),
                 ColAttr::Ignored(_) => {}
@@ -339,6 +341,7 @@ impl<'a> Lowerer<'a> {
                 ref_columns,
                 on_delete,
                 on_update,
+                deferrable,
             } => out.push(SchemaChange::AddForeignKey {
                 table: table.clone(),
                 foreign_key: ForeignKey {
@@ -350,8 +353,44 @@ impl<'a> Lowerer<'a> {
                     ref_columns: ref_columns.iter().map(|c| self.name(c)).collect(),
                     on_delete: *on_delete,
                     on_update: *on_update,
+                    deferrable: *deferrable,
                 },
             }),
+            TableElem::Exclusion { name, text } => self.diags.warn(format!(
+                "table {table}: exclusion constraint {}`{}` is not created (no target here has exclusion constraints)",
+                name.as_ref().map(|n| format!("{} ", self.name(n))).unwrap_or_default(),
+                crate::translate::excerpt(text)
+            )),
+            TableElem::Unkept { elem, clause } => {
+                let before = out.len();
+                self.elem(table, elem, out);
+                for c in &out[before..] {
+                    let what = match c {
+                        SchemaChange::SetPrimaryKey { name, .. } => {
+                            constraint_label("PRIMARY KEY", name)
+                        }
+                        SchemaChange::AddIndex { index, .. } => {
+                            constraint_label("UNIQUE", &index.name)
+                        }
+                        SchemaChange::AddForeignKey { foreign_key, .. } => {
+                            constraint_label("FOREIGN KEY", &foreign_key.name)
+                        }
+                        SchemaChange::AddCheck { check, .. } => {
+                            constraint_label("CHECK", &check.name)
+                        }
+                        _ => "constraint".to_owned(),
+                    };
+                    let meaning = match clause.as_str() {
+                        "NOT VALID" => "it is created validated: rows already there that break it are refused",
+                        "NO INHERIT" => "child tables are not told apart here",
+                        "MATCH FULL" => "a row with some of its columns NULL is accepted",
+                        _ => "it is checked at each statement",
+                    };
+                    self.diags.warn(format!(
+                        "table {table}: {what} is `{clause}` in the source, which is not carried: {meaning}"
+                    ));
+                }
+            }
             TableElem::Check { name, expr } => out.push(SchemaChange::AddCheck {
                 table: table.clone(),
                 check: Check {
@@ -1129,7 +1168,13 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
             return lit(Literal::Number(v.to_string()));
         }
     }
-    let func = up.split('(').next().unwrap_or("").trim();
+    // A function call is the default only when it is all of it (`curdate() +
+    // interval 1 day` is another value: kept as the source's expression).
+    let func = if whole_call(&up) {
+        up.split('(').next().unwrap_or("").trim()
+    } else {
+        ""
+    };
     let arg = up
         .find('(')
         .and_then(|p| up[p + 1..].strip_suffix(')'))
@@ -1183,6 +1228,27 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
         dialect: dialect.name().into(),
         text: raw.trim().to_owned(),
     })
+}
+
+/// Whether `up` is one name, or one call `name(...)` whose parenthesis closes at its end.
+fn whole_call(up: &str) -> bool {
+    let Some(open) = up.find('(') else {
+        return !up.trim().contains(char::is_whitespace);
+    };
+    let mut depth = 0i32;
+    for (k, c) in up.char_indices().skip_while(|(k, _)| *k < open) {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return up[k + 1..].trim().is_empty();
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// `s` without the parentheses that wrap all of it, however deep: one pass pairs

@@ -258,6 +258,10 @@ impl StatementParser<'_> {
         {
             k += 1;
         }
+        if w(0) == "CREATE" && w(k) == "TABLE" && h[1..k].iter().any(|x| x == "UNLOGGED") {
+            self.diags
+                .skip("UNLOGGED is not carried: the table is written to the log".to_owned());
+        }
         match (w(0), w(k)) {
             ("CREATE", "SCHEMA") => {
                 if let Some(parsed) = self.schema_elements(text)? {
@@ -497,6 +501,24 @@ impl StatementParser<'_> {
                 only_blanked.as_str()
             }
             None => text,
+        };
+        // Oracle's `CREATE BITMAP INDEX`: a plain index elsewhere (said).
+        let bitmap_blanked;
+        let text = if self.dialect == Dialect::Oracle
+            && h.len() > 2
+            && (h[0].as_str(), h[1].as_str(), h[2].as_str()) == ("CREATE", "BITMAP", "INDEX")
+        {
+            let at = text
+                .to_ascii_uppercase()
+                .find("BITMAP")
+                .expect("in the head");
+            self.diags.warn(
+                "a bitmap index becomes a plain (B-tree) index: the targets have no bitmap indexes",
+            );
+            bitmap_blanked = format!("{}      {}", &text[..at], &text[at + 6..]);
+            bitmap_blanked.as_str()
+        } else {
+            text
         };
         let stmts = match Parser::new(sq_dialect(self.dialect))
             .try_with_sql(text)
@@ -1131,10 +1153,11 @@ impl StatementParser<'_> {
                     }
                 };
                 // regression: `USING gin` was dropped without a word.
+                // (`USING "btree"`: pg_dump --quote-all-identifiers.)
                 if let Some(m) = ci
                     .using
                     .as_ref()
-                    .map(|u| u.to_string().to_ascii_uppercase())
+                    .map(|u| u.to_string().trim_matches('"').to_ascii_uppercase())
                 {
                     if !matches!(m.as_str(), "BTREE" | "FULLTEXT" | "SPATIAL") {
                         self.diags.warn(format!(
@@ -1142,6 +1165,34 @@ impl StatementParser<'_> {
                             ci.name.as_ref().map(|n| self.object_name(n).name).unwrap_or_else(|| "(unnamed)".into())
                         ));
                     }
+                }
+                // What an index states that the IR does not carry, said.
+                let mut unkept = Vec::new();
+                if !ci.include.is_empty() {
+                    unkept.push("INCLUDE columns".to_owned());
+                }
+                if ci.columns.iter().any(|c| c.operator_class.is_some()) {
+                    unkept.push("operator classes".to_owned());
+                }
+                if ci
+                    .columns
+                    .iter()
+                    .any(|c| c.column.options.nulls_first.is_some())
+                {
+                    unkept.push("NULLS FIRST/LAST".to_owned());
+                }
+                if !ci.with.is_empty() {
+                    unkept.push("storage parameters (WITH)".to_owned());
+                }
+                if !unkept.is_empty() {
+                    self.diags.warn(format!(
+                        "index {} on {table}: its {} are not carried",
+                        ci.name
+                            .as_ref()
+                            .map(|n| self.object_name(n).name)
+                            .unwrap_or_else(|| "(unnamed)".into()),
+                        unkept.join(", ")
+                    ));
                 }
                 one(C::AddIndex {
                     table,

@@ -126,6 +126,10 @@ impl Translator {
         o: &mut Outcome,
         diags: &mut Diagnostics,
     ) {
+        if self.target == Target::Sql(Dialect::Postgres) {
+            self.pg_schemas_first(changes, o, diags);
+            return;
+        }
         if self.target != Target::Sql(Dialect::MySql) || self.source == Dialect::MySql {
             return;
         }
@@ -260,6 +264,41 @@ impl Translator {
         };
         let max_len = if d == Dialect::Oracle { 128 } else { 64 };
         self.fk_names.claim(changes, schema_of, max_len, diags);
+    }
+
+    /// For a PostgreSQL target: `CREATE SCHEMA IF NOT EXISTS` before the first table
+    /// of a schema (other than `public`) that no statement of the input made: an
+    /// Oracle script names its owner's schema before every table and never makes it.
+    fn pg_schemas_first(
+        &mut self,
+        changes: &[SchemaChange],
+        o: &mut Outcome,
+        diags: &mut Diagnostics,
+    ) {
+        for c in changes {
+            let s = match c {
+                SchemaChange::CreateNamespace { name, .. } => {
+                    self.made.insert(name.to_lowercase());
+                    continue;
+                }
+                SchemaChange::CreateTable { table, .. } => match table.name.schema.as_deref() {
+                    Some(s) => s,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            if s.eq_ignore_ascii_case("public") || !self.made.insert(s.to_lowercase()) {
+                continue;
+            }
+            let mut cx = EmitCtx {
+                source: self.source,
+                before: &self.catalog,
+                after: &self.catalog,
+                diags,
+            };
+            let id = Emitter::new(Dialect::Postgres).ident(&mut cx, s);
+            o.output.push(format!("CREATE SCHEMA IF NOT EXISTS {id}"));
+        }
     }
 
     /// Apply a script to the catalog without emitting (`--schema FILE`). Returns the
@@ -752,11 +791,12 @@ impl Translator {
         let Target::Sql(d) = self.target else {
             return None;
         };
-        if self.deferred.is_empty() {
+        let mut diags = Diagnostics::default();
+        let mut output = self.release_deferred(d, true, &mut diags);
+        output.extend(self.keys_for_identities(&mut diags));
+        if output.is_empty() && diags.0.is_empty() {
             return None;
         }
-        let mut diags = Diagnostics::default();
-        let output = self.release_deferred(d, true, &mut diags);
         Some(StatementResult {
             line: 0,
             column: 0,
@@ -766,6 +806,77 @@ impl Translator {
             plan: None,
             tables: Vec::new(),
         })
+    }
+
+    /// Into MySQL, at the end of the input: an identity column that no key leads by
+    /// now (its key, if any, leads with another column) would stay a plain column,
+    /// since MySQL's AUTO_INCREMENT needs a key it leads; it is given an index of its
+    /// own, and AUTO_INCREMENT with it (said).
+    fn keys_for_identities(&mut self, diags: &mut Diagnostics) -> Vec<String> {
+        if self.target != Target::Sql(Dialect::MySql) || self.source == Dialect::MySql {
+            return Vec::new();
+        }
+        let leads = |t: &ddl_core::Table, col: &str| {
+            t.primary_key
+                .as_ref()
+                .is_some_and(|p| p.columns.first().map(String::as_str) == Some(col))
+                || t.indexes.iter().any(|i| {
+                    i.parts
+                        .first()
+                        .is_some_and(|p| !p.expression && p.column == col)
+                })
+        };
+        let lonely: Vec<(TableName, String)> = self
+            .catalog
+            .tables
+            .iter()
+            .filter(|(_, t)| {
+                !t.columns
+                    .iter()
+                    .any(|c| c.identity.is_some() && leads(t, &c.name))
+            })
+            .filter_map(|(k, t)| {
+                let c = t.columns.iter().find(|c| c.identity.is_some())?;
+                Some((k.clone(), c.name.clone()))
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (table, col) in lonely {
+            diags.warn(format!(
+                "{table}.{col}: no key leads with it, and MySQL's AUTO_INCREMENT needs one: an index on {col} is added"
+            ));
+            let change = SchemaChange::AddIndex {
+                table: table.clone(),
+                index: ddl_core::Index {
+                    name: None,
+                    kind: ddl_core::IndexKind::Plain,
+                    parts: vec![ddl_core::IndexPart {
+                        column: col.clone(),
+                        expression: false,
+                        prefix: None,
+                        descending: false,
+                    }],
+                    predicate: None,
+                },
+            };
+            let names = [table.clone()];
+            let before = self.catalog.scope(&names);
+            let mut after = before.clone();
+            if after.apply(&change).is_err() {
+                continue;
+            }
+            out.extend(render(
+                self.source,
+                self.target,
+                (&self.schema_map, self.fk_names.renames()),
+                std::slice::from_ref(&change),
+                &before,
+                &after,
+                diags,
+            ));
+            self.catalog.absorb(&names, after);
+        }
+        out
     }
 
     /// `USE db` / `SET search_path`: what the target needs to see of it.
@@ -1649,6 +1760,51 @@ mod tests {
             2,
             "{diags:#?}"
         );
+    }
+
+    #[test]
+    fn what_a_hostile_tester_found_in_oracle_scripts() {
+        // regression: `CREATE BITMAP INDEX` was an error; an Oracle owner's schema
+        // was never made on PostgreSQL (every statement refused).
+        let text = "CREATE TABLE \"HR\".\"DEPT\" (\"DEPTNO\" NUMBER(2,0), \"ACTIVE\" CHAR(1), CONSTRAINT \"PK_DEPT\" PRIMARY KEY (\"DEPTNO\"));\n\
+                    CREATE BITMAP INDEX \"HR\".\"DEPT_ACTIVE_BX\" ON \"HR\".\"DEPT\" (\"ACTIVE\");";
+        let (out, diags) = sql(Dialect::Oracle, Dialect::Postgres, text);
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        assert_eq!(out[0], "CREATE SCHEMA IF NOT EXISTS hr", "{out:#?}");
+        assert!(
+            out.iter()
+                .any(|s| s.starts_with("CREATE INDEX dept_active_bx")),
+            "{out:#?}"
+        );
+        assert!(
+            diags.iter().any(|d| d.contains("bitmap index")),
+            "{diags:#?}"
+        );
+    }
+
+    #[test]
+    fn quoted_type_names_and_whole_default_expressions() {
+        // regression: pg_dump --quote-all-identifiers quotes type names ("text",
+        // "int8"): every such column became LONGTEXT, and a key on one was refused.
+        let text = "CREATE TABLE \"public\".\"c\" (\"d\" \"date\", \"t\" \"text\" NOT NULL, \"u\" \"uuid\", \"i8\" \"int8\", \"m\" \"Mood\");";
+        let (out, diags) = sql(Dialect::Postgres, Dialect::MySql, text);
+        for want in ["d DATE", "u CHAR(36)", "i8 BIGINT", "t LONGTEXT NOT NULL"] {
+            assert!(out[0].contains(want), "{want}: {}", out[0]);
+        }
+        assert!(diags.iter().any(|d| d.contains("\"Mood\"")), "{diags:#?}");
+        // regression: `curdate() + interval 1 day` became CURRENT_DATE, another value.
+        let (out, diags) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE t (l date DEFAULT (curdate() + interval 1 day), n date DEFAULT (curdate()));",
+        );
+        assert!(
+            out[0].contains("l date,") || out[0].contains("l date\n"),
+            "{}",
+            out[0]
+        );
+        assert!(out[0].contains("n date DEFAULT CURRENT_DATE"), "{}", out[0]);
+        assert!(diags.iter().any(|d| d.contains("t.l")), "{diags:#?}");
     }
 
     #[test]

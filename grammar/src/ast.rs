@@ -37,6 +37,8 @@ pub enum ColAttr {
         columns: Vec<Ident>,
         on_delete: Option<ddl_core::RefAction>,
         on_update: Option<ddl_core::RefAction>,
+        /// See [`ddl_core::ForeignKey::deferrable`].
+        deferrable: Option<bool>,
     },
     /// Accepted, with no meaning for the IR (VISIBLE, COLUMN_FORMAT, SRID, ENABLE, ...).
     Ignored(String),
@@ -83,10 +85,23 @@ pub enum TableElem {
         ref_columns: Vec<Ident>,
         on_delete: Option<ddl_core::RefAction>,
         on_update: Option<ddl_core::RefAction>,
+        /// See [`ddl_core::ForeignKey::deferrable`].
+        deferrable: Option<bool>,
     },
     Check {
         name: Option<Ident>,
         expr: String,
+    },
+    /// PostgreSQL `EXCLUDE [USING m] (...)`: no target here has it (reported).
+    Exclusion {
+        name: Option<Ident>,
+        text: String,
+    },
+    /// A constraint whose state clause (`NOT VALID`, `NO INHERIT`, a unique key's
+    /// `DEFERRABLE`, a composite key's `MATCH FULL`) is not carried: reported.
+    Unkept {
+        elem: Box<TableElem>,
+        clause: String,
     },
     /// A constraint the source declares but does not enforce (Oracle `DISABLE`,
     /// `NOT ENFORCED`): reported, not created.

@@ -390,8 +390,9 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                 ),
                 |w| ColAttr::Charset(w.to_ascii_lowercase()),
             ),
-            map(preceded(kw("COLLATE"), ident), |w| {
-                ColAttr::Collate(w.value)
+            // (pg_dump: `COLLATE pg_catalog."C"`.)
+            map(preceded(kw("COLLATE"), object_name), |mut w| {
+                ColAttr::Collate(w.pop().map(|w| w.value).unwrap_or_default())
             }),
             // MySQL's legacy attributes after a character type: BINARY is the binary
             // collation of the column's character set, ASCII and UNICODE are
@@ -418,15 +419,18 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                     kw("REFERENCES"),
                     object_name,
                     opt(paren_list(ident)),
-                    many0(fk_action),
+                    // (MATCH FULL means nothing more than SIMPLE for one column.)
+                    fk_tail,
+                    constraint_state(flavor),
                 ),
-                |(_, table, columns, actions)| {
+                |(_, table, columns, (actions, _), st)| {
                     let pick = |d: bool| actions.iter().rev().find(|a| a.0 == d).map(|a| a.1);
                     ColAttr::References {
                         table,
                         columns: columns.unwrap_or_default(),
                         on_delete: pick(true),
                         on_update: pick(false),
+                        deferrable: st.deferrable,
                     }
                 },
             ),
@@ -630,34 +634,71 @@ fn index_opts(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ()> {
     }
 }
 
+/// What a constraint's state clauses say (see [`constraint_state`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+struct ConstraintState {
+    /// Declared but not enforced (Oracle `DISABLE`, MySQL `NOT ENFORCED`).
+    disabled: bool,
+    /// `DEFERRABLE`: Some(initially deferred).
+    deferrable: Option<bool>,
+    /// Clauses with a meaning no target here is given (`NOT VALID`, `NO INHERIT`).
+    unkept: Vec<&'static str>,
+}
+
 /// What may follow a constraint: Oracle's `USING INDEX ...`, `ENABLE`/`DISABLE`,
 /// `[NO]VALIDATE`, `[NO]RELY`, deferrability, MySQL's `[NOT] ENFORCED`, PostgreSQL's
-/// `NOT VALID`. Returns whether the constraint is not enforced (disabled).
-fn constraint_state(flavor: Flavor) -> impl Fn(&str) -> Res<'_, bool> {
+/// `NOT VALID` and `NO INHERIT`.
+fn constraint_state(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ConstraintState> {
+    #[derive(Clone, Copy)]
+    enum W {
+        Nothing,
+        Disabled,
+        Deferrable,
+        NotDeferrable,
+        Deferred,
+        Immediate,
+        Unkept(&'static str),
+    }
     move |i| {
-        let (i, states) = many0(alt((
+        let (i, words) = many0(alt((
             value(
-                false,
+                W::Nothing,
                 (kw("USING"), kw("INDEX"), opt(rest_of_state(flavor))),
             ),
-            value(false, kw("ENABLE")),
-            value(true, kw("DISABLE")),
-            value(false, kw("VALIDATE")),
-            value(false, kw("NOVALIDATE")),
-            value(false, kw("RELY")),
-            value(false, kw("NORELY")),
-            value(false, (kw("NOT"), kw("DEFERRABLE"))),
-            value(false, kw("DEFERRABLE")),
-            value(
-                false,
-                (kw("INITIALLY"), alt((kw("DEFERRED"), kw("IMMEDIATE")))),
-            ),
-            value(false, kw("ENFORCED")),
-            value(true, (kw("NOT"), kw("ENFORCED"))),
-            value(false, (kw("NOT"), kw("VALID"))),
+            value(W::Nothing, kw("ENABLE")),
+            value(W::Disabled, kw("DISABLE")),
+            value(W::Nothing, kw("VALIDATE")),
+            value(W::Nothing, kw("NOVALIDATE")),
+            value(W::Nothing, kw("RELY")),
+            value(W::Nothing, kw("NORELY")),
+            value(W::NotDeferrable, (kw("NOT"), kw("DEFERRABLE"))),
+            value(W::Deferrable, kw("DEFERRABLE")),
+            value(W::Deferred, (kw("INITIALLY"), kw("DEFERRED"))),
+            value(W::Immediate, (kw("INITIALLY"), kw("IMMEDIATE"))),
+            value(W::Nothing, kw("ENFORCED")),
+            value(W::Disabled, (kw("NOT"), kw("ENFORCED"))),
+            value(W::Unkept("NOT VALID"), (kw("NOT"), kw("VALID"))),
+            value(W::Unkept("NO INHERIT"), (kw("NO"), kw("INHERIT"))),
         )))
         .parse(i)?;
-        Ok((i, states.into_iter().any(|d| d)))
+        let mut st = ConstraintState::default();
+        for w in words {
+            match w {
+                W::Nothing => {}
+                W::Disabled => st.disabled = true,
+                W::Deferrable => st.deferrable = Some(st.deferrable.unwrap_or(false)),
+                W::NotDeferrable => st.deferrable = None,
+                // (INITIALLY DEFERRED implies DEFERRABLE.)
+                W::Deferred => st.deferrable = Some(true),
+                W::Immediate => {
+                    if st.deferrable.is_some() {
+                        st.deferrable = Some(false)
+                    }
+                }
+                W::Unkept(c) => st.unkept.push(c),
+            }
+        }
+        Ok((i, st))
     }
 }
 
@@ -721,13 +762,62 @@ fn fk_action(i: &str) -> Res<'_, (bool, ddl_core::RefAction)> {
     Ok((i, (delete, action)))
 }
 
+/// What follows a foreign key's referenced columns: its actions and `MATCH
+/// FULL|PARTIAL|SIMPLE` in any order. Returns the actions and whether MATCH is not
+/// SIMPLE.
+fn fk_tail(i: &str) -> Res<'_, (Vec<(bool, ddl_core::RefAction)>, bool)> {
+    enum T {
+        Action(bool, ddl_core::RefAction),
+        Match(bool),
+    }
+    let (i, items) = many0(alt((
+        map(fk_action, |(d, a)| T::Action(d, a)),
+        map(
+            preceded(
+                kw("MATCH"),
+                alt((
+                    value(true, kw("FULL")),
+                    value(true, kw("PARTIAL")),
+                    value(false, kw("SIMPLE")),
+                )),
+            ),
+            T::Match,
+        ),
+    )))
+    .parse(i)?;
+    let (mut actions, mut full) = (Vec::new(), false);
+    for t in items {
+        match t {
+            T::Action(d, a) => actions.push((d, a)),
+            T::Match(f) => full |= f,
+        }
+    }
+    Ok((i, (actions, full)))
+}
+
 fn constraint_elem(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
     move |i| {
-        let (i, elem) = constraint_body(flavor)(i)?;
-        let (i, disabled) = constraint_state(flavor)(i)?;
+        let (i, mut elem) = constraint_body(flavor)(i)?;
+        let (i, st) = constraint_state(flavor)(i)?;
+        let mut unkept: Vec<String> = st.unkept.iter().map(|c| c.to_string()).collect();
+        match (&mut elem, st.deferrable) {
+            (TableElem::ForeignKey { deferrable, .. }, d) => *deferrable = d,
+            (_, Some(deferred)) => unkept.push(if deferred {
+                "DEFERRABLE INITIALLY DEFERRED".into()
+            } else {
+                "DEFERRABLE".into()
+            }),
+            (_, None) => {}
+        }
+        if !unkept.is_empty() {
+            elem = TableElem::Unkept {
+                elem: Box::new(elem),
+                clause: unkept.join(" "),
+            };
+        }
         Ok((
             i,
-            if disabled {
+            if st.disabled {
                 TableElem::Disabled(Box::new(elem))
             } else {
                 elem
@@ -799,12 +889,12 @@ fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                     kw("REFERENCES"),
                     object_name,
                     opt(paren_list(ident)),
-                    many0(fk_action),
+                    fk_tail,
                     nom::combinator::success(()),
                 ),
                 {
                     let cname = cname.clone();
-                    move |(_, _, name, columns, _, ref_table, ref_columns, actions, _)| {
+                    move |(_, _, name, columns, _, ref_table, ref_columns, (actions, full), _)| {
                         let mut on_delete = None;
                         let mut on_update = None;
                         for (d, a) in actions {
@@ -814,17 +904,37 @@ fn constraint_body(flavor: Flavor) -> impl Fn(&str) -> Res<'_, TableElem> {
                                 on_update = Some(a);
                             }
                         }
-                        TableElem::ForeignKey {
+                        let multi = columns.len() > 1;
+                        let fk = TableElem::ForeignKey {
                             name: cname.clone().or(name),
                             columns,
                             ref_table,
                             ref_columns: ref_columns.unwrap_or_default(),
                             on_delete,
                             on_update,
+                            deferrable: None,
+                        };
+                        // MATCH FULL differs from the default only over several
+                        // columns (a row with some of them NULL).
+                        if full && multi {
+                            TableElem::Unkept {
+                                elem: Box::new(fk),
+                                clause: "MATCH FULL".into(),
+                            }
+                        } else {
+                            fk
                         }
                     }
                 },
             ),
+            // PostgreSQL exclusion constraints.
+            map((kw("EXCLUDE"), rest_of_item(flavor)), {
+                let cname = cname.clone();
+                move |(_, text)| TableElem::Exclusion {
+                    name: cname.clone(),
+                    text: format!("EXCLUDE {text}"),
+                }
+            }),
             map(
                 (
                     kw("CHECK"),

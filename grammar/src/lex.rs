@@ -421,6 +421,8 @@ fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
             (
                 alt((value((), quoted_body('`')), dotted_name)),
                 opt(paren_group(flavor)),
+                // PostgreSQL `ARRAY[...]` and subscripts.
+                many0(bracket_group(flavor)),
             ),
         ),
     ))
@@ -441,6 +443,31 @@ fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
     ))
     .parse(i)?;
     Ok((i, ()))
+}
+
+/// `[ ... ]`, nested brackets and strings inside read whole.
+fn bracket_group(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ()> {
+    move |i| {
+        let (mut r, _) = char('[').parse(i)?;
+        loop {
+            let (t, _) = ws(r)?;
+            if let Some(rest) = t.strip_prefix(']') {
+                return Ok((rest, ()));
+            }
+            if t.is_empty() {
+                return Err(nom::Err::Error(Error::new(i, nom::error::ErrorKind::Char)));
+            }
+            r = if let Ok((r2, _)) = bracket_group(flavor)(t) {
+                r2
+            } else if let Ok((r2, _)) = one_string(flavor)(t) {
+                r2
+            } else if let Ok((r2, _)) = paren_group(flavor)(t) {
+                r2
+            } else {
+                &t[t.chars().next().map(char::len_utf8).unwrap_or(1)..]
+            };
+        }
+    }
 }
 
 fn binop(i: &str) -> Res<'_, ()> {

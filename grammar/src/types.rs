@@ -396,6 +396,19 @@ fn with_tz(i: &str) -> Res<'_, Option<bool>> {
 fn pg_type(i: &str) -> Res<'_, TypeSpec> {
     let (i, _) = opt((word, sym("."))).parse(i).map(|(r, _)| (r, ()))?;
     let (i, w) = word(i)?;
+    // pg_dump --quote-all-identifiers quotes type names that are not keywords
+    // (`"text"`, `"int8"`, `"uuid"`): a quoted name in lower case is the same name.
+    let w = match w.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(inner)
+            if !inner.is_empty()
+                && inner
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') =>
+        {
+            inner.to_ascii_uppercase()
+        }
+        _ => w,
+    };
     let serial = |bytes: u8, i| -> Res<'_, TypeSpec> {
         Ok((
             i,

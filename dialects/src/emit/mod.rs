@@ -440,6 +440,38 @@ impl Emitter {
                         return None;
                     }
                 }
+                // Values of the source's type that the target's cannot hold: MySQL's
+                // TIME past a day (838:59:59) and PostgreSQL's infinite timestamps.
+                if let Literal::String(v) = value {
+                    let beyond_a_day = matches!(c.data_type, ddl_core::DataType::Time { .. })
+                        && self.target != Dialect::MySql
+                        && (v.trim_start().starts_with('-')
+                            || v.split(':')
+                                .next()
+                                .and_then(|h| h.trim().parse::<u32>().ok())
+                                .is_some_and(|h| {
+                                    h > 24
+                                        || (h == 24
+                                            && v.chars()
+                                                .skip_while(|c| *c != ':')
+                                                .any(|c| c.is_ascii_digit() && c != '0'))
+                                }));
+                    let infinite = matches!(
+                        c.data_type,
+                        ddl_core::DataType::Timestamp { .. } | ddl_core::DataType::Date
+                    ) && self.target != Dialect::Postgres
+                        && matches!(
+                            v.trim().to_ascii_lowercase().as_str(),
+                            "infinity" | "-infinity"
+                        );
+                    if beyond_a_day || infinite {
+                        cx.diags.warn(format!(
+                            "{table}.{}: the default `{v}` has no {} value; not emitted",
+                            c.name, self.target
+                        ));
+                        return None;
+                    }
+                }
                 // PostgreSQL text cannot hold a NUL character.
                 if let (Dialect::Postgres, Literal::String(v)) = (self.target, value) {
                     if v.contains('\0') {
@@ -879,6 +911,20 @@ impl Emitter {
                 _ => s.push_str(&format!(" ON UPDATE {a}")),
             }
         }
+        if let Some(deferred) = fk.deferrable {
+            let how = if deferred {
+                "DEFERRABLE INITIALLY DEFERRED"
+            } else {
+                "DEFERRABLE"
+            };
+            match self.target {
+                Dialect::Postgres | Dialect::Oracle => s.push_str(&format!(" {how}")),
+                Dialect::MySql => cx.diags.warn(format!(
+                    "{table}: foreign key {}is {how} in the source; MySQL checks it at each row (a transaction that writes a row before the row it references fails)",
+                    fk.name.as_deref().map(|n| format!("{n} ")).unwrap_or_default()
+                )),
+            }
+        }
         s
     }
 
@@ -935,7 +981,10 @@ impl Emitter {
                     self.target
                 ));
             }
-            self.print_expr(cx, e)
+            match self.boolean_literals(cx, table, e) {
+                Some(b) => self.print_expr(cx, &b),
+                None => self.print_expr(cx, e),
+            }
         } else {
             cx.diags.warn(format!(
                 "{table}: CHECK {}({}) is not translated and is not created: `{}` is {} outside the expressions lakeshift translates",
@@ -952,6 +1001,59 @@ impl Emitter {
             .map(|n| format!("CONSTRAINT {} ", self.ident(cx, n)))
             .unwrap_or_default();
         Some(format!("{name}CHECK ({body})"))
+    }
+
+    /// Into PostgreSQL, a boolean column compared with 0 or 1 (MySQL's TINYINT(1)
+    /// is its boolean, and its CHECKs compare it with numbers): compared with false
+    /// or true instead, which PostgreSQL requires. None: nothing to change.
+    fn boolean_literals(
+        &self,
+        cx: &EmitCtx<'_>,
+        table: &TableName,
+        e: &ddl_core::Expr,
+    ) -> Option<ddl_core::Expr> {
+        use ddl_core::expr::BinaryOp as Op;
+        use ddl_core::{Expr, Literal};
+        if self.target != Dialect::Postgres {
+            return None;
+        }
+        let t = cx.after.table(table)?;
+        let is_bool = |x: &Expr| matches!(x, Expr::Column { name } if t.column(name).is_some_and(|c| c.data_type == ddl_core::DataType::Boolean));
+        let as_bool = |x: &mut Expr| {
+            if let Expr::Literal {
+                value: Literal::Number(n),
+            } = x
+            {
+                if let Ok(v) = n.parse::<f64>() {
+                    *x = Expr::Literal {
+                        value: Literal::Boolean(v != 0.0),
+                    };
+                }
+            }
+        };
+        let mut out = e.clone();
+        let mut changed = false;
+        out.visit_mut(&mut |x| match x {
+            Expr::Binary {
+                op: Op::Eq | Op::NotEq,
+                left,
+                right,
+            } => {
+                if is_bool(left) {
+                    as_bool(right);
+                    changed = true;
+                } else if is_bool(right) {
+                    as_bool(left);
+                    changed = true;
+                }
+            }
+            Expr::InList { expr, list, .. } if is_bool(expr) => {
+                list.iter_mut().for_each(as_bool);
+                changed = true;
+            }
+            _ => {}
+        });
+        changed.then_some(out)
     }
 
     /// A neutral expression in the target's spelling, columns named as the target
@@ -1035,7 +1137,13 @@ impl Emitter {
             };
             let g = self.ident(cx, &format!("{base}_{}", c.name));
             let ty = self.type_sql(cx, table, &c);
-            let cn = self.ident(cx, &c.name);
+            let mut cn = self.ident(cx, &c.name);
+            // MariaDB refuses to index a generated column that reads a CHAR column
+            // (its value depends on sql_mode PAD_CHAR_TO_FULL_LENGTH): RTRIM is the
+            // value a CHAR column reads as anyway.
+            if ty.starts_with("CHAR(") {
+                cn = format!("RTRIM({cn})");
+            }
             stmts.push(format!(
                 "ALTER TABLE {tn} ADD COLUMN {g} {ty} GENERATED ALWAYS AS (CASE WHEN {cond} THEN {cn} END) VIRTUAL"
             ));

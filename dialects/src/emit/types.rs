@@ -288,6 +288,8 @@ fn postgres(source: Dialect, t: &T) -> Mapped {
             *unsigned,
         ),
         T::Money => ok("money"),
+        // MySQL's CHAR(0) (only '' and NULL) has no PostgreSQL length.
+        T::Char { length: 0, .. } => lossy("char(1)", "CHAR(0) becomes char(1)"),
         T::Char { length, .. } => ok(format!("char({length})")),
         T::Varchar { length, .. } => ok(match length {
             Some(n) => format!("varchar({n})"),
@@ -397,6 +399,7 @@ fn oracle(source: Dialect, t: &T) -> Mapped {
             "BINARY_DOUBLE"
         }),
         T::Money => ok("NUMBER(19,2)"),
+        T::Char { length: 0, .. } => lossy("CHAR(1)", "CHAR(0) becomes CHAR(1)"),
         T::Char {
             length,
             unit: u,

@@ -85,6 +85,7 @@ mod tests {
             ref_columns: vec!["id".into()],
             on_delete,
             on_update,
+            deferrable: None,
         };
         t.foreign_keys = vec![
             fk(&["p"], Some(RefAction::Cascade), Some(RefAction::Cascade)),
