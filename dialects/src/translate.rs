@@ -1805,6 +1805,21 @@ mod tests {
         );
         assert!(out[0].contains("n date DEFAULT CURRENT_DATE"), "{}", out[0]);
         assert!(diags.iter().any(|d| d.contains("t.l")), "{diags:#?}");
+        // regression (a Django dump): MySQL has no NaN, and refused the table.
+        let (out, diags) = sql(
+            Dialect::Postgres,
+            Dialect::MySql,
+            "CREATE TABLE t (amount double precision DEFAULT 'NaN'::double precision, b real DEFAULT '-Infinity');",
+        );
+        assert!(!out[0].contains("DEFAULT"), "{}", out[0]);
+        assert_eq!(
+            diags
+                .iter()
+                .filter(|d| d.contains("has no mysql value"))
+                .count(),
+            2,
+            "{diags:#?}"
+        );
     }
 
     #[test]

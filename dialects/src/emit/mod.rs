@@ -464,7 +464,15 @@ impl Emitter {
                             v.trim().to_ascii_lowercase().as_str(),
                             "infinity" | "-infinity"
                         );
-                    if beyond_a_day || infinite {
+                    let not_a_number = matches!(
+                        c.data_type,
+                        ddl_core::DataType::Float { .. } | ddl_core::DataType::Decimal { .. }
+                    ) && self.target == Dialect::MySql
+                        && matches!(
+                            v.trim().to_ascii_lowercase().as_str(),
+                            "nan" | "infinity" | "-infinity" | "inf" | "-inf"
+                        );
+                    if beyond_a_day || infinite || not_a_number {
                         cx.diags.warn(format!(
                             "{table}.{}: the default `{v}` has no {} value; not emitted",
                             c.name, self.target
