@@ -417,7 +417,10 @@ impl Printer<'_> {
             Expr::Neg { expr } => (format!("-{}", self.expr(expr, 9)), 9),
             Expr::Binary { op, left, right } => {
                 let p = op.precedence();
-                let (l, r) = (self.expr(left, p), self.expr(right, p + 1));
+                // Comparisons do not chain (PostgreSQL refuses `a = b = c`): a
+                // comparison inside one keeps its parentheses on either side.
+                let lp = if p == 4 { p + 1 } else { p };
+                let (l, r) = (self.expr(left, lp), self.expr(right, p + 1));
                 let s = match (op, t) {
                     (BinaryOp::Concat, Dialect::MySql) => return (format!("CONCAT({l}, {r})"), 10),
                     (BinaryOp::Mod, Dialect::Oracle) => {
@@ -575,6 +578,15 @@ mod tests {
                 "(((kind)::text = ANY ((ARRAY['in'::character varying, 'out'::character varying])::text[])))"
             ),
             "kind IN ('in', 'out')"
+        );
+        // regression: `(s = 2) = (c IS NOT NULL)` lost its parentheses.
+        assert_eq!(
+            via(
+                Dialect::Postgres,
+                Dialect::MySql,
+                "((s = 2) = (c IS NOT NULL))"
+            ),
+            "(s = 2) = (c IS NOT NULL)"
         );
         // pg_dump --quote-all-identifiers: function and type names quoted.
         assert_eq!(

@@ -22,6 +22,8 @@ pub struct Sequence {
     pub increment: Option<i64>,
     /// The column that owns it (`OWNED BY t.c`).
     pub owned_by: Option<(TableName, String)>,
+    /// The `CREATE SEQUENCE` statement as written (every option), when one was read.
+    pub text: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -66,6 +68,16 @@ impl Definitions {
             self.sequences
                 .iter()
                 .find(|(k, _)| k.name == name.name && (k.schema.is_none() || name.schema.is_none()))
+                .or_else(|| {
+                    // (Oracle's `s1.NEXTVAL` names `S1` as stored.)
+                    self.sequences.iter().find(|(k, _)| {
+                        k.name.eq_ignore_ascii_case(&name.name)
+                            && match (&k.schema, &name.schema) {
+                                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                                _ => true,
+                            }
+                    })
+                })
         })
     }
 

@@ -247,6 +247,13 @@ impl<'a> Lowerer<'a> {
                     },
                 }),
                 ColAttr::Ignored(_) => {}
+                ColAttr::Unkept { attr, clause } => {
+                    self.apply_attrs(table, c, std::slice::from_ref(attr), extras);
+                    self.diags.warn(format!(
+                        "{table}.{}: `{clause}` is not carried: an explicit NULL is not replaced by the default",
+                        c.name
+                    ));
+                }
                 ColAttr::Named { name, attr } => {
                     // The constraint the attribute adds takes its name.
                     let before = extras.len();

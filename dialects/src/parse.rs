@@ -707,7 +707,7 @@ impl StatementParser<'_> {
         let d = grammar::ddl::parse_create_domain(text).map_err(Self::grammar_error)?;
         let name = self.lowerer().table_name(&d.name);
         let lower = self.lowerer();
-        let domain = Domain {
+        let mut domain = Domain {
             base: d.ty.data_type.clone(),
             not_null: d.not_null,
             default: d.default.as_deref().and_then(|e| lower.default_value(e)),
@@ -723,6 +723,18 @@ impl StatementParser<'_> {
                 })
                 .collect(),
         };
+        // A domain over another domain: the base type, NOT NULL, DEFAULT and CHECKs
+        // of the whole chain (the inner domain was defined first).
+        if let ddl_core::DataType::Other { name: base, .. } = &d.ty.data_type {
+            if let Some(inner) = self.defs.domains.get(base.trim_matches('"')).cloned() {
+                domain.base = inner.base;
+                domain.not_null |= inner.not_null;
+                domain.default = domain.default.or(inner.default);
+                let mut checks = inner.checks;
+                checks.append(&mut domain.checks);
+                domain.checks = checks;
+            }
+        }
         self.defs.domains.insert(name.name.clone(), domain);
         Ok(Parsed::Skipped(format!(
             "domain {name}: columns of it take its base type, NOT NULL, DEFAULT and CHECKs"
@@ -850,6 +862,13 @@ impl StatementParser<'_> {
         let mut seq = self.defs.sequences.remove(&key).unwrap_or_default();
         seq.start = d.start.or(seq.start);
         seq.increment = d.increment.or(seq.increment);
+        if text
+            .trim_start()
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case("CREATE"))
+        {
+            seq.text = Some(text.trim().trim_end_matches(';').trim_end().to_owned());
+        }
         if let Some(owner) = &d.owned_by {
             seq.owned_by = match owner.len() {
                 0 => None,

@@ -180,9 +180,9 @@ impl Translator {
         }
     }
 
-    /// A PostgreSQL extension or function, translated into PostgreSQL: a default or
-    /// CHECK may call it (`uuid_generate_v4()`, a validation function), so it is
-    /// carried as written.
+    /// A PostgreSQL extension, function or composite type, translated into
+    /// PostgreSQL: a default or CHECK may call it (`uuid_generate_v4()`, a validation
+    /// function), a column may be of it, so it is carried as written.
     fn same_dialect_object(&self, text: &str) -> bool {
         if self.source != Dialect::Postgres || self.target != Target::Sql(Dialect::Postgres) {
             return false;
@@ -193,20 +193,31 @@ impl Translator {
             .map(|w| w.to_ascii_uppercase())
             .collect();
         let w: Vec<&str> = words.iter().map(String::as_str).collect();
-        matches!(
-            w.as_slice(),
-            ["CREATE", "EXTENSION", ..]
-                | ["CREATE", "FUNCTION", ..]
-                | ["CREATE", "OR", "REPLACE", "FUNCTION"]
-        )
+        // A composite type (`CREATE TYPE t AS (a int, ...)`): columns may be of it.
+        let composite = matches!(w.as_slice(), ["CREATE", "TYPE", ..]) && {
+            let up = text.to_ascii_uppercase();
+            up.find(" AS")
+                .is_some_and(|p| up[p + 3..].trim_start().starts_with('('))
+        };
+        composite
+            || matches!(
+                w.as_slice(),
+                ["CREATE", "EXTENSION", ..]
+                    | ["CREATE", "FUNCTION", ..]
+                    | ["CREATE", "OR", "REPLACE", "FUNCTION"]
+            )
     }
 
-    /// PostgreSQL into PostgreSQL: sequences are not translated (one owned by a column
-    /// makes it an identity), but a `nextval` default of another column needs its
-    /// sequence (a partition's column on its parent's serial, a sequence two tables
-    /// share): made before the first statement that draws from it.
+    /// Into PostgreSQL and Oracle: sequences are not translated as statements (one
+    /// owned by a column makes it an identity), but a `nextval` default of another
+    /// column needs its sequence (a partition's column on its parent's serial, a
+    /// sequence two tables share, Oracle's `s.NEXTVAL`): made before the first
+    /// statement that draws from it.
     fn sequences_first(&mut self, changes: &[SchemaChange], o: &mut Outcome) {
-        if self.target != Target::Sql(Dialect::Postgres) || self.source != Dialect::Postgres {
+        if !matches!(
+            self.target,
+            Target::Sql(Dialect::Postgres) | Target::Sql(Dialect::Oracle)
+        ) {
             return;
         }
         let mut defaults: Vec<&DefaultValue> = Vec::new();
@@ -223,24 +234,81 @@ impl Translator {
             }
         }
         for d in defaults {
-            let DefaultValue::NextVal { sequence } = d else {
-                continue;
-            };
-            if !self.sequences_made.insert(sequence.to_lowercase()) {
-                continue;
-            }
-            let name = crate::defs::Definitions::sequence_name(sequence);
-            let mut sql = format!("CREATE SEQUENCE IF NOT EXISTS {sequence}");
-            if let Some((_, seq)) = self.defs.sequence(&name) {
-                if let Some(n) = seq.increment {
-                    sql.push_str(&format!(" INCREMENT BY {n}"));
-                }
-                if let Some(n) = seq.start {
-                    sql.push_str(&format!(" START WITH {n}"));
+            if let DefaultValue::NextVal { sequence } = d {
+                if let Some(sql) = self.create_sequence(sequence) {
+                    o.output.push(sql);
                 }
             }
-            o.output.push(sql);
         }
+    }
+
+    /// `CREATE SEQUENCE` for the sequence a default names as `sequence`, once: the
+    /// statement as written within PostgreSQL, else its start and increment.
+    fn create_sequence(&mut self, sequence: &str) -> Option<String> {
+        let Target::Sql(d) = self.target else {
+            return None;
+        };
+        if !self.sequences_made.insert(sequence.to_lowercase()) {
+            return None;
+        }
+        let written = crate::defs::Definitions::sequence_name(sequence);
+        let (name, seq) = match self.defs.sequence(&written) {
+            Some((k, s)) => (k.clone(), Some(s.clone())),
+            None => (written, None),
+        };
+        if let (Dialect::Postgres, Dialect::Postgres, Some(text)) =
+            (self.source, d, seq.as_ref().and_then(|s| s.text.as_ref()))
+        {
+            let up = text.to_ascii_uppercase();
+            return Some(if up.contains("IF NOT EXISTS") {
+                text.clone()
+            } else {
+                let at = up.find("SEQUENCE").map_or(0, |p| p + "SEQUENCE".len());
+                format!("{} IF NOT EXISTS{}", &text[..at], &text[at..])
+            });
+        }
+        let mut sql = match d {
+            // (As the default's nextval('...') names it: PostgreSQL reads both alike.)
+            Dialect::Postgres => format!("CREATE SEQUENCE IF NOT EXISTS {sequence}"),
+            _ => format!(
+                "CREATE SEQUENCE {}",
+                crate::emit::Emitter::new(d)
+                    .with_schemas(&self.schema_map)
+                    .sequence_ref(self.source, &name)
+            ),
+        };
+        if let Some(n) = seq.as_ref().and_then(|s| s.increment) {
+            sql.push_str(&format!(" INCREMENT BY {n}"));
+        }
+        if let Some(n) = seq.as_ref().and_then(|s| s.start) {
+            sql.push_str(&format!(" START WITH {n}"));
+        }
+        Some(sql)
+    }
+
+    /// At the end of the input, into PostgreSQL and Oracle: the sequences no column
+    /// owns and no default drew from (an application draws from them itself, as
+    /// Hibernate's `hibernate_sequence`) are made too.
+    fn sequences_left(&mut self) -> Vec<String> {
+        if !matches!(
+            self.target,
+            Target::Sql(Dialect::Postgres) | Target::Sql(Dialect::Oracle)
+        ) {
+            return Vec::new();
+        }
+        let free: Vec<String> = self
+            .defs
+            .sequences
+            .iter()
+            .filter(|(_, s)| s.owned_by.is_none())
+            .map(|(k, _)| match &k.schema {
+                Some(s) => format!("{s}.{}", k.name),
+                None => k.name.clone(),
+            })
+            .collect();
+        free.iter()
+            .filter_map(|n| self.create_sequence(n))
+            .collect()
     }
 
     /// Before `changes` are emitted: their foreign keys take names free in their
@@ -564,6 +632,17 @@ impl Translator {
                 return o.with(diags);
             }
         }
+        // A table's keys name its own columns, a foreign key as many as it references:
+        // what the source server would refuse is an error here too, not output.
+        if matches!(self.target, Target::Sql(_)) {
+            if let Some(e) = changes.iter().find_map(|c| match c {
+                SchemaChange::CreateTable { table, .. } => key_columns_error(table, &after),
+                _ => None,
+            }) {
+                o.diagnostics.push((At::Statement, Diagnostic::error(e)));
+                return o.with(diags);
+            }
+        }
         if changes.is_empty() && diags.0.is_empty() {
             diags.skip("statement changes nothing");
         }
@@ -794,6 +873,7 @@ impl Translator {
         let mut diags = Diagnostics::default();
         let mut output = self.release_deferred(d, true, &mut diags);
         output.extend(self.keys_for_identities(&mut diags));
+        output.extend(self.sequences_left());
         if output.is_empty() && diags.0.is_empty() {
             return None;
         }
@@ -931,6 +1011,47 @@ impl Outcome {
             .extend(diags.take().into_iter().map(|d| (At::Statement, d)));
         self
     }
+}
+
+/// What is wrong with `table`'s keys (a column it does not have, a foreign key of
+/// more or fewer columns than it references), as the source server would say.
+fn key_columns_error(table: &ddl_core::Table, cat: &Catalog) -> Option<String> {
+    let has = |c: &str| cat.resolve_column(&table.name, c).is_ok();
+    let named = table
+        .primary_key
+        .iter()
+        .flat_map(|p| p.columns.iter())
+        .chain(
+            table
+                .indexes
+                .iter()
+                .flat_map(|i| i.parts.iter().filter(|p| !p.expression).map(|p| &p.column)),
+        )
+        .chain(table.foreign_keys.iter().flat_map(|f| f.columns.iter()));
+    for c in named {
+        if !has(c) {
+            return Some(format!(
+                "table {}: a key names column {c}, which the table does not have",
+                table.name
+            ));
+        }
+    }
+    table
+        .foreign_keys
+        .iter()
+        .find(|f| !f.ref_columns.is_empty() && f.ref_columns.len() != f.columns.len())
+        .map(|f| {
+            format!(
+                "table {}: foreign key {}has {} column(s) and references {}",
+                table.name,
+                f.name
+                    .as_deref()
+                    .map(|n| format!("{n} "))
+                    .unwrap_or_default(),
+                f.columns.len(),
+                f.ref_columns.len()
+            )
+        })
 }
 
 /// A statement's changes in the target: SQL, or the IR as JSON.
@@ -1099,7 +1220,14 @@ mod tests {
                 "{target}: {diags:#?}"
             );
             let all = out.join(";\n").to_lowercase();
-            assert!(all.starts_with("drop table if exists z"), "{target}: {all}");
+            if target == Dialect::Oracle {
+                // (Oracle before 23 has no IF EXISTS: a table the input never made
+                // is not dropped; the one it made is, plainly.)
+                assert!(all.starts_with("create table z"), "{target}: {all}");
+                assert!(all.ends_with("drop table z"), "{target}: {all}");
+            } else {
+                assert!(all.starts_with("drop table if exists z"), "{target}: {all}");
+            }
             assert!(all.contains("z_a"), "{target}: {all}");
             assert!(
                 diags
@@ -1780,6 +1908,15 @@ mod tests {
             diags.iter().any(|d| d.contains("bitmap index")),
             "{diags:#?}"
         );
+        // regression: ON NULL was dropped without a word.
+        let (_, diags) = sql(
+            Dialect::Oracle,
+            Dialect::Postgres,
+            "CREATE TABLE o (id NUMBER GENERATED BY DEFAULT ON NULL AS IDENTITY, n NUMBER DEFAULT ON NULL 0);",
+        );
+        for c in ["O.ID: `BY DEFAULT ON NULL`", "O.N: `DEFAULT ON NULL`"] {
+            assert!(diags.iter().any(|d| d.contains(c)), "{c}: {diags:#?}");
+        }
     }
 
     #[test]
@@ -1820,6 +1957,111 @@ mod tests {
             2,
             "{diags:#?}"
         );
+    }
+
+    #[test]
+    fn what_a_second_hostile_round_found() {
+        // Oracle -> PostgreSQL: a default drawing from a sequence needs it made
+        // (the table was refused: relation "s1" does not exist).
+        let (out, _) = sql(
+            Dialect::Oracle,
+            Dialect::Postgres,
+            "CREATE SEQUENCE s1 START WITH 100 INCREMENT BY 5;\nCREATE TABLE t (id NUMBER(19) DEFAULT s1.NEXTVAL PRIMARY KEY);",
+        );
+        assert_eq!(
+            out[0], "CREATE SEQUENCE IF NOT EXISTS s1 INCREMENT BY 5 START WITH 100",
+            "{out:#?}"
+        );
+        // PostgreSQL -> PostgreSQL: a sequence no column owns (Hibernate's) is made
+        // as written, every option kept; a composite type is carried; a domain over
+        // a domain keeps the whole chain's CHECKs.
+        let text = "CREATE SEQUENCE public.hibernate_sequence START WITH 1000 INCREMENT BY 50 MINVALUE 1000 MAXVALUE 999999 CACHE 20 CYCLE;\n\
+            CREATE TYPE address AS (street text, zip char(5));\n\
+            CREATE DOMAIN posint AS integer CHECK (VALUE > 0);\n\
+            CREATE DOMAIN smallpos AS posint CHECK (VALUE < 100);\n\
+            CREATE TABLE c (id int PRIMARY KEY, ship address, w smallpos NOT NULL, tags int[] DEFAULT '{}', names text[] DEFAULT '{a,b}');";
+        let (out, diags) = sql(Dialect::Postgres, Dialect::Postgres, text);
+        assert!(out[0].starts_with("CREATE TYPE address AS ("), "{out:#?}");
+        assert!(
+            out[1].contains("ship address") && out[1].contains("w integer NOT NULL"),
+            "{out:#?}"
+        );
+        assert!(
+            out[1].contains("w > 0") && out[1].contains("w < 100"),
+            "{out:#?}"
+        );
+        assert_eq!(
+            out.last().map(String::as_str),
+            Some("CREATE SEQUENCE IF NOT EXISTS public.hibernate_sequence START WITH 1000 INCREMENT BY 50 MINVALUE 1000 MAXVALUE 999999 CACHE 20 CYCLE"),
+            "{out:#?}\n{diags:#?}"
+        );
+        let (out, _) = sql(Dialect::Postgres, Dialect::MySql, text);
+        let t = out
+            .iter()
+            .find(|s| s.starts_with("CREATE TABLE"))
+            .expect("table");
+        assert!(
+            t.contains("w > 0") && t.contains("w < 100") && t.contains("w INT NOT NULL"),
+            "{t}"
+        );
+        assert!(
+            t.contains("tags JSON DEFAULT '[]'") && t.contains(r#"names JSON DEFAULT '["a","b"]'"#),
+            "{t}"
+        );
+        // PostgreSQL -> Oracle: a qualified sequence is schema.name, made first.
+        let (out, _) = sql(
+            Dialect::Postgres,
+            Dialect::Oracle,
+            "CREATE SEQUENCE public.hs START WITH 1;\nCREATE TABLE public.t (id bigint DEFAULT nextval('public.hs'::regclass), code varchar(10) NOT NULL DEFAULT '');",
+        );
+        assert_eq!(
+            out[0], "CREATE SEQUENCE \"PUBLIC\".HS START WITH 1",
+            "{out:#?}"
+        );
+        assert!(
+            out[1].contains("DEFAULT \"PUBLIC\".HS.NEXTVAL") && !out[1].contains("DEFAULT ''"),
+            "{out:#?}"
+        );
+        // PostgreSQL -> Oracle: a text key, unique or indexed column is no CLOB.
+        let (out, diags) = sql(
+            Dialect::Postgres,
+            Dialect::Oracle,
+            "CREATE TABLE u (id text PRIMARY KEY, email text UNIQUE, bio text, nick text);\nCREATE INDEX u_nick ON u (nick);\n\
+             CREATE TABLE p (id int PRIMARY KEY, uid text REFERENCES u (id));",
+        );
+        let all = out.join("\n");
+        for want in [
+            "ID VARCHAR2(1000 CHAR)",
+            "EMAIL VARCHAR2(1000 CHAR)",
+            "BIO CLOB",
+            "\"UID\" VARCHAR2(1000 CHAR)",
+        ] {
+            assert!(all.contains(want), "{want}: {all}");
+        }
+        // (An index added after the table cannot change the CLOB: said.)
+        assert!(all.contains("NICK CLOB"), "{all}");
+        assert!(
+            diags.iter().any(|d| d.contains("u.nick: made a CLOB")),
+            "{diags:#?}"
+        );
+        // A dump's DROP TABLE IF EXISTS before each CREATE: Oracle before 23 refused
+        // every one; a table the input made is dropped plainly.
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::Oracle,
+            "DROP TABLE IF EXISTS t;\nCREATE TABLE t (id int);\nDROP TABLE IF EXISTS t;",
+        );
+        assert!(out[0].starts_with("CREATE TABLE T"), "{out:#?}");
+        assert_eq!(out[1], "DROP TABLE T", "{out:#?}");
+        // Keys on columns a table does not have were emitted as written.
+        for bad in [
+            "CREATE TABLE b1 (id int, UNIQUE (nocol));",
+            "CREATE TABLE b2 (id int, PRIMARY KEY (zz));",
+            "CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE b3 (x int, y int, FOREIGN KEY (x, y) REFERENCES p (id));",
+        ] {
+            let (_, diags) = sql(Dialect::MySql, Dialect::Postgres, bad);
+            assert!(diags.iter().any(|d| d.starts_with("error")), "{bad}: {diags:#?}");
+        }
     }
 
     #[test]

@@ -350,11 +350,17 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
             value(ColAttr::NotNull, (kw("NOT"), kw("NULL"))),
             value(ColAttr::Null, kw("NULL")),
             map(
-                preceded(
-                    (kw("DEFAULT"), opt((kw("ON"), kw("NULL")))),
-                    raw_expr(flavor),
-                ),
-                |e| ColAttr::Default(e.to_owned()),
+                (kw("DEFAULT"), opt((kw("ON"), kw("NULL"))), raw_expr(flavor)),
+                |(_, on_null, e)| {
+                    let d = ColAttr::Default(e.to_owned());
+                    match on_null {
+                        Some(_) => ColAttr::Unkept {
+                            attr: Box::new(d),
+                            clause: "DEFAULT ON NULL",
+                        },
+                        None => d,
+                    }
+                },
             ),
             value(
                 ColAttr::AutoIncrement,
@@ -476,11 +482,11 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
 fn identity(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
     move |i| {
         let (i, _) = kw("GENERATED").parse(i)?;
-        let (i, always) = alt((
-            value(true, kw("ALWAYS")),
-            value(
-                false,
+        let (i, (always, on_null)) = alt((
+            value((true, false), kw("ALWAYS")),
+            map(
                 (kw("BY"), kw("DEFAULT"), opt((kw("ON"), kw("NULL")))),
+                |(_, _, n)| (false, n.is_some()),
             ),
         ))
         .parse(i)?;
@@ -536,12 +542,20 @@ fn identity(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                 }
             }
         }
+        let id = ColAttr::Identity {
+            always,
+            start,
+            increment,
+        };
         Ok((
             i,
-            ColAttr::Identity {
-                always,
-                start,
-                increment,
+            if on_null {
+                ColAttr::Unkept {
+                    attr: Box::new(id),
+                    clause: "BY DEFAULT ON NULL",
+                }
+            } else {
+                id
             },
         ))
     }
@@ -1357,10 +1371,13 @@ fn alter_spec(flavor: Flavor) -> impl Fn(&str) -> Res<'_, AlterSpec> {
                             ),
                             |(w, r)| AlterColumnOp::Ignored(format!("{w} {r}")),
                         ),
-                        map(
-                            preceded(kw("ADD"), identity(flavor)),
-                            AlterColumnOp::AddIdentity,
-                        ),
+                        map(preceded(kw("ADD"), identity(flavor)), |a| {
+                            // (ON NULL is Oracle's, which has no ADD GENERATED.)
+                            AlterColumnOp::AddIdentity(match a {
+                                ColAttr::Unkept { attr, .. } => *attr,
+                                a => a,
+                            })
+                        }),
                         value(
                             AlterColumnOp::DropIdentity,
                             (kw("DROP"), kw("IDENTITY"), opt((kw("IF"), kw("EXISTS")))),

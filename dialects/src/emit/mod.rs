@@ -100,6 +100,19 @@ impl Emitter {
         }
     }
 
+    /// A sequence's name in the target, its schema as the target names it.
+    pub fn sequence_ref(&self, source: Dialect, name: &TableName) -> String {
+        let mut sink = Diagnostics::default();
+        let empty = Catalog::default();
+        let mut cx = EmitCtx {
+            source,
+            before: &empty,
+            after: &empty,
+            diags: &mut sink,
+        };
+        self.table(&mut cx, name)
+    }
+
     /// Write the foreign keys in `renames` under their new names.
     pub fn with_fk_renames(mut self, renames: crate::fk_names::Renames) -> Self {
         self.fk_renames = renames;
@@ -351,6 +364,24 @@ impl Emitter {
                 }
             }
         }
+        // Oracle keeps LOBs out of keys and indexes (ORA-02329, ORA-02327): a key or
+        // indexed column of unbounded text becomes a VARCHAR2 its index can hold
+        // (about 6,000 bytes a key with 8 KB blocks, 4 bytes a character in
+        // AL32UTF8, at most 4,000 bytes a VARCHAR2).
+        if self.target == Dialect::Oracle
+            && cx.source != Dialect::Oracle
+            && (sql == "CLOB" || sql == "NCLOB")
+        {
+            if let Some(share) = self.key_share_in(cx, table, &c.name, 6000, true) {
+                let n = share.clamp(1, 1000);
+                cx.diags.warn(format!(
+                    "{table}.{}: key column of {} becomes VARCHAR2({n} CHAR) (Oracle indexes no CLOB; longer values are refused)",
+                    c.name,
+                    type_label(&c.data_type)
+                ));
+                sql = format!("VARCHAR2({n} CHAR)");
+            }
+        }
         sql
     }
 
@@ -359,6 +390,19 @@ impl Emitter {
     /// which MySQL indexes): each key's 3072 bytes less its other columns' sizes,
     /// shared among its text columns, 4 bytes a character. None: in no such key.
     fn key_share(&self, cx: &EmitCtx<'_>, table: &TableName, column: &str) -> Option<u32> {
+        self.key_share_in(cx, table, column, 3072, false)
+    }
+
+    /// [`Self::key_share`] with a key's `budget` of bytes, and plain indexes counted
+    /// as keys when `plain` (Oracle indexes whole values; MySQL a prefix of text).
+    fn key_share_in(
+        &self,
+        cx: &EmitCtx<'_>,
+        table: &TableName,
+        column: &str,
+        budget: u32,
+        plain: bool,
+    ) -> Option<u32> {
         let t = cx.after.table(table)?;
         let mut keys: Vec<Vec<&str>> = Vec::new();
         if let Some(pk) = &t.primary_key {
@@ -366,7 +410,11 @@ impl Emitter {
                 keys.push(pk.columns.iter().map(String::as_str).collect());
             }
         }
-        for ix in t.indexes.iter().filter(|ix| ix.kind == IndexKind::Unique) {
+        for ix in t
+            .indexes
+            .iter()
+            .filter(|ix| ix.kind == IndexKind::Unique || (plain && ix.kind == IndexKind::Plain))
+        {
             if ix
                 .parts
                 .iter()
@@ -398,7 +446,7 @@ impl Emitter {
                         None => texts += 1,
                     }
                 }
-                3072u32.saturating_sub(fixed) / texts.max(1) / 4
+                budget.saturating_sub(fixed) / texts.max(1) / 4
             })
             .min()
     }
@@ -472,6 +520,37 @@ impl Emitter {
                             v.trim().to_ascii_lowercase().as_str(),
                             "nan" | "infinity" | "-infinity" | "inf" | "-inf"
                         );
+                    // Oracle reads '' as NULL.
+                    let empty_is_null = self.target == Dialect::Oracle
+                        && cx.source != Dialect::Oracle
+                        && v.is_empty();
+                    if empty_is_null {
+                        cx.diags.warn(format!(
+                            "{table}.{}: the default '' is NULL in Oracle; not emitted{}",
+                            c.name,
+                            if c.nullable {
+                                ""
+                            } else {
+                                " (the NOT NULL column refuses rows that leave it out or give '')"
+                            }
+                        ));
+                        return None;
+                    }
+                    // A PostgreSQL array literal into MySQL's JSON: the JSON array.
+                    if self.target == Dialect::MySql
+                        && matches!(c.data_type, ddl_core::DataType::Array { .. })
+                    {
+                        return match pg_array_as_json(v) {
+                            Some(j) => Some(string_literal(self.target, &j)),
+                            None => {
+                                cx.diags.warn(format!(
+                                    "{table}.{}: the array default `{v}` is not written as JSON; not emitted",
+                                    c.name
+                                ));
+                                None
+                            }
+                        };
+                    }
                     if beyond_a_day || infinite || not_a_number {
                         cx.diags.warn(format!(
                             "{table}.{}: the default `{v}` has no {} value; not emitted",
@@ -546,7 +625,15 @@ impl Emitter {
             },
             DefaultValue::NextVal { sequence } => match self.target {
                 Dialect::Postgres => format!("nextval({})", string_literal(self.target, sequence)),
-                Dialect::Oracle => format!("{}.NEXTVAL", self.ident(cx, sequence)),
+                // (Oracle's own `s.NEXTVAL` as written; another source's name as
+                // PostgreSQL's nextval reads it: schema and name.)
+                Dialect::Oracle if cx.source == Dialect::Oracle => {
+                    format!("{}.NEXTVAL", self.ident(cx, sequence))
+                }
+                Dialect::Oracle => {
+                    let name = crate::defs::Definitions::sequence_name(sequence);
+                    format!("{}.NEXTVAL", self.sequence_ref(cx.source, &name))
+                }
                 Dialect::MySql => {
                     cx.diags.warn(format!(
                         "{table}.{}: DEFAULT nextval of sequence {sequence} is not emitted for MySQL",
@@ -1409,6 +1496,16 @@ impl Emitter {
             };
             let was = self.own_type_quiet(cx, cx.before, table, &c);
             let now = self.own_type_quiet(cx, cx.after, table, &c);
+            // Oracle changes no CLOB into a VARCHAR2 (ORA-22859), and indexes none.
+            if self.target == Dialect::Oracle
+                && (was == "CLOB" || was == "NCLOB")
+                && !same_type_sql(&was, &now)
+            {
+                cx.diags.warn(format!(
+                    "{table}.{col}: made a CLOB before this key or index named it; Oracle indexes no CLOB and cannot change it (declare a length in the source): the key or index will be refused"
+                ));
+                continue;
+            }
             if !same_type_sql(&was, &now) && cx.before.table(table).is_some() {
                 out.extend(self.emit(
                     &[SchemaChange::AlterColumnType {
@@ -1854,8 +1951,18 @@ impl Emitter {
             } => out.extend(self.create_table(cx, table, *if_not_exists)),
             C::DropTable { name, if_exists } => {
                 let n = self.table(cx, name);
+                // Oracle before 23 has no IF EXISTS: a table the input made is there
+                // (dropped plainly); one it never made is not dropped (a dump's
+                // DROP before each CREATE).
                 if *if_exists && tgt == Dialect::Oracle {
-                    cx.diags.warn("IF EXISTS needs Oracle 23 or later".to_owned());
+                    if cx.before.table(name).is_none() {
+                        cx.diags.skip(format!(
+                            "DROP TABLE IF EXISTS {name}: not emitted for oracle (no IF EXISTS before Oracle 23, and the input has not made {name})"
+                        ));
+                        return;
+                    }
+                    out.push(format!("DROP TABLE {n}"));
+                    return;
                 }
                 let ie = if *if_exists { "IF EXISTS " } else { "" };
                 out.push(format!("DROP TABLE {ie}{n}"));
@@ -2211,7 +2318,10 @@ impl Emitter {
                     }
                     return;
                 }
-                if index.kind == IndexKind::Unique {
+                // (Oracle indexes whole values: a plain index's text columns too.)
+                if index.kind == IndexKind::Unique
+                    || (tgt == Dialect::Oracle && index.kind == IndexKind::Plain)
+                {
                     let cols: Vec<String> = index
                         .parts
                         .iter()
@@ -2433,6 +2543,32 @@ pub fn type_label(t: &ddl_core::DataType) -> String {
 
 /// The bytes a value of `t` takes in a MySQL key, about; None for character types
 /// (their share of the key is worked out from what is left).
+/// A one-dimensional PostgreSQL array literal (`{}`, `{1,2}`, `{a,b}`) as a JSON
+/// array; None for what this does not read (quoted or nested elements).
+fn pg_array_as_json(v: &str) -> Option<String> {
+    let body = v.trim().strip_prefix('{')?.strip_suffix('}')?.trim();
+    if body.is_empty() {
+        return Some("[]".into());
+    }
+    if body.contains(['"', '{', '}', '\\']) {
+        return None;
+    }
+    let items: Vec<String> = body
+        .split(',')
+        .map(|e| {
+            let e = e.trim();
+            if e.eq_ignore_ascii_case("null") {
+                "null".to_owned()
+            } else if e.parse::<f64>().is_ok_and(f64::is_finite) {
+                e.to_owned()
+            } else {
+                serde_json::Value::String(e.to_owned()).to_string()
+            }
+        })
+        .collect();
+    Some(format!("[{}]", items.join(",")))
+}
+
 fn key_bytes(t: &ddl_core::DataType) -> Option<u32> {
     use ddl_core::DataType as D;
     Some(match t {
