@@ -2053,6 +2053,15 @@ mod tests {
         );
         assert!(out[0].starts_with("CREATE TABLE T"), "{out:#?}");
         assert_eq!(out[1], "DROP TABLE T", "{out:#?}");
+        // regression (a Prisma dump): an enum array's default cast to the enum type,
+        // which is text with a CHECK here (`type "public.Role[]" does not exist`).
+        let (out, _) = sql(
+            Dialect::Postgres,
+            Dialect::Postgres,
+            "CREATE TYPE public.\"Role\" AS ENUM ('USER', 'ADMIN');\n\
+             CREATE TABLE public.u (roles public.\"Role\"[] DEFAULT ARRAY[]::public.\"Role\"[]);",
+        );
+        assert!(out[0].contains("DEFAULT ARRAY[]::varchar(5)[]"), "{out:#?}");
         // Keys on columns a table does not have were emitted as written.
         for bad in [
             "CREATE TABLE b1 (id int, UNIQUE (nocol));",

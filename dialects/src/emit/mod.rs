@@ -642,6 +642,18 @@ impl Emitter {
                     return None;
                 }
             },
+            // An enum column is text with a CHECK here: a default cast to the enum
+            // type (`ARRAY[]::public."Role"[]`) is cast to the column's type.
+            DefaultValue::Raw { dialect, text }
+                if dialect == self.target.name()
+                    && self.target == Dialect::Postgres
+                    && enum_typed(&c.data_type)
+                    && text.contains("::") =>
+            {
+                let head = &text[..text.rfind("::").expect("checked")];
+                let ty = types::map_type(self.target, cx.source, &c.data_type).sql;
+                format!("{head}::{ty}")
+            }
             DefaultValue::Raw { dialect, text } if dialect == self.target.name() => text.clone(),
             DefaultValue::Raw { dialect, text } => {
                 cx.diags.warn(format!(
@@ -2543,6 +2555,16 @@ pub fn type_label(t: &ddl_core::DataType) -> String {
 
 /// The bytes a value of `t` takes in a MySQL key, about; None for character types
 /// (their share of the key is worked out from what is left).
+/// An enum, or an array of one.
+fn enum_typed(t: &ddl_core::DataType) -> bool {
+    use ddl_core::DataType as D;
+    match t {
+        D::Enum { .. } => true,
+        D::Array { element } => enum_typed(element),
+        _ => false,
+    }
+}
+
 /// A one-dimensional PostgreSQL array literal (`{}`, `{1,2}`, `{a,b}`) as a JSON
 /// array; None for what this does not read (quoted or nested elements).
 fn pg_array_as_json(v: &str) -> Option<String> {
