@@ -276,9 +276,21 @@ impl Reader {
         ]
         .iter()
         .any(|k| t == *k || t.starts_with(&format!("{k}(")));
-        let numeric = ["numeric", "integer", "bigint", "smallint", "int", "decimal"]
-            .iter()
-            .any(|k| t == *k || t.starts_with(&format!("{k}(")));
+        let numeric = [
+            "numeric",
+            "integer",
+            "bigint",
+            "smallint",
+            "int",
+            "decimal",
+            "double precision",
+            "real",
+            "float",
+            "float4",
+            "float8",
+        ]
+        .iter()
+        .any(|k| t == *k || t.starts_with(&format!("{k}(")));
         match (&inner, textual, numeric) {
             (
                 Expr::Literal {
@@ -578,6 +590,15 @@ mod tests {
                 "(((kind)::text = ANY ((ARRAY['in'::character varying, 'out'::character varying])::text[])))"
             ),
             "kind IN ('in', 'out')"
+        );
+        // regression (a Django dump): a float column's literal cast stayed text.
+        assert_eq!(
+            via(
+                Dialect::Postgres,
+                Dialect::MySql,
+                "(((amount IS NULL) OR (amount <> (0)::double precision)))"
+            ),
+            "amount IS NULL OR amount <> 0"
         );
         // regression: `(s = 2) = (c IS NOT NULL)` lost its parentheses.
         assert_eq!(
