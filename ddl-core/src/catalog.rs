@@ -50,6 +50,12 @@ pub struct Catalog {
     /// name (a dump of a schema per customer has thousands).
     pub namespaces: Arc<BTreeSet<String>>,
     pub tables: BTreeMap<TableName, Arc<Table>>,
+    /// A scope's namespace changes while its set is shared with the catalog it was
+    /// taken from (name, made or dropped), applied there by [`Catalog::absorb`]: a
+    /// statement that makes one schema does not copy every schema's name (a dump of
+    /// a schema per customer made the copies quadratic).
+    #[serde(skip)]
+    ns_changes: Vec<(String, bool)>,
 }
 
 fn same(a: &str, b: &str, ci: bool) -> bool {
@@ -191,8 +197,30 @@ impl Catalog {
 
     /// A catalog holding only the named tables (and every namespace): enough to expand
     /// and apply changes to them, and cheap to copy whatever the catalog's size.
+    /// Whether namespace (schema) `name` exists.
+    pub fn has_namespace(&self, name: &str) -> bool {
+        match self.ns_changes.iter().rev().find(|(n, _)| n == name) {
+            Some((_, made)) => *made,
+            None => self.namespaces.contains(name),
+        }
+    }
+
+    fn set_namespace(&mut self, name: &str, made: bool) {
+        match Arc::get_mut(&mut self.namespaces) {
+            Some(set) if self.ns_changes.is_empty() => {
+                if made {
+                    set.insert(name.to_owned());
+                } else {
+                    set.remove(name);
+                }
+            }
+            _ => self.ns_changes.push((name.to_owned(), made)),
+        }
+    }
+
     pub fn scope(&self, names: &[TableName]) -> Catalog {
         Catalog {
+            ns_changes: self.ns_changes.clone(),
             rules: self.rules,
             namespaces: Arc::clone(&self.namespaces),
             tables: names
@@ -209,8 +237,30 @@ impl Catalog {
         for n in names {
             self.tables.remove(n);
         }
-        self.tables.extend(scope.tables);
-        self.namespaces = scope.namespaces;
+        let Catalog {
+            tables,
+            namespaces,
+            ns_changes,
+            ..
+        } = scope;
+        self.tables.extend(tables);
+        if !Arc::ptr_eq(&self.namespaces, &namespaces) {
+            self.namespaces = namespaces;
+        } else {
+            drop(namespaces);
+        }
+        self.ns_changes = ns_changes;
+        if !self.ns_changes.is_empty() {
+            // (A copy only if another scope still shares the set.)
+            let set = Arc::make_mut(&mut self.namespaces);
+            for (n, made) in self.ns_changes.drain(..) {
+                if made {
+                    set.insert(n);
+                } else {
+                    set.remove(&n);
+                }
+            }
+        }
     }
 
     /// Turn a request into small changes, checked against the current state (nothing
@@ -382,23 +432,23 @@ impl Catalog {
                 name,
                 if_not_exists,
             } => {
-                if self.namespaces.contains(name) {
+                if self.has_namespace(name) {
                     if !if_not_exists {
                         return Err(CatalogError::NamespaceExists(name.clone()));
                     }
                 } else {
-                    Arc::make_mut(&mut self.namespaces).insert(name.clone());
+                    self.set_namespace(name, true);
                 }
             }
             DropNamespace {
                 name, if_exists, ..
             } => {
-                if !self.namespaces.contains(name) {
+                if !self.has_namespace(name) {
                     if !if_exists {
                         return Err(CatalogError::UnknownNamespace(name.clone()));
                     }
                 } else {
-                    Arc::make_mut(&mut self.namespaces).remove(name);
+                    self.set_namespace(name, false);
                 }
                 self.tables.retain(|k, _| k.schema.as_deref() != Some(name));
             }
@@ -426,15 +476,8 @@ impl Catalog {
                         });
                     }
                 }
-                // (Copied only when new: the set is shared with the catalog the
-                // statement's scope was taken from.)
-                if let Some(s) = table
-                    .name
-                    .schema
-                    .as_ref()
-                    .filter(|s| !self.namespaces.contains(*s))
-                {
-                    Arc::make_mut(&mut self.namespaces).insert(s.clone());
+                if let Some(s) = table.name.schema.clone().filter(|s| !self.has_namespace(s)) {
+                    self.set_namespace(&s, true);
                 }
                 self.tables
                     .insert(table.name.clone(), Arc::new(table.clone()));
@@ -798,6 +841,47 @@ mod tests {
             table: t,
             if_not_exists: false,
         })
+    }
+
+    #[test]
+    fn a_scope_adds_schemas_without_copying_the_shared_set() {
+        let mut whole = Catalog::default();
+        for n in 0..100 {
+            whole
+                .apply(&SchemaChange::CreateNamespace {
+                    name: format!("s{n}"),
+                    if_not_exists: false,
+                })
+                .unwrap();
+        }
+        let shared = Arc::clone(&whole.namespaces);
+        let names = [TableName::new(Some("new"), "t")];
+        let before = whole.scope(&names);
+        let mut after = before.clone();
+        after
+            .apply(&SchemaChange::CreateTable {
+                table: Table::new(names[0].clone()),
+                if_not_exists: false,
+            })
+            .unwrap();
+        after
+            .apply(&SchemaChange::DropNamespace {
+                name: "s7".into(),
+                if_exists: false,
+                cascade: false,
+            })
+            .unwrap();
+        assert!(after.has_namespace("new") && !after.has_namespace("s7"));
+        assert!(!before.has_namespace("new") && before.has_namespace("s7"));
+        // The scope's set is the catalog's own: nothing was copied.
+        assert!(Arc::ptr_eq(&after.namespaces, &shared));
+        drop((before, shared));
+        let set = Arc::as_ptr(&whole.namespaces);
+        whole.absorb(&names, after);
+        assert!(whole.has_namespace("new") && !whole.has_namespace("s7"));
+        assert!(whole.ns_changes.is_empty());
+        assert_eq!(Arc::as_ptr(&whole.namespaces), set, "changed in place");
+        assert_eq!(whole.namespaces.len(), 100);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! - a multi-tenant one: the same 16-statement history (6 tables, keys, foreign keys,
 //!   ALTERs, a rename) in each of N databases, at N = 25, 100, 400 and 1,600 (9,600
 //!   tables): the time per statement must not grow with the tables already seen
-//!   (goal: at 9,600 tables within 1.3x of that at 600, i.e. 1,600 vs 100 databases).
+//!   (goal: at 9,600 tables within 1.3x of that at 600, i.e. 1,600 vs 100 databases);
+//! - the multi-tenant shape as pg_dump writes it, PostgreSQL -> MySQL (a schema per
+//!   customer, foreign keys of the same names in each: 3,200 schemas, 9,600 tables).
 //!
 //! Each side is this binary started again (`--parse FILE`: read the file, parse it
 //! with sqlparser, nothing else; `--translate FILE`: what `lakeshift translate
@@ -58,19 +60,56 @@ ALTER TABLE customers DROP COLUMN phone;
     (s, dbs * 16)
 }
 
+/// The multi-tenant shape as pg_dump writes it, a schema per customer: 12
+/// statements and 3 tables a schema, keys added after the tables, foreign keys and
+/// CHECKs of the same names in every schema (PostgreSQL -> MySQL, where each schema
+/// is a database and foreign-key names are per database).
+fn pg_tenants(schemas: usize) -> (String, usize) {
+    let mut s = String::new();
+    for d in 0..schemas {
+        s.push_str(&format!(
+            "CREATE SCHEMA tenant{d};
+CREATE TABLE tenant{d}.customers (id bigint NOT NULL, name character varying NOT NULL, email character varying);
+CREATE TABLE tenant{d}.orders (id bigint NOT NULL, customer_id bigint NOT NULL, total numeric(12,2), status character varying NOT NULL, CONSTRAINT status_check CHECK (((status)::text = ANY ((ARRAY['new'::character varying, 'paid'::character varying])::text[]))));
+CREATE TABLE tenant{d}.items (order_id bigint NOT NULL, sku character varying NOT NULL, qty integer);
+ALTER TABLE ONLY tenant{d}.customers ADD CONSTRAINT customers_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY tenant{d}.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY tenant{d}.items ADD CONSTRAINT items_pkey PRIMARY KEY (order_id, sku);
+CREATE UNIQUE INDEX customers_email ON tenant{d}.customers USING btree (email);
+ALTER TABLE ONLY tenant{d}.orders ADD CONSTRAINT customer_id_fkey FOREIGN KEY (customer_id) REFERENCES tenant{d}.customers(id);
+ALTER TABLE ONLY tenant{d}.items ADD CONSTRAINT order_id_fkey FOREIGN KEY (order_id) REFERENCES tenant{d}.orders(id) ON DELETE CASCADE;
+ALTER TABLE tenant{d}.orders ADD COLUMN note text;
+ALTER TABLE tenant{d}.items ADD CONSTRAINT qty_pos CHECK (qty > 0);
+"
+        ));
+    }
+    (s, schemas * 12)
+}
+
 /// The child's work; prints the statement count.
 fn child(mode: &str, path: &str) {
+    let pg = mode.ends_with("-pg");
     match mode {
-        "--parse" => {
+        "--parse" | "--parse-pg" => {
             let text = std::fs::read_to_string(path).unwrap();
-            let n =
+            let n = if pg {
+                sqlparser::parser::Parser::parse_sql(
+                    &sqlparser::dialect::PostgreSqlDialect {},
+                    &text,
+                )
+            } else {
                 sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::MySqlDialect {}, &text)
-                    .unwrap()
-                    .len();
+            }
+            .unwrap()
+            .len();
             println!("{n}");
         }
         _ => {
-            let mut tr = Translator::new(Dialect::MySql, Target::Sql(Dialect::Postgres));
+            let mut tr = if pg {
+                Translator::new(Dialect::Postgres, Target::Sql(Dialect::MySql))
+            } else {
+                Translator::new(Dialect::MySql, Target::Sql(Dialect::Postgres))
+            };
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let stderr = std::io::stderr();
@@ -109,7 +148,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args
         .iter()
-        .position(|a| a == "--parse" || a == "--translate")
+        .position(|a| a.starts_with("--parse") || a.starts_with("--translate"))
     {
         child(&args[i], &args[i + 1]);
         return;
@@ -125,7 +164,7 @@ fn main() {
         std::env::temp_dir().join(format!("lakeshift-translate-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (text, n) = corpus(tables);
-    let (parse, translate) = measure(&dir, &text, n, 5);
+    let (parse, translate) = measure(&dir, &text, n, 5, false);
     println!();
     println!(
         "{n} statements, {} MB, best of 5 alternating runs, each a process of its own",
@@ -146,7 +185,7 @@ fn main() {
     let mut rows = Vec::new();
     for dbs in [25, 100, 400, 1_600] {
         let (text, n) = tenants(dbs);
-        let (parse, translate) = measure(&dir, &text, n, 3);
+        let (parse, translate) = measure(&dir, &text, n, 3, false);
         rows.push((dbs, n, parse, translate));
     }
     let base = rows
@@ -171,18 +210,47 @@ fn main() {
             per / base
         );
     }
+    // The same as pg_dump writes it, PostgreSQL -> MySQL (schemas as databases,
+    // foreign-key names per database).
+    let mut rows = Vec::new();
+    for schemas in [50, 200, 800, 3_200] {
+        let (text, n) = pg_tenants(schemas);
+        let (parse, translate) = measure(&dir, &text, n, 3, true);
+        rows.push((schemas, n, parse, translate));
+    }
+    let base = rows[1].3 / rows[1].1 as f64;
+    println!();
+    println!("a 12-statement pg_dump history in N schemas (3 tables each), postgres -> mysql, best of 3 alternating runs");
+    println!("| schemas | tables | statements | parse us/statement | translate us/statement | rate vs bare parse | translate us/statement vs 200 schemas |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for (schemas, n, parse, translate) in rows {
+        let per = translate / n as f64;
+        println!(
+            "| {schemas} | {} | {n} | {:.1} | {:.1} | {:.2}x | {:.2}x |",
+            schemas * 3,
+            parse / n as f64 * 1e6,
+            per * 1e6,
+            parse / translate,
+            per / base
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The best seconds of `rounds` alternating runs of the bare parse and of translate
 /// over `text` (`n` statements), each a process of its own; translate's output is
 /// checked first (every statement read, none an error).
-fn measure(dir: &std::path::Path, text: &str, n: usize, rounds: usize) -> (f64, f64) {
+fn measure(dir: &std::path::Path, text: &str, n: usize, rounds: usize, pg: bool) -> (f64, f64) {
+    let (parse_mode, translate_mode) = if pg {
+        ("--parse-pg", "--translate-pg")
+    } else {
+        ("--parse", "--translate")
+    };
     let path = dir.join("schema.sql");
     std::fs::write(&path, text).unwrap();
     let path = path.display().to_string();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--translate", &path])
+        .args([translate_mode, &path])
         .stdout(Stdio::null())
         .output()
         .unwrap();
@@ -195,8 +263,8 @@ fn measure(dir: &std::path::Path, text: &str, n: usize, rounds: usize) -> (f64, 
     assert!(!err.contains("error:"), "translate reported errors: {err}");
     let (mut parse, mut translate) = (f64::MAX, f64::MAX);
     for _ in 0..rounds {
-        parse = parse.min(run("--parse", &path));
-        translate = translate.min(run("--translate", &path));
+        parse = parse.min(run(parse_mode, &path));
+        translate = translate.min(run(translate_mode, &path));
     }
     (parse, translate)
 }

@@ -683,6 +683,9 @@ impl Translator {
             ));
             self.fk_names.settle(emitted);
         }
+        // (`before` shares the catalog's namespace set: dropped first, so the
+        // statement's new schemas are added to it, not to a copy.)
+        drop(before);
         self.catalog.absorb(&scoped, after);
         if emit {
             self.release_into(&mut o, &mut diags);
