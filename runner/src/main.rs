@@ -689,6 +689,17 @@ fn translate(
             Some(s) => s,
         };
         for (_, _, d) in &r.diagnostics {
+            match d.severity {
+                Severity::Error => {
+                    failed = true;
+                    tally.errors += 1;
+                }
+                Severity::Warning => tally.warnings += 1,
+                Severity::Skipped => tally.skipped += 1,
+            }
+            if quiet && d.severity == Severity::Skipped {
+                continue;
+            }
             let _ = writeln!(err, "{}: {shown}: end of input: {}", d.severity, d.message);
         }
         for s in &r.output {

@@ -349,6 +349,20 @@ fn translate_summarises_and_quiet_hides_skipped_lines() {
         err.contains("schema public: its tables go to the current database"),
         "{err}"
     );
+    // What is said at the end of the input is counted too (regression: a key onto a
+    // table never made was warned about after the summary had counted 0 warnings).
+    let o = lakeshift(
+        &["translate", "--from", "mysql", "--to", "postgres"],
+        "CREATE TABLE c (id int, p int, FOREIGN KEY (p) REFERENCES never_made (id));\n",
+    );
+    let err = text(&o.stderr);
+    assert!(err.contains("end of input"), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.contains(" 1 warning(s)")),
+        "{err}"
+    );
     let mut quiet = args.to_vec();
     quiet.push("--quiet");
     let o = lakeshift(&quiet, script);
