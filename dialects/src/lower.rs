@@ -291,21 +291,7 @@ impl<'a> Lowerer<'a> {
                 let mut v = Vec::new();
                 self.elem(table, inner, &mut v);
                 for c in v {
-                    let what = match &c {
-                        SchemaChange::SetPrimaryKey { name, .. } => {
-                            constraint_label("PRIMARY KEY", name)
-                        }
-                        SchemaChange::AddIndex { index, .. } => {
-                            constraint_label("UNIQUE", &index.name)
-                        }
-                        SchemaChange::AddForeignKey { foreign_key, .. } => {
-                            constraint_label("FOREIGN KEY", &foreign_key.name)
-                        }
-                        SchemaChange::AddCheck { check, .. } => {
-                            constraint_label("CHECK", &check.name)
-                        }
-                        _ => "constraint".to_owned(),
-                    };
+                    let what = change_label(&c);
                     self.diags.skip(format!(
                         "table {table}: {what} is disabled in the source (not enforced) and is not created"
                     ));
@@ -372,21 +358,7 @@ impl<'a> Lowerer<'a> {
                 let before = out.len();
                 self.elem(table, elem, out);
                 for c in &out[before..] {
-                    let what = match c {
-                        SchemaChange::SetPrimaryKey { name, .. } => {
-                            constraint_label("PRIMARY KEY", name)
-                        }
-                        SchemaChange::AddIndex { index, .. } => {
-                            constraint_label("UNIQUE", &index.name)
-                        }
-                        SchemaChange::AddForeignKey { foreign_key, .. } => {
-                            constraint_label("FOREIGN KEY", &foreign_key.name)
-                        }
-                        SchemaChange::AddCheck { check, .. } => {
-                            constraint_label("CHECK", &check.name)
-                        }
-                        _ => "constraint".to_owned(),
-                    };
+                    let what = change_label(c);
                     let meaning = match clause.as_str() {
                         "NOT VALID" => "it is created validated: rows already there that break it are refused",
                         "NO INHERIT" => "child tables are not told apart here",
@@ -1067,6 +1039,19 @@ fn identity(always: bool, start: Option<i64>, increment: Option<i64>) -> Identit
         },
         start,
         increment,
+    }
+}
+
+/// The constraint a change adds, for messages: `FOREIGN KEY fk_x`, `UNIQUE`.
+fn change_label(c: &SchemaChange) -> String {
+    match c {
+        SchemaChange::SetPrimaryKey { name, .. } => constraint_label("PRIMARY KEY", name),
+        SchemaChange::AddIndex { index, .. } => constraint_label("UNIQUE", &index.name),
+        SchemaChange::AddForeignKey { foreign_key, .. } => {
+            constraint_label("FOREIGN KEY", &foreign_key.name)
+        }
+        SchemaChange::AddCheck { check, .. } => constraint_label("CHECK", &check.name),
+        _ => "constraint".to_owned(),
     }
 }
 

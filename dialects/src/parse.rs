@@ -490,35 +490,26 @@ impl StatementParser<'_> {
         } else {
             text
         };
-        // pg_dump makes a partitioned table's index `ON ONLY` the parent (its
-        // partitions' indexes are attached later); sqlparser lacks ONLY there. The
-        // partitions are tables of their own here, so the index is the parent's
-        // alone either way: ONLY is blanked (same length, positions kept).
-        let only_blanked;
-        let text = match pg_index_on_only(self.dialect, text, &h) {
-            Some(at) => {
-                only_blanked = format!("{}    {}", &text[..at], &text[at + 4..]);
-                only_blanked.as_str()
+        // Words sqlparser does not take, blanked (same length: positions kept):
+        // pg_dump's `CREATE INDEX ... ON ONLY parent` (a partitioned table's index;
+        // the partitions are tables of their own here, so the index is the parent's
+        // alone either way) and Oracle's `CREATE BITMAP INDEX` (a plain one here).
+        let blank = pg_index_on_only(self.dialect, text, &h)
+            .map(|at| (at, "ONLY".len()))
+            .or_else(|| {
+                let at = oracle_bitmap(self.dialect, text, &h)?;
+                self.diags.warn(
+                    "a bitmap index becomes a plain (B-tree) index: the targets have no bitmap indexes",
+                );
+                Some((at, "BITMAP".len()))
+            });
+        let blanked;
+        let text = match blank {
+            Some((at, n)) => {
+                blanked = format!("{}{}{}", &text[..at], " ".repeat(n), &text[at + n..]);
+                blanked.as_str()
             }
             None => text,
-        };
-        // Oracle's `CREATE BITMAP INDEX`: a plain index elsewhere (said).
-        let bitmap_blanked;
-        let text = if self.dialect == Dialect::Oracle
-            && h.len() > 2
-            && (h[0].as_str(), h[1].as_str(), h[2].as_str()) == ("CREATE", "BITMAP", "INDEX")
-        {
-            let at = text
-                .to_ascii_uppercase()
-                .find("BITMAP")
-                .expect("in the head");
-            self.diags.warn(
-                "a bitmap index becomes a plain (B-tree) index: the targets have no bitmap indexes",
-            );
-            bitmap_blanked = format!("{}      {}", &text[..at], &text[at + 6..]);
-            bitmap_blanked.as_str()
-        } else {
-            text
         };
         let stmts = match Parser::new(sq_dialect(self.dialect))
             .try_with_sql(text)
@@ -597,40 +588,41 @@ impl StatementParser<'_> {
     fn give_partitions(&mut self, requests: &mut Vec<ChangeRequest>) {
         let mut more = Vec::new();
         for r in requests.iter() {
-            let ChangeRequest::Change(c) = r else {
-                continue;
-            };
-            let (SchemaChange::AddForeignKey { table, .. } | SchemaChange::AddCheck { table, .. }) =
-                c
-            else {
-                continue;
+            let (table, name) = match r {
+                ChangeRequest::Change(SchemaChange::AddForeignKey { table, foreign_key }) => {
+                    (table, &foreign_key.name)
+                }
+                ChangeRequest::Change(SchemaChange::AddCheck { table, check }) => {
+                    (table, &check.name)
+                }
+                _ => continue,
             };
             let parent = self.catalog.resolve_table(table).unwrap_or(table);
             for part in self.defs.partitions_of(parent) {
                 // (A partition made earlier may hold it already: pg_dump writes a
                 // partition's inherited CHECKs in its CREATE TABLE.)
-                let held = self.catalog.table(&part).map(|t| match c {
-                    SchemaChange::AddForeignKey { foreign_key, .. } => {
-                        t.foreign_keys.iter().any(|f| {
-                            f.name.is_some() && f.name == foreign_key.name || f == foreign_key
-                        })
-                    }
-                    SchemaChange::AddCheck { check, .. } => t
-                        .checks
-                        .iter()
-                        .any(|k| k.name.is_some() && k.name == check.name || k == check),
-                    _ => false,
-                });
-                if held != Some(false) {
+                let Some(t) = self.catalog.table(&part) else {
                     continue;
+                };
+                let mut c = r.clone();
+                let held = match &mut c {
+                    ChangeRequest::Change(SchemaChange::AddForeignKey { table, foreign_key }) => {
+                        *table = part;
+                        t.foreign_keys
+                            .iter()
+                            .any(|f| name.is_some() && f.name == *name || f == &*foreign_key)
+                    }
+                    ChangeRequest::Change(SchemaChange::AddCheck { table, check }) => {
+                        *table = part;
+                        t.checks
+                            .iter()
+                            .any(|k| name.is_some() && k.name == *name || k == &*check)
+                    }
+                    _ => true,
+                };
+                if !held {
+                    more.push(c);
                 }
-                let mut c = c.clone();
-                match &mut c {
-                    SchemaChange::AddForeignKey { table, .. }
-                    | SchemaChange::AddCheck { table, .. } => *table = part,
-                    _ => unreachable!("matched above"),
-                }
-                more.push(ChangeRequest::Change(c));
             }
         }
         requests.extend(more);
@@ -1433,6 +1425,15 @@ fn pg_index_on_only(dialect: Dialect, text: &str, head: &[String]) -> Option<usi
     up[at + 4..]
         .starts_with(|c: char| c.is_whitespace() || c == '"')
         .then_some(at)
+}
+
+/// Where the `BITMAP` of an Oracle `CREATE BITMAP INDEX` starts.
+fn oracle_bitmap(dialect: Dialect, text: &str, head: &[String]) -> Option<usize> {
+    (dialect == Dialect::Oracle
+        && head.len() > 2
+        && (head[0].as_str(), head[1].as_str(), head[2].as_str()) == ("CREATE", "BITMAP", "INDEX"))
+        .then(|| text.to_ascii_uppercase().find("BITMAP"))
+        .flatten()
 }
 
 fn oracle_index_storage(text: &str) -> Option<usize> {

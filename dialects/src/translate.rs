@@ -116,56 +116,59 @@ impl Translator {
         self.schema_map.push((from, to.map(str::to_owned)));
     }
 
-    /// For a MySQL target: the schema mapping said once per mapped schema, and
-    /// `CREATE DATABASE IF NOT EXISTS` before the first table of a schema no
-    /// statement of the input made (a PostgreSQL dump never makes `public`, and one
-    /// mapped elsewhere names a database the output must make).
+    /// Before the first table of a schema no statement of the input made, the target
+    /// makes it: into MySQL (from another source) `CREATE DATABASE IF NOT EXISTS`,
+    /// after the schema mapping (said once per mapped schema: a PostgreSQL dump never
+    /// makes `public`, and one mapped elsewhere names a database the output must
+    /// make); into PostgreSQL `CREATE SCHEMA IF NOT EXISTS` (not `public`: an Oracle
+    /// script names its owner's schema before every table and never makes it).
     fn schemas_first(
         &mut self,
         changes: &[SchemaChange],
         o: &mut Outcome,
         diags: &mut Diagnostics,
     ) {
-        if self.target == Target::Sql(Dialect::Postgres) {
-            self.pg_schemas_first(changes, o, diags);
-            return;
-        }
-        if self.target != Target::Sql(Dialect::MySql) || self.source == Dialect::MySql {
-            return;
-        }
-        for c in changes {
-            if let SchemaChange::CreateNamespace { name, .. } = c {
-                let to = Emitter::new(Dialect::MySql)
-                    .with_schemas(&self.schema_map)
-                    .schema_of(name)
-                    .map(str::to_lowercase);
-                if let Some(to) = to {
-                    self.made.insert(to);
-                }
-                continue;
+        let (d, word) = match self.target {
+            Target::Sql(Dialect::MySql) if self.source != Dialect::MySql => {
+                (Dialect::MySql, "DATABASE")
             }
-            let SchemaChange::CreateTable { table, .. } = c else {
-                continue;
-            };
-            let Some(s) = table.name.schema.as_deref() else {
-                continue;
+            Target::Sql(Dialect::Postgres) => (Dialect::Postgres, "SCHEMA"),
+            _ => return,
+        };
+        let em = Emitter::new(d).with_schemas(&self.schema_map);
+        for c in changes {
+            let s = match c {
+                SchemaChange::CreateNamespace { name, .. } => {
+                    if let Some(to) = em.schema_of(name) {
+                        self.made.insert(to.to_lowercase());
+                    }
+                    continue;
+                }
+                SchemaChange::CreateTable { table, .. } => match table.name.schema.as_deref() {
+                    Some(s) => s,
+                    None => continue,
+                },
+                _ => continue,
             };
             let key = s.to_lowercase();
-            let mapped = self.schema_map.iter().find(|(k, _)| *k == key).cloned();
-            if let Some((_, to)) = &mapped {
-                if self.said.insert(key.clone()) {
-                    diags.warn(match to {
-                        None => format!(
-                            "schema {s}: its tables go to the current database (--schema-map {s}=DB names another)"
-                        ),
-                        Some(db) => format!("schema {s}: its tables go to database {db} (--schema-map)"),
-                    });
+            if d == Dialect::MySql {
+                if let Some((_, to)) = self.schema_map.iter().find(|(k, _)| *k == key) {
+                    if self.said.insert(key.clone()) {
+                        diags.warn(match to {
+                            None => format!(
+                                "schema {s}: its tables go to the current database (--schema-map {s}=DB names another)"
+                            ),
+                            Some(db) => {
+                                format!("schema {s}: its tables go to database {db} (--schema-map)")
+                            }
+                        });
+                    }
                 }
+            } else if key == "public" {
+                continue;
             }
-            let target = match mapped {
-                Some((_, None)) => continue,
-                Some((_, Some(db))) => db,
-                None => s.to_owned(),
+            let Some(target) = em.schema_of(s) else {
+                continue;
             };
             if self.made.insert(target.to_lowercase()) {
                 let mut cx = EmitCtx {
@@ -174,8 +177,8 @@ impl Translator {
                     after: &self.catalog,
                     diags,
                 };
-                let id = Emitter::new(Dialect::MySql).ident(&mut cx, &target);
-                o.output.push(format!("CREATE DATABASE IF NOT EXISTS {id}"));
+                let id = em.ident(&mut cx, target);
+                o.output.push(format!("CREATE {word} IF NOT EXISTS {id}"));
             }
         }
     }
@@ -245,19 +248,33 @@ impl Translator {
     /// `CREATE SEQUENCE` for the sequence a default names as `sequence`, once: the
     /// statement as written within PostgreSQL, else its start and increment.
     fn create_sequence(&mut self, sequence: &str) -> Option<String> {
+        let written = crate::defs::Definitions::sequence_name(sequence);
+        match self.defs.sequence(&written) {
+            Some((k, seq)) => {
+                let (k, seq) = (k.clone(), seq.clone());
+                self.sequence_sql(sequence, &k, Some(&seq))
+            }
+            None => self.sequence_sql(sequence, &written, None),
+        }
+    }
+
+    /// `CREATE SEQUENCE` for sequence `name` (as the input defined it: `seq`),
+    /// written `sequence` in a default; None when made already.
+    fn sequence_sql(
+        &mut self,
+        sequence: &str,
+        name: &TableName,
+        seq: Option<&crate::defs::Sequence>,
+    ) -> Option<String> {
         let Target::Sql(d) = self.target else {
             return None;
         };
-        if !self.sequences_made.insert(sequence.to_lowercase()) {
+        let key = format!("{}.{}", name.schema.as_deref().unwrap_or(""), name.name);
+        if !self.sequences_made.insert(key.to_lowercase()) {
             return None;
         }
-        let written = crate::defs::Definitions::sequence_name(sequence);
-        let (name, seq) = match self.defs.sequence(&written) {
-            Some((k, s)) => (k.clone(), Some(s.clone())),
-            None => (written, None),
-        };
         if let (Dialect::Postgres, Dialect::Postgres, Some(text)) =
-            (self.source, d, seq.as_ref().and_then(|s| s.text.as_ref()))
+            (self.source, d, seq.and_then(|s| s.text.as_ref()))
         {
             let up = text.to_ascii_uppercase();
             return Some(if up.contains("IF NOT EXISTS") {
@@ -274,13 +291,13 @@ impl Translator {
                 "CREATE SEQUENCE {}",
                 crate::emit::Emitter::new(d)
                     .with_schemas(&self.schema_map)
-                    .sequence_ref(self.source, &name)
+                    .sequence_ref(self.source, name)
             ),
         };
-        if let Some(n) = seq.as_ref().and_then(|s| s.increment) {
+        if let Some(n) = seq.and_then(|s| s.increment) {
             sql.push_str(&format!(" INCREMENT BY {n}"));
         }
-        if let Some(n) = seq.as_ref().and_then(|s| s.start) {
+        if let Some(n) = seq.and_then(|s| s.start) {
             sql.push_str(&format!(" START WITH {n}"));
         }
         Some(sql)
@@ -296,18 +313,21 @@ impl Translator {
         ) {
             return Vec::new();
         }
-        let free: Vec<String> = self
+        let free: Vec<(TableName, crate::defs::Sequence)> = self
             .defs
             .sequences
             .iter()
             .filter(|(_, s)| s.owned_by.is_none())
-            .map(|(k, _)| match &k.schema {
-                Some(s) => format!("{s}.{}", k.name),
-                None => k.name.clone(),
-            })
+            .map(|(k, s)| (k.clone(), s.clone()))
             .collect();
         free.iter()
-            .filter_map(|n| self.create_sequence(n))
+            .filter_map(|(k, s)| {
+                let written = match &k.schema {
+                    Some(sc) => format!("{sc}.{}", k.name),
+                    None => k.name.clone(),
+                };
+                self.sequence_sql(&written, k, Some(s))
+            })
             .collect()
     }
 
@@ -318,6 +338,16 @@ impl Translator {
             return;
         };
         if self.source != Dialect::Postgres || d == Dialect::Postgres {
+            return;
+        }
+        let named_keys = changes.iter().any(|c| match c {
+            SchemaChange::CreateTable { table, .. } => {
+                table.foreign_keys.iter().any(|f| f.name.is_some())
+            }
+            SchemaChange::AddForeignKey { foreign_key, .. } => foreign_key.name.is_some(),
+            _ => false,
+        });
+        if !named_keys {
             return;
         }
         let em = Emitter::new(d).with_schemas(&self.schema_map);
@@ -332,41 +362,6 @@ impl Translator {
         };
         let max_len = if d == Dialect::Oracle { 128 } else { 64 };
         self.fk_names.claim(changes, schema_of, max_len, diags);
-    }
-
-    /// For a PostgreSQL target: `CREATE SCHEMA IF NOT EXISTS` before the first table
-    /// of a schema (other than `public`) that no statement of the input made: an
-    /// Oracle script names its owner's schema before every table and never makes it.
-    fn pg_schemas_first(
-        &mut self,
-        changes: &[SchemaChange],
-        o: &mut Outcome,
-        diags: &mut Diagnostics,
-    ) {
-        for c in changes {
-            let s = match c {
-                SchemaChange::CreateNamespace { name, .. } => {
-                    self.made.insert(name.to_lowercase());
-                    continue;
-                }
-                SchemaChange::CreateTable { table, .. } => match table.name.schema.as_deref() {
-                    Some(s) => s,
-                    None => continue,
-                },
-                _ => continue,
-            };
-            if s.eq_ignore_ascii_case("public") || !self.made.insert(s.to_lowercase()) {
-                continue;
-            }
-            let mut cx = EmitCtx {
-                source: self.source,
-                before: &self.catalog,
-                after: &self.catalog,
-                diags,
-            };
-            let id = Emitter::new(Dialect::Postgres).ident(&mut cx, s);
-            o.output.push(format!("CREATE SCHEMA IF NOT EXISTS {id}"));
-        }
     }
 
     /// Apply a script to the catalog without emitting (`--schema FILE`). Returns the
@@ -899,16 +894,6 @@ impl Translator {
         if self.target != Target::Sql(Dialect::MySql) || self.source == Dialect::MySql {
             return Vec::new();
         }
-        let leads = |t: &ddl_core::Table, col: &str| {
-            t.primary_key
-                .as_ref()
-                .is_some_and(|p| p.columns.first().map(String::as_str) == Some(col))
-                || t.indexes.iter().any(|i| {
-                    i.parts
-                        .first()
-                        .is_some_and(|p| !p.expression && p.column == col)
-                })
-        };
         let lonely: Vec<(TableName, String)> = self
             .catalog
             .tables
@@ -916,7 +901,7 @@ impl Translator {
             .filter(|(_, t)| {
                 !t.columns
                     .iter()
-                    .any(|c| c.identity.is_some() && leads(t, &c.name))
+                    .any(|c| c.identity.is_some() && crate::emit::leads_key_of(t, &c.name))
             })
             .filter_map(|(k, t)| {
                 let c = t.columns.iter().find(|c| c.identity.is_some())?;

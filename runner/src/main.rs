@@ -649,18 +649,9 @@ fn translate(
             tally.statements += 1;
             tally.written += usize::from(!r.output.is_empty());
             for (l, c, d) in &r.diagnostics {
-                match d.severity {
-                    Severity::Error => {
-                        failed = true;
-                        tally.errors += 1;
-                    }
-                    Severity::Warning => tally.warnings += 1,
-                    Severity::Skipped => tally.skipped += 1,
+                if tally.count(d.severity, quiet) {
+                    let _ = writeln!(err, "{}: {shown}:{l}:{c}: {}", d.severity, d.message);
                 }
-                if quiet && d.severity == Severity::Skipped {
-                    continue;
-                }
-                let _ = writeln!(err, "{}: {shown}:{l}:{c}: {}", d.severity, d.message);
             }
             if target == Target::Iceberg {
                 plans.push(
@@ -689,18 +680,9 @@ fn translate(
             Some(s) => s,
         };
         for (_, _, d) in &r.diagnostics {
-            match d.severity {
-                Severity::Error => {
-                    failed = true;
-                    tally.errors += 1;
-                }
-                Severity::Warning => tally.warnings += 1,
-                Severity::Skipped => tally.skipped += 1,
+            if tally.count(d.severity, quiet) {
+                let _ = writeln!(err, "{}: {shown}: end of input: {}", d.severity, d.message);
             }
-            if quiet && d.severity == Severity::Skipped {
-                continue;
-            }
-            let _ = writeln!(err, "{}: {shown}: end of input: {}", d.severity, d.message);
         }
         for s in &r.output {
             if writeln!(out, "{s};").is_err() {
@@ -732,7 +714,7 @@ fn translate(
         tally.warnings,
         tally.errors
     );
-    ExitCode::from(u8::from(failed))
+    ExitCode::from(u8::from(failed || tally.errors > 0))
 }
 
 /// What a translation came to, for its summary line.
@@ -743,4 +725,16 @@ struct Tally {
     skipped: usize,
     warnings: usize,
     errors: usize,
+}
+
+impl Tally {
+    /// Count one diagnostic; whether its line is shown (`--quiet` hides `skipped:`).
+    fn count(&mut self, severity: Severity, quiet: bool) -> bool {
+        match severity {
+            Severity::Error => self.errors += 1,
+            Severity::Warning => self.warnings += 1,
+            Severity::Skipped => self.skipped += 1,
+        }
+        !(quiet && severity == Severity::Skipped)
+    }
 }

@@ -103,6 +103,11 @@ fn mariadb_dump(maria: &MariaDb, args: &[&str]) -> String {
 }
 
 fn pg_dump(pg: &PgServer, db: &str, schema_only: bool) -> String {
+    pg_dump_with(pg, db, if schema_only { &["--schema-only"] } else { &[] })
+}
+
+/// `pg_dump` of `db` with `options` (`--schema-only`, `--quote-all-identifiers`).
+fn pg_dump_with(pg: &PgServer, db: &str, options: &[&str]) -> String {
     let mut a = vec![
         "-h".to_owned(),
         "127.0.0.1".to_owned(),
@@ -111,9 +116,7 @@ fn pg_dump(pg: &PgServer, db: &str, schema_only: bool) -> String {
         "-U".to_owned(),
         "postgres".to_owned(),
     ];
-    if schema_only {
-        a.push("--schema-only".into());
-    }
+    a.extend(options.iter().map(|o| o.to_string()));
     a.push(db.into());
     tool("pg_dump", &a)
 }
@@ -594,23 +597,15 @@ async fn a_pg_dump_of_public_lands_in_the_current_database() {
         .unwrap();
     let mut c = maria.conn(None).await;
     for quote_all in [false, true] {
-        let mut dump = pg_dump(&pg, "app_src", true);
-        if quote_all {
-            dump = tool(
-                "pg_dump",
-                &[
-                    "-h".into(),
-                    "127.0.0.1".into(),
-                    "-p".into(),
-                    pg.port.to_string(),
-                    "-U".into(),
-                    "postgres".into(),
-                    "--schema-only".into(),
-                    "--quote-all-identifiers".into(),
-                    "app_src".into(),
-                ],
-            );
-        }
+        let dump = if quote_all {
+            pg_dump_with(
+                &pg,
+                "app_src",
+                &["--schema-only", "--quote-all-identifiers"],
+            )
+        } else {
+            pg_dump(&pg, "app_src", true)
+        };
         assert!(
             dump.contains("CREATE TABLE public.customer")
                 || dump.contains("CREATE TABLE \"public\".\"customer\"")
@@ -878,20 +873,11 @@ async fn framework_style_dumps_translate_whole() {
     let src_tables = 6;
     let mut c = maria.conn(None).await;
     for quote_all in [false, true] {
-        let mut args = vec![
-            "-h".to_owned(),
-            "127.0.0.1".into(),
-            "-p".into(),
-            pg.port.to_string(),
-            "-U".into(),
-            "postgres".into(),
-            "--schema-only".into(),
-        ];
-        if quote_all {
-            args.push("--quote-all-identifiers".into());
-        }
-        args.push("dj_src".into());
-        let dump = tool("pg_dump", &args);
+        let dump = if quote_all {
+            pg_dump_with(&pg, "dj_src", &["--schema-only", "--quote-all-identifiers"])
+        } else {
+            pg_dump(&pg, "dj_src", true)
+        };
         // Into MariaDB.
         let (stmts, diags) = translate(Dialect::Postgres, Dialect::MySql, &dump);
         let reported = diags.join("\n");

@@ -488,38 +488,8 @@ impl Emitter {
                         return None;
                     }
                 }
-                // Values of the source's type that the target's cannot hold: MySQL's
-                // TIME past a day (838:59:59) and PostgreSQL's infinite timestamps.
+                // Values of the source's type that the target's cannot hold.
                 if let Literal::String(v) = value {
-                    let beyond_a_day = matches!(c.data_type, ddl_core::DataType::Time { .. })
-                        && self.target != Dialect::MySql
-                        && (v.trim_start().starts_with('-')
-                            || v.split(':')
-                                .next()
-                                .and_then(|h| h.trim().parse::<u32>().ok())
-                                .is_some_and(|h| {
-                                    h > 24
-                                        || (h == 24
-                                            && v.chars()
-                                                .skip_while(|c| *c != ':')
-                                                .any(|c| c.is_ascii_digit() && c != '0'))
-                                }));
-                    let infinite = matches!(
-                        c.data_type,
-                        ddl_core::DataType::Timestamp { .. } | ddl_core::DataType::Date
-                    ) && self.target != Dialect::Postgres
-                        && matches!(
-                            v.trim().to_ascii_lowercase().as_str(),
-                            "infinity" | "-infinity"
-                        );
-                    let not_a_number = matches!(
-                        c.data_type,
-                        ddl_core::DataType::Float { .. } | ddl_core::DataType::Decimal { .. }
-                    ) && self.target == Dialect::MySql
-                        && matches!(
-                            v.trim().to_ascii_lowercase().as_str(),
-                            "nan" | "infinity" | "-infinity" | "inf" | "-inf"
-                        );
                     // Oracle reads '' as NULL.
                     let empty_is_null = self.target == Dialect::Oracle
                         && cx.source != Dialect::Oracle
@@ -551,7 +521,7 @@ impl Emitter {
                             }
                         };
                     }
-                    if beyond_a_day || infinite || not_a_number {
+                    if !target_holds(self.target, &c.data_type, v) {
                         cx.diags.warn(format!(
                             "{table}.{}: the default `{v}` has no {} value; not emitted",
                             c.name, self.target
@@ -632,7 +602,7 @@ impl Emitter {
                 }
                 Dialect::Oracle => {
                     let name = crate::defs::Definitions::sequence_name(sequence);
-                    format!("{}.NEXTVAL", self.sequence_ref(cx.source, &name))
+                    format!("{}.NEXTVAL", self.table(cx, &name))
                 }
                 Dialect::MySql => {
                     cx.diags.warn(format!(
@@ -1685,22 +1655,12 @@ impl Emitter {
             return std::borrow::Cow::Borrowed(t);
         }
         let mut t = t.clone();
-        let leads_key = |c: &str| {
-            t.primary_key
-                .as_ref()
-                .is_some_and(|p| p.columns.first().map(String::as_str) == Some(c))
-                || t.indexes.iter().any(|i| {
-                    i.parts
-                        .first()
-                        .is_some_and(|p| !p.expression && p.column == c)
-                })
-        };
         let keep = t
             .columns
             .iter()
             .filter(|c| c.identity.is_some())
             .map(|c| c.name.clone())
-            .find(|c| leads_key(c));
+            .find(|c| leads_key_of(&t, c));
         let names: Vec<String> = t
             .columns
             .iter()
@@ -2499,7 +2459,9 @@ impl Emitter {
 }
 
 /// Whether `col` leads a key (primary or index) of `t`.
-fn leads_key_of(t: &Table, col: &str) -> bool {
+/// Whether `col` leads a key (primary or index) of `t`: MySQL's AUTO_INCREMENT needs
+/// one.
+pub(crate) fn leads_key_of(t: &Table, col: &str) -> bool {
     t.primary_key
         .as_ref()
         .is_some_and(|p| p.columns.first().map(String::as_str) == Some(col))
@@ -2555,6 +2517,44 @@ pub fn type_label(t: &ddl_core::DataType) -> String {
 
 /// The bytes a value of `t` takes in a MySQL key, about; None for character types
 /// (their share of the key is worked out from what is left).
+/// Whether `target` has a value for string default `v` of a column of type `t`: not
+/// for MySQL's TIME past a day (838:59:59) elsewhere, PostgreSQL's infinite dates
+/// elsewhere, nor NaN and infinite numbers in MySQL.
+fn target_holds(target: Dialect, t: &ddl_core::DataType, v: &str) -> bool {
+    use ddl_core::DataType as D;
+    let word = v.trim().to_ascii_lowercase();
+    match t {
+        D::Time { .. } if target != Dialect::MySql => !time_past_a_day(v),
+        D::Timestamp { .. } | D::Date if target != Dialect::Postgres => {
+            !matches!(word.as_str(), "infinity" | "-infinity")
+        }
+        D::Float { .. } | D::Decimal { .. } if target == Dialect::MySql => !matches!(
+            word.as_str(),
+            "nan" | "infinity" | "-infinity" | "inf" | "-inf"
+        ),
+        _ => true,
+    }
+}
+
+/// A time of day past 24:00:00, or negative (MySQL's TIME is a duration).
+fn time_past_a_day(v: &str) -> bool {
+    if v.trim_start().starts_with('-') {
+        return true;
+    }
+    let Some(h) = v
+        .split(':')
+        .next()
+        .and_then(|h| h.trim().parse::<u32>().ok())
+    else {
+        return false;
+    };
+    h > 24
+        || (h == 24
+            && v.chars()
+                .skip_while(|c| *c != ':')
+                .any(|c| c.is_ascii_digit() && c != '0'))
+}
+
 /// An enum, or an array of one.
 fn enum_typed(t: &ddl_core::DataType) -> bool {
     use ddl_core::DataType as D;
