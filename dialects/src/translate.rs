@@ -2050,6 +2050,20 @@ mod tests {
              CREATE TABLE public.u (roles public.\"Role\"[] DEFAULT ARRAY[]::public.\"Role\"[]);",
         );
         assert!(out[0].contains("DEFAULT ARRAY[]::varchar(5)[]"), "{out:#?}");
+        // regression (a hostile pg_dump): the cast inside the array, on a quoted
+        // enum name, was cut at the last `::` and left the brackets unbalanced.
+        let (out, _) = sql(
+            Dialect::Postgres,
+            Dialect::Postgres,
+            "CREATE TYPE \"S\"\"q\".\"Mo od\" AS ENUM ('a''b', 'c');\n\
+             CREATE TABLE t (m \"S\"\"q\".\"Mo od\"[] DEFAULT ARRAY['a''b'::\"S\"\"q\".\"Mo od\"], \
+             n \"S\"\"q\".\"Mo od\" DEFAULT 'c'::\"S\"\"q\".\"Mo od\");",
+        );
+        assert!(
+            out[0].contains("DEFAULT ARRAY['a''b'::varchar(3)]")
+                && out[0].contains("n varchar(3) DEFAULT 'c'"),
+            "{out:#?}"
+        );
         // Keys on columns a table does not have were emitted as written.
         for bad in [
             "CREATE TABLE b1 (id int, UNIQUE (nocol));",

@@ -612,17 +612,21 @@ impl Emitter {
                     return None;
                 }
             },
-            // An enum column is text with a CHECK here: a default cast to the enum
-            // type (`ARRAY[]::public."Role"[]`) is cast to the column's type.
+            // An enum column is text with a CHECK here: the casts to the enum type in
+            // a default (`ARRAY['a'::public."Role"]`, `ARRAY[]::public."Role"[]`) are
+            // casts to the column's type.
             DefaultValue::Raw { dialect, text }
                 if dialect == self.target.name()
                     && self.target == Dialect::Postgres
                     && enum_typed(&c.data_type)
                     && text.contains("::") =>
             {
-                let head = &text[..text.rfind("::").expect("checked")];
-                let ty = types::map_type(self.target, cx.source, &c.data_type).sql;
-                format!("{head}::{ty}")
+                let elem = match &c.data_type {
+                    ddl_core::DataType::Array { element } => element.as_ref(),
+                    t => t,
+                };
+                let elem = types::map_type(self.target, cx.source, elem).sql;
+                recast(text, &elem)
             }
             DefaultValue::Raw { dialect, text } if dialect == self.target.name() => text.clone(),
             DefaultValue::Raw { dialect, text } => {
@@ -2553,6 +2557,71 @@ fn time_past_a_day(v: &str) -> bool {
             && v.chars()
                 .skip_while(|c| *c != ':')
                 .any(|c| c.is_ascii_digit() && c != '0'))
+}
+
+/// `text` with the type of every cast (`::name`, `::"s"."n"[]`) outside string
+/// literals and double quotes replaced by `ty` (`ty[]` where the cast is to an array).
+fn recast(text: &str, ty: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        if rest.starts_with('\'') {
+            // A string literal, '' inside it being one quote.
+            let mut end = 1;
+            loop {
+                match rest[end..].find('\'') {
+                    Some(q) if rest[end + q + 1..].starts_with('\'') => end += q + 2,
+                    Some(q) => {
+                        end += q + 1;
+                        break;
+                    }
+                    None => {
+                        end = rest.len();
+                        break;
+                    }
+                }
+            }
+            out.push_str(&rest[..end]);
+            rest = &rest[end..];
+        } else if let Some(after) = rest.strip_prefix("::") {
+            // The type: names (quoted or bare) joined by dots, then `[]`s.
+            let mut t = after.trim_start();
+            loop {
+                if let Some(q) = t.strip_prefix('"') {
+                    let mut end = 0;
+                    while let Some(i) = q[end..].find('"') {
+                        end += i + 1;
+                        if !q[end..].starts_with('"') {
+                            break;
+                        }
+                        end += 1;
+                    }
+                    t = &q[end..];
+                } else {
+                    let n = t
+                        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+                        .unwrap_or(t.len());
+                    t = &t[n..];
+                }
+                match t.strip_prefix('.') {
+                    Some(r) => t = r,
+                    None => break,
+                }
+            }
+            out.push_str("::");
+            out.push_str(ty);
+            while let Some(r) = t.strip_prefix("[]") {
+                out.push_str("[]");
+                t = r;
+            }
+            rest = t;
+        } else {
+            let ch = rest.chars().next().expect("not empty");
+            out.push(ch);
+            rest = &rest[ch.len_utf8()..];
+        }
+    }
+    out
 }
 
 /// An enum, or an array of one.
