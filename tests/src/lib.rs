@@ -922,10 +922,20 @@ pub async fn scan_batches(
         if let Some(id) = snapshot {
             scan = scan.snapshot_id(id);
         }
+        // The crate's reader, asked per data file for the columns the file holds
+        // (it cannot make a uuid, binary or time column of nulls for a file written
+        // before the column was added; the rows below read such a column as NULL).
         let read = async {
-            scan.build()
+            let tasks = scan
+                .build()
                 .unwrap()
-                .to_arrow()
+                .plan_files()
+                .await
+                .unwrap()
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap();
+            runner::iceberg::read::read_tasks(t.file_io(), tasks)
                 .await
                 .unwrap()
                 .try_collect::<Vec<_>>()

@@ -216,14 +216,7 @@ pub async fn compact(catalog: &Catalog, t: &LoadedTable, o: &Options) -> Result<
         .try_filter(|task| std::future::ready(rewrite.contains(&task.data_file_path)))
         .try_collect()
         .await?;
-    let mut stream = iceberg::arrow::ArrowReaderBuilder::new(
-        catalog.file_io.clone(),
-        iceberg::Runtime::try_current()?,
-    )
-    .with_data_file_concurrency_limit(1)
-    .build()
-    .read(Box::pin(futures::stream::iter(tasks.into_iter().map(Ok))))?
-    .stream();
+    let mut stream = super::read::read_tasks(&catalog.file_io, tasks).await?;
     // The scan reads the snapshot under the schema it was written with; the new files
     // are in the current one (a column renamed since must keep its values).
     let read = m

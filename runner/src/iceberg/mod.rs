@@ -19,6 +19,7 @@ pub mod locate;
 mod locmap;
 pub mod maintain;
 pub mod plan;
+pub mod read;
 mod rules;
 pub mod stall;
 

@@ -217,8 +217,14 @@ impl Engine {
             .with_concurrency_limit(1)
             .build()
             .map_err(|e| SyncError::caused(&filling, &e))?;
-        let mut stream = scan
-            .to_arrow()
+        let tasks: Vec<_> = futures::TryStreamExt::try_collect(
+            scan.plan_files()
+                .await
+                .map_err(|e| SyncError::caused(&filling, &e))?,
+        )
+        .await
+        .map_err(|e| SyncError::caused(&filling, &e))?;
+        let mut stream = crate::iceberg::read::read_tasks(&self.catalog.file_io, tasks)
             .await
             .map_err(|e| SyncError::caused(&filling, &e))?;
         let (mut data, mut chunk, mut bytes, mut rows) = (Vec::new(), Vec::new(), 0usize, 0u64);
