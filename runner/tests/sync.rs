@@ -854,6 +854,63 @@ async fn mariadb_uuid_columns_mirror_from_snapshot_and_binlog() {
     );
 }
 
+/// Found while the fuzzer learned session character sets: a DDL sent in a session
+/// whose character set is not UTF-8 (`SET NAMES latin1`, as applications with
+/// latin1 connections send it; `SET NAMES sjis`) is logged in that character set.
+/// The job read it as UTF-8: a column named `café` arrived as `caf\u{FFFD}`, and a
+/// Shift-JIS `表` (bytes 95 5C, a backslash second) swallowed the quote after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_sent_in_a_latin1_or_sjis_session_keeps_its_names_and_defaults() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop CHARACTER SET utf8mb4;
+         CREATE TABLE shop.t (id INT PRIMARY KEY);
+         INSERT INTO shop.t VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    // The statements' bytes as such clients send them.
+    c.query_drop(&b"SET NAMES latin1"[..]).await.unwrap();
+    c.query_drop(&b"ALTER TABLE shop.t ADD COLUMN `caf\xe9` VARCHAR(20) DEFAULT 'na\xefve'"[..])
+        .await
+        .unwrap();
+    c.query_drop(&b"SET NAMES sjis"[..]).await.unwrap();
+    c.query_drop(
+        &b"ALTER TABLE shop.t ADD COLUMN `\x93\xfa\x96\x7b` VARCHAR(20) DEFAULT '\x95\x5c', ADD COLUMN n INT"[..],
+    )
+    .await
+    .unwrap();
+    c.query_drop("SET NAMES utf8mb4").await.unwrap();
+    c.query_drop("INSERT INTO shop.t (id, n) VALUES (2, 7)")
+        .await
+        .unwrap();
+    let names: Vec<String> = c
+        .query("SELECT column_name FROM information_schema.columns WHERE table_schema = 'shop' AND table_name = 't' ORDER BY ordinal_position")
+        .await
+        .unwrap();
+    assert_eq!(names, ["id", "caf\u{e9}", "\u{65e5}\u{672c}", "n"]);
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    let t = cat
+        .load_required(&ident("shop", "t").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(lakeshift_tests::column_names(&t.metadata), names);
+    assert_mirrored(&mut c, &cat, &["t"]).await;
+    let s = |x: &str| Some(x.to_owned());
+    assert_eq!(
+        source_rows(&mut c, "t").await,
+        [
+            vec![s("1"), s("na\u{ef}ve"), s("\u{8868}"), None],
+            vec![s("2"), s("na\u{ef}ve"), s("\u{8868}"), s("7")]
+        ]
+    );
+}
+
 /// Found while the fuzzer learned to add uuid, bytes and time columns to tables
 /// with rows: the job's own readers of its tables (the fill of a column added with a
 /// default, and `maintain`'s compaction) stopped on a table whose older data files

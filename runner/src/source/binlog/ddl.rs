@@ -296,6 +296,58 @@ pub(super) fn retarget(
     serde_json::from_value(v).unwrap_or_else(|_| c.clone())
 }
 
+/// A statement's text as its session sent it. A Query event holds the client's
+/// bytes, in the session's character set (`SET NAMES latin1`: a column named `café`
+/// is `caf\xe9`), which its status variables name; UTF-8 when they name none.
+pub(super) fn query_text(
+    q: &mysql_async::binlog::events::QueryEvent<'_>,
+) -> Result<String, SourceError> {
+    use mysql_async::binlog::events::StatusVarVal;
+    use mysql_async::binlog::StatusVarKey;
+    let raw = q.query_raw();
+    if raw.is_ascii() {
+        return Ok(String::from_utf8_lossy(raw).into_owned());
+    }
+    let client = q
+        .status_vars()
+        .get_status_var(StatusVarKey::Charset)
+        .and_then(|v| match v.get_value() {
+            Ok(StatusVarVal::Charset { charset_client, .. }) => Some(charset_client),
+            _ => None,
+        });
+    let name = client.map(|id| {
+        mysql_common::collations::Collation::resolve(mysql_common::collations::CollationId::from(
+            id,
+        ))
+        .charset()
+        .to_owned()
+    });
+    let unreadable = |why: String| {
+        SourceError::Protocol(format!(
+            "a statement was sent in the character set {}, which {why}; the statement (as UTF-8): {}",
+            name.as_deref().unwrap_or("?"),
+            String::from_utf8_lossy(raw)
+        ))
+    };
+    match name.as_deref() {
+        None | Some("utf8mb3" | "utf8mb4" | "utf8") => String::from_utf8(raw.to_vec())
+            .map_err(|_| unreadable("its bytes are not (it names none, or UTF-8)".into())),
+        Some(n) => match crate::source::decode::Charset::from_mysql(Some(n)) {
+            Ok(crate::source::decode::Charset::Utf8) => {
+                Ok(String::from_utf8_lossy(raw).into_owned())
+            }
+            Ok(crate::source::decode::Charset::Other(enc)) => {
+                let (text, _, bad) = enc.decode(raw);
+                if bad {
+                    return Err(unreadable("its bytes are not".into()));
+                }
+                Ok(text.into_owned())
+            }
+            Err(e) => Err(unreadable(format!("lakeshift cannot read ({})", e.0))),
+        },
+    }
+}
+
 pub(super) fn sql_mode_ansi_quotes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> bool {
     use mysql_async::binlog::events::StatusVarVal;
     use mysql_async::binlog::StatusVarKey;

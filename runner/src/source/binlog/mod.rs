@@ -5,7 +5,7 @@
 mod ddl;
 mod raw;
 
-use ddl::sql_mode_ansi_quotes;
+use ddl::{query_text, sql_mode_ansi_quotes};
 use raw::{binlog_name, ends_with_checksum, parse_gtid_list};
 
 use super::config::Source;
@@ -318,7 +318,7 @@ impl BinlogReader {
                 self.tables.clear();
             }
             EventData::QueryEvent(q) => {
-                let sql = q.query();
+                let sql = query_text(&q)?;
                 let trimmed = sql.trim();
                 if trimmed.eq_ignore_ascii_case("BEGIN") {
                     self.begin(start);
