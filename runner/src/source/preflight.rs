@@ -55,6 +55,7 @@ pub async fn problems(
         .map_err(SourceError::sql)?
         .unwrap_or_default();
     let mariadb = version.to_ascii_lowercase().contains("mariadb");
+    learn_charsets(&mut conn).await?;
     let mut problems = Vec::new();
     let log_bin: Option<String> = conn
         .query_first(var("log_bin"))
@@ -222,4 +223,33 @@ async fn server_id_problem(
         }
     }
     Ok(None)
+}
+
+/// The server's single-byte character sets that the decoder has no table of
+/// (`cp850`, `armscii8`, `geostd8`, ...): each one's 256 characters, as the server
+/// converts its bytes to UTF-8, for the binlog's text of such columns.
+async fn learn_charsets(conn: &mut mysql_async::Conn) -> Result<(), SourceError> {
+    let single: Vec<String> = conn
+        .query("SELECT character_set_name FROM information_schema.character_sets WHERE maxlen = 1")
+        .await
+        .map_err(SourceError::sql)?;
+    let all: String = (0..=255u8).map(|b| format!("{b:02X}")).collect();
+    for name in single {
+        if name == "binary" || super::decode::charset_known(&name) {
+            continue;
+        }
+        let text: Option<String> = conn
+            .query_first(format!(
+                "SELECT CONVERT(CONVERT(UNHEX('{all}') USING {name}) USING utf8mb4)"
+            ))
+            .await
+            .map_err(SourceError::sql)?;
+        let chars: Vec<char> = text.unwrap_or_default().chars().collect();
+        // (A set whose bytes do not each convert to one character stays unread:
+        // its columns stop the job, naming it.)
+        if let Ok(chars) = <[char; 256]>::try_from(chars) {
+            super::decode::learn_charset(&name, chars);
+        }
+    }
+    Ok(())
 }

@@ -329,22 +329,13 @@ pub(super) fn query_text(
             String::from_utf8_lossy(raw)
         ))
     };
-    match name.as_deref() {
-        None | Some("utf8mb3" | "utf8mb4" | "utf8") => String::from_utf8(raw.to_vec())
-            .map_err(|_| unreadable("its bytes are not (it names none, or UTF-8)".into())),
-        Some(n) => match crate::source::decode::Charset::from_mysql(Some(n)) {
-            Ok(crate::source::decode::Charset::Utf8) => {
-                Ok(String::from_utf8_lossy(raw).into_owned())
-            }
-            Ok(crate::source::decode::Charset::Other(enc)) => {
-                let (text, _, bad) = enc.decode(raw);
-                if bad {
-                    return Err(unreadable("its bytes are not".into()));
-                }
-                Ok(text.into_owned())
-            }
-            Err(e) => Err(unreadable(format!("lakeshift cannot read ({})", e.0))),
+    // (None: UTF-8.)
+    match crate::source::decode::Charset::from_mysql(name.as_deref()) {
+        Ok(cs) => match cs.decode(raw) {
+            (text, true) => Ok(text.into_owned()),
+            (_, false) => Err(unreadable("its bytes are not".into())),
         },
+        Err(e) => Err(unreadable(format!("lakeshift cannot read ({})", e.0))),
     }
 }
 

@@ -129,16 +129,7 @@ pub(super) fn append_text(
 ) -> Result<(), DecodeError> {
     match b {
         ColBuilder::Str(sb) => {
-            match charset {
-                Charset::Utf8 => match std::str::from_utf8(bytes) {
-                    Ok(s) => sb.append_value(s),
-                    Err(_) => sb.append_value(String::from_utf8_lossy(bytes)),
-                },
-                Charset::Other(enc) => {
-                    let (s, _, _) = enc.decode(bytes);
-                    sb.append_value(s);
-                }
-            }
+            sb.append_value(charset.decode(bytes).0);
             Ok(())
         }
         ColBuilder::Bin(bb) => {

@@ -74,6 +74,32 @@ pub enum Charset {
     Utf8,
     /// MySQL's latin1 is Windows-1252.
     Other(&'static encoding_rs::Encoding),
+    /// MariaDB's `utf32`: big-endian code points, 4 bytes each (no decoder crate
+    /// has it).
+    Utf32,
+    /// A single-byte character set no decoder crate has (`cp850`, `armscii8`, ...):
+    /// each byte's character, as the source server converts it ([`learn_charset`]).
+    Bytes(&'static [char; 256]),
+}
+
+/// Single-byte character sets learned from the source server, by name.
+static LEARNED: std::sync::RwLock<Vec<(String, &'static [char; 256])>> =
+    std::sync::RwLock::new(Vec::new());
+
+/// Whether `name` is a character set [`Charset::from_mysql`] reads without asking
+/// the server.
+pub fn charset_known(name: &str) -> bool {
+    Charset::from_mysql(Some(name)).is_ok()
+}
+
+/// Records a single-byte character set's characters, byte by byte (as the source
+/// server converts each byte to UTF-8), so [`Charset::from_mysql`] reads it.
+pub fn learn_charset(name: &str, chars: [char; 256]) {
+    let mut l = LEARNED.write().unwrap_or_else(|e| e.into_inner());
+    let name = name.to_ascii_lowercase();
+    if !l.iter().any(|(n, _)| *n == name) {
+        l.push((name, Box::leak(Box::new(chars))));
+    }
 }
 
 impl Charset {
@@ -99,13 +125,57 @@ impl Charset {
             "sjis" | "cp932" => "shift_jis",
             "ujis" | "eucjpms" => "euc-jp",
             "euckr" => "euc-kr",
-            "utf16" => "utf-16be",
+            // (ucs2: big-endian, the Basic Multilingual Plane only; UTF-16 of it.)
+            "utf16" | "ucs2" => "utf-16be",
             "utf16le" => "utf-16le",
-            other => return Err(format!("character set {other} is not supported").into()),
+            "utf32" => return Ok(Charset::Utf32),
+            "cp866" => "ibm866",
+            "macroman" => "macintosh",
+            "tis620" => "windows-874",
+            other => {
+                let l = LEARNED.read().unwrap_or_else(|e| e.into_inner());
+                return match l.iter().find(|(n, _)| n == other) {
+                    Some((_, t)) => Ok(Charset::Bytes(t)),
+                    None => Err(format!("character set {other} is not supported").into()),
+                };
+            }
         };
         Ok(encoding_rs::Encoding::for_label(label.as_bytes())
             .map(Charset::Other)
             .ok_or_else(|| format!("character set {n} is not supported"))?)
+    }
+
+    /// Text of this character set as UTF-8, and whether every byte was of it (a
+    /// byte that is not becomes U+FFFD).
+    pub fn decode(self, bytes: &[u8]) -> (std::borrow::Cow<'_, str>, bool) {
+        match self {
+            Charset::Utf8 => match std::str::from_utf8(bytes) {
+                Ok(s) => (s.into(), true),
+                Err(_) => (String::from_utf8_lossy(bytes), false),
+            },
+            Charset::Other(enc) => {
+                let (s, _, bad) = enc.decode(bytes);
+                (s, !bad)
+            }
+            Charset::Bytes(t) => (bytes.iter().map(|&b| t[usize::from(b)]).collect(), true),
+            Charset::Utf32 => {
+                let mut ok = bytes.len().is_multiple_of(4);
+                let s = bytes
+                    .chunks(4)
+                    .map(|c| {
+                        let cp = match c {
+                            [a, b, c, d] => u32::from_be_bytes([*a, *b, *c, *d]),
+                            _ => u32::MAX,
+                        };
+                        char::from_u32(cp).unwrap_or_else(|| {
+                            ok = false;
+                            char::REPLACEMENT_CHARACTER
+                        })
+                    })
+                    .collect::<String>();
+                (s.into(), ok)
+            }
+        }
     }
 }
 
