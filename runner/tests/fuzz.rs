@@ -1863,7 +1863,64 @@ enum Ty {
     /// MariaDB text in another character set (`latin1`, which MariaDB reads as
     /// Windows-1252); a VARCHAR on PostgreSQL sources.
     Latin1,
+    /// MariaDB `TINYINT` (PostgreSQL `SMALLINT`).
+    Tiny,
+    /// MariaDB `MEDIUMINT` (PostgreSQL `INTEGER`).
+    Medium,
+    /// MariaDB `INT UNSIGNED` (PostgreSQL `BIGINT`).
+    UInt,
+    /// MariaDB `YEAR` (PostgreSQL `SMALLINT`).
+    Year,
+    /// `CHAR(4)`, values that fill it (PostgreSQL pads shorter ones with spaces).
+    Char,
+    /// MariaDB `SET('a', 'b', 'c')` (PostgreSQL `VARCHAR(10)`).
+    Set,
+    /// Short bytes: MariaDB `VARBINARY(64)`, PostgreSQL `BYTEA`.
+    VarBin,
+    /// MariaDB text in the character set `CHARSETS[i]` (a VARCHAR on PostgreSQL
+    /// sources).
+    Cs(u8),
 }
+
+/// MariaDB character sets drawn for text columns besides latin1, each with values
+/// it holds.
+const CHARSETS: [(&str, &[&str]); 9] = [
+    (
+        "utf8mb3",
+        &["caf\u{e9} \u{4E2D}\u{6587}", "line\u{2028}sep", "plain"],
+    ),
+    (
+        "cp1251",
+        &[
+            "\u{41f}\u{440}\u{438}\u{432}\u{435}\u{442}, \u{43c}\u{438}\u{440}",
+            "\u{451}\u{401} \u{2116} \u{20ac}",
+            "",
+        ],
+    ),
+    (
+        "utf16",
+        &["emoji \u{1F600} \u{1D11E}", "\u{4E2D}\u{6587} \u{e9}", ""],
+    ),
+    (
+        "sjis",
+        &[
+            "\u{65e5}\u{672c}\u{8a9e}",
+            "\u{ff71}\u{ff72}\u{ff73} abc",
+            "x",
+        ],
+    ),
+    (
+        "gbk",
+        &["\u{4e2d}\u{6587}\u{5b57}\u{7b26}", "mixed \u{4e2d} ascii"],
+    ),
+    ("ucs2", &["BMP \u{fc} \u{4e2d} \u{2028}", "ascii"]),
+    ("utf32", &["four bytes \u{1F600}", "\u{e9}"]),
+    ("cp850", &["caf\u{e9} \u{f1}", "\u{c7}a"]),
+    (
+        "geostd8",
+        &["\u{10d2}\u{10d0}\u{10db}\u{10d0}\u{10e0}\u{10ef}\u{10dd}\u{10d1}\u{10d0}"],
+    ),
+];
 
 impl Ty {
     /// The types a drawn type may become (from a stream of its own, so a seed's
@@ -1871,10 +1928,35 @@ impl Ty {
     /// type family both SQL sources have.
     fn kin(self) -> &'static [Ty] {
         match self {
-            Ty::Int => &[Ty::Int, Ty::Small, Ty::Bool, Ty::UBig],
+            Ty::Int => &[
+                Ty::Int,
+                Ty::Small,
+                Ty::Bool,
+                Ty::UBig,
+                Ty::Tiny,
+                Ty::Medium,
+                Ty::UInt,
+                Ty::Year,
+            ],
             Ty::Dbl => &[Ty::Dbl, Ty::Real],
-            Ty::Str => &[Ty::Str, Ty::Json, Ty::Uuid, Ty::Latin1],
-            Ty::Text => &[Ty::Text, Ty::Bin],
+            Ty::Str => &[
+                Ty::Str,
+                Ty::Json,
+                Ty::Uuid,
+                Ty::Latin1,
+                Ty::Char,
+                Ty::Set,
+                Ty::Cs(0),
+                Ty::Cs(1),
+                Ty::Cs(2),
+                Ty::Cs(3),
+                Ty::Cs(4),
+                Ty::Cs(5),
+                Ty::Cs(6),
+                Ty::Cs(7),
+                Ty::Cs(8),
+            ],
+            Ty::Text => &[Ty::Text, Ty::Bin, Ty::VarBin],
             Ty::Ts => &[Ty::Ts, Ty::Ts6, Ty::TsTz],
             Ty::Date => &[Ty::Date, Ty::Time],
             _ => &[],
@@ -1945,6 +2027,10 @@ struct TableModel {
     ids: Vec<i64>,
     next_id: i64,
     rows: usize,
+    /// Rows were inserted once (its target table holds a snapshot).
+    ever_rows: bool,
+    /// Made while the job runs (not by the setup).
+    made_running: bool,
 }
 
 /// What the generator knows of the source, to draw statements that apply.
@@ -1960,6 +2046,8 @@ struct Model {
     extra: Rng,
     /// The job runs (the setup is done).
     running: bool,
+    /// The steps begin once the initial snapshot is done.
+    after_snapshot: bool,
 }
 
 /// Column names drawn for added columns: plain, reserved words, mixed case is left
@@ -1985,27 +2073,13 @@ impl Model {
         }
     }
 
-    /// A column type: one of [`TYPES`] from `r`, then one of its kin. `added`: for a
-    /// column added to a table with rows.
-    fn draw_type(&mut self, r: &mut Rng, added: bool) -> Ty {
+    /// A column type: one of [`TYPES`] from `r`, then one of its kin.
+    fn draw_type(&mut self, r: &mut Rng) -> Ty {
         let t = *r.pick(&TYPES);
-        let t = match t.kin() {
+        match t.kin() {
             [] => t,
             kin => *self.types.pick(kin),
-        };
-        // The iceberg crate's reader (0.10.1), the oracle's, cannot fill a uuid,
-        // binary or time column that older data files lack ("unexpected target
-        // column type FixedSizeBinary(16)", "... LargeBinary", "... Time64(µs)");
-        // pyiceberg can (`mariadb_uuid_columns_mirror_from_snapshot_and_binlog` in
-        // sync.rs).
-        let iceberg = matches!(
-            self.pair.1,
-            SinkKind::Iceberg | SinkKind::IcebergEq | SinkKind::IcebergS3
-        );
-        if added && iceberg && matches!(t, Ty::Uuid | Ty::Bin | Ty::Time) {
-            return Ty::Str;
         }
-        t
     }
 
     fn type_sql(&self, t: Ty) -> String {
@@ -2051,6 +2125,23 @@ impl Model {
             (SrcKind::Pg, Ty::TsTz) => "TIMESTAMPTZ",
             (SrcKind::Maria | SrcKind::Kafka, Ty::Latin1) => "VARCHAR(200) CHARACTER SET latin1",
             (SrcKind::Pg, Ty::Latin1) => "VARCHAR(200)",
+            (SrcKind::Maria | SrcKind::Kafka, Ty::Tiny) => "TINYINT",
+            (SrcKind::Pg, Ty::Tiny) => "SMALLINT",
+            (SrcKind::Maria | SrcKind::Kafka, Ty::Medium) => "MEDIUMINT",
+            (SrcKind::Pg, Ty::Medium) => "INTEGER",
+            (SrcKind::Maria | SrcKind::Kafka, Ty::UInt) => "INT UNSIGNED",
+            (SrcKind::Pg, Ty::UInt) => "BIGINT",
+            (SrcKind::Maria | SrcKind::Kafka, Ty::Year) => "YEAR",
+            (SrcKind::Pg, Ty::Year) => "SMALLINT",
+            (_, Ty::Char) => "CHAR(4)",
+            (SrcKind::Maria | SrcKind::Kafka, Ty::Set) => "SET('a', 'b', 'c')",
+            (SrcKind::Pg, Ty::Set) => "VARCHAR(10)",
+            (SrcKind::Maria | SrcKind::Kafka, Ty::VarBin) => "VARBINARY(64)",
+            (SrcKind::Pg, Ty::VarBin) => "BYTEA",
+            (SrcKind::Maria | SrcKind::Kafka, Ty::Cs(i)) => {
+                return format!("VARCHAR(100) CHARACTER SET {}", CHARSETS[usize::from(i)].0)
+            }
+            (SrcKind::Pg, Ty::Cs(_)) => "VARCHAR(100)",
             (_, Ty::Enum(_)) => unreachable!("above"),
         }
         .to_owned()
@@ -2210,6 +2301,26 @@ impl Model {
             Ty::UBig => r
                 .pick(&["0", "18446744073709551615", "9223372036854775808", "42"])
                 .to_string(),
+            Ty::Tiny => r.pick(&["0", "-128", "127", "5"]).to_string(),
+            Ty::Medium => r.pick(&["0", "-8388608", "8388607", "77"]).to_string(),
+            Ty::UInt => r.pick(&["0", "4294967295", "2147483648", "9"]).to_string(),
+            Ty::Year => r.pick(&["1901", "2155", "2024", "1970"]).to_string(),
+            Ty::Char => {
+                let s: &&str = r.pick(&["abcd", "caf\u{e9}", "\u{4E2D}\u{6587}xy", "a'b\""]);
+                self.string_lit(s)
+            }
+            Ty::Set => format!("'{}'", r.pick(&["", "a", "a,c", "b,c", "a,b,c"])),
+            Ty::VarBin => {
+                let hex = *r.pick(&["", "00", "00ff10", "deadbeef", "5c27220a"]);
+                match self.pair.sql() {
+                    SrcKind::Maria | SrcKind::Kafka => format!("X'{hex}'"),
+                    SrcKind::Pg => format!("decode('{hex}', 'hex')"),
+                }
+            }
+            Ty::Cs(i) => {
+                let s: &&str = r.pick(CHARSETS[usize::from(i)].1);
+                self.string_lit(s)
+            }
             Ty::Ts6 => format!(
                 "'{}'",
                 r.pick(&[
@@ -2239,7 +2350,7 @@ impl Model {
         let n = 1 + r.below(4) as usize;
         let mut cols: Vec<(String, Ty)> = Vec::new();
         for i in 0..n {
-            let t = self.draw_type(r, false);
+            let t = self.draw_type(r);
             let mut name = self.column_name(r);
             if cols.iter().any(|(c, _)| c.eq_ignore_ascii_case(&name)) || name == "id" {
                 name = format!("c{i}");
@@ -2292,6 +2403,8 @@ impl Model {
             ids: Vec::new(),
             next_id: 1,
             rows: 0,
+            ever_rows: false,
+            made_running: self.running,
         });
         sql
     }
@@ -2321,6 +2434,7 @@ impl Model {
             rows.push(format!("({})", vals.join(", ")));
         }
         self.tables[ti].rows += n;
+        self.tables[ti].ever_rows = true;
         let mut names: Vec<String> = Vec::new();
         if t.keyed {
             names.push(self.q("id"));
@@ -2418,7 +2532,7 @@ impl Model {
         Some(match r.below(11) {
             0 | 1 => {
                 // Add a column (MariaDB: at the end, FIRST or AFTER another).
-                let ty = self.draw_type(r, true);
+                let ty = self.draw_type(r);
                 let mut name = self.column_name(r);
                 if t.cols.iter().any(|(c, _)| c.eq_ignore_ascii_case(&name)) || name == "id" {
                     name = format!("add{}", self.made);
@@ -2534,6 +2648,47 @@ impl Model {
             }
             _ => return None,
         })
+    }
+
+    /// A generated column added to a keyed table, computed from its key. A target of
+    /// the source's dialect computes it; PostgreSQL's logical replication never
+    /// carries generated values, so other targets leave a PostgreSQL one out. A
+    /// MariaDB one into another target stops the job, saying so (issue item 5): the
+    /// rows the table holds would need values no change carries (drawn only where
+    /// the target table holds rows, else it is a plain column every row event
+    /// fills). None for a Kafka source (the feed's schema changes are statements
+    /// of their own) or no fitting table.
+    fn generated_add(&mut self, r: &mut Rng) -> Option<Step> {
+        let keyed: Vec<usize> = (0..self.tables.len())
+            .filter(|&i| self.tables[i].keyed)
+            .collect();
+        if keyed.is_empty() {
+            return None;
+        }
+        let t = self.tables[*r.pick(&keyed)].clone();
+        let name = format!("g{}", self.made);
+        self.made += 1;
+        let tn = format!("{DB}.{}", self.q(&t.name));
+        let id = self.q("id");
+        match self.pair {
+            Pair(SrcKind::Kafka, _) => None,
+            Pair(SrcKind::Pg, _) => Some(Step::Sql(format!(
+                "ALTER TABLE {tn} ADD COLUMN \"{name}\" BIGINT GENERATED ALWAYS AS ({id} * 3) STORED"
+            ))),
+            Pair(SrcKind::Maria, sink) => {
+                let sql = format!(
+                    "ALTER TABLE {tn} ADD COLUMN `{name}` BIGINT AS ({id} * 3) {}",
+                    r.pick(&["STORED", "VIRTUAL"])
+                );
+                if sink == SinkKind::Maria {
+                    Some(Step::Sql(sql))
+                } else if t.ever_rows && (self.after_snapshot || t.made_running) {
+                    Some(Step::Stop(sql, "is added as generated"))
+                } else {
+                    None
+                }
+            }
+        }
     }
 
     /// A statement of the source's grammar that changes nothing the mirror holds
@@ -2664,6 +2819,7 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
         names: Rng(seed ^ 0x1656_67b1_9e37_79f9),
         extra: Rng(seed ^ 0x27d4_eb2f_1656_67c5),
         running: false,
+        after_snapshot,
     };
     let interval = *r.pick(&[0.1, 0.3, 1.0]);
     // Tables with rows before the job starts (the snapshot), one keyed, one not.
@@ -2710,7 +2866,23 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
     // job stops, naming the fix, and the plan ends (MariaDB sources, rarely, from a
     // stream of its own; not while a fault is on, nor during the first snapshot).
     let mut statement = Rng(seed ^ 0x6a09_e667_f3bc_c909);
+    // Generated columns added (`Model::generated_add`), from a stream of their own;
+    // one that stops the job ends the plan (rarely, as above).
+    let mut generated = Rng(seed ^ 0x3c6e_f372_fe94_f82b);
     while steps.len() - noops < len {
+        if !m.tables.is_empty() && full_for.is_none() && s3_for.is_none() && generated.chance(2) {
+            match m.generated_add(&mut generated) {
+                Some(Step::Stop(sql, why)) if generated.chance(10) => {
+                    steps.push(Step::Stop(sql, why));
+                    break;
+                }
+                Some(step @ Step::Sql(_)) => {
+                    steps.push(step);
+                    noops += 1;
+                }
+                _ => {}
+            }
+        }
         if pair.0 == SrcKind::Maria
             && after_snapshot
             && full_for.is_none()
@@ -2803,7 +2975,7 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
             };
             steps.push(Step::Sql(format!(
                 "{}{sql}",
-                session_setting(pair, &mut session)
+                session_setting(pair, &mut session, &sql)
             )));
         }
     }
@@ -2820,7 +2992,7 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
 /// nothing: MariaDB's row image (NOBLOB and MINIMAL leave columns out of the row
 /// images; the sink fills them from what it holds) and sql_mode; PostgreSQL's
 /// synchronous_commit and datestyle (its literals parsed, not what pgoutput sends).
-fn session_setting(pair: Pair, r: &mut Rng) -> &'static str {
+fn session_setting(pair: Pair, r: &mut Rng, sql: &str) -> &'static str {
     if !r.chance(25) {
         return "";
     }
@@ -2830,6 +3002,9 @@ fn session_setting(pair: Pair, r: &mut Rng) -> &'static str {
             "SET SESSION binlog_row_image = 'MINIMAL'; ",
             "SET SESSION sql_mode = ''; ",
             "SET SESSION sql_mode = 'TRADITIONAL,NO_BACKSLASH_ESCAPES'; ",
+            // The statement's UTF-8 read as latin1 (what the source stores is the
+            // truth; a character set without a character stores `?`).
+            "SET NAMES latin1; SET SESSION sql_mode = ''; ",
         ],
         SrcKind::Pg => &[
             "SET synchronous_commit = off; ",
@@ -2837,7 +3012,46 @@ fn session_setting(pair: Pair, r: &mut Rng) -> &'static str {
         ],
         SrcKind::Kafka => return "",
     };
-    settings[r.below(settings.len() as u64) as usize]
+    let s = settings[r.below(settings.len() as u64) as usize];
+    // (Names read as latin1 would name other columns: only statements whose names
+    // are ASCII.)
+    if s.starts_with("SET NAMES") && !ascii_names(sql) {
+        return "";
+    }
+    s
+}
+
+/// Whether every backquoted name of MariaDB SQL is ASCII (string literals, with
+/// their backslash and doubled-quote escapes, skipped).
+fn ascii_names(sql: &str) -> bool {
+    let mut chars = sql.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '\'' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '`' => {
+                for c in chars.by_ref() {
+                    if c == '`' {
+                        break;
+                    }
+                    if !c.is_ascii() {
+                        return false;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Run a plan: setup, start the job, the steps (faults in between), catch up,
@@ -3521,8 +3735,9 @@ fn values_compare_without_trailing_fraction_zeros() {
     assert_eq!(norm(Some("plain+00")).as_deref(), Some("plain+00"));
 }
 
-/// Some MariaDB plans end with a change logged as a statement (the job must stop,
-/// the same way twice), few enough that most plans run whole.
+/// Some MariaDB plans end with a change logged as a statement or a generated column
+/// added to a table with rows (the job must stop, the same way twice), few enough
+/// that most plans run whole.
 #[test]
 fn a_few_plans_end_with_an_expected_stop() {
     let pair = Pair(SrcKind::Maria, SinkKind::Iceberg);
@@ -3574,6 +3789,9 @@ fn the_generator_draws_every_type() {
                 "DATE",
                 "DOUBLE PRECISION",
                 "VARCHAR(10)",
+                "INTEGER",
+                "CHAR(4)",
+                "VARCHAR(100)",
             ] {
                 // The type whole: followed by `,`, `)`, `;` or the end.
                 let whole = s.match_indices(&format!(" {ty}")).any(|(i, m)| {
@@ -3588,7 +3806,33 @@ fn the_generator_draws_every_type() {
             }
         }
     }
-    assert_eq!(seen.len(), 18, "types drawn: {seen:?}");
+    assert_eq!(seen.len(), 21, "types drawn: {seen:?}");
+    // MariaDB's own types and character sets.
+    let mut want: Vec<String> = [
+        "TINYINT",
+        "MEDIUMINT",
+        "INT UNSIGNED",
+        "YEAR",
+        "SET('a', 'b', 'c')",
+        "VARBINARY(64)",
+        "BIGINT UNSIGNED",
+        "CHARACTER SET latin1",
+        "ENUM(",
+    ]
+    .map(String::from)
+    .to_vec();
+    want.extend(CHARSETS.iter().map(|(cs, _)| format!("CHARACTER SET {cs}")));
+    let mut missing = want.clone();
+    for seed in 0..200 {
+        let p = plan(Pair(SrcKind::Maria, SinkKind::Pg), seed, 40, true, true);
+        for s in p.setup.iter().chain(p.steps.iter().filter_map(|s| match s {
+            Step::Sql(s) | Step::Stop(s, _) => Some(s),
+            Step::Fault(_) => None,
+        })) {
+            missing.retain(|ty| !s.contains(&format!(" {ty}")));
+        }
+    }
+    assert!(missing.is_empty(), "MariaDB types never drawn: {missing:?}");
 }
 
 /// Security (issue item 12): a table named `../../../esc` (and one with a slash and a
