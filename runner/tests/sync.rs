@@ -854,6 +854,61 @@ async fn mariadb_uuid_columns_mirror_from_snapshot_and_binlog() {
     );
 }
 
+/// A table moved out of the captured databases (`RENAME TABLE shop.t TO aside.t`)
+/// leaves the lake's `shop`. Moved back after changes outside, the lake kept its
+/// rows from when it left (a silent difference); a table renamed into the capture
+/// holds rows the job never read, so the job stops there, naming the table and the
+/// way to a new snapshot, the same on the run after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_renamed_into_the_capture_stops_the_job_naming_it() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE DATABASE aside;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, v INT);
+         INSERT INTO shop.t VALUES (1, 1), (2, 2), (3, 3);
+         CREATE TABLE shop.keep (id INT PRIMARY KEY);
+         INSERT INTO shop.keep VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    c.query_drop("RENAME TABLE shop.t TO aside.t; INSERT INTO shop.keep VALUES (2);")
+        .await
+        .unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_eq!(
+        iceberg_rows(&cat, "t").await,
+        None,
+        "shop.t left the capture"
+    );
+    assert_mirrored(&mut c, &cat, &["keep"]).await;
+    c.query_drop(
+        "UPDATE aside.t SET v = v + 100; INSERT INTO aside.t VALUES (4, 4); DELETE FROM aside.t WHERE id = 2;
+         INSERT INTO shop.keep VALUES (3);
+         RENAME TABLE aside.t TO shop.t;
+         UPDATE shop.t SET v = 0 WHERE id = 1;",
+    )
+    .await
+    .unwrap();
+    for run in 0..2 {
+        let out = spawn(&job, true, None).wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "run {run}: {err}");
+        assert!(
+            err.contains("table aside.t is renamed to shop.t, into the captured tables")
+                && err.contains("drop-job"),
+            "run {run}: {err}"
+        );
+    }
+    // What came before the rename is in.
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["keep"]).await;
+}
+
 /// Every character set MariaDB has (but `binary`), with text of its script.
 const MARIADB_CHARSETS: &[(&str, &str)] = &[
     ("armscii8", "\u{532}\u{561}\u{580}\u{565}\u{582}"),

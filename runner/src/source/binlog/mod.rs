@@ -249,8 +249,15 @@ impl BinlogReader {
                     server: h.server_id(),
                     seq,
                 };
+                let standalone = flags & FL_STANDALONE != 0;
+                // Before a statement of its own (a DDL): what came before is
+                // delivered with its commit, so a statement that stops the job does
+                // not leave it read past its boundary (nothing would commit).
+                if standalone && !self.in_txn && !self.flush().await? {
+                    return Ok(false);
+                }
                 self.begin(start);
-                self.pending_gtid = Some((g, flags & FL_STANDALONE != 0));
+                self.pending_gtid = Some((g, standalone));
                 return Ok(true);
             }
             MARIA_GTID_LIST => {
@@ -330,6 +337,10 @@ impl BinlogReader {
                 } else {
                     let standalone = self.pending_gtid.map(|(_, s)| s).unwrap_or(!self.in_txn);
                     if !self.in_txn {
+                        // (As at a standalone GTID above, for a server without.)
+                        if !self.flush().await? {
+                            return Ok(false);
+                        }
                         self.begin(start);
                     }
                     let db = q.schema().into_owned();
