@@ -622,6 +622,31 @@ pub fn schema_event(
     })
 }
 
+/// Why a DDL cannot be mirrored when it renames a table the job does not capture
+/// into the captured tables (MariaDB's `RENAME TABLE aside.t TO shop.t`, PostgreSQL's `ALTER TABLE u.t SET
+/// SCHEMA s`): the rows it holds
+/// were never read (the target would get an empty table, or a copy from before it
+/// left the capture). None for any other DDL.
+pub fn renamed_into_capture(
+    src: &config::Source,
+    db: &str,
+    changes: &[ddl_core::SchemaChange],
+) -> Option<String> {
+    changes.iter().find_map(|c| {
+        let ddl_core::SchemaChange::RenameTable { from, to } = c else {
+            return None;
+        };
+        let of = |t: &ddl_core::TableName| t.schema.clone().unwrap_or_else(|| db.to_owned());
+        let (fd, td) = (of(from), of(to));
+        (!src.captures(&fd, &from.name) && src.captures(&td, &to.name)).then(|| {
+            format!(
+                "table {fd}.{} is renamed to {td}.{}, into the captured tables, holding rows the job never read (it was not captured); the target cannot be given them. To mirror it, take a new snapshot: remove the job (lakeshift drop-job --apply) and its target tables, then start it",
+                from.name, to.name
+            )
+        })
+    })
+}
+
 const UNPARSED: &str = "skipped: cannot be parsed: ";
 
 /// The reason of a `Schema` event made by [`unparsed`] (None for any other DDL).

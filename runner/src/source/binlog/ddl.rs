@@ -101,7 +101,7 @@ impl BinlogReader {
             t.table = None;
         }
         let changes = self.osc(db, out.changes, &pos)?;
-        if let Some(reason) = renamed_into_capture(&self.src, db, &changes) {
+        if let Some(reason) = crate::source::renamed_into_capture(&self.src, db, &changes) {
             return Err(SourceError::Ddl {
                 position: pos.to_string(),
                 ddl: sql.to_owned(),
@@ -259,30 +259,6 @@ impl BinlogReader {
         }
         Ok(out)
     }
-}
-
-/// Why a DDL cannot be mirrored when it renames a table the job does not capture
-/// into the captured tables (`RENAME TABLE aside.t TO shop.t`): the rows it holds
-/// were never read (the target would get an empty table, or a copy from before it
-/// left the capture). None for any other DDL.
-pub(crate) fn renamed_into_capture(
-    src: &crate::source::config::Source,
-    db: &str,
-    changes: &[ddl_core::SchemaChange],
-) -> Option<String> {
-    changes.iter().find_map(|c| {
-        let ddl_core::SchemaChange::RenameTable { from, to } = c else {
-            return None;
-        };
-        let of = |t: &ddl_core::TableName| t.schema.clone().unwrap_or_else(|| db.to_owned());
-        let (fd, td) = (of(from), of(to));
-        (!src.captures(&fd, &from.name) && src.captures(&td, &to.name)).then(|| {
-            format!(
-                "table {fd}.{} is renamed to {td}.{}, into the captured tables, holding rows the job never read (it was not captured); the target cannot be given them. To mirror it, take a new snapshot: remove the job (lakeshift drop-job --apply) and its target tables, then start it",
-                from.name, to.name
-            )
-        })
-    })
 }
 
 /// `ALTER TABLE t TRUNCATE|DROP|EXCHANGE PARTITION ...`: (db, table).

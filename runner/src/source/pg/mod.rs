@@ -2891,6 +2891,14 @@ impl Stream {
             }
             let _ = self.relation(r);
         }
+        if let Some(reason) = crate::source::renamed_into_capture(&self.src, &schema, &out.changes)
+        {
+            return Err(SourceError::Ddl {
+                position: pos.to_string(),
+                ddl: query,
+                reason,
+            });
+        }
         match crate::source::schema_event(
             &self.src,
             &self.history,
