@@ -2048,7 +2048,12 @@ struct Model {
     running: bool,
     /// The steps begin once the initial snapshot is done.
     after_snapshot: bool,
+    /// Tables moved out of the captured database (into `AWAY`).
+    away: Vec<TableModel>,
 }
+
+/// A database (MariaDB) or schema (PostgreSQL) the job does not capture.
+const AWAY: &str = "fz_away";
 
 /// Column names drawn for added columns: plain, reserved words, mixed case is left
 /// out (case folding differs between targets by design), a space, non-ASCII.
@@ -2691,6 +2696,41 @@ impl Model {
         }
     }
 
+    /// A table moved out of the captured database (it leaves the mirror's database,
+    /// going with its name), or one moved back in: it holds rows the job never
+    /// read, and the job stops, saying so. None for a Kafka source or no table.
+    fn move_table(&mut self, r: &mut Rng, back: bool) -> Option<Step> {
+        let maria = match self.pair.0 {
+            SrcKind::Kafka => return None,
+            SrcKind::Maria => true,
+            SrcKind::Pg => false,
+        };
+        if back {
+            let t = self.away.pop()?;
+            let q = self.q(&t.name);
+            return Some(Step::Stop(
+                if maria {
+                    format!("RENAME TABLE {AWAY}.{q} TO {DB}.{q}")
+                } else {
+                    format!("ALTER TABLE {AWAY}.{q} SET SCHEMA {DB}")
+                },
+                "into the captured tables",
+            ));
+        }
+        if self.tables.is_empty() {
+            return None;
+        }
+        let ti = r.below(self.tables.len() as u64) as usize;
+        let t = self.tables.remove(ti);
+        let q = self.q(&t.name);
+        self.away.push(t);
+        Some(Step::Sql(if maria {
+            format!("CREATE DATABASE IF NOT EXISTS {AWAY}; RENAME TABLE {DB}.{q} TO {AWAY}.{q}")
+        } else {
+            format!("CREATE SCHEMA IF NOT EXISTS {AWAY}; ALTER TABLE {DB}.{q} SET SCHEMA {AWAY}")
+        }))
+    }
+
     /// A statement of the source's grammar that changes nothing the mirror holds
     /// (comments, indexes, storage, statistics, a no-op `DROP ... IF EXISTS`): the
     /// job must read past each, whether or not lakeshift has a use for it.
@@ -2820,6 +2860,7 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
         extra: Rng(seed ^ 0x27d4_eb2f_1656_67c5),
         running: false,
         after_snapshot,
+        away: Vec::new(),
     };
     let interval = *r.pick(&[0.1, 0.3, 1.0]);
     // Tables with rows before the job starts (the snapshot), one keyed, one not.
@@ -2869,7 +2910,24 @@ fn plan(pair: Pair, seed: u64, len: usize, after_snapshot: bool, more_faults: bo
     // Generated columns added (`Model::generated_add`), from a stream of their own;
     // one that stops the job ends the plan (rarely, as above).
     let mut generated = Rng(seed ^ 0x3c6e_f372_fe94_f82b);
+    // Tables moved out of the captured database, and rarely back (a stop that ends
+    // the plan), from a stream of their own.
+    let mut moves = Rng(seed ^ 0x510e_527f_ade6_82d1);
     while steps.len() - noops < len {
+        if full_for.is_none() && s3_for.is_none() && moves.chance(2) {
+            let back = !m.away.is_empty() && moves.chance(15);
+            match m.move_table(&mut moves, back) {
+                Some(Step::Stop(sql, why)) => {
+                    steps.push(Step::Stop(sql, why));
+                    break;
+                }
+                Some(step) => {
+                    steps.push(step);
+                    noops += 1;
+                }
+                None => {}
+            }
+        }
         if !m.tables.is_empty() && full_for.is_none() && s3_for.is_none() && generated.chance(2) {
             match m.generated_add(&mut generated) {
                 Some(Step::Stop(sql, why)) if generated.chance(10) => {
@@ -3760,6 +3818,74 @@ fn a_few_plans_end_with_an_expected_stop() {
 /// The fuzzer draws every column type family of its SQL sources (each of
 /// [`TYPES`] and its kin), a seed's tables and statements aside from them staying
 /// what they were.
+/// Every DDL form the generator has is drawn within a few hundred seeds, for each
+/// SQL source (the statement's text, or a marker of it).
+#[test]
+fn the_generator_draws_every_ddl_form() {
+    let forms: [(SrcKind, &[&str]); 2] = [
+        (
+            SrcKind::Maria,
+            &[
+                "ADD COLUMN",
+                " AFTER `",
+                " FIRST",
+                "DROP COLUMN",
+                "RENAME COLUMN",
+                "MODIFY COLUMN",
+                "BIGINT AS (",
+                "TRUNCATE TABLE",
+                "DROP TABLE",
+                "RENAME TABLE",
+                ", fz.`swap",
+                "CREATE TABLE",
+                "TO fz_away.",
+                "TO fz.",
+                "DROP DATABASE",
+                "binlog_format = 'STATEMENT'",
+                "binlog_row_image = 'MINIMAL'",
+                "binlog_row_image = 'NOBLOB'",
+                "SET NAMES latin1",
+                "ALGORITHM=COPY",
+                "OPTIMIZE TABLE",
+            ],
+        ),
+        (
+            SrcKind::Pg,
+            &[
+                "ADD COLUMN",
+                "DROP COLUMN",
+                "RENAME COLUMN",
+                "ALTER COLUMN",
+                "GENERATED ALWAYS AS",
+                "TRUNCATE TABLE",
+                "DROP TABLE",
+                "RENAME TO",
+                "CREATE TABLE",
+                "SET SCHEMA fz_away",
+                "SET SCHEMA fz",
+                "DROP SCHEMA",
+                "REPLICA IDENTITY FULL",
+                "synchronous_commit = off",
+                "CREATE INDEX",
+                "VACUUM",
+            ],
+        ),
+    ];
+    for (src, want) in forms {
+        let mut missing: Vec<&str> = want.to_vec();
+        for seed in 0..400 {
+            let p = plan(Pair(src, SinkKind::Iceberg), seed, 40, true, true);
+            for s in p.setup.iter().chain(p.steps.iter().filter_map(|s| match s {
+                Step::Sql(s) | Step::Stop(s, _) => Some(s),
+                Step::Fault(_) => None,
+            })) {
+                missing.retain(|f| !s.contains(f));
+            }
+        }
+        assert!(missing.is_empty(), "{src:?}: never drawn: {missing:?}");
+    }
+}
+
 #[test]
 fn the_generator_draws_every_type() {
     let mut seen = std::collections::BTreeSet::new();
