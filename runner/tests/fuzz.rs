@@ -2720,6 +2720,16 @@ impl Model {
         if self.tables.is_empty() {
             return None;
         }
+        if !maria && r.chance(25) {
+            // The whole schema moves away (its tables with it), and a new one of
+            // the captured name is made.
+            let gone = format!("fz_gone{}", self.made);
+            self.made += 1;
+            self.tables.clear();
+            return Some(Step::Sql(format!(
+                "ALTER SCHEMA {DB} RENAME TO {gone}; CREATE SCHEMA {DB}"
+            )));
+        }
         let ti = r.below(self.tables.len() as u64) as usize;
         let t = self.tables.remove(ti);
         let q = self.q(&t.name);
@@ -3863,6 +3873,7 @@ fn the_generator_draws_every_ddl_form() {
                 "CREATE TABLE",
                 "SET SCHEMA fz_away",
                 "SET SCHEMA fz",
+                "RENAME TO fz_gone",
                 "DROP SCHEMA",
                 "REPLICA IDENTITY FULL",
                 "synchronous_commit = off",
