@@ -1059,6 +1059,36 @@ async fn ddl_sent_in_a_latin1_or_sjis_session_keeps_its_names_and_defaults() {
     );
 }
 
+/// Found by a hostile tester: a column widened (`MODIFY v BIGINT`) and a column
+/// added with a default in one DDL, on a table with rows, stopped every run of an
+/// Iceberg job ("column types must match schema types, expected Int64 but found
+/// Int32"): the fill read the older files in their narrower type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_column_widened_with_another_added_with_a_default_is_filled() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, v INT, f FLOAT);
+         INSERT INTO shop.t VALUES (1, 1, 1.5), (2, 2147483647, NULL);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    c.query_drop(
+        "ALTER TABLE shop.t ADD COLUMN z INT DEFAULT 7, MODIFY v BIGINT, MODIFY f DOUBLE;
+         INSERT INTO shop.t VALUES (3, 9000000000, 2.25, 8);
+         ALTER TABLE shop.t ADD COLUMN w VARCHAR(5) NOT NULL DEFAULT 'w';",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["t"]).await;
+}
+
 /// Found while the fuzzer learned to add uuid, bytes and time columns to tables
 /// with rows: the job's own readers of its tables (the fill of a column added with a
 /// default, and `maintain`'s compaction) stopped on a table whose older data files

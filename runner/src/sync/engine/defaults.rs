@@ -235,7 +235,7 @@ impl Engine {
                 .await
                 .map_err(|e| SyncError::caused(&filling, &e))?
         {
-            let b = filled(&b, &arrow, &defaults)?;
+            let b = filled(&b, &arrow, &defaults).map_err(|e| e.context(&filling))?;
             rows += b.num_rows() as u64;
             bytes += b.get_array_memory_size();
             chunk.push(b);
@@ -290,7 +290,7 @@ impl Engine {
 }
 
 /// A scanned batch in the table's Arrow schema (columns the reader left out are
-/// NULL), with the defaults where the filled columns are NULL.
+/// NULL, narrower ones cast), with the defaults where the filled columns are NULL.
 fn filled(
     b: &RecordBatch,
     arrow: &arrow_schema::SchemaRef,
@@ -300,6 +300,12 @@ fn filled(
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(arrow.fields().len());
     for f in arrow.fields() {
         let c = match b.schema().index_of(f.name()) {
+            // (A column widened since the older files were written reads in its
+            // older type: cast to the table's.)
+            Ok(i) if b.column(i).data_type() != f.data_type() => {
+                arrow_cast::cast(b.column(i), f.data_type())
+                    .map_err(|e| format!("column {}: {e}", f.name()))?
+            }
             Ok(i) => b.column(i).clone(),
             Err(_) => arrow_array::new_null_array(f.data_type(), n),
         };
