@@ -1041,8 +1041,20 @@ pub async fn table_text_rows(
                     .map(|c| {
                         use arrow_array::Array;
                         let c = (*c)?;
-                        (!b.column(c).is_null(r))
-                            .then(|| fmts[c].value(r).to_string().replace('T', " "))
+                        // (A timestamp's `T` as a space, as the sources print it;
+                        // text keeps its `T`s.)
+                        let temporal = matches!(
+                            b.column(c).data_type(),
+                            arrow_schema::DataType::Timestamp(..)
+                        );
+                        (!b.column(c).is_null(r)).then(|| {
+                            let v = fmts[c].value(r).to_string();
+                            if temporal {
+                                v.replace('T', " ")
+                            } else {
+                                v
+                            }
+                        })
                     })
                     .collect(),
             );

@@ -225,9 +225,10 @@ async fn server_id_problem(
     Ok(None)
 }
 
-/// The server's single-byte character sets that the decoder has no table of
-/// (`cp850`, `armscii8`, `geostd8`, ...): each one's 256 characters, as the server
-/// converts its bytes to UTF-8, for the binlog's text of such columns.
+/// The server's single-byte character sets (latin1, cp1251, koi8r, and those no
+/// decoder library has: cp850, armscii8, geostd8, ...): each one's 256 characters, as
+/// the server converts its bytes to UTF-8, so the binlog's text of such columns reads
+/// as the snapshot's (the server's conversion) does.
 async fn learn_charsets(conn: &mut mysql_async::Conn) -> Result<(), SourceError> {
     let single: Vec<String> = conn
         .query("SELECT character_set_name FROM information_schema.character_sets WHERE maxlen = 1")
@@ -235,7 +236,7 @@ async fn learn_charsets(conn: &mut mysql_async::Conn) -> Result<(), SourceError>
         .map_err(SourceError::sql)?;
     let all: String = (0..=255u8).map(|b| format!("{b:02X}")).collect();
     for name in single {
-        if name == "binary" || super::decode::charset_known(&name) {
+        if name == "binary" {
             continue;
         }
         let text: Option<String> = conn

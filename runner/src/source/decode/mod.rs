@@ -77,20 +77,14 @@ pub enum Charset {
     /// MariaDB's `utf32`: big-endian code points, 4 bytes each (no decoder crate
     /// has it).
     Utf32,
-    /// A single-byte character set no decoder crate has (`cp850`, `armscii8`, ...):
-    /// each byte's character, as the source server converts it ([`learn_charset`]).
+    /// A single-byte character set: each byte's character, as the source server
+    /// converts it ([`learn_charset`]).
     Bytes(&'static [char; 256]),
 }
 
 /// Single-byte character sets learned from the source server, by name.
 static LEARNED: std::sync::RwLock<Vec<(String, &'static [char; 256])>> =
     std::sync::RwLock::new(Vec::new());
-
-/// Whether `name` is a character set [`Charset::from_mysql`] reads without asking
-/// the server.
-pub fn charset_known(name: &str) -> bool {
-    Charset::from_mysql(Some(name)).is_ok()
-}
 
 /// Records a single-byte character set's characters, byte by byte (as the source
 /// server converts each byte to UTF-8), so [`Charset::from_mysql`] reads it.
@@ -105,6 +99,18 @@ pub fn learn_charset(name: &str, chars: [char; 256]) {
 impl Charset {
     pub fn from_mysql(name: Option<&str>) -> Result<Charset, DecodeError> {
         let n = name.unwrap_or("utf8mb4").to_ascii_lowercase();
+        // A single-byte set as the source server converts it (its tables differ from
+        // the WHATWG ones in a few bytes: hebrew 0xAF, koi8u 0x95, greek 0xA1, bytes
+        // it has no character for, ...).
+        if let Some(t) = LEARNED
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(l, _)| *l == n)
+            .map(|(_, t)| *t)
+        {
+            return Ok(Charset::Bytes(t));
+        }
         let label = match n.as_str() {
             "utf8" | "utf8mb3" | "utf8mb4" | "ascii" => return Ok(Charset::Utf8),
             "latin1" => "windows-1252",
@@ -132,13 +138,7 @@ impl Charset {
             "cp866" => "ibm866",
             "macroman" => "macintosh",
             "tis620" => "windows-874",
-            other => {
-                let l = LEARNED.read().unwrap_or_else(|e| e.into_inner());
-                return match l.iter().find(|(n, _)| n == other) {
-                    Some((_, t)) => Ok(Charset::Bytes(t)),
-                    None => Err(format!("character set {other} is not supported").into()),
-                };
-            }
+            other => return Err(format!("character set {other} is not supported").into()),
         };
         Ok(encoding_rs::Encoding::for_label(label.as_bytes())
             .map(Charset::Other)
