@@ -104,7 +104,9 @@ impl Catalog {
             .map(Arc::as_ref)
     }
 
-    fn table_mut(&mut self, name: &TableName) -> Result<&mut Table, CatalogError> {
+    /// A table of the catalog to change in place (a source's view of what a DDL
+    /// implied, e.g. the character set a table took from its database).
+    pub fn table_mut(&mut self, name: &TableName) -> Result<&mut Table, CatalogError> {
         let key = self
             .resolve_table(name)
             .cloned()

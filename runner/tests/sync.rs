@@ -1071,6 +1071,47 @@ async fn ddl_sent_in_a_latin1_or_sjis_session_keeps_its_names_and_defaults() {
     );
 }
 
+/// Found by the hostile tester: a table created while the job runs takes its
+/// database's character set (latin1, cp1251 after ALTER DATABASE), which its DDL
+/// does not name; the job read its text as UTF-8 and wrote U+FFFD for every non-ASCII
+/// character, to every sink, without a word. `CONVERT TO CHARACTER SET` was not
+/// followed either, and a table's new default must leave its columns as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_take_their_databases_character_set_and_follow_convert() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop CHARACTER SET latin1;
+         CREATE TABLE shop.k (id INT PRIMARY KEY); INSERT INTO shop.k VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    c.query_drop(
+        "CREATE TABLE shop.lat (id INT PRIMARY KEY, v VARCHAR(10));
+         INSERT INTO shop.lat VALUES (1, 'é€ß');
+         ALTER DATABASE shop CHARACTER SET cp1251;
+         CREATE TABLE shop.cyr (id INT PRIMARY KEY, v VARCHAR(10));
+         INSERT INTO shop.cyr VALUES (1, 'Привет');
+         CREATE TABLE shop.t8 (id INT PRIMARY KEY, v VARCHAR(10)) CHARACTER SET utf8mb4;
+         INSERT INTO shop.t8 VALUES (1, 'ü');
+         ALTER TABLE shop.t8 CONVERT TO CHARACTER SET latin1;
+         INSERT INTO shop.t8 VALUES (2, 'ßü');
+         CREATE TABLE shop.d (id INT PRIMARY KEY, v VARCHAR(10)) CHARACTER SET latin1;
+         ALTER TABLE shop.d CHARACTER SET utf8mb4, ADD COLUMN w VARCHAR(10);
+         INSERT INTO shop.d VALUES (1, 'é', '😀');",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let s = |x: &str| Some(x.to_owned());
+    assert_eq!(source_rows(&mut c, "lat").await, [vec![s("1"), s("é€ß")]]);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["lat", "cyr", "t8", "d"]).await;
+}
+
 /// Found by a hostile tester: a column widened (`MODIFY v BIGINT`) and a column
 /// added with a default in one DDL, on a table with rows, stopped every run of an
 /// Iceberg job ("column types must match schema types, expected Int64 but found

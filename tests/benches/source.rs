@@ -130,7 +130,8 @@ fn job_of(db: &MariaDb, tables: &str, parallel: usize) -> runner::source::config
 
 async fn lakeshift_binlog(db: &MariaDb, from: &Position, defs: &Defs) -> (u64, f64) {
     let src = Arc::new(job(db));
-    let history = SchemaHistory::create(None, from, defs.clone(), Vec::new()).unwrap();
+    let history =
+        SchemaHistory::create(None, from, defs.clone(), Vec::new(), Default::default()).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let t0 = Instant::now();
     let from = from.clone();
@@ -188,7 +189,8 @@ fn value_row(b: &arrow_array::RecordBatch, i: usize) -> serde_json::Value {
 async fn lakeshift_tail(db: &MariaDb, from: &Position, defs: &Defs, how: Tail) -> (u64, u64, f64) {
     use std::io::Write;
     let src = Arc::new(job(db));
-    let history = SchemaHistory::create(None, from, defs.clone(), Vec::new()).unwrap();
+    let history =
+        SchemaHistory::create(None, from, defs.clone(), Vec::new(), Default::default()).unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let t0 = Instant::now();
     let from = from.clone();
@@ -284,7 +286,14 @@ async fn lakeshift_sync(
     let dir = tempfile::tempdir().unwrap();
     // A job that resumes at the backlog's start, with the schema history of then.
     let state = dir.path().join("state");
-    SchemaHistory::create(Some(&state.join("source")), from, defs.clone(), Vec::new()).unwrap();
+    SchemaHistory::create(
+        Some(&state.join("source")),
+        from,
+        defs.clone(),
+        Vec::new(),
+        Default::default(),
+    )
+    .unwrap();
     let st = runner::sync::engine::State {
         job: "bench".into(),
         checkpoint: 0,

@@ -12,6 +12,7 @@ use ddl_core::{SchemaChange, Severity, Table, TableName};
 use dialects::translate::{Target, Translator};
 use dialects::Dialect;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +31,10 @@ struct Initial {
     /// table list comes to capture it; it then joins `tables`.
     #[serde(default)]
     unread: Vec<(String, String)>,
+    /// Each database's default character set at `position`, and the server's
+    /// (key ""): a table a later DDL creates without one takes its database's.
+    #[serde(default)]
+    charsets: BTreeMap<String, String>,
 }
 
 fn mysql_name() -> String {
@@ -83,6 +88,9 @@ pub struct SchemaHistory {
     /// Tables of the server at the history's start whose definitions were not read
     /// (see `Initial::unread`), less those read since.
     unread: std::collections::BTreeSet<(String, String)>,
+    /// Default character sets by database, and the server's (key ""), as of the
+    /// DDL applied last (MySQL sources; see `Initial::charsets`).
+    charsets: BTreeMap<String, String>,
 }
 
 /// One online schema change in progress (or done): when the shadow table was
@@ -127,18 +135,21 @@ impl SchemaHistory {
             dir: None,
             shadow: Default::default(),
             unread: Default::default(),
+            charsets: Default::default(),
         }
     }
 
     /// Start a history from table definitions read at `position`; stored in `dir`.
     /// `unread`: the server's other tables there, whose definitions were not read.
+    /// `charsets`: each database's default character set, and the server's (key "").
     pub fn create(
         dir: Option<&Path>,
         position: &Position,
         tables: Vec<(String, String)>,
         unread: Vec<(String, String)>,
+        charsets: BTreeMap<String, String>,
     ) -> Result<Self, super::SourceError> {
-        Self::create_in(Dialect::MySql, dir, position, tables, unread)
+        Self::create_in(Dialect::MySql, dir, position, tables, unread, charsets)
     }
 
     /// [`create`](Self::create) for a source whose DDL is in dialect `d`.
@@ -148,12 +159,14 @@ impl SchemaHistory {
         position: &Position,
         tables: Vec<(String, String)>,
         unread: Vec<(String, String)>,
+        charsets: BTreeMap<String, String>,
     ) -> Result<Self, super::SourceError> {
         let mut h = SchemaHistory {
             tr: translator(dialect),
             dir: dir.map(Path::to_path_buf),
             shadow: Default::default(),
             unread: unread.iter().cloned().collect(),
+            charsets: charsets.clone(),
         };
         for (db, ddl) in &tables {
             h.seed(db, ddl)?;
@@ -171,6 +184,7 @@ impl SchemaHistory {
                     mysql_name()
                 },
                 unread,
+                charsets,
             };
             let fin = d.join("schema-initial.json");
             let write = || -> std::io::Result<()> {
@@ -206,6 +220,7 @@ impl SchemaHistory {
             dir: Some(dir.to_path_buf()),
             shadow: Default::default(),
             unread: init.unread.iter().cloned().collect(),
+            charsets: init.charsets.clone(),
         };
         for (db, ddl) in &init.tables {
             h.seed(db, ddl)?;
@@ -280,6 +295,24 @@ impl SchemaHistory {
         self.tr.default_schema = e.db.clone();
         self.tr.options.ansi_quotes = e.ansi_quotes;
         let mut out = DdlOutcome::default();
+        // A table's default character set before an ALTER TABLE that may change it.
+        let mut before: BTreeMap<TableName, (Option<String>, Vec<String>)> = BTreeMap::new();
+        let upper = e.ddl.to_ascii_uppercase();
+        if self.tr.source == Dialect::MySql
+            && upper.trim_start().starts_with("ALTER")
+            && (upper.contains("CHARSET") || upper.contains("CHARACTER"))
+        {
+            let db = e.db.clone().unwrap_or_default();
+            for n in tables_named(&db, &e.ddl) {
+                if let Some((d, t)) = n.split_once('.') {
+                    if let Some(table) = self.tr.catalog.table(&TableName::new(Some(d), t)) {
+                        let cs = table.options.get("charset").map(|v| v.sql.clone());
+                        let cols = table.columns.iter().map(|c| c.name.clone()).collect();
+                        before.insert(table.name.clone(), (cs, cols));
+                    }
+                }
+            }
+        }
         for r in self.tr.translate(&e.ddl) {
             for (_, _, d) in &r.diagnostics {
                 if d.severity == Severity::Error {
@@ -294,6 +327,9 @@ impl SchemaHistory {
                     });
                 }
                 out.notes.push(format!("{}: {}", d.severity, d.message));
+            }
+            if self.tr.source == Dialect::MySql {
+                self.follow_charsets(e, &r.changes, &before);
             }
             // DROP DATABASE drops its tables: said table by table, so the sinks drop
             // the captured ones (a database made again later starts empty).
@@ -310,6 +346,130 @@ impl SchemaHistory {
             }
         }
         Ok(out)
+    }
+
+    /// Character sets a MySQL DDL implies beyond its text (MySQL's inheritance):
+    /// `CREATE DATABASE`/`ALTER DATABASE` set a database's default (the server's
+    /// when none is named); a table created without one takes its database's;
+    /// `ALTER TABLE ... CONVERT TO CHARACTER SET x` makes every text column `x`; a
+    /// table's new default (`ALTER TABLE ... CHARACTER SET x`) leaves its columns in
+    /// the one they had (`before`: each named table's default and columns before
+    /// the DDL).
+    fn follow_charsets(
+        &mut self,
+        e: &Entry,
+        changes: &[SchemaChange],
+        before: &BTreeMap<TableName, (Option<String>, Vec<String>)>,
+    ) {
+        use std::sync::OnceLock;
+        static DB: OnceLock<regex::Regex> = OnceLock::new();
+        static CS: OnceLock<regex::Regex> = OnceLock::new();
+        let db_re = DB.get_or_init(|| {
+            regex::Regex::new(r"(?is)^\s*(CREATE|ALTER)\s+(?:DATABASE|SCHEMA)\b(?:\s+IF\s+NOT\s+EXISTS)?\s*(`(?:[^`]|``)+`|[\w$]+)?").expect("valid regex")
+        });
+        let cs_re = CS.get_or_init(|| {
+            regex::Regex::new(r"(?is)\b(?:CHARACTER\s+SET|CHARSET)\s*=?\s*['`]?(\w+)|\bCOLLATE\s*=?\s*['`]?([a-z0-9]+)_").expect("valid regex")
+        });
+        let server = self.charsets.get("").cloned();
+        // (mysqldump's versioned comments hold the clauses: read as plain text.)
+        let text = e.ddl.replace("*/", " ");
+        let text = regex::Regex::new(r"/\*!?\d*")
+            .expect("valid regex")
+            .replace_all(&text, " ");
+        if let Some(c) = db_re.captures(&text) {
+            let create = c[1].eq_ignore_ascii_case("CREATE");
+            let keyword = |w: &str| {
+                ["DEFAULT", "CHARACTER", "CHARSET", "COLLATE"]
+                    .iter()
+                    .any(|k| w.eq_ignore_ascii_case(k))
+            };
+            let name = match c.get(2) {
+                Some(m) if !keyword(m.as_str()) => m.as_str().trim_matches('`').replace("``", "`"),
+                _ => e.db.clone().unwrap_or_default(),
+            };
+            let named = cs_re.captures(&text).map(|c| {
+                c.get(1)
+                    .or(c.get(2))
+                    .map_or(String::new(), |m| m.as_str().to_ascii_lowercase())
+            });
+            match (named, create) {
+                (Some(cs), _) => {
+                    self.charsets.insert(name, cs);
+                }
+                (None, true) => {
+                    if let Some(s) = &server {
+                        self.charsets.insert(name, s.clone());
+                    }
+                }
+                (None, false) => {}
+            }
+            return;
+        }
+        let option = |cs: &str| ddl_core::DialectSql {
+            dialect: "mysql".into(),
+            sql: cs.to_owned(),
+        };
+        let text_type = |t: &ddl_core::DataType| {
+            matches!(
+                t,
+                ddl_core::DataType::Char { .. }
+                    | ddl_core::DataType::Varchar { .. }
+                    | ddl_core::DataType::Text { .. }
+            )
+        };
+        for c in changes {
+            match c {
+                SchemaChange::CreateTable { table, .. }
+                    if !table.options.contains_key("charset") =>
+                {
+                    let db = table
+                        .name
+                        .schema
+                        .clone()
+                        .or_else(|| e.db.clone())
+                        .unwrap_or_default();
+                    let Some(cs) = self.charsets.get(&db).or(server.as_ref()).cloned() else {
+                        continue;
+                    };
+                    let name = TableName::new(Some(&db), &table.name.name);
+                    if let Ok(t) = self.tr.catalog.table_mut(&name) {
+                        t.options.insert("charset".into(), option(&cs));
+                    }
+                }
+                SchemaChange::SetTableOption { table, key, value }
+                    if key == "convert to charset" =>
+                {
+                    if let Ok(t) = self.tr.catalog.table_mut(table) {
+                        for col in t.columns.iter_mut().filter(|c| text_type(&c.data_type)) {
+                            col.charset = None;
+                        }
+                        t.options.remove("convert to charset");
+                        t.options.insert("charset".into(), option(&value.sql));
+                    }
+                }
+                SchemaChange::SetTableOption { table, key, .. } if key == "charset" => {
+                    // Its columns keep the default they had.
+                    let Some((Some(old), cols)) = before
+                        .iter()
+                        .find(|(n, _)| n.name == table.name)
+                        .map(|(_, b)| b)
+                    else {
+                        continue;
+                    };
+                    if let Ok(t) = self.tr.catalog.table_mut(table) {
+                        for col in t.columns.iter_mut().filter(|c| {
+                            text_type(&c.data_type) && c.charset.is_none() && cols.contains(&c.name)
+                        }) {
+                            col.charset = Some(old.clone());
+                        }
+                    }
+                }
+                SchemaChange::DropNamespace { name, .. } => {
+                    self.charsets.remove(name);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Apply a DDL read from the binlog at `position`, and store it durably.

@@ -266,6 +266,7 @@ async fn start_at(
     let here = snapshot::current_position(&mut conn).await?;
     let (defs, unread) =
         snapshot::read_definitions(&mut conn, |db, name| src.describes(db, name)).await?;
+    let charsets = snapshot::read_charsets(&mut conn).await?;
     let _ = conn.disconnect().await;
     let p = match start {
         Start::Position(p) => p.clone(),
@@ -276,6 +277,7 @@ async fn start_at(
         &p,
         defs.into_iter().map(|(db, _, _, ddl)| (db, ddl)).collect(),
         unread,
+        charsets,
     )?;
     let from = match start {
         Start::Gtid(g) => ReadFrom::Gtid(g.clone()),

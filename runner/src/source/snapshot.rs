@@ -136,6 +136,29 @@ pub fn quote(name: &str) -> String {
 /// transaction: those `wanted` with their definitions, (db, name, estimated rows,
 /// DDL), and the names of the others (their definitions are not read: a server's
 /// thousands of other tables cost one listing, not a round trip each).
+/// Each database's default character set, and the server's (key ""): a table a
+/// later DDL creates without one takes its database's.
+pub async fn read_charsets(
+    conn: &mut mysql_async::Conn,
+) -> Result<std::collections::BTreeMap<String, String>, SourceError> {
+    let mut out: std::collections::BTreeMap<String, String> = conn
+        .query::<(String, String), _>(
+            "SELECT schema_name, default_character_set_name FROM information_schema.schemata",
+        )
+        .await
+        .map_err(SourceError::sql)?
+        .into_iter()
+        .collect();
+    let server: Option<String> = conn
+        .query_first("SELECT @@character_set_server")
+        .await
+        .map_err(SourceError::sql)?;
+    if let Some(s) = server {
+        out.insert(String::new(), s);
+    }
+    Ok(out)
+}
+
 pub async fn read_definitions(
     conn: &mut mysql_async::Conn,
     wanted: impl Fn(&str, &str) -> bool,
@@ -302,6 +325,7 @@ pub async fn snapshot(
                     .map(|(db, _, _, ddl)| (db.clone(), ddl.clone()))
                     .collect(),
                 unread,
+                read_charsets(&mut conn).await?,
             )?,
             position.clone(),
         ),

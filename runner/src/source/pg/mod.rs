@@ -1280,7 +1280,14 @@ async fn new_history(
     let mut seed = catalog::schemas(c).await?;
     seed.extend(catalog::types(c).await?);
     seed.extend(defs.iter().map(|d| (d.schema.clone(), d.ddl.clone())));
-    SchemaHistory::create_in(dialects::Dialect::Postgres, Some(dir), at, seed, Vec::new())
+    SchemaHistory::create_in(
+        dialects::Dialect::Postgres,
+        Some(dir),
+        at,
+        seed,
+        Vec::new(),
+        Default::default(),
+    )
 }
 
 /// A session in a read-only repeatable-read transaction (the snapshot's).
