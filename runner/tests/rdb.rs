@@ -969,6 +969,31 @@ async fn json_in_keyless_tables_and_generated_columns_reach_both_targets() {
     t.assert_equal(&["doc", "g"]).await;
 }
 
+/// Found by the hostile tester: thousands of small transactions on a keyless table
+/// in one checkpoint (each inserts two equal rows and deletes one) staged each run
+/// in a temporary table of its own, a lock each; the PostgreSQL target ran out of
+/// its lock table ("out of shared memory") on every run. Runs share one staging
+/// table per table and column list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_keyless_transactions_in_one_checkpoint_reach_postgres() {
+    let t = TwoTargets::start(
+        "CREATE DATABASE shop; CREATE TABLE shop.nk (a INT, s VARCHAR(10));",
+        "nk",
+        796,
+    )
+    .await;
+    let mut c = t.src.conn(None).await;
+    let mut sql = String::new();
+    for i in 0..4000 {
+        sql.push_str(&format!(
+            "BEGIN; INSERT INTO shop.nk VALUES ({i}, 'x'), ({i}, 'x'); DELETE FROM shop.nk WHERE a = {i} LIMIT 1; COMMIT;"
+        ));
+    }
+    c.query_drop(sql).await.unwrap();
+    t.catch_up();
+    t.assert_equal(&["nk"]).await;
+}
+
 /// Rows of keys new to the target go straight into it (PostgreSQL: `COPY` into the
 /// table, no staging, no conflict handling); a key the target holds after all (a row
 /// put there by hand) makes that fail with a unique violation, and the checkpoint

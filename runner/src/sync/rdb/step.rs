@@ -137,6 +137,12 @@ pub struct Plan {
     /// MySQL: rows per statement and bytes of values per statement.
     rows: usize,
     bytes: usize,
+    /// PostgreSQL: the staging tables of the table being planned, by table and
+    /// column list: name and the index of its COPY among the staging steps. Each run of a keyless
+    /// table's changes takes a range of one staging table's rows (a table per run
+    /// held a lock each: thousands of small transactions in one checkpoint ran out of
+    /// the server's lock table).
+    staging: Vec<(String, String, usize)>,
 }
 
 /// A table's columns as the plan writes them.
@@ -165,34 +171,58 @@ impl Plan {
             staged: 0,
             rows: rows.max(1),
             bytes,
+            staging: Vec::new(),
         }
+    }
+
+    /// Planning of another table begins (its staging steps are a list of their own).
+    pub fn begin_table(&mut self) {
+        self.staging.clear();
     }
 
     fn pg(&self) -> bool {
         self.dialect == Dialect::Postgres
     }
 
-    /// PostgreSQL: a staging table with `cols` of `table` (and the order column),
-    /// loaded with `rows`, dropped at commit. Returns its name and the order column's.
+    /// PostgreSQL: `rows` staged in a temporary table with `cols` of `table` (and the
+    /// order column), dropped at commit: made on the first use of these columns for
+    /// the table, loaded further on later ones. Returns its name, its order column's,
+    /// and the range of orders of these rows (each row's order is its index among
+    /// the table's staged rows).
     fn stage(
         &mut self,
         table: &str,
         cols: &[&str],
         rows: Vec<Row>,
         out: &mut Vec<Step>,
-    ) -> (String, String) {
-        self.staged += 1;
-        let s = format!("lakeshift_stage_{}_{}", self.checkpoint, self.staged);
+    ) -> (String, String, std::ops::Range<usize>) {
         let ord = aux(cols, "ord");
         let list = cols.join(", ");
+        let n = rows.len();
+        let key = format!("{table} ({list})");
+        let found = self
+            .staging
+            .iter()
+            .find(|(k, _, _)| *k == key)
+            .map(|(_, s, i)| (s.clone(), *i));
+        if let Some((s, i)) = found {
+            if let Some(Step::Copy { rows: staged, .. }) = out.get_mut(i) {
+                let from = staged.len();
+                staged.extend(rows);
+                return (s, ord, from..from + n);
+            }
+        }
+        self.staged += 1;
+        let s = format!("lakeshift_stage_{}_{}", self.checkpoint, self.staged);
         out.push(Step::Sql(format!(
             "CREATE TEMP TABLE {s} ON COMMIT DROP AS SELECT {list}, 0::bigint AS {ord} FROM {table} WITH NO DATA"
         )));
+        self.staging.push((key, s.clone(), out.len()));
         out.push(Step::Copy {
             copy: format!("COPY {s} ({list}, {ord}) FROM STDIN"),
             rows,
         });
-        (s, ord)
+        (s, ord, 0..n)
     }
 
     /// MySQL: consecutive runs of rows that fit one statement.
@@ -230,12 +260,14 @@ impl Plan {
         }
         let names = t.key_names();
         if self.pg() {
-            let (s, _) = self.stage(t.table, &names, keys, stage);
+            let (s, ord, r) = self.stage(t.table, &names, keys, stage);
             let on: Vec<String> = names.iter().map(|n| format!("t.{n} = s.{n}")).collect();
             out.push(Step::Sql(format!(
-                "DELETE FROM {} AS t USING {s} AS s WHERE {}",
+                "DELETE FROM {} AS t USING {s} AS s WHERE {} AND s.{ord} >= {} AND s.{ord} < {}",
                 t.table,
-                on.join(" AND ")
+                on.join(" AND "),
+                r.start,
+                r.end
             )));
             return;
         }
@@ -281,10 +313,16 @@ impl Plan {
         stage: &mut Vec<Step>,
     ) -> Vec<(String, Row)> {
         if self.pg() {
-            let (s, _) = self.stage(table, names, keys, stage);
+            // (Staged apart from the table's other steps: a list of its own.)
+            self.begin_table();
+            let (s, ord, r) = self.stage(table, names, keys, stage);
+            self.begin_table();
             let list = names.join(", ");
             return vec![(
-                format!("({list}) IN (SELECT {list} FROM {s})"),
+                format!(
+                    "({list}) IN (SELECT {list} FROM {s} WHERE {ord} >= {} AND {ord} < {})",
+                    r.start, r.end
+                ),
                 Row::default(),
             )];
         }
@@ -348,11 +386,12 @@ impl Plan {
         }
         for (present, rows) in by_columns(rows) {
             let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();
-            let (s, ord) = self.stage(t.table, &names, rows, stage);
+            let (s, ord, r) = self.stage(t.table, &names, rows, stage);
+            let picked = format!("{ord} >= {} AND {ord} < {}", r.start, r.end);
             let list = names.join(", ");
             // (The source's values of an identity column GENERATED ALWAYS too.)
             let mut sql = format!(
-                "INSERT INTO {} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {s} ORDER BY {ord}",
+                "INSERT INTO {} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {s} WHERE {picked} ORDER BY {ord}",
                 t.table
             );
             if !t.key.is_empty() {
@@ -435,7 +474,8 @@ impl Plan {
         }
         for (present, rows) in by_columns(rows) {
             let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();
-            let (s, ord) = self.stage(t.table, &names, rows, stage);
+            let (s, ord, r) = self.stage(t.table, &names, rows, stage);
+            let picked = format!("{ord} >= {} AND {ord} < {}", r.start, r.end);
             let mut taken = names.clone();
             taken.push(&ord);
             let count = aux(&taken, "count");
@@ -451,7 +491,7 @@ impl Plan {
             // Each group of equal staged rows: its count, and the target's equal rows
             // numbered; the first `count` of them go.
             out.push(Step::Sql(format!(
-                "DELETE FROM {table} WHERE ctid IN (SELECT x.ctid FROM (SELECT t.ctid, s.{count}, row_number() OVER (PARTITION BY s.{ord}) AS {n} FROM {table} AS t JOIN (SELECT {grouped}, count(*) AS {count}, min({ord}) AS {ord} FROM {s} GROUP BY {positions}) AS s ON {on}) AS x WHERE x.{n} <= x.{count})",
+                "DELETE FROM {table} WHERE ctid IN (SELECT x.ctid FROM (SELECT t.ctid, s.{count}, row_number() OVER (PARTITION BY s.{ord}) AS {n} FROM {table} AS t JOIN (SELECT {grouped}, count(*) AS {count}, min({ord}) AS {ord} FROM {s} WHERE {picked} GROUP BY {positions}) AS s ON {on}) AS x WHERE x.{n} <= x.{count})",
                 table = t.table,
                 grouped = grouped.join(", "),
                 positions = (1..=names.len()).map(|i| i.to_string()).collect::<Vec<_>>().join(", "),

@@ -392,6 +392,7 @@ impl RdbEngine {
         let direct = !rewrite;
         let rewrite = rewrite && !self.fk_actions.contains_key(k);
         let tt = self.ttable(k)?;
+        plan.begin_table();
         let t = step::Cols {
             table: &tt.sql_name,
             cols: &tt.cols,
