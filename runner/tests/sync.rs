@@ -1112,6 +1112,54 @@ async fn tables_take_their_databases_character_set_and_follow_convert() {
     assert_mirrored(&mut c, &cat, &["lat", "cyr", "t8", "d"]).await;
 }
 
+/// Found by the hostile tester: a DDL sent under `sql_mode=NO_BACKSLASH_ESCAPES`
+/// was read with backslash escapes (a default `'a\b'` became `ab` on the targets);
+/// one under PIPES_AS_CONCAT with `||` was read as OR (a MariaDB target computed
+/// `a OR b`), silently. The first is read as its session wrote it; the second stops
+/// the job, naming the mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_under_the_sessions_sql_mode_is_read_as_it_meant() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, a INT, b INT);
+         INSERT INTO shop.t VALUES (1, 12, 34);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    c.query_drop(
+        r"SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES';
+          ALTER TABLE shop.t ADD COLUMN d VARCHAR(10) NOT NULL DEFAULT 'a\b', ADD COLUMN e VARCHAR(10) DEFAULT 'it''s\';
+          INSERT INTO shop.t (id, a, b) VALUES (2, 5, 6);",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let s = |x: &str| Some(x.to_owned());
+    assert_eq!(
+        source_rows(&mut c, "t").await[0],
+        [s("1"), s("12"), s("34"), s(r"a\b"), s(r"it's\")]
+    );
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["t"]).await;
+    c.query_drop(
+        "SET SESSION sql_mode = 'PIPES_AS_CONCAT';
+         ALTER TABLE shop.t ADD COLUMN g VARCHAR(20) AS (a || b) VIRTUAL;",
+    )
+    .await
+    .unwrap();
+    for run in 0..2 {
+        let out = spawn(&job, true, None).wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "run {run}: {err}");
+        assert!(err.contains("PIPES_AS_CONCAT"), "run {run}: {err}");
+    }
+}
+
 /// Found by a hostile tester: a column widened (`MODIFY v BIGINT`) and a column
 /// added with a default in one DDL, on a table with rows, stopped every run of an
 /// Iceberg job ("column types must match schema types, expected Int64 but found

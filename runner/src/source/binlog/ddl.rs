@@ -36,9 +36,10 @@ impl BinlogReader {
     pub(super) async fn ddl(
         &mut self,
         db: &str,
-        ansi: bool,
+        modes: SqlModes,
         sql: &str,
     ) -> Result<bool, SourceError> {
+        let ansi = modes.ansi_quotes;
         self.ordinal += 1;
         if self.skip > 0 {
             self.skip -= 1;
@@ -69,6 +70,21 @@ impl BinlogReader {
             return Ok(true);
         }
         let db_opt = (!db.is_empty()).then_some(db);
+        if modes.pipes_as_concat
+            && has_pipes(sql, modes)
+            && crate::source::history::tables_named(db, sql)
+                .iter()
+                .any(|t| {
+                    t.split_once('.')
+                        .is_some_and(|(d, n)| self.src.captures(d, n))
+                })
+        {
+            return Err(SourceError::Ddl {
+                position: pos.to_string(),
+                ddl: sql.to_owned(),
+                reason: "the session's sql_mode has PIPES_AS_CONCAT, under which `||` concatenates; lakeshift reads `||` as OR (MySQL's default), so the statement would be mirrored with another meaning. Write it with CONCAT(), or leave PIPES_AS_CONCAT out of that session's sql_mode".into(),
+            });
+        }
         let mut applied = self.history.apply(&pos, db_opt, ansi, sql);
         if let Err(e) = &applied {
             // A table the history left unread at its start, named by a DDL that
@@ -346,14 +362,119 @@ pub(super) fn query_text(
     }
 }
 
-pub(super) fn sql_mode_ansi_quotes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> bool {
+/// The session's `sql_mode` flags that change how a statement reads.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SqlModes {
+    /// `"x"` is a name, not a string.
+    pub ansi_quotes: bool,
+    /// A backslash in a string is itself, not an escape.
+    pub no_backslash_escapes: bool,
+    /// `||` concatenates (else it is OR).
+    pub pipes_as_concat: bool,
+}
+
+pub(super) fn sql_modes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> SqlModes {
     use mysql_async::binlog::events::StatusVarVal;
     use mysql_async::binlog::StatusVarKey;
     use mysql_async::consts::SqlMode;
     let Some(v) = q.status_vars().get_status_var(StatusVarKey::SqlMode) else {
-        return false;
+        return SqlModes::default();
     };
-    matches!(v.get_value(), Ok(StatusVarVal::SqlMode(m)) if m.get().contains(SqlMode::MODE_ANSI_QUOTES))
+    match v.get_value() {
+        Ok(StatusVarVal::SqlMode(m)) => {
+            let m = m.get();
+            SqlModes {
+                ansi_quotes: m.contains(SqlMode::MODE_ANSI_QUOTES),
+                no_backslash_escapes: m.contains(SqlMode::MODE_NO_BACKSLASH_ESCAPES),
+                pipes_as_concat: m.contains(SqlMode::MODE_PIPES_AS_CONCAT),
+            }
+        }
+        _ => SqlModes::default(),
+    }
+}
+
+/// Where a MySQL statement's text is: outside quotes and comments, or inside a
+/// string (with `no_backslash_escapes`, a backslash there is itself).
+#[derive(Clone, Copy, PartialEq)]
+enum At {
+    Code,
+    Str(char),
+    Name(char),
+    Line,
+    Block,
+}
+
+/// Walks `sql`, giving each character with where it is.
+fn walk(sql: &str, modes: SqlModes, mut f: impl FnMut(char, At)) {
+    let mut at = At::Code;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        let here = at;
+        at = match (at, c) {
+            (At::Code, '\'') => At::Str('\''),
+            (At::Code, '"') if !modes.ansi_quotes => At::Str('"'),
+            (At::Code, '"') => At::Name('"'),
+            (At::Code, '`') => At::Name('`'),
+            (At::Code, '#') => At::Line,
+            (At::Code, '-') if chars.peek() == Some(&'-') => At::Line,
+            (At::Code, '/') if chars.peek() == Some(&'*') => At::Block,
+            (At::Str(q), '\\') if !modes.no_backslash_escapes => {
+                f(c, At::Str(q));
+                if let Some(n) = chars.next() {
+                    f(n, At::Str(q));
+                }
+                continue;
+            }
+            (At::Str(q), c) if c == q => {
+                if chars.peek() == Some(&q) {
+                    f(c, At::Str(q));
+                    f(chars.next().expect("peeked"), At::Str(q));
+                    continue;
+                }
+                At::Code
+            }
+            (At::Name(q), c) if c == q => At::Code,
+            (At::Line, '\n') => At::Code,
+            (At::Block, '*') if chars.peek() == Some(&'/') => {
+                f(c, At::Block);
+                f(chars.next().expect("peeked"), At::Block);
+                at = At::Code;
+                continue;
+            }
+            (a, _) => a,
+        };
+        // (An opening or closing quote is part of its string.)
+        let shown = match (here, at) {
+            (At::Code, At::Str(_)) => at,
+            _ => here,
+        };
+        f(c, shown);
+    }
+}
+
+/// A statement sent under NO_BACKSLASH_ESCAPES, written so that a reader with
+/// backslash escapes reads the same strings: each backslash inside a string doubled.
+pub(super) fn literal_backslashes(sql: &str, modes: SqlModes) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    walk(sql, modes, |c, at| {
+        out.push(c);
+        if c == '\\' && matches!(at, At::Str(_)) {
+            out.push('\\');
+        }
+    });
+    out
+}
+
+/// Whether a statement has `||` outside strings, names and comments.
+pub(super) fn has_pipes(sql: &str, modes: SqlModes) -> bool {
+    let (mut last, mut found) = (None, false);
+    walk(sql, modes, |c, at| {
+        if at == At::Code && c == '|' && last == Some('|') {
+            found = true;
+        }
+        last = (at == At::Code).then_some(c);
+    });
+    found
 }
 
 /// The first keyword of a statement, after comments, upper-cased.

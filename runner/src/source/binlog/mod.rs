@@ -5,7 +5,7 @@
 mod ddl;
 mod raw;
 
-use ddl::{query_text, sql_mode_ansi_quotes};
+use ddl::{literal_backslashes, query_text, sql_modes};
 use raw::{binlog_name, ends_with_checksum, parse_gtid_list};
 
 use super::config::Source;
@@ -326,6 +326,14 @@ impl BinlogReader {
             }
             EventData::QueryEvent(q) => {
                 let sql = query_text(&q)?;
+                let modes = sql_modes(&q);
+                // (Under NO_BACKSLASH_ESCAPES a backslash in a string is itself: the
+                // statement as one with escapes reads it.)
+                let sql = if modes.no_backslash_escapes && sql.contains('\\') {
+                    literal_backslashes(&sql, modes)
+                } else {
+                    sql
+                };
                 let trimmed = sql.trim();
                 if trimmed.eq_ignore_ascii_case("BEGIN") {
                     self.begin(start);
@@ -356,8 +364,7 @@ impl BinlogReader {
                             },
                         });
                     }
-                    let ansi = sql_mode_ansi_quotes(&q);
-                    if !self.ddl(&db, ansi, trimmed).await? {
+                    if !self.ddl(&db, modes, trimmed).await? {
                         return Ok(false);
                     }
                     if standalone {
