@@ -231,25 +231,30 @@ async fn server_id_problem(
 /// as the snapshot's (the server's conversion) does.
 async fn learn_charsets(conn: &mut mysql_async::Conn) -> Result<(), SourceError> {
     let single: Vec<String> = conn
-        .query("SELECT character_set_name FROM information_schema.character_sets WHERE maxlen = 1")
+        .query("SELECT character_set_name FROM information_schema.character_sets WHERE maxlen = 1 AND character_set_name <> 'binary'")
         .await
         .map_err(SourceError::sql)?;
+    if single.is_empty() {
+        return Ok(());
+    }
+    // (One query for them all: each set's 256 bytes converted, a column each.)
     let all: String = (0..=255u8).map(|b| format!("{b:02X}")).collect();
-    for name in single {
-        if name == "binary" {
-            continue;
-        }
-        let text: Option<String> = conn
-            .query_first(format!(
-                "SELECT CONVERT(CONVERT(UNHEX('{all}') USING {name}) USING utf8mb4)"
-            ))
-            .await
-            .map_err(SourceError::sql)?;
+    let cols: Vec<String> = single
+        .iter()
+        .map(|cs| format!("CONVERT(CONVERT(UNHEX('{all}') USING {cs}) USING utf8mb4)"))
+        .collect();
+    let row: Option<mysql_async::Row> = conn
+        .query_first(format!("SELECT {}", cols.join(", ")))
+        .await
+        .map_err(SourceError::sql)?;
+    let Some(row) = row else { return Ok(()) };
+    for (i, name) in single.iter().enumerate() {
+        let text: Option<String> = row.get(i);
         let chars: Vec<char> = text.unwrap_or_default().chars().collect();
         // (A set whose bytes do not each convert to one character stays unread:
         // its columns stop the job, naming it.)
         if let Ok(chars) = <[char; 256]>::try_from(chars) {
-            super::decode::learn_charset(&name, chars);
+            super::decode::learn_charset(name, chars);
         }
     }
     Ok(())

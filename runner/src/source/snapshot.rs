@@ -141,22 +141,16 @@ pub fn quote(name: &str) -> String {
 pub async fn read_charsets(
     conn: &mut mysql_async::Conn,
 ) -> Result<std::collections::BTreeMap<String, String>, SourceError> {
-    let mut out: std::collections::BTreeMap<String, String> = conn
+    // (The server's as the database named "".)
+    Ok(conn
         .query::<(String, String), _>(
-            "SELECT schema_name, default_character_set_name FROM information_schema.schemata",
+            "SELECT schema_name, default_character_set_name FROM information_schema.schemata
+             UNION ALL SELECT '', @@character_set_server",
         )
         .await
         .map_err(SourceError::sql)?
         .into_iter()
-        .collect();
-    let server: Option<String> = conn
-        .query_first("SELECT @@character_set_server")
-        .await
-        .map_err(SourceError::sql)?;
-    if let Some(s) = server {
-        out.insert(String::new(), s);
-    }
-    Ok(out)
+        .collect())
 }
 
 pub async fn read_definitions(
