@@ -3287,3 +3287,47 @@ async fn a_new_job_never_takes_another_jobs_slot() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("done: 1 row change(s)"), "{err}");
 }
+
+/// Found by the second hostile round: a table moved into the captured schemas
+/// (`ALTER TABLE other.t SET SCHEMA shop`) stops the job, but on a backlog the
+/// transactions before that DDL stayed uncommitted (the stream delivered their
+/// commit only with the DDL's transaction), so every restart stopped with them
+/// missing. They commit first now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_moved_into_the_capture_stops_after_what_came_before_commits() {
+    let (_server, pg, tmp, job) = start(
+        "CREATE SCHEMA shop; CREATE SCHEMA other;
+         CREATE TABLE shop.a (id int PRIMARY KEY, v int); INSERT INTO shop.a VALUES (1, 1);
+         CREATE TABLE other.t (id int PRIMARY KEY); INSERT INTO other.t VALUES (7);",
+    )
+    .await;
+    install_capture(&job);
+    finish(spawn(&job, true));
+    for sql in [
+        "INSERT INTO shop.a VALUES (2, 2)",
+        "INSERT INTO shop.a VALUES (3, 3)",
+        "ALTER TABLE other.t SET SCHEMA shop",
+    ] {
+        pg.batch_execute(sql).await.unwrap();
+    }
+    for run in 0..2 {
+        let out = spawn(&job, true).wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "run {run}: {err}");
+        assert!(
+            err.contains("table other.t is renamed to shop.t, into the captured tables"),
+            "run {run}: {err}"
+        );
+    }
+    let mut rows = lake(tmp.path(), "a").await.unwrap();
+    rows.sort();
+    let s = |x: &str| Some(x.to_owned());
+    assert_eq!(
+        rows,
+        [
+            vec![s("1"), s("1")],
+            vec![s("2"), s("2")],
+            vec![s("3"), s("3")]
+        ]
+    );
+}

@@ -909,6 +909,42 @@ async fn a_table_renamed_into_the_capture_stops_the_job_naming_it() {
     assert_mirrored(&mut c, &cat, &["keep"]).await;
 }
 
+/// Found by the second hostile round: the `ALTER TABLE other.t RENAME TO shop.t` form
+/// of a move into the captured tables was skipped without a word (the history never
+/// knew `other.t`), and `shop.t` never reached the target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alter_table_rename_into_the_capture_stops_the_job_too() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE DATABASE other;
+         CREATE TABLE shop.k (id INT PRIMARY KEY); INSERT INTO shop.k VALUES (1);
+         CREATE TABLE other.t (id INT PRIMARY KEY); INSERT INTO other.t VALUES (7), (8);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    c.query_drop(
+        "INSERT INTO shop.k VALUES (2);
+         ALTER TABLE other.t RENAME TO shop.t;",
+    )
+    .await
+    .unwrap();
+    for run in 0..2 {
+        let out = spawn(&job, true, None).wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "run {run}: {err}");
+        assert!(
+            err.contains("table other.t is renamed to shop.t, into the captured tables"),
+            "run {run}: {err}"
+        );
+    }
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["k"]).await;
+}
+
 /// Every character set MariaDB has (but `binary`), with text of its script.
 const MARIADB_CHARSETS: &[(&str, &str)] = &[
     ("armscii8", "\u{532}\u{561}\u{580}\u{565}\u{582}"),
@@ -1110,6 +1146,42 @@ async fn tables_take_their_databases_character_set_and_follow_convert() {
     assert_eq!(source_rows(&mut c, "lat").await, [vec![s("1"), s("é€ß")]]);
     let cat = warehouse(dir.path()).await;
     assert_mirrored(&mut c, &cat, &["lat", "cyr", "t8", "d"]).await;
+}
+
+/// Found by the second hostile round: a character set named by a collation alone
+/// (`COLLATE cp1251_bin` on a column, `COLLATE=greek_bin` on a table) was read as
+/// UTF-8 (U+FFFD in every sink), and a MODIFY that names no character set, after the
+/// table's default changed, kept the column's old one (the server gives it the
+/// table's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collations_name_character_sets_and_modify_takes_the_tables_default() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop CHARACTER SET utf8mb4;
+         CREATE TABLE shop.k (id INT PRIMARY KEY); INSERT INTO shop.k VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    c.query_drop(
+        "CREATE TABLE shop.d1 (id INT PRIMARY KEY, v VARCHAR(20) COLLATE cp1251_bin);
+         INSERT INTO shop.d1 VALUES (1, 'Жук');
+         CREATE TABLE shop.d2 (id INT PRIMARY KEY, w VARCHAR(20)) COLLATE=greek_bin;
+         INSERT INTO shop.d2 VALUES (1, 'αβγ');
+         CREATE TABLE shop.m2 (id INT PRIMARY KEY, v VARCHAR(20)) CHARSET latin1;
+         INSERT INTO shop.m2 VALUES (1, 'abc');
+         ALTER TABLE shop.m2 CHARACTER SET koi8r;
+         ALTER TABLE shop.m2 MODIFY v VARCHAR(30);
+         INSERT INTO shop.m2 VALUES (2, 'Жук');",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["d1", "d2", "m2"]).await;
 }
 
 /// Found by the hostile tester: a DDL sent under `sql_mode=NO_BACKSLASH_ESCAPES`

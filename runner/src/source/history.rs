@@ -417,10 +417,16 @@ impl SchemaHistory {
                     | ddl_core::DataType::Text { .. }
             )
         };
+        let upper = e.ddl.to_ascii_uppercase();
+        let names_charset = ["CHARSET", "CHARACTER", "COLLATE"]
+            .iter()
+            .any(|w| upper.contains(w));
         for c in changes {
             match c {
                 SchemaChange::CreateTable { table, .. }
-                    if !table.options.contains_key("charset") =>
+                    if !["charset", "collate", "collation"]
+                        .iter()
+                        .any(|k| table.options.contains_key(*k)) =>
                 {
                     let db = table
                         .name
@@ -461,6 +467,16 @@ impl SchemaHistory {
                             text_type(&c.data_type) && c.charset.is_none() && cols.contains(&c.name)
                         }) {
                             col.charset = Some(old.clone());
+                        }
+                    }
+                }
+                // MODIFY/CHANGE without a character set: the column takes the
+                // table's default (whatever it had).
+                SchemaChange::AlterColumnType { table, column, .. } if !names_charset => {
+                    if let Ok(t) = self.tr.catalog.table_mut(table) {
+                        if let Some(c) = t.columns.iter_mut().find(|c| c.name == *column) {
+                            c.charset = None;
+                            c.collation = None;
                         }
                     }
                 }

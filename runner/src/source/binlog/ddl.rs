@@ -96,6 +96,20 @@ impl BinlogReader {
         }
         let out = match applied {
             Ok(out) => out,
+            // A table the history never knew, renamed into the captured tables.
+            Err(_)
+                if renamed_pairs(sql, db).is_some_and(|c| {
+                    crate::source::renamed_into_capture(&self.src, db, &c).is_some()
+                }) =>
+            {
+                let changes = renamed_pairs(sql, db).unwrap_or_default();
+                return Err(SourceError::Ddl {
+                    position: pos.to_string(),
+                    ddl: sql.to_owned(),
+                    reason: crate::source::renamed_into_capture(&self.src, db, &changes)
+                        .unwrap_or_default(),
+                });
+            }
             Err(e) if !self.src.concerns(&e.tables, db) => {
                 tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
                 return Ok(true);
@@ -360,6 +374,69 @@ pub(super) fn query_text(
         },
         Err(e) => Err(unreadable(format!("lakeshift cannot read ({})", e.0))),
     }
+}
+
+/// The renames of `RENAME TABLE a TO b, ...` or `ALTER TABLE a RENAME [TO|AS] b`,
+/// read from the text alone (tables the history never knew); None for any other
+/// statement.
+fn renamed_pairs(sql: &str, db: &str) -> Option<Vec<ddl_core::SchemaChange>> {
+    use std::sync::OnceLock;
+    static ALTER: OnceLock<regex::Regex> = OnceLock::new();
+    static RENAME: OnceLock<regex::Regex> = OnceLock::new();
+    const NAME: &str = r"((?:`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(?:`(?:[^`]|``)+`|[\w$]+))?)";
+    let alter = ALTER.get_or_init(|| {
+        regex::Regex::new(&format!(
+            r"(?is)^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+{NAME}\s+RENAME\s+(?:TO\s+|AS\s+)?{NAME}\s*;?\s*$"
+        ))
+        .expect("valid regex")
+    });
+    let rename = RENAME.get_or_init(|| {
+        regex::Regex::new(&format!(r"(?is){NAME}\s+TO\s+{NAME}")).expect("valid regex")
+    });
+    let name = |s: &str| -> ddl_core::TableName {
+        let parts: Vec<String> = if s.contains('`') {
+            let mut out = Vec::new();
+            let (mut cur, mut quoted, mut chars) = (String::new(), false, s.chars().peekable());
+            while let Some(c) = chars.next() {
+                match c {
+                    '`' if quoted && chars.peek() == Some(&'`') => {
+                        cur.push('`');
+                        chars.next();
+                    }
+                    '`' => quoted = !quoted,
+                    '.' if !quoted => out.push(std::mem::take(&mut cur)),
+                    c if !quoted && c.is_whitespace() => {}
+                    c => cur.push(c),
+                }
+            }
+            out.push(cur);
+            out
+        } else {
+            s.split('.').map(|p| p.trim().to_owned()).collect()
+        };
+        match parts.as_slice() {
+            [d, t] => ddl_core::TableName::new(Some(d), t),
+            _ => ddl_core::TableName::new(Some(db), &parts.concat()),
+        }
+    };
+    let pair = |a: &str, b: &str| ddl_core::SchemaChange::RenameTable {
+        from: name(a),
+        to: name(b),
+    };
+    if let Some(c) = alter.captures(sql) {
+        return Some(vec![pair(&c[1], &c[2])]);
+    }
+    let rest = sql.trim_start();
+    let head = rest.get(..12).unwrap_or_default();
+    if !head.to_ascii_uppercase().starts_with("RENAME TABLE") {
+        return None;
+    }
+    Some(
+        rename
+            .captures_iter(&rest[12..])
+            .map(|c| pair(&c[1], &c[2]))
+            .collect(),
+    )
 }
 
 /// The session's `sql_mode` flags that change how a statement reads.

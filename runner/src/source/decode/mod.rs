@@ -208,7 +208,22 @@ impl SourceTable {
         t: &Table,
         key_override: Option<&[String]>,
     ) -> Result<Self, DecodeError> {
-        let table_charset = t.options.get("charset").map(|v| v.sql.as_str());
+        // A charset named, else the one a collation names (`cp1251_bin`: cp1251).
+        fn of_collation(c: Option<&str>) -> Option<&str> {
+            c.and_then(|c| c.split('_').next())
+        }
+        let table_charset = t
+            .options
+            .get("charset")
+            .map(|v| v.sql.as_str())
+            .or_else(|| {
+                of_collation(
+                    t.options
+                        .get("collate")
+                        .or(t.options.get("collation"))
+                        .map(|v| v.sql.as_str()),
+                )
+            });
         let mut columns = Vec::new();
         for c in &t.columns {
             let err = |e: DecodeError| format!("{db}.{} column {}: {e}", t.name.name, c.name);
@@ -231,8 +246,13 @@ impl SourceTable {
                 DataType::Float { .. } => Kind::Double,
                 DataType::Char { .. } | DataType::Varchar { .. } | DataType::Text { .. } => {
                     Kind::Text {
-                        charset: Charset::from_mysql(c.charset.as_deref().or(table_charset))
-                            .map_err(err)?,
+                        charset: Charset::from_mysql(
+                            c.charset
+                                .as_deref()
+                                .or_else(|| of_collation(c.collation.as_deref()))
+                                .or(table_charset),
+                        )
+                        .map_err(err)?,
                     }
                 }
                 DataType::Json { .. } => Kind::Text {

@@ -609,8 +609,18 @@ impl Reader {
             ))
         })?;
         let over = self.src.key_overrides.get(&format!("{db}.{table}"));
+        // Debezium's JSON holds text as text: the columns' character sets (one the
+        // binlog decoder has no table of, geostd8) play no part.
+        let mut ir = ir.clone();
+        for c in &mut ir.columns {
+            c.charset = None;
+            c.collation = None;
+        }
+        for k in ["charset", "collate", "collation"] {
+            ir.options.remove(k);
+        }
         let t = Arc::new(
-            SourceTable::from_ir(db, ir, over.map(|v| v.as_slice())).map_err(SourceError::from)?,
+            SourceTable::from_ir(db, &ir, over.map(|v| v.as_slice())).map_err(SourceError::from)?,
         );
         self.tables
             .insert((db.to_owned(), table.to_owned()), t.clone());

@@ -2826,8 +2826,17 @@ impl Stream {
         };
         self.taken.retain(|(q, _)| *q != text);
         self.taken.push((text, next));
-        // Rows before the DDL are delivered under the old schema.
-        if !self.flush().await? {
+        // Rows before the DDL are delivered under the old schema; when the DDL begins
+        // its transaction, with the commit of the transactions before it (a DDL that
+        // stops the job must not leave them read past their boundary: nothing would
+        // commit).
+        let first = self.txn.take_if(|t| t.ordinal == 1);
+        let delivered = self.flush().await?;
+        if let Some(t) = first {
+            self.txns.push(lsn_position(t.commit, 0));
+            self.txn = Some(t);
+        }
+        if !delivered {
             return Ok(false);
         }
         let t = self.txn.as_ref().expect("in a transaction");
