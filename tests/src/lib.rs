@@ -935,12 +935,23 @@ pub async fn scan_batches(
                 .try_collect::<Vec<_>>()
                 .await
                 .unwrap();
-            runner::iceberg::read::read_tasks(t.file_io(), tasks)
+            // The scan's columns, which each batch gets (NULL where its file lacks one).
+            let want = tasks
+                .first()
+                .map(|t| (t.schema.clone(), t.project_field_ids.clone()));
+            let batches = runner::iceberg::read::read_tasks(t.file_io(), tasks)
                 .await
                 .unwrap()
                 .try_collect::<Vec<_>>()
                 .await
-                .unwrap()
+                .unwrap();
+            match want {
+                Some((schema, ids)) => batches
+                    .iter()
+                    .map(|b| with_every_column(b, &schema, &ids))
+                    .collect(),
+                None => batches,
+            }
         };
         match tokio::time::timeout(Duration::from_secs(60), read).await {
             Ok(batches) => return batches,
@@ -954,6 +965,45 @@ pub async fn scan_batches(
         "the iceberg crate's scan of {} hung {ATTEMPTS} times",
         t.identifier()
     );
+}
+
+/// A batch with the columns `ids` of `schema`, in order: its own, and NULL for those
+/// its data file lacks (added after it was written).
+fn with_every_column(
+    b: &arrow_array::RecordBatch,
+    schema: &iceberg::spec::Schema,
+    ids: &[i32],
+) -> arrow_array::RecordBatch {
+    let id_of = |f: &arrow_schema::Field| {
+        f.metadata()
+            .get("PARQUET:field_id")
+            .and_then(|v| v.parse::<i32>().ok())
+    };
+    let arrow = iceberg::arrow::schema_to_arrow_schema(schema).unwrap();
+    let (mut fields, mut cols) = (Vec::new(), Vec::new());
+    for id in ids {
+        let bs = b.schema();
+        match bs.fields().iter().position(|f| id_of(f) == Some(*id)) {
+            Some(i) => {
+                fields.push(bs.field(i).clone());
+                cols.push(b.column(i).clone());
+            }
+            None => {
+                let f = arrow
+                    .fields()
+                    .iter()
+                    .find(|f| id_of(f) == Some(*id))
+                    .unwrap()
+                    .as_ref()
+                    .clone()
+                    .with_nullable(true);
+                cols.push(arrow_array::new_null_array(f.data_type(), b.num_rows()));
+                fields.push(f);
+            }
+        }
+    }
+    arrow_array::RecordBatch::try_new(std::sync::Arc::new(arrow_schema::Schema::new(fields)), cols)
+        .unwrap()
 }
 
 /// The column names of an Iceberg table's current schema, in order.
