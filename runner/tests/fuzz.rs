@@ -2717,10 +2717,13 @@ impl Model {
                 "into the captured tables",
             ));
         }
-        if self.tables.is_empty() {
+        // (Leaving the captured database with no table before the first snapshot is
+        // done makes a restart a new job whose `tables` match nothing: refused at
+        // start, by design.)
+        if self.tables.is_empty() || (self.tables.len() == 1 && !self.after_snapshot) {
             return None;
         }
-        if !maria && r.chance(25) {
+        if !maria && self.after_snapshot && r.chance(25) {
             // The whole schema moves away (its tables with it), and a new one of
             // the captured name is made.
             let gone = format!("fz_gone{}", self.made);
