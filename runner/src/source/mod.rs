@@ -638,7 +638,10 @@ pub fn renamed_into_capture(
         };
         let of = |t: &ddl_core::TableName| t.schema.clone().unwrap_or_else(|| db.to_owned());
         let (fd, td) = (of(from), of(to));
-        (!src.captures(&fd, &from.name) && src.captures(&td, &to.name)).then(|| {
+        // (Within one database or schema a table renamed to a captured name keeps
+        // the earlier way: one made while the job runs and renamed before its first
+        // rows, as migrations do, is mirrored from the rename on.)
+        (fd != td && !src.captures(&fd, &from.name) && src.captures(&td, &to.name)).then(|| {
             format!(
                 "table {fd}.{} is renamed to {td}.{}, into the captured tables, holding rows the job never read (it was not captured); the target cannot be given them. To mirror it, take a new snapshot: remove the job (lakeshift drop-job --apply) and its target tables, then start it",
                 from.name, to.name
