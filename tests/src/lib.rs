@@ -946,10 +946,13 @@ pub async fn scan_batches(
                 .await
                 .unwrap();
             match want {
-                Some((schema, ids)) => batches
-                    .iter()
-                    .map(|b| with_every_column(b, &schema, &ids))
-                    .collect(),
+                Some((schema, ids)) => {
+                    let arrow = iceberg::arrow::schema_to_arrow_schema(&schema).unwrap();
+                    batches
+                        .iter()
+                        .map(|b| with_every_column(b, &arrow, &ids))
+                        .collect()
+                }
                 None => batches,
             }
         };
@@ -967,11 +970,11 @@ pub async fn scan_batches(
     );
 }
 
-/// A batch with the columns `ids` of `schema`, in order: its own, and NULL for those
-/// its data file lacks (added after it was written).
+/// A batch with the columns `ids` of `arrow` (the scan's schema), in order: its own,
+/// and NULL for those its data file lacks (added after it was written).
 fn with_every_column(
     b: &arrow_array::RecordBatch,
-    schema: &iceberg::spec::Schema,
+    arrow: &arrow_schema::Schema,
     ids: &[i32],
 ) -> arrow_array::RecordBatch {
     let id_of = |f: &arrow_schema::Field| {
@@ -979,7 +982,6 @@ fn with_every_column(
             .get("PARQUET:field_id")
             .and_then(|v| v.parse::<i32>().ok())
     };
-    let arrow = iceberg::arrow::schema_to_arrow_schema(schema).unwrap();
     let (mut fields, mut cols) = (Vec::new(), Vec::new());
     for id in ids {
         let bs = b.schema();

@@ -329,7 +329,7 @@ impl SchemaHistory {
                 out.notes.push(format!("{}: {}", d.severity, d.message));
             }
             if self.tr.source == Dialect::MySql {
-                self.follow_charsets(e, &r.changes, &before);
+                self.follow_charsets(e, &upper, &r.changes, &before);
             }
             // DROP DATABASE drops its tables: said table by table, so the sinks drop
             // the captured ones (a database made again later starts empty).
@@ -358,6 +358,7 @@ impl SchemaHistory {
     fn follow_charsets(
         &mut self,
         e: &Entry,
+        upper: &str,
         changes: &[SchemaChange],
         before: &BTreeMap<TableName, (Option<String>, Vec<String>)>,
     ) {
@@ -370,12 +371,17 @@ impl SchemaHistory {
         let cs_re = CS.get_or_init(|| {
             regex::Regex::new(r"(?is)\b(?:CHARACTER\s+SET|CHARSET)\s*=?\s*['`]?(\w+)|\bCOLLATE\s*=?\s*['`]?([a-z0-9]+)_").expect("valid regex")
         });
+        static COMMENT: OnceLock<regex::Regex> = OnceLock::new();
         let server = self.charsets.get("").cloned();
         // (mysqldump's versioned comments hold the clauses: read as plain text.)
-        let text = e.ddl.replace("*/", " ");
-        let text = regex::Regex::new(r"/\*!?\d*")
-            .expect("valid regex")
-            .replace_all(&text, " ");
+        let text: std::borrow::Cow<'_, str> = if e.ddl.contains("/*") {
+            let open = COMMENT.get_or_init(|| regex::Regex::new(r"/\*!?\d*").expect("valid regex"));
+            open.replace_all(&e.ddl.replace("*/", " "), " ")
+                .into_owned()
+                .into()
+        } else {
+            e.ddl.as_str().into()
+        };
         if let Some(c) = db_re.captures(&text) {
             let create = c[1].eq_ignore_ascii_case("CREATE");
             let keyword = |w: &str| {
@@ -417,7 +423,6 @@ impl SchemaHistory {
                     | ddl_core::DataType::Text { .. }
             )
         };
-        let upper = e.ddl.to_ascii_uppercase();
         let names_charset = ["CHARSET", "CHARACTER", "COLLATE"]
             .iter()
             .any(|w| upper.contains(w));

@@ -94,22 +94,21 @@ impl BinlogReader {
                 applied = self.history.apply(&pos, db_opt, ansi, sql);
             }
         }
+        // A table the history never knew, renamed into the captured tables.
+        let moved_in = applied
+            .is_err()
+            .then(|| renamed_pairs(sql, db))
+            .flatten()
+            .and_then(|c| crate::source::renamed_into_capture(&self.src, db, &c));
+        if let Some(reason) = moved_in {
+            return Err(SourceError::Ddl {
+                position: pos.to_string(),
+                ddl: sql.to_owned(),
+                reason,
+            });
+        }
         let out = match applied {
             Ok(out) => out,
-            // A table the history never knew, renamed into the captured tables.
-            Err(_)
-                if renamed_pairs(sql, db).is_some_and(|c| {
-                    crate::source::renamed_into_capture(&self.src, db, &c).is_some()
-                }) =>
-            {
-                let changes = renamed_pairs(sql, db).unwrap_or_default();
-                return Err(SourceError::Ddl {
-                    position: pos.to_string(),
-                    ddl: sql.to_owned(),
-                    reason: crate::source::renamed_into_capture(&self.src, db, &changes)
-                        .unwrap_or_default(),
-                });
-            }
             Err(e) if !self.src.concerns(&e.tables, db) => {
                 tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
                 return Ok(true);
