@@ -828,8 +828,10 @@ async fn a_stop_while_the_object_store_refuses_ends_within_seconds() {
 }
 
 /// A DDL whose barrier commit waits on an object store slower than the barrier's
-/// time limit (5 s here; checkpoints every 4 s, so the DDL finds its table's insert
-/// pending): the job says so, waits, applies the DDL and stays exact.
+/// time limit (5 s here): the job says so, waits, applies the DDL and stays exact.
+/// The DDL adds a column with a default to a table with rows, so its barrier itself
+/// rewrites the table's files (the insert before it may be in a checkpoint of its
+/// own: a due checkpoint at its commit is taken before the DDL arrives).
 /// regression: the job stopped ("the DDL barrier ... did not complete within 5 s"),
 /// as a Kafka consumer writing to S3 did under load in CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -847,12 +849,15 @@ async fn a_ddl_barrier_slowed_by_the_object_store_waits_and_lands() {
         .await
         .unwrap();
     lakeshift_tests::wait_until("the update is in S3", equal).await;
-    // Every chunk a second late: the barrier's commit (data file, manifest, manifest
-    // list, metadata: a request and a reply each) takes well over 5 s.
-    proxy.set(lakeshift_tests::FaultProxy::slow(1000));
-    c.query_drop("INSERT INTO shop.items VALUES (3, 'c'); ALTER TABLE shop.items ADD COLUMN n INT")
-        .await
-        .unwrap();
+    // Every chunk 120 ms late: the barrier's fill (reading the table's files, writing
+    // them again) and commit take well over the 5 s limit (about 12 s on the machine
+    // this was written on) and well under the 50 s at which the job gives up.
+    proxy.set(lakeshift_tests::FaultProxy::slow(120));
+    c.query_drop(
+        "INSERT INTO shop.items VALUES (3, 'c'); ALTER TABLE shop.items ADD COLUMN n INT DEFAULT 7",
+    )
+    .await
+    .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
     while !equal().await {
         if let Some(st) = running.try_wait().unwrap() {
@@ -890,7 +895,7 @@ async fn a_job_killed_inside_a_slow_ddl_barrier_resumes_exactly() {
     lakeshift_tests::wait_until("the snapshot is in S3", || p.items_equal()).await;
     p.proxy.set(lakeshift_tests::FaultProxy::slow(1000));
     c.query_drop(
-        "INSERT INTO shop.items VALUES (3, 'c'); ALTER TABLE shop.items ADD COLUMN n INT;
+        "INSERT INTO shop.items VALUES (3, 'c'); ALTER TABLE shop.items ADD COLUMN n INT DEFAULT 7;
          INSERT INTO shop.items VALUES (4, 'd', 4); UPDATE shop.items SET n = 1 WHERE id = 1",
     )
     .await
