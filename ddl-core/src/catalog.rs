@@ -613,7 +613,8 @@ impl Catalog {
             } => {
                 let t = self.table_mut(table)?;
                 let i = find_col(t, column, ci)?;
-                t.columns[i].default = default.clone();
+                let ty = &t.columns[i].data_type;
+                t.columns[i].default = default.clone().map(|d| d.fitted(ty));
             }
             SetIdentity {
                 table,

@@ -42,6 +42,23 @@ pub enum Literal {
     /// A number as written (kept as text so no precision is lost).
     Number(String),
     String(String),
+    /// A byte string, as lowercase hex digits (MySQL's `X'AB'` and `0xAB`,
+    /// PostgreSQL's `'\xab'::bytea`). What it means depends on the column it is the
+    /// default of: [`DefaultValue::fitted`] makes it a number, a string or a UUID
+    /// where the column is one.
+    Bytes(String),
+}
+
+impl Literal {
+    /// The bytes of a [`Literal::Bytes`].
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        let Literal::Bytes(h) = self else {
+            return None;
+        };
+        (0..h.len() / 2)
+            .map(|i| u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok())
+            .collect()
+    }
 }
 
 /// A column default.
@@ -66,6 +83,83 @@ pub enum DefaultValue {
         dialect: String,
         text: String,
     },
+}
+
+impl DefaultValue {
+    /// The default as a column of type `ty` reads it: a byte string (`X'41'`) is a
+    /// number in a numeric or bit column (MySQL reads it so), the text of its bytes in
+    /// a character column (when they are UTF-8), a UUID in a uuid column (16 bytes),
+    /// and stays bytes in a binary column; a UUID's text is made canonical (lowercase,
+    /// hyphenated). Every other default is returned as is.
+    pub fn fitted(self, ty: &DataType) -> Self {
+        use DataType as D;
+        // A uuid as text in any form the sources read ({A0EE...}, no hyphens): the
+        // canonical form, which every target stores and prints alike.
+        if let (
+            D::Uuid,
+            DefaultValue::Literal {
+                value: Literal::String(v),
+            },
+        ) = (ty, &self)
+        {
+            let h: String = v
+                .chars()
+                .filter(|c| !matches!(c, '-' | '{' | '}'))
+                .collect::<String>()
+                .to_ascii_lowercase();
+            if h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return DefaultValue::Literal {
+                    value: Literal::Bytes(h),
+                }
+                .fitted(ty);
+            }
+            return self;
+        }
+        let DefaultValue::Literal {
+            value: value @ Literal::Bytes(_),
+        } = &self
+        else {
+            return self;
+        };
+        let Some(b) = value.bytes() else {
+            return self;
+        };
+        let value = match ty {
+            D::Boolean
+            | D::Int { .. }
+            | D::Decimal { .. }
+            | D::Float { .. }
+            | D::Money
+            | D::Year
+            | D::Bit { .. }
+                if b.len() <= 16 =>
+            {
+                Literal::Number(b.iter().fold(0u128, |n, x| n << 8 | *x as u128).to_string())
+            }
+            D::Char { .. }
+            | D::Varchar { .. }
+            | D::Text { .. }
+            | D::Enum { .. }
+            | D::Set { .. }
+            | D::Json { .. } => match String::from_utf8(b) {
+                Ok(s) => Literal::String(s),
+                Err(_) => return self,
+            },
+            D::Uuid if b.len() == 16 => {
+                let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                Literal::String(format!(
+                    "{}-{}-{}-{}-{}",
+                    &h[..8],
+                    &h[8..12],
+                    &h[12..16],
+                    &h[16..20],
+                    &h[20..]
+                ))
+            }
+            _ => return self,
+        };
+        DefaultValue::Literal { value }
+    }
 }
 
 /// How an identity column generates values.

@@ -554,6 +554,7 @@ fn literal_sql(t: Dialect, l: &Literal) -> String {
         },
         Literal::Number(n) => n.clone(),
         Literal::String(s) => crate::emit::string_literal(t, s),
+        Literal::Bytes(h) => crate::emit::bytes_literal(t, h),
     }
 }
 

@@ -1583,6 +1583,8 @@ fn default_json(d: &DefaultValue, ty: &IceType) -> Option<serde_json::Value> {
         (Literal::Number(n), IceType::Decimal { .. }) => Some(n.clone().into()),
         (Literal::Number(n), IceType::String) => Some(n.clone().into()),
         (Literal::String(s), IceType::String) => Some(s.clone().into()),
+        // (Iceberg's single-value JSON of binary and fixed is their hex.)
+        (Literal::Bytes(h), IceType::Binary | IceType::Fixed(_)) => Some(h.clone().into()),
         (Literal::String(s), IceType::Int | IceType::Long) => {
             s.trim().parse::<i64>().ok().map(Into::into)
         }

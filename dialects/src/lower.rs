@@ -85,6 +85,22 @@ impl<'a> Lowerer<'a> {
             c.default = dm.default.clone();
         }
         self.apply_attrs(table, &mut c, &d.attrs, extras);
+        c.default = c.default.take().map(|v| v.fitted(&c.data_type));
+        // A PostgreSQL bytea default written as text ('\xab01', 'a\\b'): its bytes.
+        if let (
+            Dialect::Postgres,
+            ddl_core::DataType::Blob { .. },
+            Some(DefaultValue::Literal {
+                value: Literal::String(v),
+            }),
+        ) = (self.dialect, &c.data_type, &c.default)
+        {
+            if let Some(b) = v.contains('\\').then(|| pg_bytea(v)).flatten() {
+                c.default = Some(DefaultValue::Literal {
+                    value: Literal::Bytes(b.iter().map(|x| format!("{x:02x}")).collect()),
+                });
+            }
+        }
         if let Some(dm) = domain {
             if dm.not_null {
                 c.nullable = false;
@@ -1104,6 +1120,46 @@ pub fn qualify(default_schema: Option<&str>, parts: impl IntoIterator<Item = Str
     }
 }
 
+/// The bytes of a PostgreSQL bytea literal's text, in its hex (`\xab01`) or escape
+/// (`a\\b\001`) form; None when it is neither.
+fn pg_bytea(v: &str) -> Option<Vec<u8>> {
+    if let Some(h) = v.strip_prefix("\\x") {
+        let h: String = h.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+        return h
+            .len()
+            .is_multiple_of(2)
+            .then(|| Literal::Bytes(hex_bytes(&h)?).bytes())
+            .flatten();
+    }
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+        } else if b.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else {
+            let o = v.get(i + 1..i + 4)?;
+            out.push(u8::from_str_radix(o, 8).ok()?);
+            i += 4;
+        }
+    }
+    Some(out)
+}
+
+/// Hex digits as a [`Literal::Bytes`] holds them (lowercase, an even count: MySQL's
+/// `0xABC` is `0x0ABC`); None when `h` is not hex.
+fn hex_bytes(h: &str) -> Option<String> {
+    if !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let h = h.to_ascii_lowercase();
+    Some(if h.len() % 2 == 1 { format!("0{h}") } else { h })
+}
+
 /// Classify a default expression as written in `dialect` into a neutral default.
 pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     // Redundant parentheses: DEFAULT (0), DEFAULT ('x').
@@ -1127,11 +1183,13 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     }
     // PostgreSQL casts on literals: 'x'::character varying, 0::numeric (but not the
     // cast inside nextval('seq'::regclass)).
+    let mut cast_to_bytea = false;
     if dialect == Dialect::Postgres {
         if let Some(p) = t.rfind("::") {
             let (head, ty) = (&t[..p], &t[p + 2..]);
             let is_type = !ty.contains('\'') && (!ty.contains('(') || ty.ends_with(')'));
             if is_type && !head.to_ascii_lowercase().starts_with("nextval(") {
+                cast_to_bytea = ty.trim().trim_matches('"').eq_ignore_ascii_case("bytea");
                 t = strip_parens(head);
             }
         }
@@ -1146,12 +1204,37 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     }
     if let Ok((rest, s)) = grammar::lex::string_lit(dialect.flavor())(t) {
         if rest.trim().is_empty() {
+            // PostgreSQL's bytea in hex form ('\xab'::bytea, as pg_dump writes it).
+            if let Some(b) = cast_to_bytea.then(|| pg_bytea(&s)).flatten() {
+                return lit(Literal::Bytes(
+                    b.iter().map(|x| format!("{x:02x}")).collect(),
+                ));
+            }
             return lit(Literal::String(s));
         }
     }
     let num = t.strip_prefix('+').unwrap_or(t);
     if is_number(num) {
         return lit(Literal::Number(num.to_owned()));
+    }
+    // MySQL's hexadecimal literals, X'4142' and 0x4142: a byte string (a number in a
+    // numeric column: see DefaultValue::fitted). In PostgreSQL X'..' is a bit string.
+    if dialect == Dialect::MySql {
+        let hex = if up.starts_with("X'") && up.ends_with('\'') && t.len() >= 3 {
+            Some(&t[2..t.len() - 1]).filter(|h| h.len().is_multiple_of(2))
+        } else {
+            t.strip_prefix("0x").filter(|h| !h.is_empty())
+        };
+        if let Some(h) = hex.and_then(hex_bytes) {
+            return lit(Literal::Bytes(h));
+        }
+    }
+    if let Some(v) = t
+        .strip_prefix("0b")
+        .filter(|_| dialect == Dialect::MySql)
+        .and_then(|b| u128::from_str_radix(b, 2).ok())
+    {
+        return lit(Literal::Number(v.to_string()));
     }
     if (up.starts_with("B'") || up.starts_with("X'")) && up.ends_with('\'') {
         let body = &t[2..t.len() - 1];

@@ -1598,6 +1598,51 @@ mod tests {
     }
 
     #[test]
+    fn hex_literal_defaults_are_bytes_or_numbers_by_their_column() {
+        // regression: X'AB' was the number 171 in every column (a VARBINARY default
+        // became DEFAULT 171, refused by PostgreSQL, and 171's text in Iceberg's fill),
+        // 0x41FF was not read, and pg_dump's '\xab'::bytea was the 4-character text.
+        let text = "CREATE TABLE shop.h (id int PRIMARY KEY, b VARBINARY(4) DEFAULT X'AB', \
+             bl BLOB DEFAULT (0x00ff), n INT DEFAULT 0x10, s VARCHAR(4) DEFAULT X'4142', \
+             f BIT(8) DEFAULT X'0F', u BINARY(2) DEFAULT 0xABC, e VARCHAR(4) DEFAULT X'');\n\
+             ALTER TABLE shop.h ALTER COLUMN s SET DEFAULT X'43';";
+        let (pg, diags) = sql(Dialect::MySql, Dialect::Postgres, text);
+        let all = pg.join(";\n");
+        for want in [
+            "b bytea DEFAULT '\\xab'::bytea",
+            "bl bytea DEFAULT '\\x00ff'::bytea",
+            "n integer DEFAULT 16",
+            "DEFAULT 'AB'",
+            "DEFAULT B'00001111'",
+            "DEFAULT '\\x0abc'::bytea",
+            "DEFAULT ''",
+            "SET DEFAULT 'C'",
+        ] {
+            assert!(all.contains(want), "{want} in\n{all}\n{diags:#?}");
+        }
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        let (my, _) = sql(Dialect::MySql, Dialect::MySql, text);
+        let all = my.join(";\n");
+        assert!(
+            all.contains("DEFAULT X'ab'") && all.contains("DEFAULT 16"),
+            "{all}"
+        );
+        let (ora, _) = sql(Dialect::MySql, Dialect::Oracle, text);
+        assert!(ora.join("\n").contains("HEXTORAW('AB')"), "{ora:?}");
+        // And back: pg_dump's form of a bytea default is the same bytes.
+        let (my, _) = sql(
+            Dialect::Postgres,
+            Dialect::MySql,
+            "CREATE TABLE p (b bytea DEFAULT '\\xab01'::bytea, t text DEFAULT '\\xab'::text, \
+             e bytea DEFAULT 'a\\\\b\\001', x bytea DEFAULT '\\x');",
+        );
+        let all = my.join(";\n");
+        for want in ["X'ab01'", "'\\\\xab'", "X'615c6201'", "X''"] {
+            assert!(all.contains(want), "{want} in {all}");
+        }
+    }
+
+    #[test]
     fn smaller_mysql_forms() {
         // regression: BIT defaults became numbers PostgreSQL refuses, AUTO_INCREMENT=N
         // was dropped, and `REFERENCES t` in a qualified table stayed unqualified.

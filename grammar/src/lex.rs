@@ -403,6 +403,9 @@ fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
                 char('\''),
             ),
         ),
+        // MySQL's 0x4142 and 0b101.
+        value((), (tag("0x"), nom::character::complete::hex_digit1)),
+        value((), (tag("0b"), take_while1(|c: char| c == '0' || c == '1'))),
         value(
             (),
             recognize((

@@ -3331,3 +3331,72 @@ async fn a_table_moved_into_the_capture_stops_after_what_came_before_commits() {
         ]
     );
 }
+
+/// Columns added with a uuid or a bytea default to a table with rows: every sink's
+/// older rows hold the default. regression: the Iceberg fill stopped every run
+/// ("Casting from Utf8 to FixedSizeBinary(16) not supported") for the uuid, and read
+/// pg_dump's and psql's `'\xab01'` as the 6 characters' bytes for the bytea.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uuid_and_bytea_defaults_fill_the_older_rows_of_every_sink() {
+    let (server, maria) =
+        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.d (id int PRIMARY KEY, v text);
+         INSERT INTO shop.d VALUES (1, 'a'), (2, NULL);",
+    )
+    .await
+    .unwrap();
+    let _target = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let files = every_sink(tmp.path(), server.port, maria.port);
+    install_capture(&files[0].1);
+    let mut logs = String::new();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    pg.batch_execute(
+        "ALTER TABLE shop.d ADD COLUMN u uuid DEFAULT 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11',
+             ADD COLUMN b bytea DEFAULT '\\xab01'::bytea, ADD COLUMN c bytea NOT NULL DEFAULT '\\x';
+         INSERT INTO shop.d (id, v, u, b) VALUES (3, 'c', NULL, '\\x00');",
+    )
+    .await
+    .unwrap();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    let want = source(
+        &pg,
+        "SELECT id::text, v, replace(u::text, '-', ''), encode(b, 'hex'), encode(c, 'hex') FROM shop.d",
+    )
+    .await;
+    assert_eq!(want.len(), 3);
+    assert!(
+        want.iter().any(|r| r[3].as_deref() == Some("ab01")),
+        "{want:?}"
+    );
+    for wh in ["wh-position", "wh-equality"] {
+        let cat = Catalog::open(&CatalogConfig::local(tmp.path().join(wh)))
+            .await
+            .unwrap();
+        let got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "d", None)
+            .await
+            .unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&norm(got), &want, &format!("{wh}\n{logs}"));
+    }
+    let mirror = server.client("mirror").await;
+    let got = source(
+        &mirror,
+        "SELECT id::text, v, replace(u::text, '-', ''), encode(b, 'hex'), encode(c, 'hex') FROM shop.d",
+    )
+    .await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
+    let mut my = maria.conn(None).await;
+    let got = lakeshift_tests::mysql_text_rows(
+        &mut my,
+        "SELECT id, v, replace(u, '-', ''), lower(hex(b)), lower(hex(c)) FROM shop.d",
+    )
+    .await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("MariaDB\n{logs}"));
+}

@@ -1264,6 +1264,49 @@ async fn a_column_widened_with_another_added_with_a_default_is_filled() {
     assert_mirrored(&mut c, &cat, &["t"]).await;
 }
 
+/// Columns added with hexadecimal defaults to a table with rows: the older rows get
+/// the bytes in a byte column, the number in a numeric or bit column and the text
+/// in a character column. regression: X'AB' was the number 171 everywhere (the
+/// VARBINARY column's older rows read the bytes of "171" in Iceberg), and `0x10`
+/// could not be parsed (the DDL stopped the job).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hex_defaults_fill_the_older_rows_by_their_column_type() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, v INT);
+         INSERT INTO shop.t VALUES (1, 10), (2, NULL);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    catch_up(&job);
+    c.query_drop(
+        "ALTER TABLE shop.t ADD COLUMN b VARBINARY(4) DEFAULT X'AB', ADD COLUMN n INT DEFAULT 0x10,
+           ADD COLUMN s VARCHAR(4) DEFAULT X'4142', ADD COLUMN bl BLOB DEFAULT 0x00ff01;
+         INSERT INTO shop.t (id, v, b) VALUES (3, 30, X'01');",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    let mut got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "t", None)
+        .await
+        .unwrap();
+    got.sort();
+    let s = |x: &str| Some(x.to_owned());
+    assert_eq!(
+        got,
+        vec![
+            vec![s("1"), s("10"), s("ab"), s("16"), s("AB"), s("00ff01")],
+            vec![s("2"), None, s("ab"), s("16"), s("AB"), s("00ff01")],
+            vec![s("3"), s("30"), s("01"), s("16"), s("AB"), s("00ff01")],
+        ]
+    );
+}
+
 /// Found while the fuzzer learned to add uuid, bytes and time columns to tables
 /// with rows: the job's own readers of its tables (the fill of a column added with a
 /// default, and `maintain`'s compaction) stopped on a table whose older data files

@@ -30,6 +30,15 @@ pub fn string_literal(dialect: Dialect, s: &str) -> String {
     out
 }
 
+/// A byte string (hex digits) as a literal of `dialect`'s byte type.
+pub fn bytes_literal(dialect: Dialect, hex: &str) -> String {
+    match dialect {
+        Dialect::MySql => format!("X'{hex}'"),
+        Dialect::Postgres => format!("'\\x{hex}'::bytea"),
+        Dialect::Oracle => format!("HEXTORAW('{}')", hex.to_ascii_uppercase()),
+    }
+}
+
 /// Words quoted although no dialect's reserved list has them (the SQL standard's
 /// core); the dialects' own lists are `grammar::keywords`. Sorted.
 const ALSO_QUOTED: &[&str] = &["PRIVILEGES", "TIME", "TIMESTAMP"];
@@ -460,6 +469,7 @@ impl Emitter {
             },
             Literal::Number(n) => n.clone(),
             Literal::String(s) => string_literal(self.target, s),
+            Literal::Bytes(h) => bytes_literal(self.target, h),
         }
     }
 
@@ -476,8 +486,28 @@ impl Emitter {
             ddl_core::DataType::Timestamp { precision, .. } => precision.min(6),
             _ => 0,
         };
-        Some(match d {
+        let fitted = d.clone().fitted(&c.data_type);
+        Some(match &fitted {
             DefaultValue::Literal { value } => {
+                // A byte string is bytes only to a byte column (elsewhere MySQL reads
+                // it in the column's character set).
+                let bytes_col = matches!(
+                    c.data_type,
+                    ddl_core::DataType::Binary { .. }
+                        | ddl_core::DataType::Varbinary { .. }
+                        | ddl_core::DataType::Blob { .. }
+                );
+                if let (Literal::Bytes(h), false) =
+                    (value, bytes_col || self.target == Dialect::MySql)
+                {
+                    cx.diags.warn(format!(
+                        "{table}.{}: the default is the bytes X'{h}', which a {} column of {} cannot hold as they are; not emitted",
+                        c.name,
+                        c.data_type.family(),
+                        self.target
+                    ));
+                    return None;
+                }
                 // MySQL's zero date has no equivalent elsewhere.
                 if let (true, Literal::String(v)) = (self.target != Dialect::MySql, value) {
                     if v.starts_with("0000-00-00") {

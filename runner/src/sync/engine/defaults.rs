@@ -41,6 +41,9 @@ pub(super) struct Fill {
     /// `lakeshift.schema-position`).
     #[serde(default)]
     pub at: Option<Position>,
+    /// The filled columns whose default is a byte string: their text is its hex.
+    #[serde(default)]
+    pub bytes: Vec<String>,
 }
 
 /// The fill snapshot's summary key: the source position of the schema it was
@@ -53,10 +56,46 @@ fn default_text(d: &DefaultValue) -> Option<Option<String>> {
         DefaultValue::Literal { value } => Some(match value {
             Literal::Null => None,
             Literal::Boolean(b) => Some(b.to_string()),
-            Literal::Number(n) | Literal::String(n) => Some(n.clone()),
+            Literal::Number(n) | Literal::String(n) | Literal::Bytes(n) => Some(n.clone()),
         }),
         _ => None,
     }
+}
+
+/// A filled column's default as a one-value array of its Arrow type: `text` as
+/// [`default_text`] made it (`hex`: a byte string's hex digits).
+fn default_array(text: &str, hex: bool, ty: &arrow_schema::DataType) -> Result<ArrayRef, String> {
+    use arrow_schema::DataType as A;
+    let bytes = if hex {
+        Some(
+            ddl_core::Literal::Bytes(text.to_owned())
+                .bytes()
+                .ok_or("not hex digits")?,
+        )
+    } else if *ty == A::FixedSizeBinary(16) {
+        // A uuid (Arrow casts no text to it).
+        Some(
+            uuid::Uuid::parse_str(text.trim())
+                .map_err(|e| format!("{text:?} is not a UUID: {e}"))?
+                .as_bytes()
+                .to_vec(),
+        )
+    } else {
+        None
+    };
+    let from: ArrayRef = match bytes {
+        Some(b) => Arc::new(arrow_array::BinaryArray::from(vec![b.as_slice()])),
+        None => Arc::new(StringArray::from(vec![text])),
+    };
+    arrow_cast::cast::cast_with_options(
+        &from,
+        ty,
+        &arrow_cast::cast::CastOptions {
+            safe: false,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| e.to_string())
 }
 
 impl Engine {
@@ -108,13 +147,24 @@ impl Engine {
                     ))
                 }
             };
-            match out.iter_mut().find(|f| f.table == k) {
-                Some(f) => f.columns.push((column.name.clone(), text)),
-                None => out.push(Fill {
-                    table: k,
-                    columns: vec![(column.name.clone(), text)],
-                    at: None,
-                }),
+            let i = match out.iter().position(|f| f.table == k) {
+                Some(i) => i,
+                None => {
+                    out.push(Fill {
+                        table: k,
+                        columns: Vec::new(),
+                        at: None,
+                        bytes: Vec::new(),
+                    });
+                    out.len() - 1
+                }
+            };
+            out[i].columns.push((column.name.clone(), text));
+            if let DefaultValue::Literal {
+                value: Literal::Bytes(_),
+            } = d
+            {
+                out[i].bytes.push(column.name.clone());
             }
         }
         Ok(out)
@@ -193,20 +243,14 @@ impl Engine {
                 .iter()
                 .position(|x| x.name().eq_ignore_ascii_case(c))
                 .ok_or_else(|| format!("{}: no column {c} after the DDL", display(&id)))?;
-            let v = arrow_cast::cast::cast_with_options(
-                &(Arc::new(StringArray::from(vec![text.as_str()])) as ArrayRef),
-                arrow.field(i).data_type(),
-                &arrow_cast::cast::CastOptions {
-                    safe: false,
-                    ..Default::default()
+            let v = default_array(text, f.bytes.contains(c), arrow.field(i).data_type()).map_err(
+                |e| {
+                    format!(
+                        "{}: the default of column {c} does not convert to its Iceberg type: {e}",
+                        display(&id)
+                    )
                 },
-            )
-            .map_err(|e| {
-                format!(
-                    "{}: the default of column {c} does not convert to its Iceberg type: {e}",
-                    display(&id)
-                )
-            })?;
+            )?;
             defaults.push((i, v));
         }
         let filling = format!("filling the added column(s) of {}", display(&id));
