@@ -623,14 +623,18 @@ pub fn schema_event(
 }
 
 /// Why a DDL cannot be mirrored when it renames a table the job does not capture
-/// into the captured tables (MariaDB's `RENAME TABLE aside.t TO shop.t`, PostgreSQL's `ALTER TABLE u.t SET
-/// SCHEMA s`): the rows it holds
-/// were never read (the target would get an empty table, or a copy from before it
-/// left the capture). None for any other DDL.
+/// into the captured tables (MariaDB's `RENAME TABLE aside.t TO shop.t`, PostgreSQL's
+/// `ALTER TABLE u.t SET SCHEMA s`): the rows it holds were never read (the target
+/// would get an empty table, or a copy from before it left the capture). None for
+/// any other DDL, and for a rename within one database or schema of a table the
+/// source knows holds no row it has not read (`known_empty(schema, from, to)`: one
+/// made while the job ran and renamed before its first rows, as migrations do),
+/// which is mirrored from the rename on.
 pub fn renamed_into_capture(
     src: &config::Source,
     db: &str,
     changes: &[ddl_core::SchemaChange],
+    known_empty: impl Fn(&str, &str, &str) -> bool,
 ) -> Option<String> {
     changes.iter().find_map(|c| {
         let ddl_core::SchemaChange::RenameTable { from, to } = c else {
@@ -638,12 +642,19 @@ pub fn renamed_into_capture(
         };
         let of = |t: &ddl_core::TableName| t.schema.clone().unwrap_or_else(|| db.to_owned());
         let (fd, td) = (of(from), of(to));
-        // (Within one database or schema a table renamed to a captured name keeps
-        // the earlier way: one made while the job runs and renamed before its first
-        // rows, as migrations do, is mirrored from the rename on.)
-        (fd != td && !src.captures(&fd, &from.name) && src.captures(&td, &to.name)).then(|| {
+        if src.captures(&fd, &from.name) || !src.captures(&td, &to.name) {
+            return None;
+        }
+        let fix = "To mirror it, take a new snapshot: remove the job (lakeshift drop-job --apply) and its target tables, then start it";
+        if fd != td {
+            return Some(format!(
+                "table {fd}.{} is renamed to {td}.{}, into the captured tables, holding rows the job never read (it was not captured); the target cannot be given them. {fix}",
+                from.name, to.name
+            ));
+        }
+        (!known_empty(&fd, &from.name, &to.name)).then(|| {
             format!(
-                "table {fd}.{} is renamed to {td}.{}, into the captured tables, holding rows the job never read (it was not captured); the target cannot be given them. To mirror it, take a new snapshot: remove the job (lakeshift drop-job --apply) and its target tables, then start it",
+                "table {fd}.{} is renamed to {td}.{}, into the captured tables; it was not captured, and it holds rows the job never read or the job cannot tell that it holds none (it was not made while this run read the source); the target cannot be given them. {fix}",
                 from.name, to.name
             )
         })

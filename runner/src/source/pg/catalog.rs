@@ -256,6 +256,7 @@ DECLARE
   objs jsonb := '[]'::jsonb;
   r record;
   ctx text;
+  has_rows boolean;
 BEGIN
   IF current_setting('lakeshift.publishing', true) = 'on' THEN
     RETURN;
@@ -264,8 +265,21 @@ BEGIN
   -- block, whose statement is not in the query text.
   GET DIAGNOSTICS ctx = PG_CONTEXT;
   FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
+    -- A table renamed or moved: whether it holds rows (a table the job does not
+    -- capture renamed into its tables holds rows the job never read, or none).
+    has_rows := NULL;
+    IF r.object_type = 'table' AND r.command_tag = 'ALTER TABLE'
+       AND current_query() ~* '\m(rename|set\s+schema)\M' THEN
+      BEGIN
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', r.object_identity) INTO has_rows;
+      EXCEPTION WHEN others THEN
+        has_rows := NULL;
+      END;
+    END IF;
     objs := objs || jsonb_build_object('tag', r.command_tag, 'type', r.object_type,
-      'schema', r.schema_name, 'identity', r.object_identity);
+      'schema', r.schema_name, 'identity', r.object_identity,
+      'name', (SELECT c.relname FROM pg_class c WHERE c.oid = r.objid AND r.classid = 'pg_class'::regclass),
+      'rows', has_rows);
     IF r.object_type = 'table' THEN
       PERFORM lakeshift.publish_new_table(r.objid);
     END IF;

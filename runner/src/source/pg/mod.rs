@@ -2907,7 +2907,19 @@ impl Stream {
             }
             let _ = self.relation(r);
         }
-        if let Some(reason) = crate::source::renamed_into_capture(&self.src, &schema, &out.changes)
+        // The capture says whether each renamed or moved table holds rows (a capture
+        // installed by an older lakeshift says nothing: the job cannot tell).
+        let known_empty = |d: &str, _: &str, to: &str| {
+            v["objects"].as_array().is_some_and(|objs| {
+                objs.iter().any(|o| {
+                    o["schema"].as_str() == Some(d)
+                        && o["name"].as_str() == Some(to)
+                        && o["rows"].as_bool() == Some(false)
+                })
+            })
+        };
+        if let Some(reason) =
+            crate::source::renamed_into_capture(&self.src, &schema, &out.changes, known_empty)
         {
             return Err(SourceError::Ddl {
                 position: pos.to_string(),
