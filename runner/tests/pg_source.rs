@@ -3333,7 +3333,8 @@ async fn a_table_moved_into_the_capture_stops_after_what_came_before_commits() {
 }
 
 /// A table the job does not capture renamed into its tables within the schema: one
-/// made empty and renamed (as migrations do) is mirrored from the rename on; one
+/// made empty and renamed (as migrations do) is mirrored from the rename on, a swap
+/// through a name the job does not capture is mirrored; one
 /// that holds rows when it is renamed (the DDL capture looks) holds rows the job
 /// never read, so the job stops there, naming it, the same on the run after.
 /// regression: the second was mirrored from the rename on without its rows.
@@ -3341,7 +3342,8 @@ async fn a_table_moved_into_the_capture_stops_after_what_came_before_commits() {
 async fn a_table_holding_rows_renamed_into_the_capture_stops_the_job() {
     let (_server, pg, tmp, job) = start(
         "CREATE SCHEMA shop;
-         CREATE TABLE shop.o1 (id int PRIMARY KEY, v int); INSERT INTO shop.o1 VALUES (1, 1);",
+         CREATE TABLE shop.o1 (id int PRIMARY KEY, v int); INSERT INTO shop.o1 VALUES (1, 1);
+         CREATE TABLE shop.o9 (id int PRIMARY KEY, v int); INSERT INTO shop.o9 VALUES (9, 9);",
     )
     .await;
     let text = std::fs::read_to_string(&job)
@@ -3356,6 +3358,12 @@ async fn a_table_holding_rows_renamed_into_the_capture_stops_the_job() {
         "CREATE TABLE shop.fresh (id int PRIMARY KEY, v int)",
         "ALTER TABLE shop.fresh RENAME TO o2",
         "INSERT INTO shop.o2 VALUES (1, 10), (2, 20)",
+        // A swap through a name the job does not capture (it holds rows: the job
+        // knows them, the table left the capture in this run).
+        "ALTER TABLE shop.o1 RENAME TO swap",
+        "ALTER TABLE shop.o9 RENAME TO o1",
+        "ALTER TABLE shop.swap RENAME TO o9",
+        "INSERT INTO shop.o1 VALUES (10, 10)",
         "CREATE TABLE shop.filled (id int PRIMARY KEY, v int)",
         "INSERT INTO shop.filled VALUES (7, 70)",
         "INSERT INTO shop.o1 VALUES (2, 2)",
@@ -3373,7 +3381,7 @@ async fn a_table_holding_rows_renamed_into_the_capture_stops_the_job() {
             "run {run}: {err}"
         );
     }
-    for t in ["o1", "o2"] {
+    for t in ["o1", "o2", "o9"] {
         let want = source(&pg, &format!("SELECT id::text, v::text FROM shop.{t}")).await;
         let got = lake(tmp.path(), t).await.unwrap_or_default();
         lakeshift_tests::assert_rows_eq(&got, &want, t);

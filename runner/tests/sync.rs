@@ -953,53 +953,84 @@ async fn an_alter_table_rename_into_the_capture_stops_the_job_too() {
 }
 
 /// A table the job does not capture renamed into its tables within the database:
-/// one made while the job runs and renamed before its first rows (as migrations
-/// do) is mirrored from the rename on; one written before its rename holds rows the
-/// job never read, so the job stops there, naming it, the same on the run after.
-/// regression: the second was mirrored from the rename on without its rows.
+/// one made while the job runs and renamed before its first rows (as migrations do)
+/// is mirrored from the rename on; a swap through a name the job does not capture
+/// (`RENAME TABLE a TO tmp, b TO a, tmp TO b`) is mirrored; one written before its
+/// rename holds rows the job never read, so the job stops there, naming it, the same
+/// on the run after. Into Iceberg and PostgreSQL.
+/// regression: the third was mirrored from the rename on without its rows; the
+/// first stopped a PostgreSQL target (`relation "shop.fresh" does not exist`: the
+/// rename reached it as a rename of a table it never had); the swap stopped the job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_written_before_its_rename_into_the_capture_stops_the_job() {
-    let db = MariaDb::start().await;
+    let (db, pgs) = tokio::join!(MariaDb::start(), lakeshift_tests::PgServer::start());
+    let pg = pgs.create_db("lake").await;
     let mut c = db.conn(None).await;
     c.query_drop(
         "CREATE DATABASE shop;
-         CREATE TABLE shop.o1 (id INT PRIMARY KEY, v INT); INSERT INTO shop.o1 VALUES (1, 1);",
+         CREATE TABLE shop.o1 (id INT PRIMARY KEY, v INT); INSERT INTO shop.o1 VALUES (1, 1);
+         CREATE TABLE shop.o9 (id INT PRIMARY KEY, v INT); INSERT INTO shop.o9 VALUES (9, 9);",
     )
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let job = job(dir.path(), db.port);
-    let text = std::fs::read_to_string(&job)
-        .unwrap()
-        .replace("tables: ['shop\\..*']", "tables: ['shop\\.o.*']");
-    assert!(text.contains("shop\\.o.*"), "{text}");
-    std::fs::write(&job, text).unwrap();
-    catch_up(&job);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut jobs = Vec::new();
+    for (name, id, pg_port) in [("ice", 621, None), ("pg", 622, Some(pgs.port))] {
+        let job = job_with(&tmp.path().join(name), db.port, id, "", pg_port, "");
+        let text = std::fs::read_to_string(&job)
+            .unwrap()
+            .replace("tables: ['shop\\..*']", "tables: ['shop\\.o.*']");
+        assert!(text.contains("shop\\.o.*"), "{text}");
+        std::fs::write(&job, text).unwrap();
+        catch_up(&job);
+        jobs.push(job);
+    }
     c.query_drop(
         "CREATE TABLE shop.fresh (id INT PRIMARY KEY, v INT);
          RENAME TABLE shop.fresh TO shop.tmp, shop.tmp TO shop.o2;
          INSERT INTO shop.o2 VALUES (1, 10), (2, 20);
-         CREATE TABLE shop.filled (id INT PRIMARY KEY, v INT);
+         RENAME TABLE shop.o1 TO shop.swap, shop.o9 TO shop.o1, shop.swap TO shop.o9;
+         INSERT INTO shop.o1 VALUES (10, 10);",
+    )
+    .await
+    .unwrap();
+    for job in &jobs {
+        catch_up(job);
+    }
+    c.query_drop(
+        "CREATE TABLE shop.filled (id INT PRIMARY KEY, v INT);
          INSERT INTO shop.filled VALUES (7, 70);
-         INSERT INTO shop.o1 VALUES (2, 2);
+         INSERT INTO shop.o9 VALUES (2, 2);
          RENAME TABLE shop.filled TO shop.o3;
          INSERT INTO shop.o3 VALUES (8, 80);",
     )
     .await
     .unwrap();
-    for run in 0..2 {
-        let out = spawn(&job, true, None).wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "run {run}: {err}");
-        assert!(
-            err.contains("table shop.filled is renamed to shop.o3, into the captured tables")
-                && err.contains("drop-job"),
-            "run {run}: {err}"
-        );
+    for job in &jobs {
+        for run in 0..2 {
+            let out = spawn(job, true, None).wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "run {run}: {err}");
+            assert!(
+                err.contains("table shop.filled is renamed to shop.o3, into the captured tables")
+                    && err.contains("drop-job"),
+                "run {run}: {err}"
+            );
+        }
     }
     // What came before the rename is in, the table made empty and renamed too.
-    let cat = warehouse(dir.path()).await;
-    assert_mirrored(&mut c, &cat, &["o1", "o2"]).await;
+    let cat = Catalog::open(&CatalogConfig::local(tmp.path().join("ice/warehouse")))
+        .await
+        .unwrap();
+    assert_mirrored(&mut c, &cat, &["o1", "o2", "o9"]).await;
+    for t in ["o1", "o2", "o9"] {
+        let want =
+            lakeshift_tests::mysql_text_rows(&mut c, &format!("SELECT id, v FROM shop.{t}")).await;
+        let got =
+            lakeshift_tests::pg_text_rows(&pg, &format!("SELECT id::text, v::text FROM shop.{t}"))
+                .await;
+        lakeshift_tests::assert_rows_eq(&got, &want, t);
+    }
 }
 
 /// Every character set MariaDB has (but `binary`), with text of its script.

@@ -622,43 +622,138 @@ pub fn schema_event(
     })
 }
 
-/// Why a DDL cannot be mirrored when it renames a table the job does not capture
-/// into the captured tables (MariaDB's `RENAME TABLE aside.t TO shop.t`, PostgreSQL's
-/// `ALTER TABLE u.t SET SCHEMA s`): the rows it holds were never read (the target
-/// would get an empty table, or a copy from before it left the capture). None for
-/// any other DDL, and for a rename within one database or schema of a table the
-/// source knows holds no row it has not read (`known_empty(schema, from, to)`: one
-/// made while the job ran and renamed before its first rows, as migrations do),
-/// which is mirrored from the rename on.
-pub fn renamed_into_capture(
-    src: &config::Source,
-    db: &str,
-    changes: &[ddl_core::SchemaChange],
-    known_empty: impl Fn(&str, &str, &str) -> bool,
-) -> Option<String> {
-    changes.iter().find_map(|c| {
-        let ddl_core::SchemaChange::RenameTable { from, to } = c else {
-            return None;
-        };
-        let of = |t: &ddl_core::TableName| t.schema.clone().unwrap_or_else(|| db.to_owned());
-        let (fd, td) = (of(from), of(to));
-        if src.captures(&fd, &from.name) || !src.captures(&td, &to.name) {
-            return None;
+/// Tables outside the capture whose rows the job knows, as one run of a source reads
+/// them: made outside (empty, never on the target), or renamed out of the capture
+/// (on the target under their new name), and not written since. Such a table renamed
+/// into the captured tables within its database or schema is mirrored; any other
+/// stops the job ([`Outside::moves_in`]).
+#[derive(Debug, Default)]
+pub struct Outside {
+    made: std::collections::HashSet<(String, String)>,
+    left: std::collections::HashSet<(String, String)>,
+    /// Whether the source sees every write to a table made outside the capture (the
+    /// binlog does; a PostgreSQL publication does not publish it).
+    sees_made: bool,
+}
+
+impl Outside {
+    /// `sees_made`: the source sees every row written to tables made outside.
+    pub fn new(sees_made: bool) -> Self {
+        Outside {
+            sees_made,
+            ..Default::default()
         }
-        let fix = "To mirror it, take a new snapshot: remove the job (lakeshift drop-job --apply) and its target tables, then start it";
-        if fd != td {
-            return Some(format!(
-                "table {fd}.{} is renamed to {td}.{}, into the captured tables, holding rows the job never read (it was not captured); the target cannot be given them. {fix}",
-                from.name, to.name
-            ));
+    }
+
+    /// Rows were written to `db.name`, a table the job does not capture.
+    pub fn written(&mut self, db: &str, name: &str) {
+        if self.made.is_empty() && self.left.is_empty() {
+            return;
         }
-        (!known_empty(&fd, &from.name, &to.name)).then(|| {
-            format!(
-                "table {fd}.{} is renamed to {td}.{}, into the captured tables; it was not captured, and it holds rows the job never read or the job cannot tell that it holds none (it was not made while this run read the source); the target cannot be given them. {fix}",
-                from.name, to.name
+        let k = (db.to_owned(), name.to_owned());
+        self.made.remove(&k);
+        self.left.remove(&k);
+    }
+
+    /// A DDL's changes (after the schema history took them) with each table renamed
+    /// into the captured tables checked in turn: a table the run saw made outside and
+    /// never written becomes a `CreateTable` (the target never had it), one that left
+    /// the capture and was not written since stays a rename (the target has it), one
+    /// the source says is empty (`empty(schema, new name)`: Some(false) when
+    /// PostgreSQL's capture looked in the renaming transaction; Some(true) when it
+    /// holds rows) becomes a `CreateTable`. Any other is the reason
+    /// the job stops: its rows were never read. (`RENAME TABLE a TO tmp, tmp TO b`:
+    /// each rename carries what the run knows to the new name.)
+    pub fn moves_in(
+        &mut self,
+        src: &config::Source,
+        db: &str,
+        history: &history::SchemaHistory,
+        changes: Vec<ddl_core::SchemaChange>,
+        empty: impl Fn(&str, &str) -> Option<bool>,
+    ) -> Result<Vec<ddl_core::SchemaChange>, String> {
+        use ddl_core::SchemaChange as C;
+        let key = |t: &ddl_core::TableName| {
+            (
+                t.schema.clone().unwrap_or_else(|| db.to_owned()),
+                t.name.clone(),
             )
-        })
-    })
+        };
+        let mut out = Vec::with_capacity(changes.len());
+        for c in changes {
+            match &c {
+                C::CreateTable { table, .. } => {
+                    let k = key(&table.name);
+                    if !src.captures(&k.0, &k.1) {
+                        self.left.remove(&k);
+                        self.made.insert(k);
+                    }
+                }
+                C::DropTable { name, .. } => {
+                    let k = key(name);
+                    self.made.remove(&k);
+                    self.left.remove(&k);
+                }
+                C::RenameTable { from, to } => {
+                    let (f, t) = (key(from), key(to));
+                    let (fc, tc) = (src.captures(&f.0, &f.1), src.captures(&t.0, &t.1));
+                    let made = self.made.remove(&f);
+                    let left = self.left.remove(&f);
+                    if !fc && tc {
+                        let create = || -> Option<C> {
+                            Some(C::CreateTable {
+                                table: history.table(&t.0, &t.1)?.clone(),
+                                if_not_exists: false,
+                            })
+                        };
+                        // (Across databases or schemas every move in stops.)
+                        let mirrored = match (left, empty(&t.0, &t.1)) {
+                            _ if f.0 != t.0 => None,
+                            (true, _) => Some(c.clone()),
+                            (_, Some(false)) => create(),
+                            (_, None) if made && self.sees_made => create(),
+                            _ => None,
+                        };
+                        match mirrored {
+                            Some(m) => out.push(m),
+                            None => return Err(moved_in_reason(&f, &t)),
+                        }
+                        continue;
+                    }
+                    if fc && !tc {
+                        self.left.insert(t);
+                    } else if !fc && !tc {
+                        if made {
+                            self.made.insert(t.clone());
+                        }
+                        if left {
+                            self.left.insert(t);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            out.push(c);
+        }
+        Ok(out)
+    }
+}
+
+/// Why a table renamed into the captured tables (`RENAME TABLE aside.t TO shop.t`,
+/// `ALTER TABLE u.t SET SCHEMA s`) cannot be mirrored: it holds rows the job never read.
+pub fn moved_in_reason(from: &(String, String), to: &(String, String)) -> String {
+    let fix = "To mirror it, take a new snapshot: remove the job (lakeshift drop-job --apply) and its target tables, then start it";
+    if from.0 != to.0 {
+        format!(
+            "table {}.{} is renamed to {}.{}, into the captured tables, holding rows the job never read (it was not captured); the target cannot be given them. {fix}",
+            from.0, from.1, to.0, to.1
+        )
+    } else {
+        format!(
+            "table {}.{} is renamed to {}.{}, into the captured tables; it was not captured, and it holds rows the job never read or the job cannot tell that it holds none (it was not made, or left the captured tables, while this run read the source); the target cannot be given them. {fix}",
+            from.0, from.1, to.0, to.1
+        )
+    }
 }
 
 const UNPARSED: &str = "skipped: cannot be parsed: ";

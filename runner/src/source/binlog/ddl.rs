@@ -99,7 +99,22 @@ impl BinlogReader {
             .is_err()
             .then(|| renamed_pairs(sql, db))
             .flatten()
-            .and_then(|c| crate::source::renamed_into_capture(&self.src, db, &c, |_, _, _| false));
+            .and_then(|c| {
+                c.iter().find_map(|c| match c {
+                    ddl_core::SchemaChange::RenameTable { from, to } => {
+                        let key = |t: &ddl_core::TableName| {
+                            (
+                                t.schema.clone().unwrap_or_else(|| db.to_owned()),
+                                t.name.clone(),
+                            )
+                        };
+                        let (f, t) = (key(from), key(to));
+                        (!self.src.captures(&f.0, &f.1) && self.src.captures(&t.0, &t.1))
+                            .then(|| crate::source::moved_in_reason(&f, &t))
+                    }
+                    _ => None,
+                })
+            });
         if let Some(reason) = moved_in {
             return Err(SourceError::Ddl {
                 position: pos.to_string(),
@@ -130,31 +145,19 @@ impl BinlogReader {
             t.table = None;
         }
         let changes = self.osc(db, out.changes, &pos)?;
-        // (Each change in turn: `RENAME TABLE a TO tmp, tmp TO shop.t` moves what
-        // this run knows of `a` to `tmp` before `tmp` is renamed.)
-        let mut moved_in = None;
-        for c in &changes {
-            let known_empty = |d: &str, from: &str, _: &str| {
-                let k = (d.to_owned(), from.to_owned());
-                self.made_outside.contains(&k) && !self.written_outside.contains(&k)
-            };
-            moved_in = moved_in.or_else(|| {
-                crate::source::renamed_into_capture(
-                    &self.src,
-                    db,
-                    std::slice::from_ref(c),
-                    known_empty,
-                )
-            });
-            self.follow_outside(db, std::slice::from_ref(c));
-        }
-        if let Some(reason) = moved_in {
-            return Err(SourceError::Ddl {
-                position: pos.to_string(),
-                ddl: sql.to_owned(),
-                reason,
-            });
-        }
+        let changes = self
+            .outside
+            .moves_in(&self.src, db, &self.history, changes, |_, _| None);
+        let changes = match changes {
+            Ok(c) => c,
+            Err(reason) => {
+                return Err(SourceError::Ddl {
+                    position: pos.to_string(),
+                    ddl: sql.to_owned(),
+                    reason,
+                })
+            }
+        };
         // A truncate a resumed snapshot's copy already reflects is not repeated.
         let changes: Vec<ddl_core::SchemaChange> = changes
             .into_iter()
@@ -213,44 +216,6 @@ impl BinlogReader {
         }
         let _ = conn.disconnect().await;
         Ok(any)
-    }
-
-    /// What a DDL does to the tables the job does not capture that this run saw
-    /// made or written (a rename carries both to the new name).
-    fn follow_outside(&mut self, db: &str, changes: &[ddl_core::SchemaChange]) {
-        use ddl_core::SchemaChange as C;
-        let key = |t: &ddl_core::TableName| {
-            (
-                t.schema.clone().unwrap_or_else(|| db.to_owned()),
-                t.name.clone(),
-            )
-        };
-        for c in changes {
-            match c {
-                C::CreateTable { table, .. } => {
-                    let k = key(&table.name);
-                    if !self.src.captures(&k.0, &k.1) {
-                        self.written_outside.remove(&k);
-                        self.made_outside.insert(k);
-                    }
-                }
-                C::RenameTable { from, to } => {
-                    let (f, t) = (key(from), key(to));
-                    if self.made_outside.remove(&f) {
-                        self.made_outside.insert(t.clone());
-                    }
-                    if self.written_outside.remove(&f) {
-                        self.written_outside.insert(t);
-                    }
-                }
-                C::DropTable { name, .. } => {
-                    let k = key(name);
-                    self.made_outside.remove(&k);
-                    self.written_outside.remove(&k);
-                }
-                _ => {}
-            }
-        }
     }
 
     /// Online schema change tools: a shadow table's changes are kept as the real

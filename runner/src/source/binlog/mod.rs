@@ -100,11 +100,8 @@ pub struct BinlogReader {
     pub seen: Option<super::snapshot::SeenBySnapshot>,
     /// The host name this reader registers with ([`crate::source::run::replica_name`]).
     pub replica_name: String,
-    /// Tables the job does not capture, as this run read them: made by a DDL it
-    /// read, and written to. One made and never written holds no row the job has
-    /// not read: renamed into the captured tables, it is mirrored from there on.
-    made_outside: std::collections::HashSet<(String, String)>,
-    written_outside: std::collections::HashSet<(String, String)>,
+    /// Tables the job does not capture whose rows this run knows.
+    outside: crate::source::Outside,
 }
 
 impl BinlogReader {
@@ -117,8 +114,7 @@ impl BinlogReader {
             decoders: HashMap::new(),
             file: String::new(),
             replica_name: "lakeshift".into(),
-            made_outside: Default::default(),
-            written_outside: Default::default(),
+            outside: crate::source::Outside::new(true),
             gtid: GtidState::default(),
             in_txn: false,
             prev_type: 0,
@@ -524,7 +520,7 @@ impl BinlogReader {
             }
         }
         if !self.src.captures(&db, &name) {
-            self.written_outside.insert((db.clone(), name.clone()));
+            self.outside.written(&db, &name);
         }
         self.tables.insert(
             id,

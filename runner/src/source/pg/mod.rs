@@ -865,6 +865,7 @@ async fn run(
         streaming: None,
         streamed: Streamed::new(streamed_dir),
         unresolved: HashMap::new(),
+        outside: crate::source::Outside::new(false),
         catalog: None,
     };
     let mut told = 0u64;
@@ -1863,6 +1864,8 @@ struct Stream {
     /// their first row: under publish_via_partition_root pgoutput describes a
     /// partition too, whose rows arrive as its partitioned table's.
     unresolved: HashMap<u32, pgoutput::Relation>,
+    /// Tables the job does not capture whose rows this run knows.
+    outside: crate::source::Outside,
     /// A connection for catalog reads while streaming (opened when first needed).
     catalog: Option<tokio_postgres::Client>,
 }
@@ -2531,6 +2534,9 @@ impl Stream {
             )));
         };
         let Some(t) = rel.table.clone() else {
+            // (A table the job does not capture: its rows are not known.)
+            let (d, n) = (rel.rel.namespace.clone(), rel.rel.name.clone());
+            self.outside.written(&d, &n);
             return Ok(true);
         };
         if skipped || self.already_seen(&t.table.db, &t.table.name) {
@@ -2909,31 +2915,34 @@ impl Stream {
         }
         // The capture says whether each renamed or moved table holds rows (a capture
         // installed by an older lakeshift says nothing: the job cannot tell).
-        let known_empty = |d: &str, _: &str, to: &str| {
-            v["objects"].as_array().is_some_and(|objs| {
-                objs.iter().any(|o| {
-                    o["schema"].as_str() == Some(d)
-                        && o["name"].as_str() == Some(to)
-                        && o["rows"].as_bool() == Some(false)
-                })
+        let empty = |d: &str, to: &str| {
+            v["objects"].as_array().and_then(|objs| {
+                objs.iter()
+                    .find(|o| o["schema"].as_str() == Some(d) && o["name"].as_str() == Some(to))
+                    .and_then(|o| o["rows"].as_bool())
             })
         };
-        if let Some(reason) =
-            crate::source::renamed_into_capture(&self.src, &schema, &out.changes, known_empty)
-        {
-            return Err(SourceError::Ddl {
-                position: pos.to_string(),
-                ddl: query,
-                reason,
-            });
-        }
+        let changes =
+            match self
+                .outside
+                .moves_in(&self.src, &schema, &self.history, out.changes, empty)
+            {
+                Ok(c) => c,
+                Err(reason) => {
+                    return Err(SourceError::Ddl {
+                        position: pos.to_string(),
+                        ddl: query,
+                        reason,
+                    })
+                }
+            };
         match crate::source::schema_event(
             &self.src,
             &self.history,
             &schema,
             after,
             &query,
-            out.changes,
+            changes,
             out.notes,
         ) {
             Some(ev) => {

@@ -196,6 +196,10 @@ fn server_error(what: &str, body: &[u8]) -> SourceError {
         c if c.starts_with("28") || c == "42501" => SourceError::Refused(text),
         // The server shutting down, connection exceptions.
         c if c.starts_with("57") || c.starts_with("08") => SourceError::Lost(text),
+        // The slot still held by the walsender of a run that was killed (the server
+        // has not noticed its connection is gone yet): it ends, and the slot is free.
+        // (A second process of the job is refused before, by the job's lease.)
+        "55006" => SourceError::Lost(text),
         _ => SourceError::Protocol(text),
     }
 }
