@@ -89,8 +89,8 @@ impl DefaultValue {
     /// The default as a column of type `ty` reads it: a byte string (`X'41'`) is a
     /// number in a numeric or bit column (MySQL reads it so), the text of its bytes in
     /// a character column (when they are UTF-8), a UUID in a uuid column (16 bytes),
-    /// and stays bytes in a binary column; a UUID's text is made canonical (lowercase,
-    /// hyphenated). Every other default is returned as is.
+    /// and stays bytes in a binary column (a fixed-length one's padded with zero bytes,
+    /// as MySQL pads them); a UUID's text is made canonical (lowercase, hyphenated). Every other default is returned as is.
     pub fn fitted(self, ty: &DataType) -> Self {
         use DataType as D;
         // A uuid as text in any form the sources read ({A0EE...}, no hyphens): the
@@ -114,6 +114,26 @@ impl DefaultValue {
                 .fitted(ty);
             }
             return self;
+        }
+        // BINARY(n) pads its value with zero bytes to n (MySQL's rule), a string's
+        // bytes as well.
+        if let (
+            D::Binary { length },
+            DefaultValue::Literal {
+                value: v @ (Literal::Bytes(_) | Literal::String(_)),
+            },
+        ) = (ty, &self)
+        {
+            let mut b = match v {
+                Literal::String(s) => s.as_bytes().to_vec(),
+                _ => v.bytes().unwrap_or_default(),
+            };
+            if b.len() < *length as usize {
+                b.resize(*length as usize, 0);
+            }
+            return DefaultValue::Literal {
+                value: Literal::Bytes(b.iter().map(|x| format!("{x:02x}")).collect()),
+            };
         }
         let DefaultValue::Literal {
             value: value @ Literal::Bytes(_),

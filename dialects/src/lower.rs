@@ -1220,6 +1220,22 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     // MySQL's hexadecimal literals, X'4142' and 0x4142: a byte string (a number in a
     // numeric column: see DefaultValue::fitted). In PostgreSQL X'..' is a bit string.
     if dialect == Dialect::MySql {
+        // b'101' and 0b101 are byte strings too (the bits left-padded to whole bytes).
+        let bits = if up.starts_with("B'") && up.ends_with('\'') && t.len() >= 3 {
+            Some(&t[2..t.len() - 1])
+        } else {
+            t.strip_prefix("0b").filter(|b| !b.is_empty())
+        };
+        if let Some(bits) = bits.filter(|b| b.bytes().all(|c| c == b'0' || c == b'1')) {
+            let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
+            let hex: Option<String> = (0..padded.len() / 8)
+                .map(|i| u8::from_str_radix(&padded[8 * i..8 * i + 8], 2).ok())
+                .map(|b| b.map(|b| format!("{b:02x}")))
+                .collect();
+            if let Some(h) = hex {
+                return lit(Literal::Bytes(h));
+            }
+        }
         let hex = if up.starts_with("X'") && up.ends_with('\'') && t.len() >= 3 {
             Some(&t[2..t.len() - 1]).filter(|h| h.len().is_multiple_of(2))
         } else {
@@ -1228,13 +1244,6 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
         if let Some(h) = hex.and_then(hex_bytes) {
             return lit(Literal::Bytes(h));
         }
-    }
-    if let Some(v) = t
-        .strip_prefix("0b")
-        .filter(|_| dialect == Dialect::MySql)
-        .and_then(|b| u128::from_str_radix(b, 2).ok())
-    {
-        return lit(Literal::Number(v.to_string()));
     }
     if (up.starts_with("B'") || up.starts_with("X'")) && up.ends_with('\'') {
         let body = &t[2..t.len() - 1];

@@ -1604,7 +1604,8 @@ mod tests {
         // 0x41FF was not read, and pg_dump's '\xab'::bytea was the 4-character text.
         let text = "CREATE TABLE shop.h (id int PRIMARY KEY, b VARBINARY(4) DEFAULT X'AB', \
              bl BLOB DEFAULT (0x00ff), n INT DEFAULT 0x10, s VARCHAR(4) DEFAULT X'4142', \
-             f BIT(8) DEFAULT X'0F', u BINARY(2) DEFAULT 0xABC, e VARCHAR(4) DEFAULT X'');\n\
+             f BIT(8) DEFAULT X'0F', u BINARY(2) DEFAULT 0xABC, e VARCHAR(4) DEFAULT X'', \
+             p BINARY(4) DEFAULT X'01', q VARBINARY(2) DEFAULT b'101', r INT DEFAULT 0b11);\n\
              ALTER TABLE shop.h ALTER COLUMN s SET DEFAULT X'43';";
         let (pg, diags) = sql(Dialect::MySql, Dialect::Postgres, text);
         let all = pg.join(";\n");
@@ -1617,6 +1618,9 @@ mod tests {
             "DEFAULT '\\x0abc'::bytea",
             "DEFAULT ''",
             "SET DEFAULT 'C'",
+            "p bytea DEFAULT '\\x01000000'::bytea",
+            "q bytea DEFAULT '\\x05'::bytea",
+            "r integer DEFAULT 3",
         ] {
             assert!(all.contains(want), "{want} in\n{all}\n{diags:#?}");
         }

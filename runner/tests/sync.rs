@@ -1388,6 +1388,66 @@ async fn hex_defaults_fill_the_older_rows_by_their_column_type() {
     );
 }
 
+/// NOT NULL columns added without a default, and byte defaults MySQL pads or reads
+/// as bits, on a table with rows, into Iceberg and PostgreSQL: the older rows hold
+/// what MariaDB gives them (the type's implicit default: 0, '', the ENUM's first
+/// value, zero bytes, 00:00:00; BINARY(4) DEFAULT X'01' is 01000000; b'101' in a
+/// VARBINARY is the byte 05). regression (hostile tester): PostgreSQL refused the
+/// NOT NULL columns and Iceberg's older rows read NULL; the BINARY default was 01 and
+/// b'101' the character '5'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn implicit_and_padded_defaults_fill_the_older_rows_of_both_sinks() {
+    let (db, pgs) = tokio::join!(MariaDb::start(), lakeshift_tests::PgServer::start());
+    let pg = pgs.create_db("lake").await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, v INT);
+         INSERT INTO shop.t VALUES (1, 10), (2, NULL);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut jobs = Vec::new();
+    for (name, id, pg_port) in [("ice", 631, None), ("pg", 632, Some(pgs.port))] {
+        let job = job_with(&tmp.path().join(name), db.port, id, "", pg_port, "");
+        catch_up(&job);
+        jobs.push(job);
+    }
+    c.query_drop(
+        "ALTER TABLE shop.t ADD COLUMN i INT NOT NULL, ADD COLUMN s VARCHAR(5) NOT NULL,
+           ADD COLUMN e ENUM('x', 'y') NOT NULL, ADD COLUMN b BINARY(3) NOT NULL,
+           ADD COLUMN tm TIME NOT NULL, ADD COLUMN b4 BINARY(4) DEFAULT X'01',
+           ADD COLUMN vb VARBINARY(4) DEFAULT b'101';
+         INSERT INTO shop.t VALUES (3, 30, 3, 'c', 'y', X'010203', '12:00:00', X'0A0B0C0D', X'FF');",
+    )
+    .await
+    .unwrap();
+    for job in &jobs {
+        catch_up(job);
+    }
+    let want = lakeshift_tests::mysql_text_rows(
+        &mut c,
+        "SELECT id, v, i, s, e, lower(hex(b)), tm, lower(hex(b4)), lower(hex(vb)) FROM shop.t",
+    )
+    .await;
+    assert_eq!(want[0][5].as_deref(), Some("000000"), "{want:?}");
+    let got = lakeshift_tests::pg_text_rows(
+        &pg,
+        "SELECT id::text, v::text, i::text, s, e, encode(b, 'hex'), tm::text, encode(b4, 'hex'), encode(vb, 'hex') FROM shop.t",
+    )
+    .await;
+    lakeshift_tests::assert_rows_eq(&got, &want, "PostgreSQL");
+    let cat = Catalog::open(&CatalogConfig::local(tmp.path().join("ice/warehouse")))
+        .await
+        .unwrap();
+    let mut got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "t", None)
+        .await
+        .unwrap();
+    got.sort();
+    lakeshift_tests::assert_rows_eq(&got, &want, "Iceberg");
+}
+
 /// Found while the fuzzer learned to add uuid, bytes and time columns to tables
 /// with rows: the job's own readers of its tables (the fill of a column added with a
 /// default, and `maintain`'s compaction) stopped on a table whose older data files

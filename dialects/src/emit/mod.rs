@@ -572,7 +572,16 @@ impl Emitter {
                 // A boolean default on a boolean column in PostgreSQL; numbers elsewhere.
                 if self.target == Dialect::Postgres && c.data_type == ddl_core::DataType::Boolean {
                     if let Literal::Number(n) = value {
-                        return Some((n != "0").to_string());
+                        return match n.as_str() {
+                            "0" | "1" => Some((n == "1").to_string()),
+                            _ => {
+                                cx.diags.warn(format!(
+                                    "{table}.{}: the default {n} is no boolean (only 0 and 1 are); not emitted",
+                                    c.name
+                                ));
+                                None
+                            }
+                        };
                     }
                 }
                 // A bit string column takes a bit-string literal in PostgreSQL

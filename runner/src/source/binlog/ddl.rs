@@ -158,6 +158,8 @@ impl BinlogReader {
                 })
             }
         };
+        let changes: Vec<ddl_core::SchemaChange> =
+            changes.into_iter().map(implicit_default).collect();
         // A truncate a resumed snapshot's copy already reflects is not repeated.
         let changes: Vec<ddl_core::SchemaChange> = changes
             .into_iter()
@@ -308,6 +310,56 @@ impl BinlogReader {
             self.history.save_shadow()?;
         }
         Ok(out)
+    }
+}
+
+/// A NOT NULL column added without a default: MySQL gives the rows a table holds
+/// the type's implicit default (0, '', an ENUM's first value, zero bytes, 00:00:00, the
+/// zero UUID), which the change then carries, so that every target's older rows hold
+/// it too (a PostgreSQL target refused the column, Iceberg's older rows read NULL).
+/// Zero dates have no value elsewhere: such a column stays without one.
+fn implicit_default(c: ddl_core::SchemaChange) -> ddl_core::SchemaChange {
+    use ddl_core::{DataType as D, DefaultValue, Literal};
+    let ddl_core::SchemaChange::AddColumn {
+        table,
+        mut column,
+        position,
+    } = c
+    else {
+        return c;
+    };
+    if !column.nullable
+        && column.default.is_none()
+        && column.generated.is_none()
+        && column.identity.is_none()
+    {
+        let value = match &column.data_type {
+            D::Boolean
+            | D::Int { .. }
+            | D::Decimal { .. }
+            | D::Float { .. }
+            | D::Year
+            | D::Bit { .. } => Some(Literal::Number("0".into())),
+            D::Char { .. } | D::Varchar { .. } | D::Text { .. } | D::Set { .. } => {
+                Some(Literal::String(String::new()))
+            }
+            D::Enum { values } => values.first().cloned().map(Literal::String),
+            D::Binary { .. } | D::Varbinary { .. } | D::Blob { .. } => {
+                Some(Literal::Bytes(String::new()))
+            }
+            D::Time { .. } => Some(Literal::String("00:00:00".into())),
+            D::Uuid => Some(Literal::String(
+                "00000000-0000-0000-0000-000000000000".into(),
+            )),
+            _ => None,
+        };
+        column.default =
+            value.map(|value| DefaultValue::Literal { value }.fitted(&column.data_type));
+    }
+    ddl_core::SchemaChange::AddColumn {
+        table,
+        column,
+        position,
     }
 }
 
