@@ -1194,6 +1194,16 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
             }
         }
     }
+    // A character set introducer before a hex or bit literal (_latin1 X'E9'): the
+    // bytes are the literal's (a string's introducer is read with the string).
+    if dialect == Dialect::MySql && t.starts_with('_') {
+        let after = t[1..].trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+        let body = after.trim_start();
+        let lead = body.get(..2).unwrap_or_default().to_ascii_uppercase();
+        if matches!(lead.as_str(), "X'" | "B'" | "0X" | "0B") {
+            t = body;
+        }
+    }
     let up = t.to_ascii_uppercase();
     let lit = |value| Some(DefaultValue::Literal { value });
     if up == "NULL" {

@@ -1633,15 +1633,34 @@ mod tests {
         );
         let (ora, _) = sql(Dialect::MySql, Dialect::Oracle, text);
         assert!(ora.join("\n").contains("HEXTORAW('AB')"), "{ora:?}");
+        // Character set introducers (MySQL 8's SHOW CREATE TABLE writes them).
+        let (pg, diags) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE i (a VARCHAR(4) DEFAULT _latin1 X'41', b VARCHAR(4) DEFAULT _utf8mb4'bc', \
+             c VARCHAR(4) DEFAULT _latin1 'd', d INT DEFAULT _binary 0x0F);",
+        );
+        let all = pg.join(";\n");
+        for want in ["DEFAULT 'A'", "DEFAULT 'bc'", "DEFAULT 'd'", "DEFAULT 15"] {
+            assert!(all.contains(want), "{want} in\n{all}\n{diags:#?}");
+        }
         // And back: pg_dump's form of a bytea default is the same bytes.
         let (my, _) = sql(
             Dialect::Postgres,
             Dialect::MySql,
             "CREATE TABLE p (b bytea DEFAULT '\\xab01'::bytea, t text DEFAULT '\\xab'::text, \
-             e bytea DEFAULT 'a\\\\b\\001', x bytea DEFAULT '\\x');",
+             e bytea DEFAULT 'a\\\\b\\001', x bytea DEFAULT '\\x', \
+             y bytea DEFAULT E'\\\\x01ff', z text DEFAULT E'tab\\there\\101');",
         );
         let all = my.join(";\n");
-        for want in ["X'ab01'", "'\\\\xab'", "X'615c6201'", "X''"] {
+        for want in [
+            "X'ab01'",
+            "'\\\\xab'",
+            "X'615c6201'",
+            "X''",
+            "X'01ff'",
+            "'tab\thereA'",
+        ] {
             assert!(all.contains(want), "{want} in {all}");
         }
     }

@@ -270,12 +270,21 @@ fn one_string(flavor: Flavor) -> impl Fn(&str) -> Res<'_, String> {
 }
 
 fn one_string_in(escapes: bool, i: &str) -> Res<'_, String> {
-    let (i, _) = opt(alt((
-        tag_no_case("_utf8mb4"),
-        tag_no_case("_utf8"),
+    // A character set introducer (`_utf8mb4'x'`, `_latin1 'x'`: the statement's text
+    // is already decoded, so the characters are the string's), N'...', and
+    // PostgreSQL's E'...' (backslash escapes: \n, \t, \\, \ooo, \xHH, ...).
+    let (i, prefix) = opt(alt((
+        recognize((
+            char('_'),
+            take_while1(|c: char| c.is_ascii_alphanumeric()),
+            ws,
+        )),
         tag_no_case("N"),
+        tag_no_case("E"),
     )))
     .parse(i)?;
+    let e_string = prefix.is_some_and(|p| p.eq_ignore_ascii_case("E"));
+    let escapes = escapes || e_string;
     let (mut rest, _) = char('\'').parse(i)?;
     let mut out = String::new();
     let mut chars = rest.char_indices();
@@ -286,6 +295,42 @@ fn one_string_in(escapes: bool, i: &str) -> Res<'_, String> {
                     rest,
                     nom::error::ErrorKind::Char,
                 )))
+            }
+            Some((p, '\\')) if e_string => {
+                // PostgreSQL's escapes: octal and hex byte values as characters
+                // (an escape string's bytes in a UTF-8 database).
+                let tail = &rest[p + 1..];
+                let digits = |radix: u32, max: usize, skip: usize| {
+                    let d: String = tail[skip..]
+                        .chars()
+                        .take(max)
+                        .take_while(|c| c.is_digit(radix))
+                        .collect();
+                    (!d.is_empty())
+                        .then(|| u32::from_str_radix(&d, radix).ok().map(|v| (v, d.len())))
+                        .flatten()
+                };
+                let (c, used) = match tail.chars().next() {
+                    Some('x') => match digits(16, 2, 1) {
+                        Some((v, n)) => (char::from_u32(v).unwrap_or('\u{fffd}'), n + 1),
+                        None => ('x', 1),
+                    },
+                    Some('0'..='7') => match digits(8, 3, 0) {
+                        Some((v, n)) => (char::from_u32(v).unwrap_or('\u{fffd}'), n),
+                        None => ('0', 1),
+                    },
+                    Some('b') => ('\u{8}', 1),
+                    Some('f') => ('\u{c}', 1),
+                    Some('n') => ('\n', 1),
+                    Some('r') => ('\r', 1),
+                    Some('t') => ('\t', 1),
+                    Some(other) => (other, 1),
+                    None => continue,
+                };
+                out.push(c);
+                for _ in 0..used {
+                    chars.next();
+                }
             }
             Some((_, '\\')) if escapes => {
                 if let Some((_, c)) = chars.next() {
@@ -392,6 +437,14 @@ fn dotted_name(i: &str) -> Res<'_, ()> {
 fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
     let (i, _) = ws(i)?;
     let (i, _) = many0(alt((char('-'), char('+')))).parse(i)?;
+    // A character set introducer before a hex or bit literal: _latin1 X'E9', _binary 0x0F.
+    let (i, _) = opt((
+        char('_'),
+        take_while1(|c: char| c.is_ascii_alphanumeric()),
+        ws,
+        peek(alt((tag_no_case("x'"), tag_no_case("b'"), tag("0x"), tag("0b")))),
+    ))
+    .parse(i)?;
     let (i, _) = alt((
         value((), paren_group(flavor)),
         value((), one_string(flavor)),
