@@ -442,7 +442,12 @@ fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
         char('_'),
         take_while1(|c: char| c.is_ascii_alphanumeric()),
         ws,
-        peek(alt((tag_no_case("x'"), tag_no_case("b'"), tag("0x"), tag("0b")))),
+        peek(alt((
+            tag_no_case("x'"),
+            tag_no_case("b'"),
+            tag("0x"),
+            tag("0b"),
+        ))),
     ))
     .parse(i)?;
     let (i, _) = alt((

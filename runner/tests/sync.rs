@@ -1448,6 +1448,51 @@ async fn implicit_and_padded_defaults_fill_the_older_rows_of_both_sinks() {
     lakeshift_tests::assert_rows_eq(&got, &want, "Iceberg");
 }
 
+/// A column added with a default that does not convert to its Iceberg type, on a
+/// table with rows (`BIT(64)` of 64 ones: above Iceberg's long; hex bytes that are
+/// not UTF-8 in a latin1 column), is refused before anything is written, so
+/// `ddl-error-policy: park` parks that table while the others go on.
+/// regression (hostile tester): the fill failed after the schema change and stopped
+/// the job on every run, whatever the policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_iceberg_cannot_hold_follows_the_ddl_error_policy() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (id INT PRIMARY KEY, v INT); INSERT INTO shop.a VALUES (1, 1);
+         CREATE TABLE shop.l (id INT PRIMARY KEY, v INT) CHARACTER SET latin1;
+         INSERT INTO shop.l VALUES (1, 1);
+         CREATE TABLE shop.b (id INT PRIMARY KEY, v INT); INSERT INTO shop.b VALUES (1, 1);",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job(dir.path(), db.port);
+    let mut text = std::fs::read_to_string(&job).unwrap();
+    text.push_str("  ddl-error-policy: park\n");
+    std::fs::write(&job, text).unwrap();
+    catch_up(&job);
+    c.query_drop(&format!(
+        "ALTER TABLE shop.a ADD COLUMN bits BIT(64) DEFAULT b'{}';
+         ALTER TABLE shop.l ADD COLUMN s VARCHAR(4) DEFAULT X'E9E8';
+         INSERT INTO shop.b VALUES (2, 2);",
+        "1".repeat(64)
+    ))
+    .await
+    .unwrap();
+    let out = spawn(&job, true, None).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("column bits of shop.a is added with a default that does not convert")
+            && err.contains("column s of shop.l is added with a default that does not convert"),
+        "{err}"
+    );
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["b"]).await;
+}
+
 /// Found while the fuzzer learned to add uuid, bytes and time columns to tables
 /// with rows: the job's own readers of its tables (the fill of a column added with a
 /// default, and `maintain`'s compaction) stopped on a table whose older data files

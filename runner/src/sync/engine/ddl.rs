@@ -177,6 +177,9 @@ impl Engine {
                 return self.ddl_refused(position, sql, &touched, reason, item);
             }
             Ok(mut f) => {
+                if let Some(reason) = self.fills_refused(&plan, &f) {
+                    return self.ddl_refused(position, sql, &touched, reason, item);
+                }
                 for x in &mut f {
                     x.at = Some(position.clone());
                 }

@@ -170,6 +170,42 @@ impl Engine {
         Ok(out)
     }
 
+    /// Why a fill cannot be done: a default that does not convert to its column's
+    /// Iceberg type (`bit(64) DEFAULT b'111...'`, bytes that are not UTF-8 in a text
+    /// column), found before anything is written, so the DDL error policy decides
+    /// (the fill would stop the job after the schema change).
+    pub(super) fn fills_refused(
+        &self,
+        plan: &dialects::iceberg::StatementPlan,
+        fills: &[Fill],
+    ) -> Option<String> {
+        for f in fills {
+            let table = format!("{}.{}", f.table.0, f.table.1);
+            for (c, text) in &f.columns {
+                let Some(ty) = plan.actions.iter().find_map(|a| match a {
+                    dialects::iceberg::Action::AddColumn {
+                        table: t, field, ..
+                    } if *t == table && field.name.eq_ignore_ascii_case(c) => {
+                        Some(field.ty.clone())
+                    }
+                    _ => None,
+                }) else {
+                    continue;
+                };
+                let ice = iceberg::spec::Type::Primitive(crate::iceberg::convert::primitive(&ty));
+                let Ok(arrow) = iceberg::arrow::type_to_arrow_type(&ice) else {
+                    continue;
+                };
+                if let Err(e) = default_array(text, f.bytes.contains(c), &arrow) {
+                    return Some(format!(
+                        "column {c} of {table} is added with a default that does not convert to its Iceberg type {ty} ({e}), so the rows the table holds cannot be given it (added-column-default: null accepts NULL for them)"
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// Durably note the fills before the schema change.
     pub(super) fn mark_fills(&self, fills: &[Fill]) -> Result<(), SyncError> {
         for f in fills {
