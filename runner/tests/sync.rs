@@ -1473,7 +1473,7 @@ async fn a_default_iceberg_cannot_hold_follows_the_ddl_error_policy() {
     text.push_str("  ddl-error-policy: park\n");
     std::fs::write(&job, text).unwrap();
     catch_up(&job);
-    c.query_drop(&format!(
+    c.query_drop(format!(
         "ALTER TABLE shop.a ADD COLUMN bits BIT(64) DEFAULT b'{}';
          ALTER TABLE shop.l ADD COLUMN s VARCHAR(4) DEFAULT X'E9E8';
          INSERT INTO shop.b VALUES (2, 2);",
