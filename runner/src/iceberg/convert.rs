@@ -66,6 +66,20 @@ fn literal(v: &serde_json::Value, ty: &Type) -> Result<Literal> {
         .ok_or_else(|| Error::Invalid(format!("default {v} does not fit {ty}")))
 }
 
+/// Whether a table's current snapshot may hold rows (its summary's `total-records`,
+/// when it says; a table without a snapshot holds none).
+pub fn holds_rows(m: &TableMetadata) -> bool {
+    m.current_snapshot()
+        .map(|snap| {
+            snap.summary()
+                .additional_properties
+                .get("total-records")
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_none_or(|n| n > 0)
+        })
+        .unwrap_or(false)
+}
+
 /// The iceberg schema of a planned table, with schema id `schema_id`.
 pub fn schema(t: &IceTable, schema_id: i32) -> Result<Schema> {
     let mut fields = Vec::with_capacity(t.fields.len());
@@ -114,16 +128,7 @@ pub fn ice_table(ns: &str, name: &str, m: &TableMetadata) -> Result<IceTable> {
     let mut ids: Vec<i32> = s.identifier_field_ids().collect();
     // Keep the key's column order.
     ids.sort_by_key(|id| fields.iter().position(|f| f.id == *id));
-    let has_rows = m
-        .current_snapshot()
-        .map(|snap| {
-            snap.summary()
-                .additional_properties
-                .get("total-records")
-                .and_then(|v| v.parse::<u64>().ok())
-                .is_none_or(|n| n > 0)
-        })
-        .unwrap_or(false);
+    let has_rows = holds_rows(m);
     Ok(IceTable {
         namespace: ns.to_owned(),
         name: name.to_owned(),

@@ -137,6 +137,24 @@ impl Engine {
             })
             .map_err(|e| e.to_string())?;
         }
+        // A table given a column that was empty when the planner last read it and
+        // holds rows now (committed since): its data files lack the column, so it
+        // cannot be added required. (A table empty at its snapshot then filled from
+        // the stream got a required column without a default, and no reader could
+        // read it again.)
+        for c in changes {
+            let ddl_core::SchemaChange::AddColumn { table, .. } = c else {
+                continue;
+            };
+            let k = self.planner.key(table);
+            let holds = self
+                .sinks
+                .get(&k)
+                .is_some_and(|s| crate::iceberg::convert::holds_rows(&s.table.metadata));
+            if let Some(t) = self.planner.tables.get_mut(&k) {
+                t.has_rows |= holds;
+            }
+        }
         let mut diags = ddl_core::Diagnostics::default();
         let mut plan = match self.planner.plan(changes, &cat, &mut diags) {
             Ok(p) => p,
