@@ -3388,6 +3388,41 @@ async fn a_table_holding_rows_renamed_into_the_capture_stops_the_job() {
     }
 }
 
+/// A stop at the second DDL of a multi-statement query (one transaction) whose
+/// first DDL was applied: every restart stops with the same error. regression
+/// (hostile tester): the restart skipped the first DDL (delivered before) without
+/// taking its statement from the query text, read the first ALTER again for the
+/// second and stopped with another error ("table shop.t5 is not known").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_inside_a_multi_statement_query_is_the_same_on_restart() {
+    let (_server, pg, _tmp, job) = start(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.t5 (id int PRIMARY KEY, v int); INSERT INTO shop.t5 VALUES (1, 1);",
+    )
+    .await;
+    let text = std::fs::read_to_string(&job)
+        .unwrap()
+        .replace("tables: ['shop\\..*']", "tables: ['shop\\.t.*']");
+    std::fs::write(&job, text).unwrap();
+    install_capture(&job);
+    finish(spawn(&job, true));
+    pg.batch_execute(
+        "ALTER TABLE shop.t5 RENAME TO out5; INSERT INTO shop.out5 VALUES (55, 55);
+         ALTER TABLE shop.out5 RENAME TO t5; INSERT INTO shop.t5 VALUES (56, 56);",
+    )
+    .await
+    .unwrap();
+    for run in 0..3 {
+        let out = spawn(&job, true).wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "run {run}: {err}");
+        assert!(
+            err.contains("table shop.out5 is renamed to shop.t5, into the captured tables"),
+            "run {run}: {err}"
+        );
+    }
+}
+
 /// Columns added with a uuid or a bytea default to a table with rows: every sink's
 /// older rows hold the default. regression: the Iceberg fill stopped every run
 /// ("Casting from Utf8 to FixedSizeBinary(16) not supported") for the uuid, and read

@@ -2793,9 +2793,9 @@ impl Stream {
     /// A message of the DDL capture: its statement into the schema history, and a
     /// `Schema` event when it changed captured tables.
     async fn ddl(&mut self, text: &str) -> Result<bool, SourceError> {
-        if self.next_change()? {
-            return Ok(true);
-        }
+        // (A change delivered before a restart is skipped, but still takes its
+        // statement of the query text: a later DDL of the same query is the one after.)
+        let skipped = self.next_change()?;
         let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             SourceError::Decode(format!("at {}: DDL capture message: {e}", self.here()))
         })?;
@@ -2819,6 +2819,13 @@ impl Stream {
             false => statement_for(&text, &tag, from)
                 .or_else(|| (from > 0).then(|| statement_for(&text, &tag, 0)).flatten()),
         };
+        if skipped {
+            if let Some((next, _)) = found {
+                self.taken.retain(|(q, _)| *q != text);
+                self.taken.push((text, next));
+            }
+            return Ok(true);
+        }
         let Some((next, query)) = found else {
             // Run by a function or DO block: the query text is the call, not the
             // statement. The change reaches the history from the stream's Relation
