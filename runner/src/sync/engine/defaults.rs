@@ -98,6 +98,18 @@ fn default_array(text: &str, hex: bool, ty: &arrow_schema::DataType) -> Result<A
     .map_err(|e| e.to_string())
 }
 
+/// A default that is not a constant, as a reader knows it.
+fn shown(d: &DefaultValue) -> String {
+    match d {
+        DefaultValue::Raw { text, .. } => format!("`{text}`"),
+        DefaultValue::CurrentTimestamp { .. } => "CURRENT_TIMESTAMP".into(),
+        DefaultValue::CurrentDate => "CURRENT_DATE".into(),
+        DefaultValue::CurrentTime => "CURRENT_TIME".into(),
+        DefaultValue::NextVal { sequence } => format!("the next value of sequence {sequence}"),
+        DefaultValue::Literal { .. } => "a constant".into(),
+    }
+}
+
 impl Engine {
     fn fill_path(&self, t: &(String, String)) -> PathBuf {
         self.state_dir
@@ -142,8 +154,8 @@ impl Engine {
                 Some(Some(t)) => t,
                 None => {
                     return Err(format!(
-                        "column {} of {}.{} is added with a default that is not a constant ({d:?}); the rows already in the table would need the value the source gave them, which lakeshift cannot know (added-column-default: null accepts NULL for them)",
-                        column.name, k.0, k.1
+                        "column {} of {}.{} is added with a default that is not a constant ({}); the rows already in the table would need the value the source gave them, which lakeshift cannot know (added-column-default: null accepts NULL for them)",
+                        column.name, k.0, k.1, shown(d)
                     ))
                 }
             };
