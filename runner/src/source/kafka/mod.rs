@@ -356,6 +356,7 @@ impl Reader {
     async fn housekeeping(&mut self) -> Result<Flow, SourceError> {
         if self.rebalanced.swap(false, Ordering::SeqCst) {
             self.member = true;
+            self.orphans_since = None;
             self.at_end.clear();
             self.next_offset.clear();
             self.seen.clear();
@@ -414,6 +415,23 @@ impl Reader {
             return Ok(());
         }
         self.orphans_checked = Instant::now();
+        // No assignment at all yet (not even an empty one): a join the coordinator
+        // never answers (tansu 0.6.0, after members were killed in a row, left a new
+        // member waiting for good). Past three session timeouts it joins again.
+        if !self.member {
+            let since = *self.orphans_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= self.session() * 3 {
+                tracing::warn!(
+                    "kafka: group {} gave this process no assignment within {:.0} s (the coordinator did not answer its join); joining again",
+                    self.k.group_id,
+                    since.elapsed().as_secs_f64()
+                );
+                self.consumer.unsubscribe();
+                self.consumer.subscribe(&[&self.pattern]).map_err(kerr)?;
+                self.orphans_since = None;
+            }
+            return Ok(());
+        }
         match orphaned(
             &self.consumer,
             &self.k.group_id,
