@@ -50,15 +50,41 @@ pub enum Literal {
 }
 
 impl Literal {
+    /// A [`Literal::Bytes`] of `b`.
+    pub fn from_bytes(b: &[u8]) -> Literal {
+        Literal::Bytes(b.iter().map(|x| format!("{x:02x}")).collect())
+    }
+
     /// The bytes of a [`Literal::Bytes`].
     pub fn bytes(&self) -> Option<Vec<u8>> {
-        let Literal::Bytes(h) = self else {
-            return None;
-        };
-        (0..h.len() / 2)
-            .map(|i| u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok())
-            .collect()
+        match self {
+            Literal::Bytes(h) => bytes_from_hex(h),
+            _ => None,
+        }
     }
+}
+
+/// The bytes an even number of hex digits spell; None for anything else.
+pub fn bytes_from_hex(h: &str) -> Option<Vec<u8>> {
+    if !h.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..h.len() / 2)
+        .map(|i| u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
+
+/// A UUID's 16 bytes in its canonical text (lowercase, hyphenated).
+pub fn uuid_text(b: &[u8; 16]) -> String {
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 /// A column default.
@@ -105,15 +131,13 @@ impl DefaultValue {
             let h: String = v
                 .chars()
                 .filter(|c| !matches!(c, '-' | '{' | '}'))
-                .collect::<String>()
-                .to_ascii_lowercase();
-            if h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return DefaultValue::Literal {
-                    value: Literal::Bytes(h),
-                }
-                .fitted(ty);
-            }
-            return self;
+                .collect();
+            return match bytes_from_hex(&h).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+                Some(b) => DefaultValue::Literal {
+                    value: Literal::String(uuid_text(&b)),
+                },
+                None => self,
+            };
         }
         // BINARY(n) pads its value with zero bytes to n (MySQL's rule), a string's
         // bytes as well.
@@ -132,7 +156,7 @@ impl DefaultValue {
                 b.resize(*length as usize, 0);
             }
             return DefaultValue::Literal {
-                value: Literal::Bytes(b.iter().map(|x| format!("{x:02x}")).collect()),
+                value: Literal::from_bytes(&b),
             };
         }
         let DefaultValue::Literal {
@@ -165,17 +189,10 @@ impl DefaultValue {
                 Ok(s) => Literal::String(s),
                 Err(_) => return self,
             },
-            D::Uuid if b.len() == 16 => {
-                let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-                Literal::String(format!(
-                    "{}-{}-{}-{}-{}",
-                    &h[..8],
-                    &h[8..12],
-                    &h[12..16],
-                    &h[16..20],
-                    &h[20..]
-                ))
-            }
+            D::Uuid => match <[u8; 16]>::try_from(b) {
+                Ok(b) => Literal::String(uuid_text(&b)),
+                Err(_) => return self,
+            },
             _ => return self,
         };
         DefaultValue::Literal { value }

@@ -97,7 +97,7 @@ impl<'a> Lowerer<'a> {
         {
             if let Some(b) = v.contains('\\').then(|| pg_bytea(v)).flatten() {
                 c.default = Some(DefaultValue::Literal {
-                    value: Literal::Bytes(b.iter().map(|x| format!("{x:02x}")).collect()),
+                    value: Literal::from_bytes(&b),
                 });
             }
         }
@@ -1125,11 +1125,7 @@ pub fn qualify(default_schema: Option<&str>, parts: impl IntoIterator<Item = Str
 fn pg_bytea(v: &str) -> Option<Vec<u8>> {
     if let Some(h) = v.strip_prefix("\\x") {
         let h: String = h.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-        return h
-            .len()
-            .is_multiple_of(2)
-            .then(|| Literal::Bytes(hex_bytes(&h)?).bytes())
-            .flatten();
+        return ddl_core::schema::bytes_from_hex(&h);
     }
     let b = v.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -1216,9 +1212,7 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
         if rest.trim().is_empty() {
             // PostgreSQL's bytea in hex form ('\xab'::bytea, as pg_dump writes it).
             if let Some(b) = cast_to_bytea.then(|| pg_bytea(&s)).flatten() {
-                return lit(Literal::Bytes(
-                    b.iter().map(|x| format!("{x:02x}")).collect(),
-                ));
+                return lit(Literal::from_bytes(&b));
             }
             return lit(Literal::String(s));
         }
@@ -1238,12 +1232,11 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
         };
         if let Some(bits) = bits.filter(|b| b.bytes().all(|c| c == b'0' || c == b'1')) {
             let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
-            let hex: Option<String> = (0..padded.len() / 8)
+            let bytes: Option<Vec<u8>> = (0..padded.len() / 8)
                 .map(|i| u8::from_str_radix(&padded[8 * i..8 * i + 8], 2).ok())
-                .map(|b| b.map(|b| format!("{b:02x}")))
                 .collect();
-            if let Some(h) = hex {
-                return lit(Literal::Bytes(h));
+            if let Some(b) = bytes {
+                return lit(Literal::from_bytes(&b));
             }
         }
         let hex = if up.starts_with("X'") && up.ends_with('\'') && t.len() >= 3 {

@@ -269,20 +269,21 @@ fn one_string(flavor: Flavor) -> impl Fn(&str) -> Res<'_, String> {
     move |i| one_string_in(backslash_escapes(flavor), i)
 }
 
+/// MySQL's character set introducer (`_latin1`, `_utf8mb4 `), with the space after it.
+fn introducer(i: &str) -> Res<'_, &str> {
+    recognize((
+        char('_'),
+        take_while1(|c: char| c.is_ascii_alphanumeric()),
+        ws,
+    ))
+    .parse(i)
+}
+
 fn one_string_in(escapes: bool, i: &str) -> Res<'_, String> {
     // A character set introducer (`_utf8mb4'x'`, `_latin1 'x'`: the statement's text
     // is already decoded, so the characters are the string's), N'...', and
     // PostgreSQL's E'...' (backslash escapes: \n, \t, \\, \ooo, \xHH, ...).
-    let (i, prefix) = opt(alt((
-        recognize((
-            char('_'),
-            take_while1(|c: char| c.is_ascii_alphanumeric()),
-            ws,
-        )),
-        tag_no_case("N"),
-        tag_no_case("E"),
-    )))
-    .parse(i)?;
+    let (i, prefix) = opt(alt((introducer, tag_no_case("N"), tag_no_case("E")))).parse(i)?;
     let e_string = prefix.is_some_and(|p| p.eq_ignore_ascii_case("E"));
     let escapes = escapes || e_string;
     let (mut rest, _) = char('\'').parse(i)?;
@@ -439,9 +440,7 @@ fn operand(flavor: Flavor, i: &str) -> Res<'_, ()> {
     let (i, _) = many0(alt((char('-'), char('+')))).parse(i)?;
     // A character set introducer before a hex or bit literal: _latin1 X'E9', _binary 0x0F.
     let (i, _) = opt((
-        char('_'),
-        take_while1(|c: char| c.is_ascii_alphanumeric()),
-        ws,
+        introducer,
         peek(alt((
             tag_no_case("x'"),
             tag_no_case("b'"),

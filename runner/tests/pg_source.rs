@@ -49,6 +49,27 @@ async fn start(
 }
 
 /// `lakeshift pg-setup --apply`: the DDL capture in the job's database.
+/// The job file with `source.tables` narrowed to `pattern`.
+fn with_tables(job: &Path, pattern: &str) {
+    let text = std::fs::read_to_string(job)
+        .unwrap()
+        .replace("tables: ['shop\\..*']", &format!("tables: ['{pattern}']"));
+    assert!(text.contains(pattern), "{text}");
+    std::fs::write(job, text).unwrap();
+}
+
+/// `runs` runs of the job, each stopping with an error that says every one of `said`.
+fn stops_the_same(job: &Path, runs: usize, said: &[&str]) {
+    for run in 0..runs {
+        let out = spawn(job, true).wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "run {run}: {err}");
+        for s in said {
+            assert!(err.contains(s), "run {run}: {err}");
+        }
+    }
+}
+
 fn install_capture(job: &Path) {
     let out = lakeshift(&[
         "pg-setup",
@@ -2055,11 +2076,7 @@ async fn a_table_made_later_that_the_patterns_match_joins_the_publication() {
          INSERT INTO shop.orders VALUES (1, 'a');",
     )
     .await;
-    let text = std::fs::read_to_string(&job)
-        .unwrap()
-        .replace("tables: ['shop\\..*']", "tables: ['shop\\.orders(_\\d+)?']");
-    assert!(text.contains("orders(_"), "{text}");
-    std::fs::write(&job, text).unwrap();
+    with_tables(&job, "shop\\.orders(_\\d+)?");
     install_capture(&job);
     let log = finish(spawn(&job, true));
     let published = || async {
@@ -3310,15 +3327,11 @@ async fn a_table_moved_into_the_capture_stops_after_what_came_before_commits() {
     ] {
         pg.batch_execute(sql).await.unwrap();
     }
-    for run in 0..2 {
-        let out = spawn(&job, true).wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "run {run}: {err}");
-        assert!(
-            err.contains("table other.t is renamed to shop.t, into the captured tables"),
-            "run {run}: {err}"
-        );
-    }
+    stops_the_same(
+        &job,
+        2,
+        &["table other.t is renamed to shop.t, into the captured tables"],
+    );
     let mut rows = lake(tmp.path(), "a").await.unwrap();
     rows.sort();
     let s = |x: &str| Some(x.to_owned());
@@ -3346,11 +3359,7 @@ async fn a_table_holding_rows_renamed_into_the_capture_stops_the_job() {
          CREATE TABLE shop.o9 (id int PRIMARY KEY, v int); INSERT INTO shop.o9 VALUES (9, 9);",
     )
     .await;
-    let text = std::fs::read_to_string(&job)
-        .unwrap()
-        .replace("tables: ['shop\\..*']", "tables: ['shop\\.o.*']");
-    assert!(text.contains("shop\\.o.*"), "{text}");
-    std::fs::write(&job, text).unwrap();
+    with_tables(&job, "shop\\.o.*");
     install_capture(&job);
     finish(spawn(&job, true));
     // (One transaction each: a query of several statements is one transaction.)
@@ -3372,15 +3381,11 @@ async fn a_table_holding_rows_renamed_into_the_capture_stops_the_job() {
     ] {
         pg.batch_execute(sql).await.unwrap();
     }
-    for run in 0..2 {
-        let out = spawn(&job, true).wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "run {run}: {err}");
-        assert!(
-            err.contains("table shop.filled is renamed to shop.o3, into the captured tables"),
-            "run {run}: {err}"
-        );
-    }
+    stops_the_same(
+        &job,
+        2,
+        &["table shop.filled is renamed to shop.o3, into the captured tables"],
+    );
     for t in ["o1", "o2", "o9"] {
         let want = source(&pg, &format!("SELECT id::text, v::text FROM shop.{t}")).await;
         let got = lake(tmp.path(), t).await.unwrap_or_default();
@@ -3400,10 +3405,7 @@ async fn a_stop_inside_a_multi_statement_query_is_the_same_on_restart() {
          CREATE TABLE shop.t5 (id int PRIMARY KEY, v int); INSERT INTO shop.t5 VALUES (1, 1);",
     )
     .await;
-    let text = std::fs::read_to_string(&job)
-        .unwrap()
-        .replace("tables: ['shop\\..*']", "tables: ['shop\\.t.*']");
-    std::fs::write(&job, text).unwrap();
+    with_tables(&job, "shop\\.t.*");
     install_capture(&job);
     finish(spawn(&job, true));
     pg.batch_execute(
@@ -3412,15 +3414,11 @@ async fn a_stop_inside_a_multi_statement_query_is_the_same_on_restart() {
     )
     .await
     .unwrap();
-    for run in 0..3 {
-        let out = spawn(&job, true).wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "run {run}: {err}");
-        assert!(
-            err.contains("table shop.out5 is renamed to shop.t5, into the captured tables"),
-            "run {run}: {err}"
-        );
-    }
+    stops_the_same(
+        &job,
+        3,
+        &["table shop.out5 is renamed to shop.t5, into the captured tables"],
+    );
 }
 
 /// Columns added with a uuid or a bytea default to a table with rows: every sink's

@@ -1007,16 +1007,13 @@ async fn a_table_written_before_its_rename_into_the_capture_stops_the_job() {
     .await
     .unwrap();
     for job in &jobs {
-        for run in 0..2 {
-            let out = spawn(job, true, None).wait_with_output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(!out.status.success(), "run {run}: {err}");
-            assert!(
-                err.contains("table shop.filled is renamed to shop.o3, into the captured tables")
-                    && err.contains("drop-job"),
-                "run {run}: {err}"
-            );
-        }
+        stops_twice(
+            job,
+            &[
+                "table shop.filled is renamed to shop.o3, into the captured tables",
+                "drop-job",
+            ],
+        );
     }
     // What came before the rename is in, the table made empty and renamed too.
     let cat = Catalog::open(&CatalogConfig::local(tmp.path().join("ice/warehouse")))

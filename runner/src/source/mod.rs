@@ -673,12 +673,7 @@ impl Outside {
         empty: impl Fn(&str, &str) -> Option<bool>,
     ) -> Result<Vec<ddl_core::SchemaChange>, String> {
         use ddl_core::SchemaChange as C;
-        let key = |t: &ddl_core::TableName| {
-            (
-                t.schema.clone().unwrap_or_else(|| db.to_owned()),
-                t.name.clone(),
-            )
-        };
+        let key = |t: &ddl_core::TableName| table_key(db, t);
         let mut out = Vec::with_capacity(changes.len());
         for c in changes {
             match &c {
@@ -737,6 +732,31 @@ impl Outside {
         }
         Ok(out)
     }
+}
+
+/// A table's (database or schema, name), unqualified names in `db`.
+fn table_key(db: &str, t: &ddl_core::TableName) -> (String, String) {
+    (
+        t.schema.clone().unwrap_or_else(|| db.to_owned()),
+        t.name.clone(),
+    )
+}
+
+/// The reason to stop at the first of `changes` that renames a table the job does
+/// not capture into the captured tables, when nothing is known of it (the schema
+/// history never knew it).
+pub fn moved_in(
+    src: &config::Source,
+    db: &str,
+    changes: &[ddl_core::SchemaChange],
+) -> Option<String> {
+    changes.iter().find_map(|c| match c {
+        ddl_core::SchemaChange::RenameTable { from, to } => {
+            let (f, t) = (table_key(db, from), table_key(db, to));
+            (!src.captures(&f.0, &f.1) && src.captures(&t.0, &t.1)).then(|| moved_in_reason(&f, &t))
+        }
+        _ => None,
+    })
 }
 
 /// Why a table renamed into the captured tables (`RENAME TABLE aside.t TO shop.t`,

@@ -99,22 +99,7 @@ impl BinlogReader {
             .is_err()
             .then(|| renamed_pairs(sql, db))
             .flatten()
-            .and_then(|c| {
-                c.iter().find_map(|c| match c {
-                    ddl_core::SchemaChange::RenameTable { from, to } => {
-                        let key = |t: &ddl_core::TableName| {
-                            (
-                                t.schema.clone().unwrap_or_else(|| db.to_owned()),
-                                t.name.clone(),
-                            )
-                        };
-                        let (f, t) = (key(from), key(to));
-                        (!self.src.captures(&f.0, &f.1) && self.src.captures(&t.0, &t.1))
-                            .then(|| crate::source::moved_in_reason(&f, &t))
-                    }
-                    _ => None,
-                })
-            });
+            .and_then(|c| crate::source::moved_in(&self.src, db, &c));
         if let Some(reason) = moved_in {
             return Err(SourceError::Ddl {
                 position: pos.to_string(),

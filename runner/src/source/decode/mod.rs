@@ -549,13 +549,10 @@ impl Ctx<'_> {
             .into());
         }
         // Said once per column name a process reads such a value in.
-        static SAID: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
-            std::sync::Mutex::new(None);
+        static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
+            std::sync::Mutex::new(std::collections::BTreeSet::new());
         let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-        if said
-            .get_or_insert_with(Default::default)
-            .insert(self.column.to_owned())
-        {
+        if said.insert(self.column.to_owned()) {
             tracing::warn!(
                 "column {}: a zero date ({what}), which no target other than MySQL can hold, is delivered as NULL (source.zero-dates: null; `fail` stops at it instead); said once per column",
                 self.column

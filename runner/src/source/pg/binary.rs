@@ -320,18 +320,11 @@ pub fn text(bin: Bin, v: &[u8]) -> String {
                 Err(_) => hex(v),
             }
         }
-        Bin::Uuid if v.len() == 16 => {
-            let h = hex(v);
-            format!(
-                "{}-{}-{}-{}-{}",
-                &h[..8],
-                &h[8..12],
-                &h[12..16],
-                &h[16..20],
-                &h[20..]
-            )
-        }
-        Bin::Uuid | Bin::Bytes => format!("\\x{}", hex(v)),
+        Bin::Uuid => match <&[u8; 16]>::try_from(v) {
+            Ok(b) => ddl_core::schema::uuid_text(b),
+            Err(_) => format!("\\x{}", hex(v)),
+        },
+        Bin::Bytes => format!("\\x{}", hex(v)),
         Bin::Date => match be::<4>(v).map(i32::from_be_bytes) {
             Some(i32::MAX) => "infinity".to_owned(),
             Some(i32::MIN) => "-infinity".to_owned(),

@@ -2535,8 +2535,7 @@ impl Stream {
         };
         let Some(t) = rel.table.clone() else {
             // (A table the job does not capture: its rows are not known.)
-            let (d, n) = (rel.rel.namespace.clone(), rel.rel.name.clone());
-            self.outside.written(&d, &n);
+            self.outside.written(&rel.rel.namespace, &rel.rel.name);
             return Ok(true);
         };
         if skipped || self.already_seen(&t.table.db, &t.table.name) {

@@ -67,11 +67,7 @@ fn default_text(d: &DefaultValue) -> Option<Option<String>> {
 fn default_array(text: &str, hex: bool, ty: &arrow_schema::DataType) -> Result<ArrayRef, String> {
     use arrow_schema::DataType as A;
     let bytes = if hex {
-        Some(
-            ddl_core::Literal::Bytes(text.to_owned())
-                .bytes()
-                .ok_or("not hex digits")?,
-        )
+        Some(ddl_core::schema::bytes_from_hex(text).ok_or("not hex digits")?)
     } else if *ty == A::FixedSizeBinary(16) {
         // A uuid (Arrow casts no text to it).
         Some(
