@@ -392,7 +392,8 @@ impl Translator {
     /// Translate a script as it is read, handing each statement's result to `each`
     /// before the next is read: memory holds the statement at hand (and a read
     /// buffer), not the script, whatever its size. Bytes that are not UTF-8 are
-    /// replaced (U+FFFD), as when a whole file is read.
+    /// replaced (U+FFFD), as when a whole file is read, but for a MySQL string of them
+    /// (a binary value as mariadb-dump writes it), read as the hex literal of its bytes.
     pub fn translate_reader<R: std::io::Read>(
         &mut self,
         mut r: R,
@@ -428,6 +429,15 @@ impl Translator {
                     let valid = e.valid_up_to();
                     buf.push_str(std::str::from_utf8(&raw[..valid]).expect("valid prefix"));
                     raw.drain(..valid);
+                }
+                // A MySQL dump's binary default is its raw bytes in a string: read as
+                // the hex literal of its bytes (buf begins outside any string).
+                Err(_) if flavor == grammar::Flavor::MySql => {
+                    let mut all = std::mem::take(&mut buf).into_bytes();
+                    all.extend_from_slice(&raw);
+                    let (text, n) = grammar::split::mysql_text_from_bytes(&all, eof);
+                    buf = text;
+                    raw = all.split_off(n);
                 }
                 Err(_) => {
                     buf.push_str(&String::from_utf8_lossy(&raw));

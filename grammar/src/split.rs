@@ -660,3 +660,161 @@ mod tests {
         assert_eq!(s[0].kind, Kind::Unterminated("dollar-quoted string"));
     }
 }
+
+/// MySQL text from bytes that may hold raw binary data inside quoted strings, as
+/// `SHOW CREATE TABLE` and mariadb-dump write a binary column's default (`DEFAULT
+/// '\xab'` with the byte itself): a string literal whose bytes are not UTF-8 becomes a
+/// hex literal of its bytes (`X'ab'`), which means the same to MySQL; any other byte
+/// that is not UTF-8 reads as U+FFFD. Returns the text and how many bytes of `raw` it
+/// covers: all of them when `end`, otherwise up to a string still open at the end of
+/// `raw` (its bytes come again with the next ones).
+pub fn mysql_text_from_bytes(raw: &[u8], end: bool) -> (String, usize) {
+    let (out, n) = binary_strings_as_hex(raw, end);
+    (String::from_utf8_lossy(&out).into_owned(), n)
+}
+
+/// [`mysql_text_from_bytes`] of a whole statement, or None when a byte outside its
+/// strings is not UTF-8 either (a name in another character set, say).
+pub fn mysql_text_from_bytes_exact(raw: &[u8]) -> Option<String> {
+    String::from_utf8(binary_strings_as_hex(raw, true).0).ok()
+}
+
+fn binary_strings_as_hex(raw: &[u8], end: bool) -> (Vec<u8>, usize) {
+    let mut out: Vec<u8> = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    // Copies up to the end of a region that starts at `i` and ends after `close`.
+    let skip_to = |i: usize, close: &[u8]| {
+        raw[i..]
+            .windows(close.len())
+            .position(|w| w == close)
+            .map(|p| i + p + close.len())
+    };
+    while i < raw.len() {
+        let b = raw[i];
+        let region_end = match b {
+            b'\'' => {
+                // A string: '' and backslash escapes inside.
+                let mut j = i + 1;
+                let close = loop {
+                    match raw.get(j) {
+                        None => break None,
+                        Some(b'\\') => j += 2,
+                        Some(b'\'') if raw.get(j + 1) == Some(&b'\'') => j += 2,
+                        Some(b'\'') => break Some(j),
+                        Some(_) => j += 1,
+                    }
+                };
+                let Some(close) = close else {
+                    if !end {
+                        return (out, i);
+                    }
+                    out.extend_from_slice(&raw[i..]);
+                    break;
+                };
+                let body = &raw[i + 1..close];
+                if std::str::from_utf8(body).is_err() {
+                    // (`_binary'..'` keeps its introducer: `_binary X'..'`.)
+                    if out
+                        .last()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                    {
+                        out.push(b' ');
+                    }
+                    out.extend_from_slice(b"X'");
+                    for byte in unescape_mysql(body) {
+                        out.extend_from_slice(format!("{byte:02x}").as_bytes());
+                    }
+                    out.push(b'\'');
+                } else {
+                    out.extend_from_slice(&raw[i..=close]);
+                }
+                i = close + 1;
+                continue;
+            }
+            b'`' | b'"' => skip_to(i + 1, &[b]),
+            b'-' if raw.get(i + 1) == Some(&b'-') => skip_to(i, b"\n"),
+            b'#' => skip_to(i, b"\n"),
+            b'/' if raw.get(i + 1) == Some(&b'*') && raw.get(i + 2) != Some(&b'!') => {
+                skip_to(i + 2, b"*/")
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+                continue;
+            }
+        };
+        let j = match region_end {
+            Some(j) => j,
+            None if end => raw.len(),
+            None => return (out, i),
+        };
+        out.extend_from_slice(&raw[i..j]);
+        i = j;
+    }
+    (out, raw.len())
+}
+
+/// The bytes of a MySQL string literal's body (between its quotes).
+fn unescape_mysql(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut k = 0;
+    while k < body.len() {
+        match (body[k], body.get(k + 1)) {
+            (b'\\', Some(&c)) => {
+                // (`\%` and `\_` keep their backslash, as in MySQL.)
+                if matches!(c, b'%' | b'_') {
+                    out.push(b'\\');
+                }
+                out.push(match c {
+                    b'0' => 0,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'b' => 8,
+                    b'Z' => 0x1a,
+                    other => other,
+                });
+                k += 2;
+            }
+            (b'\'', Some(b'\'')) => {
+                out.push(b'\'');
+                k += 2;
+            }
+            (c, _) => {
+                out.push(c);
+                k += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod binary_text_tests {
+    use super::mysql_text_from_bytes;
+
+    #[test]
+    fn binary_strings_become_hex_literals() {
+        let raw = b"CREATE TABLE `t'` (b varbinary(4) DEFAULT '\xab\\0''', s varchar(3) DEFAULT 'caf\xc3\xa9') -- it's\n";
+        let (text, n) = mysql_text_from_bytes(raw, true);
+        assert_eq!(n, raw.len());
+        assert_eq!(
+            text,
+            "CREATE TABLE `t'` (b varbinary(4) DEFAULT X'ab0027', s varchar(3) DEFAULT 'caf\u{e9}') -- it's\n"
+        );
+        // A string still open at the end of the bytes read so far waits for the rest.
+        let (text, n) = mysql_text_from_bytes(b"SELECT 1; SELECT '\xab", false);
+        assert_eq!((text.as_str(), n), ("SELECT 1; SELECT ", 17));
+        // An introducer stays one; `\%` keeps its backslash.
+        let raw = b"ALTER TABLE t ADD b blob DEFAULT _binary'\xff\\%'";
+        assert_eq!(
+            super::mysql_text_from_bytes_exact(raw).as_deref(),
+            Some("ALTER TABLE t ADD b blob DEFAULT _binary X'ff5c25'")
+        );
+        // A byte outside any string that is not UTF-8: not exact.
+        assert_eq!(
+            super::mysql_text_from_bytes_exact(b"ALTER TABLE caf\xe9 ADD x int"),
+            None
+        );
+    }
+}

@@ -602,7 +602,7 @@ pub(super) fn tail(
 }
 
 pub(super) fn apply(opts: runner::apply::ApplyOptions, files: &[String]) -> ExitCode {
-    let texts = match read_inputs(files) {
+    let texts = match read_inputs(files, opts.source == Dialect::MySql) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
@@ -636,10 +636,13 @@ pub(super) fn apply(opts: runner::apply::ApplyOptions, files: &[String]) -> Exit
 }
 
 /// The named files, or standard input when none is named, as (name shown in
-/// diagnostics, text).
-pub(super) fn read_inputs(files: &[String]) -> Result<Vec<(String, String)>, String> {
+/// diagnostics, text), MySQL's binary strings as hex literals when `mysql`.
+pub(super) fn read_inputs(files: &[String], mysql: bool) -> Result<Vec<(String, String)>, String> {
     if files.is_empty() {
-        return Ok(vec![("<stdin>".to_owned(), read("-")?)]);
+        return Ok(vec![("<stdin>".to_owned(), read("-", mysql)?)]);
     }
-    files.iter().map(|p| Ok((p.clone(), read(p)?))).collect()
+    files
+        .iter()
+        .map(|p| Ok((p.clone(), read(p, mysql)?)))
+        .collect()
 }

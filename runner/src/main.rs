@@ -538,17 +538,23 @@ fn dialect(from: SourceArg) -> Dialect {
     }
 }
 
-fn read(path: &str) -> Result<String, String> {
+/// A whole script: bytes that are not UTF-8 read as U+FFFD, but for a MySQL
+/// script's strings of them (a binary value as mariadb-dump writes it), read as the
+/// hex literal of their bytes.
+fn read(path: &str, mysql: bool) -> Result<String, String> {
+    let mut b = Vec::new();
     if path == "-" {
-        let mut s = String::new();
         std::io::stdin()
-            .read_to_string(&mut s)
+            .read_to_end(&mut b)
             .map_err(|e| format!("cannot read standard input: {e}"))?;
-        return Ok(s);
+    } else {
+        b = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     }
-    std::fs::read(path)
-        .map_err(|e| format!("cannot read {path}: {e}"))
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    Ok(match String::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) if mysql => grammar::split::mysql_text_from_bytes(e.as_bytes(), true).0,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 /// What `translate` reads and how it reports (its command-line arguments).
@@ -603,7 +609,7 @@ fn translate(
         }
     }
     for path in schema {
-        let text = match read(path) {
+        let text = match read(path, source == Dialect::MySql) {
             Ok(t) => t,
             Err(e) => {
                 let _ = writeln!(err, "error: {e}");

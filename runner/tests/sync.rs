@@ -1543,6 +1543,83 @@ async fn a_table_filled_after_an_empty_snapshot_gets_no_required_column() {
     assert_eq!(iceberg_rows(&cat, "z").await.unwrap().len(), 2);
 }
 
+/// A table whose binary column has a default that is not UTF-8 (`X'AB'`), there at
+/// the start: `SHOW CREATE TABLE` writes the default as its raw bytes in a string.
+/// The job reads it as those bytes, into Iceberg and into PostgreSQL (whose column
+/// gets that default); so does a column added later by a statement that holds the
+/// raw bytes (`DEFAULT _binary'<0xFE>'`). regression (found reviewing with a real
+/// mariadb-dump): every run panicked ("Couldn't convert Row ... to type (String,
+/// String)"), and the streamed statement stopped the job ("its bytes are not" UTF-8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binary_default_that_is_not_utf8_is_read_at_the_start() {
+    let (db, pgs) = tokio::join!(MariaDb::start(), lakeshift_tests::PgServer::start());
+    let pg = pgs.create_db("lake").await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT PRIMARY KEY, b VARBINARY(4) DEFAULT X'AB', p BINARY(4) DEFAULT X'01FF');
+         INSERT INTO shop.t (id) VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let jobs = [("ice", 641, None), ("pg", 642, Some(pgs.port))]
+        .map(|(name, id, pg_port)| job_with(&tmp.path().join(name), db.port, id, "", pg_port, ""));
+    for job in &jobs {
+        catch_up(job);
+    }
+    c.query_drop(&b"ALTER TABLE shop.t ADD c VARBINARY(2) DEFAULT _binary'\xfe'"[..])
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO shop.t (id) VALUES (2)")
+        .await
+        .unwrap();
+    for job in &jobs {
+        catch_up(job);
+    }
+    let want = lakeshift_tests::mysql_text_rows(
+        &mut c,
+        "SELECT id, lower(hex(b)), lower(hex(p)), lower(hex(c)) FROM shop.t",
+    )
+    .await;
+    let row = |id: &str| {
+        [id, "ab", "01ff0000", "fe"]
+            .map(|v| Some(v.to_owned()))
+            .to_vec()
+    };
+    assert_eq!(want, vec![row("1"), row("2")]);
+    let got = lakeshift_tests::pg_text_rows(
+        &pg,
+        "SELECT id::text, encode(b, 'hex'), encode(p, 'hex'), encode(c, 'hex') FROM shop.t",
+    )
+    .await;
+    lakeshift_tests::assert_rows_eq(&got, &want, "PostgreSQL");
+    let defaults = lakeshift_tests::pg_text_rows(
+        &pg,
+        "SELECT column_name::text, column_default::text FROM information_schema.columns
+          WHERE table_schema = 'shop' AND table_name = 't' AND column_name IN ('b', 'p', 'c') ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        defaults,
+        vec![
+            vec![Some("b".to_owned()), Some("'\\xab'::bytea".to_owned())],
+            vec![Some("c".to_owned()), Some("'\\xfe'::bytea".to_owned())],
+            vec![
+                Some("p".to_owned()),
+                Some("'\\x01ff0000'::bytea".to_owned())
+            ],
+        ]
+    );
+    let cat = Catalog::open(&CatalogConfig::local(tmp.path().join("ice/warehouse")))
+        .await
+        .unwrap();
+    let got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "t", None)
+        .await
+        .unwrap();
+    lakeshift_tests::assert_rows_eq(&got, &want, "Iceberg");
+}
+
 /// Found while the fuzzer learned to add uuid, bytes and time columns to tables
 /// with rows: the job's own readers of its tables (the fill of a column added with a
 /// default, and `maintain`'s compaction) stopped on a table whose older data files

@@ -1002,3 +1002,69 @@ async fn framework_style_dumps_translate_whole() {
         .await
         .unwrap();
 }
+
+/// Binary defaults as mariadb-dump writes them: `SHOW CREATE TABLE` gives a binary
+/// column's default as its raw bytes inside a string (`DEFAULT '<0xAB>'`, not UTF-8),
+/// so the dump file is not UTF-8. Read as a stream (what `lakeshift translate FILE`
+/// does), each such string is the bytes it holds; on PostgreSQL a row written with
+/// every default holds the same bytes as on MariaDB. regression (found reviewing with
+/// a real dump): the bytes were read as U+FFFD and the bytea default became EF BF BD,
+/// with no warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_defaults_of_a_mariadb_dump_keep_their_bytes() {
+    let (maria, pg) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = maria.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE bin;
+         CREATE TABLE bin.t (id INT PRIMARY KEY, b VARBINARY(4) DEFAULT X'AB',
+           p BINARY(4) DEFAULT X'01', q VARBINARY(3) DEFAULT X'275C80',
+           bl BLOB DEFAULT (0x00ff01), s VARCHAR(12) DEFAULT 'it''s \\\\ ok');
+         INSERT INTO bin.t (id) VALUES (1);",
+    )
+    .await
+    .unwrap();
+    let out = Command::new("mariadb-dump")
+        .args([
+            "--host=127.0.0.1".to_owned(),
+            format!("--port={}", maria.port),
+            "--user=root".to_owned(),
+            "--no-data".to_owned(),
+            "bin".to_owned(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        std::str::from_utf8(&out.stdout).is_err(),
+        "the dump holds raw bytes"
+    );
+    let mut tr = Translator::new(Dialect::MySql, Target::Sql(Dialect::Postgres));
+    let mut stmts = Vec::new();
+    tr.translate_reader(std::io::Cursor::new(out.stdout), |r| {
+        assert!(!r.failed(), "line {}: {:?}", r.line, r.diagnostics);
+        stmts.extend(r.output)
+    })
+    .unwrap();
+    if let Some(r) = tr.finish() {
+        stmts.extend(r.output);
+    }
+    let client = pg.create_db("bin").await;
+    let failed = exec_pg(&client, &stmts).await;
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    client
+        .batch_execute("INSERT INTO t (id) VALUES (1)")
+        .await
+        .unwrap();
+    let want = mysql_text_rows(
+        &mut c,
+        "SELECT id, lower(hex(b)), lower(hex(p)), lower(hex(q)), lower(hex(bl)), s FROM bin.t",
+    )
+    .await;
+    assert_eq!(want[0][1].as_deref(), Some("ab"), "{want:?}");
+    let got = pg_text_rows(
+        &client,
+        "SELECT id::text, encode(b, 'hex'), encode(p, 'hex'), encode(q, 'hex'), encode(bl, 'hex'), s FROM t",
+    )
+    .await;
+    assert_eq!(got, want, "{}", stmts.join(";\n"));
+}

@@ -189,17 +189,9 @@ pub async fn read_definitions(
     let mut out = Vec::new();
     for (db, name) in tables {
         let rows = estimates.remove(&(db.clone(), name.clone())).flatten();
-        let ddl: Option<(String, String)> = match conn
-            .query_first(format!("SHOW CREATE TABLE {}.{}", quote(&db), quote(&name)))
-            .await
-        {
-            Ok(d) => d,
-            // Dropped or renamed since it was listed (an online schema change's helper
-            // table, say): it is not there to describe.
-            Err(mysql_async::Error::Server(e)) if e.code == 1146 => continue,
-            Err(e) => return Err(SourceError::sql(e)),
-        };
-        if let Some((_, ddl)) = ddl {
+        // (None: dropped or renamed since it was listed, an online schema change's
+        // helper table, say: it is not there to describe.)
+        if let Some(ddl) = definition(conn, &db, &name).await? {
             out.push((db, name, rows.unwrap_or(0), ddl));
         }
     }
@@ -243,15 +235,17 @@ pub async fn definition(
     db: &str,
     name: &str,
 ) -> Result<Option<String>, SourceError> {
+    // (As bytes: a binary column's default is written as its raw bytes in a string,
+    // which need not be UTF-8; such a string is read as the hex literal of its bytes.)
     match conn
-        .query_first::<(String, String), _>(format!(
+        .query_first::<(Vec<u8>, Vec<u8>), _>(format!(
             "SHOW CREATE TABLE {}.{}",
             quote(db),
             quote(name)
         ))
         .await
     {
-        Ok(d) => Ok(d.map(|(_, ddl)| ddl)),
+        Ok(d) => Ok(d.map(|(_, ddl)| grammar::split::mysql_text_from_bytes(&ddl, true).0)),
         Err(mysql_async::Error::Server(e)) if e.code == 1146 => Ok(None),
         Err(e) => Err(SourceError::sql(e)),
     }

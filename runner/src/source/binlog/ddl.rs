@@ -392,7 +392,8 @@ pub(super) fn retarget(
 
 /// A statement's text as its session sent it. A Query event holds the client's
 /// bytes, in the session's character set (`SET NAMES latin1`: a column named `café`
-/// is `caf\xe9`), which its status variables name; UTF-8 when they name none.
+/// is `caf\xe9`), which its status variables name; UTF-8 when they name none. A
+/// string of bytes that are not of it (a binary default) reads as a hex literal.
 pub(super) fn query_text(
     q: &mysql_async::binlog::events::QueryEvent<'_>,
 ) -> Result<String, SourceError> {
@@ -427,6 +428,12 @@ pub(super) fn query_text(
     match crate::source::decode::Charset::from_mysql(name.as_deref()) {
         Ok(cs) => match cs.decode(raw) {
             (text, true) => Ok(text.into_owned()),
+            // A binary value's raw bytes in a string (`DEFAULT _binary'\xab'`): read
+            // as the hex literal of its bytes.
+            (_, false) if cs == crate::source::decode::Charset::Utf8 => {
+                grammar::split::mysql_text_from_bytes_exact(raw)
+                    .ok_or_else(|| unreadable("its bytes are not".into()))
+            }
             (_, false) => Err(unreadable("its bytes are not".into())),
         },
         Err(e) => Err(unreadable(format!("lakeshift cannot read ({})", e.0))),
