@@ -3489,3 +3489,148 @@ async fn uuid_and_bytea_defaults_fill_the_older_rows_of_every_sink() {
     .await;
     lakeshift_tests::assert_rows_eq(&got, &want, &format!("MariaDB\n{logs}"));
 }
+
+/// The snapshot gives the relational targets each table's unique, CHECK and
+/// foreign-key constraints and its other indexes, as `translate` makes them from
+/// pg_dump's statements (tables made later get theirs from the captured DDL);
+/// constraints not validated, those and indexes calling the database's own
+/// functions, and indexes with a non-default operator class are left out. A constraint dropped later goes on the targets too,
+/// so rows it refused before reach them. regression: the snapshot's tables had
+/// their primary key only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_snapshot_gives_the_targets_the_tables_constraints_and_indexes() {
+    let (server, maria) =
+        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.p (id int PRIMARY KEY, code varchar(20) NOT NULL CONSTRAINT p_code_key UNIQUE);
+         CREATE TABLE shop.a (id int PRIMARY KEY, v int CONSTRAINT v_pos CHECK (v > 0),
+             note varchar(50), p int REFERENCES shop.p ON DELETE CASCADE, email varchar(80),
+             name varchar(40));
+         CREATE UNIQUE INDEX a_note ON shop.a (note);
+         CREATE INDEX a_email ON shop.a (email, name);
+         CREATE INDEX a_name_pattern ON shop.a (name varchar_pattern_ops);
+         CREATE FUNCTION shop.small(x int) RETURNS boolean IMMUTABLE LANGUAGE sql AS 'SELECT x < 1000';
+         ALTER TABLE shop.a ADD CONSTRAINT v_fn CHECK (shop.small(v));
+         CREATE INDEX a_fn ON shop.a (shop.small(id));
+         CREATE INDEX a_lower ON shop.a (lower(email));
+         CREATE UNIQUE INDEX a_named ON shop.a (name, email) WHERE name <> 'x';
+         INSERT INTO shop.p VALUES (1, 'one'), (2, 'two');
+         INSERT INTO shop.a SELECT g, g, 'n' || g, 1 + g % 2, 'e' || g, 'x' FROM generate_series(1, 20) g;
+         ALTER TABLE shop.a ADD CONSTRAINT v_small CHECK (v < 10) NOT VALID;",
+    )
+    .await
+    .unwrap();
+    let mirror = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let files = every_sink(tmp.path(), server.port, maria.port);
+    for (name, f) in &files {
+        if matches!(*name, "pg" | "maria") {
+            let text = std::fs::read_to_string(f).unwrap();
+            std::fs::write(
+                f,
+                text.replace("\npipeline:", "\n  foreign-keys: keep\npipeline:"),
+            )
+            .unwrap();
+        }
+    }
+    install_capture(&files[0].1);
+    let mut logs = String::new();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    // PostgreSQL: the CHECK and the foreign key by name and definition (the sink adds
+    // a foreign key deferred, once both tables are there); the unique constraint and
+    // indexes as unique and plain indexes, but the one with a non-default operator
+    // class.
+    let constraints = "SELECT conrelid::regclass::text, conname::text, pg_get_constraintdef(oid)
+        FROM pg_constraint WHERE connamespace = 'shop'::regnamespace AND contype IN ('c', 'f')
+          AND conname NOT IN ('v_small', 'v_fn') ORDER BY 1, 2";
+    let mut want = source(&pg, constraints).await;
+    assert_eq!(want.len(), 2, "{want:?}");
+    want[0][2] = want[0][2]
+        .take()
+        .map(|d| d + " DEFERRABLE INITIALLY DEFERRED NOT VALID");
+    let got = source(&mirror, constraints).await;
+    assert_eq!(got, want, "{logs}");
+    let indexes = "SELECT indexdef FROM pg_indexes WHERE schemaname = 'shop' AND indexname NOT LIKE '%pkey' ORDER BY 1";
+    let got = source(&mirror, indexes).await;
+    assert_eq!(
+        got,
+        [
+            "CREATE INDEX a_email ON shop.a USING btree (email, name)",
+            "CREATE INDEX a_lower ON shop.a USING btree (lower((email)::text))",
+            "CREATE UNIQUE INDEX a_named ON shop.a USING btree (name, email) WHERE ((name)::text <> 'x'::text)",
+            "CREATE UNIQUE INDEX a_note ON shop.a USING btree (note)",
+            "CREATE UNIQUE INDEX p_code_key ON shop.p USING btree (code)"
+        ]
+        .map(|d| vec![Some(d.to_owned())])
+        .to_vec(),
+        "{logs}"
+    );
+    // MariaDB: the unique keys, the CHECK, the foreign key and the index (it has no
+    // expression or partial indexes: those are left out, reported).
+    let mut my = maria.conn(None).await;
+    let got = lakeshift_tests::mysql_text_rows(
+        &mut my,
+        "SELECT table_name, constraint_type FROM information_schema.table_constraints
+          WHERE constraint_schema = 'shop' AND constraint_type <> 'PRIMARY KEY' ORDER BY 1, 2",
+    )
+    .await;
+    let pairs = |v: &[[&str; 2]]| -> Rows {
+        v.iter()
+            .map(|r| r.iter().map(|s| Some(s.to_string())).collect())
+            .collect()
+    };
+    assert_eq!(
+        got,
+        pairs(&[
+            ["a", "CHECK"],
+            ["a", "FOREIGN KEY"],
+            ["a", "UNIQUE"],
+            ["p", "UNIQUE"]
+        ]),
+        "{logs}"
+    );
+    let got = lakeshift_tests::mysql_text_rows(
+        &mut my,
+        "SELECT DISTINCT index_name, non_unique FROM information_schema.statistics
+          WHERE table_schema = 'shop' AND table_name = 'a' AND index_name <> 'PRIMARY' ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        got,
+        pairs(&[["a_email", "1"], ["a_note", "0"], ["a_p_fkey", "1"]]),
+        "{logs}"
+    );
+    // Dropped at the source: rows the constraint refused reach every target.
+    pg.batch_execute(
+        "ALTER TABLE shop.a DROP CONSTRAINT v_pos, DROP CONSTRAINT v_small, DROP CONSTRAINT v_fn;
+         UPDATE shop.a SET v = -v WHERE id <= 5;
+         DELETE FROM shop.p WHERE id = 2;",
+    )
+    .await
+    .unwrap();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    // PostgreSQL logs the rows an ON DELETE CASCADE deletes: no sink warns of them.
+    assert!(!logs.contains("does not log the rows"), "{logs}");
+    let rows = "SELECT id::text, v::text, note, p::text, email, name FROM shop.a";
+    let want = source(&pg, rows).await;
+    assert_eq!(want.len(), 10, "the cascade deleted half");
+    let got = source(&mirror, rows).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
+    let got = lakeshift_tests::mysql_text_rows(&mut my, &rows.replace("::text", "")).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("MariaDB\n{logs}"));
+    for wh in ["wh-position", "wh-equality"] {
+        let cat = Catalog::open(&CatalogConfig::local(tmp.path().join(wh)))
+            .await
+            .unwrap();
+        let got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "a", None)
+            .await
+            .unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&norm(got), &want, &format!("{wh}\n{logs}"));
+    }
+}

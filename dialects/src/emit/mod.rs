@@ -1072,6 +1072,47 @@ impl Emitter {
         format!("{kind}{word} {name}({parts})")
     }
 
+    /// An index from another dialect that MySQL/MariaDB cannot hold (on a JSON
+    /// column, on an expression): reported, true. A unique one is a loss (a warning);
+    /// one for speed is left out.
+    fn mysql_index_refused(&self, cx: &mut EmitCtx<'_>, table: &TableName, index: &Index) -> bool {
+        if cx.source == Dialect::MySql {
+            return false;
+        }
+        let label = index.name.as_deref().unwrap_or("(unnamed)");
+        let json = index.parts.iter().find(|p| {
+            !p.expression
+                && self
+                    .after_column(cx, table, &p.column)
+                    .is_some_and(|c| matches!(c.data_type, ddl_core::DataType::Json { .. }))
+        });
+        let msg = if let Some(p) = json {
+            format!(
+                "{table}: index {label} on JSON column {} is not created (MySQL indexes JSON only through generated columns)",
+                p.column
+            )
+        } else if index.parts.iter().any(|p| p.expression) {
+            // MariaDB has no expression indexes (MySQL 8.0.13 has).
+            let what = index
+                .parts
+                .iter()
+                .filter(|p| p.expression)
+                .map(|p| crate::translate::excerpt(&p.column))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("{table}: index {label} on expression {what} is not created (MariaDB indexes columns only)")
+        } else {
+            return false;
+        };
+        if index.kind == IndexKind::Unique {
+            cx.diags
+                .warn(format!("{msg}: its uniqueness is not enforced"));
+        } else {
+            cx.diags.skip(msg);
+        }
+        true
+    }
+
     /// `[CONSTRAINT name] CHECK (expr)` when the expression is in the target's dialect;
     /// otherwise a warning (expressions are not translated).
     fn check_sql(
@@ -1412,6 +1453,16 @@ impl Emitter {
         let mut after = Vec::new();
         for ix in &t.indexes {
             if self.target == Dialect::MySql {
+                // (Another dialect's table, from a schema history: its partial and
+                // expression indexes as ALTER TABLE ... ADD INDEX would take them.)
+                if self.mysql_index_refused(cx, &t.name, ix)
+                    || ix
+                        .predicate
+                        .as_ref()
+                        .is_some_and(|p| !self.partial_fallback(cx, &t.name, ix, p))
+                {
+                    continue;
+                }
                 lines.push(self.mysql_index_clause(cx, &t.name, ix, "KEY"));
             } else if let Some(s) = self.create_index_sql(cx, &t.name, ix) {
                 after.push(s);
@@ -2288,49 +2339,7 @@ impl Emitter {
                         return;
                     }
                 }
-                if tgt == Dialect::MySql && cx.source != Dialect::MySql {
-                    let json = index.parts.iter().find(|p| {
-                        !p.expression
-                            && self
-                                .after_column(cx, table, &p.column)
-                                .is_some_and(|c| matches!(c.data_type, ddl_core::DataType::Json { .. }))
-                    });
-                    if let Some(p) = json {
-                        let label = index.name.as_deref().unwrap_or("(unnamed)");
-                        let msg = format!(
-                            "{table}: index {label} on JSON column {} is not created (MySQL indexes JSON only through generated columns)",
-                            p.column
-                        );
-                        if index.kind == IndexKind::Unique {
-                            cx.diags.warn(format!("{msg}: its uniqueness is not enforced"));
-                        } else {
-                            cx.diags.skip(msg);
-                        }
-                        return;
-                    }
-                }
-                if tgt == Dialect::MySql
-                    && cx.source != Dialect::MySql
-                    && index.parts.iter().any(|p| p.expression)
-                {
-                    // MariaDB has no expression indexes (MySQL 8.0.13 has): an index
-                    // for speed is left out, a unique one is reported as a loss.
-                    let label = index.name.as_deref().unwrap_or("(unnamed)");
-                    let what = index
-                        .parts
-                        .iter()
-                        .filter(|p| p.expression)
-                        .map(|p| crate::translate::excerpt(&p.column))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    let msg = format!(
-                        "{table}: index {label} on expression {what} is not created (MariaDB indexes columns only)"
-                    );
-                    if index.kind == IndexKind::Unique {
-                        cx.diags.warn(format!("{msg}: its uniqueness is not enforced"));
-                    } else {
-                        cx.diags.skip(msg);
-                    }
+                if tgt == Dialect::MySql && self.mysql_index_refused(cx, table, index) {
                     return;
                 }
                 // (Oracle indexes whole values: a plain index's text columns too.)

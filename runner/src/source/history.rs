@@ -35,6 +35,11 @@ struct Initial {
     /// (key ""): a table a later DDL creates without one takes its database's.
     #[serde(default)]
     charsets: BTreeMap<String, String>,
+    /// (database or schema, statement) applied after `tables`, each on its own: one
+    /// that cannot be read is left out with a warning (the PostgreSQL source's
+    /// constraints and indexes: a table never depends on them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    lenient: Vec<(String, String)>,
 }
 
 fn mysql_name() -> String {
@@ -149,10 +154,20 @@ impl SchemaHistory {
         unread: Vec<(String, String)>,
         charsets: BTreeMap<String, String>,
     ) -> Result<Self, super::SourceError> {
-        Self::create_in(Dialect::MySql, dir, position, tables, unread, charsets)
+        Self::create_in(
+            Dialect::MySql,
+            dir,
+            position,
+            tables,
+            unread,
+            charsets,
+            Vec::new(),
+        )
     }
 
-    /// [`create`](Self::create) for a source whose DDL is in dialect `d`.
+    /// [`create`](Self::create) for a source whose DDL is in dialect `d`; `lenient`:
+    /// statements applied after the tables, each left out with a warning if it
+    /// cannot be read.
     pub fn create_in(
         dialect: Dialect,
         dir: Option<&Path>,
@@ -160,6 +175,7 @@ impl SchemaHistory {
         tables: Vec<(String, String)>,
         unread: Vec<(String, String)>,
         charsets: BTreeMap<String, String>,
+        lenient: Vec<(String, String)>,
     ) -> Result<Self, super::SourceError> {
         let mut h = SchemaHistory {
             tr: translator(dialect),
@@ -170,6 +186,9 @@ impl SchemaHistory {
         };
         for (db, ddl) in &tables {
             h.seed(db, ddl)?;
+        }
+        for (db, ddl) in &lenient {
+            h.seed_lenient(db, ddl, true);
         }
         if let Some(d) = dir {
             std::fs::create_dir_all(d).map_err(|e| {
@@ -185,6 +204,7 @@ impl SchemaHistory {
                 },
                 unread,
                 charsets,
+                lenient,
             };
             let fin = d.join("schema-initial.json");
             let write = || -> std::io::Result<()> {
@@ -224,6 +244,9 @@ impl SchemaHistory {
         };
         for (db, ddl) in &init.tables {
             h.seed(db, ddl)?;
+        }
+        for (db, ddl) in &init.lenient {
+            h.seed_lenient(db, ddl, false);
         }
         let log = dir.join("schema-history.jsonl");
         if let Ok(text) = std::fs::read_to_string(&log) {
@@ -289,6 +312,16 @@ impl SchemaHistory {
             )));
         }
         Ok(())
+    }
+
+    /// [`seed`](Self::seed), leaving out a statement that cannot be read (with a
+    /// warning when `warn`: the history is made, not loaded).
+    fn seed_lenient(&mut self, db: &str, ddl: &str, warn: bool) {
+        if let Err(e) = self.seed(db, ddl) {
+            if warn {
+                tracing::warn!("left out of the targets' tables: {ddl}: {e}");
+            }
+        }
     }
 
     fn replay(&mut self, e: &Entry) -> Result<DdlOutcome, HistoryError> {

@@ -386,6 +386,16 @@ pub struct SyncJob {
 }
 
 impl SyncJob {
+    /// Whether the source's stream holds the rows a foreign key's ON DELETE / ON
+    /// UPDATE action changes (PostgreSQL's does; a MySQL binlog, and so a Debezium
+    /// topic of one, does not).
+    pub fn source_logs_referential_actions(&self) -> bool {
+        matches!(
+            self.source.kind,
+            crate::source::config::SourceKind::Postgres(_)
+        )
+    }
+
     /// Whether `db.table` is kept as a changelog.
     pub fn changelog(&self, db: &str, table: &str) -> bool {
         let name = format!("{db}.{table}");

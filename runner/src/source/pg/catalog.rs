@@ -71,6 +71,49 @@ pub async fn definitions(c: &tokio_postgres::Client) -> Result<Vec<TableDef>, So
         .collect())
 }
 
+/// The unique, CHECK and foreign-key constraints and the other indexes of the tables
+/// [`DEFINITIONS`] reads, as the statements pg_dump writes for them (`ALTER TABLE ...
+/// ADD CONSTRAINT`, `CREATE INDEX`), foreign keys last. Left out: constraints not
+/// validated (the rows need not meet them), those and indexes that call a function
+/// of the database's own (a target has no such function), indexes with an operator
+/// class that is not its type's built-in default (an extension's, such as pg_trgm's:
+/// a target without the extension could not make them), and the indexes of
+/// partitions (their rows are their root's).
+const CONSTRAINTS: &str = r#"
+SELECT n.nspname::text,
+  format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s', n.nspname, c.relname, k.conname, pg_get_constraintdef(k.oid)),
+  CASE k.contype WHEN 'f' THEN 2 ELSE 0 END AS rank, c.relname::text, k.conname::text
+FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE k.contype IN ('u', 'c', 'f') AND k.convalidated
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_proc f ON f.oid = d.refobjid
+    WHERE d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
+      AND d.refclassid = 'pg_proc'::regclass AND f.pronamespace <> 'pg_catalog'::regnamespace)
+  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+  AND n.nspname <> 'lakeshift'
+UNION ALL
+SELECT n.nspname::text, pg_get_indexdef(i.indexrelid), 1, c.relname::text, x.relname::text
+FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE NOT i.indisprimary AND i.indisvalid
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.conrelid = c.oid)
+  AND NOT EXISTS (SELECT 1 FROM unnest(i.indclass::oid[]) o JOIN pg_opclass oc ON oc.oid = o
+    WHERE NOT oc.opcdefault OR oc.opcnamespace <> 'pg_catalog'::regnamespace)
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_proc f ON f.oid = d.refobjid
+    WHERE d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid
+      AND d.refclassid = 'pg_proc'::regclass AND f.pronamespace <> 'pg_catalog'::regnamespace)
+  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+  AND n.nspname <> 'lakeshift'
+ORDER BY 3, 1, 4, 5
+"#;
+
+/// The statements of [`CONSTRAINTS`], as (schema, statement).
+pub async fn constraints(c: &tokio_postgres::Client) -> Result<Vec<(String, String)>, SourceError> {
+    let rows = c.query(CONSTRAINTS, &[]).await.map_err(sql)?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 /// Enum types and domains outside the system schemas, as CREATE TYPE / CREATE
 /// DOMAIN statements: seeded into the history before the tables, an enum column
 /// reads as an enum and a domain column as its base type (with its NOT NULL and

@@ -1270,8 +1270,8 @@ async fn slot_must_exist(
     }
 }
 
-/// A new schema history at `at`: the types, then the tables, read in `c`'s
-/// transaction.
+/// A new schema history at `at`: the types, then the tables, then their
+/// constraints and indexes, read in `c`'s transaction.
 async fn new_history(
     c: &tokio_postgres::Client,
     dir: &std::path::Path,
@@ -1288,6 +1288,7 @@ async fn new_history(
         seed,
         Vec::new(),
         Default::default(),
+        catalog::constraints(c).await?,
     )
 }
 

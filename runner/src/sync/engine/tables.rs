@@ -21,7 +21,11 @@ impl Engine {
             })? {
                 Some(tb) => tb,
                 None => {
-                    for a in crate::sync::fk::referential_actions(&t.ir) {
+                    let logged = self.job.source_logs_referential_actions();
+                    for a in crate::sync::fk::referential_actions(&t.ir)
+                        .iter()
+                        .filter(|_| !logged)
+                    {
                         tracing::warn!("foreign key {a}: the source does not log the rows this action changes, so the Iceberg table will keep them");
                     }
                     let mut diags = ddl_core::Diagnostics::default();

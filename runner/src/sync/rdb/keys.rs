@@ -7,10 +7,13 @@ use crate::sync::error::SyncError;
 impl RdbEngine {
     /// A source table definition under target names, without what the target skips.
     /// A source foreign-key action the binlog does not carry and the sink does not
-    /// follow: ON DELETE CASCADE / SET NULL are followed (by the target's own key on
+    /// follow (none when the source logs what actions change): ON DELETE CASCADE / SET NULL are followed (by the target's own key on
     /// PostgreSQL with `keep`, else by the checkpoint), except onto the same table;
     /// SET DEFAULT and ON UPDATE actions are not.
     pub(super) fn warn_actions(&self, t: &Table) {
+        if self.job.source_logs_referential_actions() {
+            return;
+        }
         for a in crate::sync::fk::referential_actions(t) {
             if !(a.followable() && (self.deferred_fks() || !a.onto_itself())) {
                 tracing::warn!(
