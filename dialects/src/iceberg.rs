@@ -1509,7 +1509,7 @@ fn no_table(k: &(String, String)) -> PlanError {
 
 /// Whether a USING expression only converts the column (`c`, `c::type`,
 /// `CAST(c AS type)`), which is what the type change itself does.
-fn plain_cast(sql: &str, column: &str) -> bool {
+pub fn plain_cast(sql: &str, column: &str) -> bool {
     let e: String = sql
         .chars()
         .filter(|c| !c.is_whitespace() && *c != '"')

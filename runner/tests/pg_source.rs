@@ -3549,9 +3549,14 @@ async fn the_snapshot_gives_the_targets_the_tables_constraints_and_indexes() {
           AND conname NOT IN ('v_small', 'v_fn') ORDER BY 1, 2";
     let mut want = source(&pg, constraints).await;
     assert_eq!(want.len(), 2, "{want:?}");
-    want[0][2] = want[0][2]
-        .take()
-        .map(|d| d + " DEFERRABLE INITIALLY DEFERRED NOT VALID");
+    // (The target's key takes no action: the stream holds the rows it changes.)
+    assert_eq!(
+        want[0][2].as_deref(),
+        Some("FOREIGN KEY (p) REFERENCES shop.p(id) ON DELETE CASCADE")
+    );
+    want[0][2] = Some(
+        "FOREIGN KEY (p) REFERENCES shop.p(id) DEFERRABLE INITIALLY DEFERRED NOT VALID".into(),
+    );
     let got = source(&mirror, constraints).await;
     assert_eq!(got, want, "{logs}");
     let indexes = "SELECT indexdef FROM pg_indexes WHERE schemaname = 'shop' AND indexname NOT LIKE '%pkey' ORDER BY 1";
@@ -3604,11 +3609,21 @@ async fn the_snapshot_gives_the_targets_the_tables_constraints_and_indexes() {
         pairs(&[["a_email", "1"], ["a_note", "0"], ["a_p_fkey", "1"]]),
         "{logs}"
     );
-    // Dropped at the source: rows the constraint refused reach every target.
+    // Dropped at the source: rows the constraint refused reach every target. Unique
+    // values swapped within a transaction on the table the foreign key references,
+    // then a cascade. regression (a hostile tester): the swap stopped every run for
+    // good on PostgreSQL and MariaDB targets (the sink's retry that deletes every
+    // changed key first was off for a table whose deletes the target acts on).
     pg.batch_execute(
         "ALTER TABLE shop.a DROP CONSTRAINT v_pos, DROP CONSTRAINT v_small, DROP CONSTRAINT v_fn;
          UPDATE shop.a SET v = -v WHERE id <= 5;
-         DELETE FROM shop.p WHERE id = 2;",
+         BEGIN;
+         UPDATE shop.p SET code = 'swap' WHERE id = 1;
+         UPDATE shop.p SET code = 'one' WHERE id = 2;
+         UPDATE shop.p SET code = 'two' WHERE id = 1;
+         COMMIT;
+         DELETE FROM shop.p WHERE id = 2;
+         UPDATE shop.p SET code = 'ONE' WHERE id = 1;",
     )
     .await
     .unwrap();
@@ -3624,6 +3639,13 @@ async fn the_snapshot_gives_the_targets_the_tables_constraints_and_indexes() {
     lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
     let got = lakeshift_tests::mysql_text_rows(&mut my, &rows.replace("::text", "")).await;
     lakeshift_tests::assert_rows_eq(&got, &want, &format!("MariaDB\n{logs}"));
+    let parents = "SELECT id::text, code FROM shop.p";
+    let want_p = source(&pg, parents).await;
+    assert_eq!(want_p, vec![vec![Some("1".into()), Some("ONE".into())]]);
+    let got = source(&mirror, parents).await;
+    lakeshift_tests::assert_rows_eq(&got, &want_p, &format!("PostgreSQL\n{logs}"));
+    let got = lakeshift_tests::mysql_text_rows(&mut my, &parents.replace("::text", "")).await;
+    lakeshift_tests::assert_rows_eq(&got, &want_p, &format!("MariaDB\n{logs}"));
     for wh in ["wh-position", "wh-equality"] {
         let cat = Catalog::open(&CatalogConfig::local(tmp.path().join(wh)))
             .await
@@ -3633,4 +3655,54 @@ async fn the_snapshot_gives_the_targets_the_tables_constraints_and_indexes() {
             .unwrap_or_default();
         lakeshift_tests::assert_rows_eq(&norm(got), &want, &format!("{wh}\n{logs}"));
     }
+}
+
+/// A type change whose USING expression rewrites the values: a PostgreSQL target
+/// runs it, also when the type stays the same; a MariaDB target, which cannot run a
+/// PostgreSQL expression, refuses it by the DDL error policy (a stop that names the
+/// fix, the same on every run) while the table holds rows. regression (a hostile
+/// tester): MariaDB changed the type and kept the old values (totals 100x too small),
+/// and PostgreSQL skipped `TYPE text USING upper(v)` as "already as this DDL leaves it".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_type_change_that_rewrites_values_is_run_or_refused() {
+    let (server, maria) =
+        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.kv (id int PRIMARY KEY, v text, total numeric(12,2));
+         INSERT INTO shop.kv SELECT g, 'v' || g, g * 1.5 FROM generate_series(1, 5) g;",
+    )
+    .await
+    .unwrap();
+    let mirror = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let files = every_sink(tmp.path(), server.port, maria.port);
+    install_capture(&files[0].1);
+    let (maria_job, pg_job) = (&files[2].1, &files[3].1);
+    let mut logs = String::new();
+    for f in [maria_job, pg_job] {
+        logs += &finish(spawn(f, true));
+    }
+    pg.batch_execute(
+        "ALTER TABLE shop.kv ALTER COLUMN v TYPE text USING upper(v);
+         ALTER TABLE shop.kv ALTER COLUMN total TYPE numeric(16,4) USING total * 100;
+         INSERT INTO shop.kv VALUES (6, 'new', 7);",
+    )
+    .await
+    .unwrap();
+    logs += &finish(spawn(pg_job, true));
+    let rows = "SELECT id::text, v, total::text FROM shop.kv";
+    let want = source(&pg, rows).await;
+    assert_eq!(want[0][1].as_deref(), Some("V1"), "{want:?}");
+    let got = source(&mirror, rows).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
+    stops_the_same(
+        maria_job,
+        3,
+        &[
+            "rewrites every row's value (USING upper(v))",
+            "take a new snapshot",
+        ],
+    );
 }

@@ -27,7 +27,7 @@ impl RdbEngine {
                 )
             }) {
                 self.warn_actions(t);
-                self.note_actions(&self.job.router.table(t));
+                self.note_actions(&self.with_fks(t));
             }
         }
         let after_routed: Vec<Table> = after.iter().map(|t| self.routed_ir(t)).collect();
@@ -55,6 +55,13 @@ impl RdbEngine {
             let e = self.log.entries[i].clone();
             match e.status {
                 Status::Failed => {
+                    // Refused for what it is: refused again (the same stop on every
+                    // run, or what a changed policy says).
+                    if let Some(reason) = self.rewrite_refused(&routed).await? {
+                        return self
+                            .policy(i, position, &routed, &after_routed, reason)
+                            .await;
+                    }
                     if let Some(reason) = self.generated_added(&routed) {
                         if self.job.pipeline.added_column_default
                             != crate::sync::engine::defaults::AddedDefault::Null
@@ -127,6 +134,13 @@ impl RdbEngine {
                     tracing::info!("DDL at {at}: {n}");
                 }
                 entry.target_sql = stmts;
+                if let Some(reason) = self.rewrite_refused(&routed).await? {
+                    entry.reason = Some(reason.clone());
+                    let i = self.log.add(entry)?;
+                    return self
+                        .policy(i, position, &routed, &after_routed, reason)
+                        .await;
+                }
                 let refused = self.generated_added(&routed);
                 let i = self.log.add(entry)?;
                 if let Some(reason) = refused {
@@ -154,6 +168,53 @@ impl RdbEngine {
         }
     }
 
+    /// A type change whose USING expression rewrites the values (not a plain cast), in
+    /// another dialect than the target's, of a table the target holds rows of: the
+    /// target cannot run it, and its rows would keep their old values, which no change
+    /// event corrects.
+    async fn rewrite_refused(
+        &mut self,
+        routed: &[SchemaChange],
+    ) -> Result<Option<String>, SyncError> {
+        for c in routed {
+            let SchemaChange::AlterColumnType {
+                table,
+                column,
+                using: Some(u),
+                ..
+            } = c
+            else {
+                continue;
+            };
+            if u.for_dialect(self.dialect.name()).is_some()
+                || dialects::iceberg::plain_cast(&u.sql, column)
+            {
+                continue;
+            }
+            let k = key_of(table);
+            let name = format!(
+                "{}.{}",
+                self.emitter_ctx_ident(&k.0),
+                self.emitter_ctx_ident(&k.1)
+            );
+            let rows = self
+                .target()
+                .await?
+                .query(&format!("SELECT 1 FROM {name} LIMIT 1"))
+                .await
+                .map_err(SyncError::from)?;
+            if !rows.is_empty() {
+                return Ok(Some(format!(
+                    "table {} column {column}: the type change rewrites every row's value (USING {}), which {} cannot run; the rows already in the table would keep their old values, which no change event corrects: take a new snapshot of the table after it",
+                    show(&k),
+                    u.sql,
+                    self.dialect
+                )));
+            }
+        }
+        Ok(None)
+    }
+
     /// A generated column added to an existing table that the target gets as a plain
     /// column (its expression is another dialect's): its older rows would stay NULL.
     fn generated_added(&self, routed: &[SchemaChange]) -> Option<String> {
@@ -178,6 +239,22 @@ impl RdbEngine {
     fn route_changes(&mut self, changes: &[SchemaChange]) -> Vec<SchemaChange> {
         let mut routed: Vec<SchemaChange> =
             changes.iter().map(|c| self.job.router.change(c)).collect();
+        // (As `with_fks`: no action where the stream holds the rows it changes.)
+        if self.job.source_logs_referential_actions() {
+            for c in &mut routed {
+                let fks = match c {
+                    SchemaChange::CreateTable { table, .. } => &mut table.foreign_keys[..],
+                    SchemaChange::AddForeignKey { foreign_key, .. } => {
+                        std::slice::from_mut(foreign_key)
+                    }
+                    _ => continue,
+                };
+                for fk in fks {
+                    fk.on_delete = None;
+                    fk.on_update = None;
+                }
+            }
+        }
         // A foreign key the target never got (`foreign-keys: drop`, or one still
         // queued) is not dropped there: the queued one leaves the queue.
         routed.retain(|c| {
@@ -252,6 +329,8 @@ impl RdbEngine {
 
     /// Several tables routed into one: the same change from the next of them finds
     /// the target table already as the DDL leaves it.
+    /// (A type change that rewrites the values is never already done: the schema
+    /// alone does not say.)
     fn target_already_as(&self, routed: &[SchemaChange], after_routed: &[Table]) -> bool {
         !after_routed.is_empty()
             && !routed.iter().any(|c| {
@@ -260,7 +339,8 @@ impl RdbEngine {
                     SchemaChange::DropTable { .. }
                         | SchemaChange::RenameTable { .. }
                         | SchemaChange::TruncateTable { .. }
-                )
+                ) || matches!(c, SchemaChange::AlterColumnType { column, using: Some(u), .. }
+                        if !dialects::iceberg::plain_cast(&u.sql, column))
             })
             && after_routed.iter().all(|t| {
                 self.catalog.table(&t.name).is_some_and(|have| {

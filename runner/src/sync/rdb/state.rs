@@ -155,7 +155,7 @@ impl RdbEngine {
                     .map(|t| crate::source::mirrored(&self.job.source, t))
                     .collect();
                 for t in tables {
-                    self.note_actions(&self.job.router.table(&t));
+                    self.note_actions(&self.with_fks(&t));
                     let r = self.routed_ir(&t);
                     // Several tables routed into one: the target has the widest.
                     let wider = self

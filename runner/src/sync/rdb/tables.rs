@@ -10,9 +10,26 @@ const UNMADE: &str = "unmade-tables.jsonl";
 
 impl RdbEngine {
     pub(super) fn routed_ir(&self, t: &Table) -> Table {
-        let mut r = self.job.router.table(t);
+        let mut r = self.with_fks(t);
         if self.cfg.foreign_keys == ForeignKeys::Drop || self.deferred_fks() {
             r.foreign_keys.clear();
+        }
+        r
+    }
+
+    /// A source table definition under target names, its foreign keys included.
+    /// When the source's stream holds the rows a foreign key's actions change
+    /// (PostgreSQL), the target's keys take no action: those rows arrive as changes
+    /// of their own, and a key that acted too would delete rows the sink writes
+    /// again (a unique value swapped within a checkpoint is written by deleting
+    /// every changed key first).
+    pub(super) fn with_fks(&self, t: &Table) -> Table {
+        let mut r = self.job.router.table(t);
+        if self.job.source_logs_referential_actions() {
+            for fk in &mut r.foreign_keys {
+                fk.on_delete = None;
+                fk.on_update = None;
+            }
         }
         r
     }
@@ -113,7 +130,7 @@ impl RdbEngine {
         if self.catalog.table(&name).is_none() {
             let mut ir = (*t.ir).clone();
             ir.name = TableName::new(Some(&t.db), &t.name);
-            let with_fks = self.job.router.table(&ir);
+            let with_fks = self.with_fks(&ir);
             self.warn_actions(&with_fks);
             self.note_actions(&with_fks);
             let r = self.routed_ir(&ir);
@@ -307,7 +324,7 @@ impl RdbEngine {
         // Its foreign keys too (PostgreSQL with `keep`; those there already stay).
         let mut ir = (*t.ir).clone();
         ir.name = TableName::new(Some(&t.db), &t.name);
-        let with_fks = self.job.router.table(&ir);
+        let with_fks = self.with_fks(&ir);
         self.queue_fks(&with_fks);
         self.add_ready_fks().await
     }
