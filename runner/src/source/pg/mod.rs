@@ -662,6 +662,16 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
             }
         }
     }
+    // A publication an earlier run found narrowed stops every run (see
+    // check_publication_kept).
+    let marker = state.join("source").join(NARROWED);
+    if let Ok(why) = std::fs::read_to_string(&marker) {
+        problems.push(format!(
+            "an earlier run of this job stopped because {}; take a new snapshot, or delete {} if nothing was written to the captured tables meanwhile",
+            why.trim_end(),
+            marker.display()
+        ));
+    }
     // A job that never ran must not find its slot taken.
     if !state.exists() {
         if let Some(p) = foreign_slot(&client, &c.slot, &state.join("source")).await? {
@@ -693,7 +703,7 @@ async fn run(
     super::captured_count(&src, &visible, &c.username, resuming).map_err(SourceError::Preflight)?;
     ensure_publication(&client, &src, &c.publication).await?;
     register_new_tables(&client, &src, &c.publication).await?;
-    check_publication(&client, &src, &c.publication).await?;
+    check_publication_kept(&client, &src, &c.publication, &dir, resuming).await?;
     if !catalog::capture_installed(&client).await? {
         tracing::warn!(
             "the DDL capture is not installed in {}: schema changes will stop the job when their rows arrive; run `lakeshift pg-setup --config JOB --apply` (as a superuser) first",
@@ -877,7 +887,7 @@ async fn run(
             told = a;
         }
         if checked.elapsed() >= PUBLICATION_CHECK {
-            check_publication(&client, &s.src, &c.publication).await?;
+            check_publication_kept(&client, &s.src, &c.publication, &dir, true).await?;
             checked = Instant::now();
         }
         let ev = match tokio::time::timeout(Duration::from_secs(1), repl.recv()).await {
@@ -904,6 +914,40 @@ async fn run(
 /// How often a running job checks that its publication still publishes what it
 /// captures.
 const PUBLICATION_CHECK: Duration = Duration::from_secs(5);
+
+/// In the source's state folder: why a run that had read changes found its
+/// publication narrower than the capture.
+const NARROWED: &str = "publication-narrowed.txt";
+
+/// [`check_publication`], remembered: once a run that had read changes (`read`)
+/// finds the publication narrower than the capture, the changes made meanwhile are
+/// not in the stream, however the publication is mended, so every later run stops
+/// the same way until a new snapshot (a new state folder), or until the file that
+/// says so is deleted by someone who knows nothing was written meanwhile.
+async fn check_publication_kept(
+    c: &tokio_postgres::Client,
+    src: &super::config::Source,
+    name: &str,
+    dir: &std::path::Path,
+    read: bool,
+) -> Result<(), SourceError> {
+    let marker = dir.join(NARROWED);
+    if let Ok(why) = std::fs::read_to_string(&marker) {
+        return Err(SourceError::Preflight(format!(
+            "an earlier run of this job stopped because {}; the changes made while the publication was narrower are not in the stream, even once it is mended: take a new snapshot (a new state folder and empty target tables). If nothing was written to the captured tables meanwhile, delete {} to go on",
+            why.trim_end(),
+            marker.display()
+        )));
+    }
+    match check_publication(c, src, name).await {
+        Err(SourceError::Preflight(why)) if read => {
+            crate::durable::replace(&marker, why.as_bytes())
+                .map_err(|e| SourceError::Schema(format!("{}: {e}", marker.display())))?;
+            Err(SourceError::Preflight(why))
+        }
+        r => r,
+    }
+}
 
 /// The publication publishes every action (insert, update, delete, truncate) of
 /// every captured table. A publication narrowed by hand (`publish = 'insert'`, a
