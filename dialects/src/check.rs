@@ -291,6 +291,24 @@ impl Reader {
         ]
         .iter()
         .any(|k| t == *k || t.starts_with(&format!("{k}(")));
+        // PostgreSQL writes a negative constant as a string cast to its type
+        // (`'-1000'::integer`): the number.
+        if let (
+            Expr::Literal {
+                value: Literal::String(s),
+            },
+            true,
+        ) = (&inner, numeric)
+        {
+            let n = s.trim();
+            if n.parse::<f64>().is_ok_and(f64::is_finite)
+                && n.chars().all(|c| c.is_ascii_digit() || ".-+eE".contains(c))
+            {
+                return Some(Expr::Literal {
+                    value: Literal::Number(n.to_owned()),
+                });
+            }
+        }
         match (&inner, textual, numeric) {
             (
                 Expr::Literal {
@@ -642,6 +660,17 @@ mod tests {
                 "((born > '1900-01-01'::date))"
             ),
             "born > DATE '1900-01-01'"
+        );
+        // regression (a hostile tester's `balance >= -1000`): a negative constant,
+        // as pg_get_constraintdef and pg_dump write it, stayed text and the CHECK
+        // was not created on MySQL.
+        assert_eq!(
+            via(
+                Dialect::Postgres,
+                Dialect::MySql,
+                "((balance >= ('-1000'::integer)::numeric) AND (r > '-0.5'::numeric))"
+            ),
+            "balance >= -1000 AND r > -0.5"
         );
     }
 

@@ -666,11 +666,7 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
     // check_publication_kept).
     let marker = state.join("source").join(NARROWED);
     if let Ok(why) = std::fs::read_to_string(&marker) {
-        problems.push(format!(
-            "an earlier run of this job stopped because {}; take a new snapshot, or delete {} if nothing was written to the captured tables meanwhile",
-            why.trim_end(),
-            marker.display()
-        ));
+        problems.push(narrowed(why.trim_end(), &marker));
     }
     // A job that never ran must not find its slot taken.
     if !state.exists() {
@@ -933,20 +929,25 @@ async fn check_publication_kept(
 ) -> Result<(), SourceError> {
     let marker = dir.join(NARROWED);
     if let Ok(why) = std::fs::read_to_string(&marker) {
-        return Err(SourceError::Preflight(format!(
-            "an earlier run of this job stopped because {}; the changes made while the publication was narrower are not in the stream, even once it is mended: take a new snapshot (a new state folder and empty target tables). If nothing was written to the captured tables meanwhile, delete {} to go on",
-            why.trim_end(),
-            marker.display()
-        )));
+        return Err(SourceError::Preflight(narrowed(why.trim_end(), &marker)));
     }
     match check_publication(c, src, name).await {
         Err(SourceError::Preflight(why)) if read => {
             crate::durable::replace(&marker, why.as_bytes())
                 .map_err(|e| SourceError::Schema(format!("{}: {e}", marker.display())))?;
-            Err(SourceError::Preflight(why))
+            Err(SourceError::Preflight(narrowed(&why, &marker)))
         }
         r => r,
     }
+}
+
+/// The stop of a job whose publication was found narrower than its capture once it
+/// had read changes (the same words on the first run and every later one).
+fn narrowed(why: &str, marker: &std::path::Path) -> String {
+    format!(
+        "{why}. The changes made while that was so are not in the stream, even once it is mended, so every run stops here until a new snapshot (a new state folder and empty target tables); if nothing was written to the captured tables meanwhile, delete {} to go on",
+        marker.display()
+    )
 }
 
 /// The publication publishes every action (insert, update, delete, truncate) of
@@ -980,6 +981,43 @@ async fn check_publication(
         return Err(SourceError::Preflight(format!(
             "publication {name} does not publish {} (altered by hand?): those changes of every captured table would be lost. ALTER PUBLICATION {} SET (publish = 'insert, update, delete, truncate'); changes made while it was narrower are not in the stream: take a new snapshot of the tables they touched",
             missing.join(", "),
+            ident(name)
+        )));
+    }
+    // A row filter or a column list (PostgreSQL 15) publishes part of a table: the
+    // rest of its changes, or of its columns, never arrive (a column left out would
+    // read as dropped).
+    let filtered: Vec<String> = c
+        .query(
+            "SELECT n.nspname::text, k.relname::text,
+                    (to_jsonb(pr) ->> 'prqual') IS NOT NULL, (to_jsonb(pr) ->> 'prattrs') IS NOT NULL
+               FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid
+               JOIN pg_class k ON k.oid = pr.prrelid JOIN pg_namespace n ON n.oid = k.relnamespace
+              WHERE p.pubname = $1 AND ((to_jsonb(pr) ->> 'prqual') IS NOT NULL OR (to_jsonb(pr) ->> 'prattrs') IS NOT NULL)
+              ORDER BY 1, 2",
+            &[&name],
+        )
+        .await
+        .map_err(catalog::sql)?
+        .iter()
+        .filter(|r| src.captures(&r.get::<_, String>(0), &r.get::<_, String>(1)))
+        .map(|r| {
+            let what = match (r.get::<_, bool>(2), r.get::<_, bool>(3)) {
+                (true, true) => "a row filter and a column list",
+                (true, false) => "a row filter",
+                _ => "a column list",
+            };
+            format!(
+                "{}.{} ({what})",
+                ident(&r.get::<_, String>(0)),
+                ident(&r.get::<_, String>(1))
+            )
+        })
+        .collect();
+    if !filtered.is_empty() {
+        return Err(SourceError::Preflight(format!(
+            "publication {name} publishes only part of captured table(s) {} (altered by hand?): the rows a filter leaves out and the columns a list leaves out would never arrive. ALTER PUBLICATION {} SET TABLE ... without WHERE or column lists (or let the job make its own publication)",
+            filtered.join(", "),
             ident(name)
         )));
     }
