@@ -2841,3 +2841,56 @@ async fn a_table_swap_into_mariadb_is_applied_once_across_kills() {
         assert!(left.is_empty(), "markers left behind: {left:?}");
     }
 }
+
+/// A CHECK constraint added by name, into a MariaDB target, with the job killed right
+/// after the target ran it (before the job recorded it): the next run takes the
+/// target's "duplicate CHECK constraint name" as the DDL having run, and goes on.
+/// regression (a hostile tester): every restart failed on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_added_by_name_is_applied_once_across_a_kill() {
+    let (src, dst) = tokio::join!(MariaDb::start(), MariaDb::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (id INT PRIMARY KEY, v INT);
+         INSERT INTO shop.a VALUES (1, 1);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let my = format!(
+        "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+        dst.port
+    );
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        612,
+        "",
+        &my,
+        "  checkpoint-interval-seconds: 0.1\n",
+    );
+    catch_up(&job);
+    c.query_drop(
+        "ALTER TABLE shop.a ADD CONSTRAINT ck5 CHECK (v > 0);
+         INSERT INTO shop.a VALUES (2, 2);",
+    )
+    .await
+    .unwrap();
+    let st = spawn(&job, true, Some("after-ddl")).wait().unwrap();
+    assert_eq!(st.code(), Some(86), "{}", log_tail(&job));
+    catch_up(&job);
+    let mut d = dst.conn(None).await;
+    let sql = "SELECT id, v FROM shop.a ORDER BY id";
+    assert_eq!(
+        my_rows(&mut d, sql).await,
+        my_rows(&mut c, sql).await,
+        "{}",
+        log_tail(&job)
+    );
+    let checks: Vec<(String,)> = d
+        .query("SELECT constraint_name FROM information_schema.check_constraints WHERE constraint_schema = 'shop'")
+        .await
+        .unwrap();
+    assert_eq!(checks, vec![("ck5".to_owned(),)]);
+}

@@ -129,9 +129,25 @@ impl RdbEngine {
             return self.advance(position).await;
         }
         match translated {
-            Ok((stmts, notes)) => {
+            Ok((mut stmts, notes)) => {
                 for n in notes {
                     tracing::info!("DDL at {at}: {n}");
+                }
+                // PostgreSQL refuses to truncate a table a foreign key references
+                // unless the referencing tables go in the same statement; the source
+                // truncated those too (it refuses the same), each in an event of its
+                // own: CASCADE here.
+                if self.deferred_fks()
+                    && routed
+                        .iter()
+                        .any(|c| matches!(c, SchemaChange::TruncateTable { .. }))
+                {
+                    for s in stmts
+                        .iter_mut()
+                        .filter(|s| s.starts_with("TRUNCATE TABLE "))
+                    {
+                        s.push_str(" CASCADE");
+                    }
                 }
                 entry.target_sql = stmts;
                 if let Some(reason) = self.rewrite_refused(&routed).await? {

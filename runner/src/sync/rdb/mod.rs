@@ -130,6 +130,10 @@ pub struct RdbEngine {
     pub ddls: u64,
     /// A Kafka source: offsets instead of a source position.
     kafka: bool,
+    /// MySQL/MariaDB: the binary utf8mb4 collation the sink's own tables and
+    /// databases take, NO PAD where the server has one (`'a'` and `'a '` are two
+    /// keys, as in the source).
+    text_collation: String,
     /// Kafka: each partition's next offset as the target holds it (None: not yet
     /// there), read when the partition is first seen; what the next commit asserts.
     floors: HashMap<(String, i32), Option<i64>>,
@@ -193,6 +197,20 @@ impl RdbEngine {
                 .await
                 .map_err(SyncError::from)?;
         }
+        let text_collation = match dialect {
+            Dialect::MySql => target
+                .query(
+                    "SELECT collation_name FROM information_schema.collations
+                      WHERE collation_name IN ('utf8mb4_nopad_bin', 'utf8mb4_0900_bin')
+                      ORDER BY 1 DESC",
+                )
+                .await
+                .map_err(SyncError::from)?
+                .into_iter()
+                .find_map(|r| r.into_iter().next().flatten())
+                .unwrap_or_else(|| "utf8mb4_bin".to_owned()),
+            _ => String::new(),
+        };
         let state_dir = job.pipeline.state.clone();
         std::fs::create_dir_all(&state_dir)
             .map_err(|e| format!("state folder {}: {e}", state_dir.display()))?;
@@ -222,6 +240,7 @@ impl RdbEngine {
             commits: 0,
             ddls: 0,
             kafka: job.source.kafka().is_some(),
+            text_collation,
             floors: HashMap::new(),
             offsets: BTreeMap::new(),
             acks: Vec::new(),

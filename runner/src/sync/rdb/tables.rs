@@ -335,7 +335,8 @@ impl RdbEngine {
             Dialect::Postgres => format!("CREATE SCHEMA IF NOT EXISTS {id}"),
             // Text of any source fits whatever the server's default charset is.
             _ => format!(
-                "CREATE DATABASE IF NOT EXISTS {id} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                "CREATE DATABASE IF NOT EXISTS {id} CHARACTER SET utf8mb4 COLLATE {}",
+                self.text_collation
             ),
         };
         self.target()
@@ -347,8 +348,9 @@ impl RdbEngine {
     }
 
     /// On a MySQL/MariaDB target, a created table that names no character set gets
-    /// utf8mb4 with a binary collation (keys that differ only in case or accents,
-    /// distinct in the source, stay distinct), so a server whose default is latin1
+    /// utf8mb4 with a binary collation, NO PAD where the server has one (keys that
+    /// differ only in case, accents or trailing spaces, distinct in the source, stay
+    /// distinct), so a server whose default is latin1
     /// neither refuses nor mangles 4-byte or non-Latin text. The emitter writes
     /// them as it writes any MySQL table option.
     fn utf8mb4<'c>(&self, changes: &'c [SchemaChange]) -> std::borrow::Cow<'c, [SchemaChange]> {
@@ -364,7 +366,7 @@ impl RdbEngine {
                     if_not_exists,
                 } if lacks(c) => {
                     let mut table = table.clone();
-                    for (k, v) in [("charset", "utf8mb4"), ("collate", "utf8mb4_bin")] {
+                    for (k, v) in [("charset", "utf8mb4"), ("collate", &*self.text_collation)] {
                         table
                             .options
                             .insert(k.to_owned(), ddl_core::DialectSql::new("mysql", v));

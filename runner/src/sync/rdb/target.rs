@@ -67,8 +67,8 @@ impl TargetError {
             // PostgreSQL: duplicate column, table, object, schema.
             "42701", "42P07", "42710", "42P06",
             // MySQL: duplicate column, table exists, duplicate key name, can't drop
-            // (what was dropped), database exists.
-            "1060", "1050", "1061", "1091", "1007",
+            // (what was dropped), database exists, duplicate CHECK constraint name.
+            "1060", "1050", "1061", "1091", "1007", "1826",
         ])
     }
 }
