@@ -906,13 +906,13 @@ impl IcebergPlanner {
                 table,
                 column,
                 data_type,
-                using,
+                ..
             } => {
                 let key = self.key(table);
                 touch(&key);
                 // USING with an expression rewrites every row's value; the table's
                 // rows here keep theirs, and no change event corrects them.
-                if let Some(u) = using.as_ref().filter(|u| !plain_cast(&u.sql, column)) {
+                if let Some(u) = rewriting_using(change) {
                     if self.tables.get(&key).is_some_and(|t| t.has_rows) {
                         return Err(PlanError::refused(format!(
                             "table {}.{} column {column}: the type change rewrites every row's value (USING {}); the rows already in the table would keep their old values, which no change event corrects: take a new snapshot of the table after it",
@@ -1504,6 +1504,20 @@ fn no_table(k: &(String, String)) -> PlanError {
     PlanError {
         kind: PlanErrorKind::Missing,
         message: format!("table {}.{} does not exist in Iceberg", k.0, k.1),
+    }
+}
+
+/// A type change's USING expression when it rewrites the values (it is more than
+/// [`plain_cast`]): a target that holds rows and does not run it keeps their old
+/// values, which no change event corrects.
+pub fn rewriting_using(change: &SchemaChange) -> Option<&ddl_core::DialectSql> {
+    match change {
+        SchemaChange::AlterColumnType {
+            column,
+            using: Some(u),
+            ..
+        } if !plain_cast(&u.sql, column) => Some(u),
+        _ => None,
     }
 }
 

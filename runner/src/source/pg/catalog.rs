@@ -80,31 +80,29 @@ pub async fn definitions(c: &tokio_postgres::Client) -> Result<Vec<TableDef>, So
 /// a target without the extension could not make them), and the indexes of
 /// partitions (their rows are their root's).
 const CONSTRAINTS: &str = r#"
-SELECT n.nspname::text,
-  format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s', n.nspname, c.relname, k.conname, pg_get_constraintdef(k.oid)),
-  CASE k.contype WHEN 'f' THEN 2 ELSE 0 END AS rank, c.relname::text, k.conname::text
-FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WITH t AS (
+  SELECT c.oid, c.relname, n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+    AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+    AND n.nspname <> 'lakeshift'),
+-- Constraints and indexes that call a function of the database's own.
+own_fn AS (
+  SELECT d.classid, d.objid FROM pg_depend d JOIN pg_proc f ON f.oid = d.refobjid
+  WHERE d.refclassid = 'pg_proc'::regclass AND f.pronamespace <> 'pg_catalog'::regnamespace)
+SELECT t.nspname::text,
+  format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s', t.nspname, t.relname, k.conname, pg_get_constraintdef(k.oid)),
+  CASE k.contype WHEN 'f' THEN 2 ELSE 0 END AS rank, t.relname::text, k.conname::text
+FROM pg_constraint k JOIN t ON t.oid = k.conrelid
 WHERE k.contype IN ('u', 'c', 'f') AND k.convalidated
-  AND NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_proc f ON f.oid = d.refobjid
-    WHERE d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
-      AND d.refclassid = 'pg_proc'::regclass AND f.pronamespace <> 'pg_catalog'::regnamespace)
-  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
-  AND n.nspname <> 'lakeshift'
+  AND (k.tableoid, k.oid) NOT IN (SELECT classid, objid FROM own_fn)
 UNION ALL
-SELECT n.nspname::text, pg_get_indexdef(i.indexrelid), 1, c.relname::text, x.relname::text
-FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
-  JOIN pg_namespace n ON n.oid = c.relnamespace
+SELECT t.nspname::text, pg_get_indexdef(i.indexrelid), 1, t.relname::text, x.relname::text
+FROM pg_index i JOIN t ON t.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
 WHERE NOT i.indisprimary AND i.indisvalid
-  AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.conrelid = c.oid)
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.conrelid = t.oid)
   AND NOT EXISTS (SELECT 1 FROM unnest(i.indclass::oid[]) o JOIN pg_opclass oc ON oc.oid = o
     WHERE NOT oc.opcdefault OR oc.opcnamespace <> 'pg_catalog'::regnamespace)
-  AND NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_proc f ON f.oid = d.refobjid
-    WHERE d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid
-      AND d.refclassid = 'pg_proc'::regclass AND f.pronamespace <> 'pg_catalog'::regnamespace)
-  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
-  AND n.nspname <> 'lakeshift'
+  AND (x.tableoid, x.oid) NOT IN (SELECT classid, objid FROM own_fn)
 ORDER BY 3, 1, 4, 5
 "#;
 

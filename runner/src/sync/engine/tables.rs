@@ -21,12 +21,10 @@ impl Engine {
             })? {
                 Some(tb) => tb,
                 None => {
-                    let logged = self.job.source_logs_referential_actions();
-                    for a in crate::sync::fk::referential_actions(&t.ir)
-                        .iter()
-                        .filter(|_| !logged)
-                    {
-                        tracing::warn!("foreign key {a}: the source does not log the rows this action changes, so the Iceberg table will keep them");
+                    if !self.job.source_logs_referential_actions() {
+                        for a in crate::sync::fk::referential_actions(&t.ir) {
+                            tracing::warn!("foreign key {a}: the source does not log the rows this action changes, so the Iceberg table will keep them");
+                        }
                     }
                     let mut diags = ddl_core::Diagnostics::default();
                     let mut ir = (*t.ir).clone();

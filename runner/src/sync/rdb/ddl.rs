@@ -193,18 +193,12 @@ impl RdbEngine {
         routed: &[SchemaChange],
     ) -> Result<Option<String>, SyncError> {
         for c in routed {
-            let SchemaChange::AlterColumnType {
-                table,
-                column,
-                using: Some(u),
-                ..
-            } = c
+            let (Some(u), SchemaChange::AlterColumnType { table, column, .. }) =
+                (dialects::iceberg::rewriting_using(c), c)
             else {
                 continue;
             };
-            if u.for_dialect(self.dialect.name()).is_some()
-                || dialects::iceberg::plain_cast(&u.sql, column)
-            {
+            if u.for_dialect(self.dialect.name()).is_some() {
                 continue;
             }
             let k = key_of(table);
@@ -255,20 +249,15 @@ impl RdbEngine {
     fn route_changes(&mut self, changes: &[SchemaChange]) -> Vec<SchemaChange> {
         let mut routed: Vec<SchemaChange> =
             changes.iter().map(|c| self.job.router.change(c)).collect();
-        // (As `with_fks`: no action where the stream holds the rows it changes.)
-        if self.job.source_logs_referential_actions() {
-            for c in &mut routed {
-                let fks = match c {
-                    SchemaChange::CreateTable { table, .. } => &mut table.foreign_keys[..],
-                    SchemaChange::AddForeignKey { foreign_key, .. } => {
-                        std::slice::from_mut(foreign_key)
-                    }
-                    _ => continue,
-                };
-                for fk in fks {
-                    fk.on_delete = None;
-                    fk.on_update = None;
+        for c in &mut routed {
+            match c {
+                SchemaChange::CreateTable { table, .. } => {
+                    self.target_actions(&mut table.foreign_keys)
                 }
+                SchemaChange::AddForeignKey { foreign_key, .. } => {
+                    self.target_actions(std::slice::from_mut(foreign_key))
+                }
+                _ => {}
             }
         }
         // A foreign key the target never got (`foreign-keys: drop`, or one still
@@ -355,8 +344,7 @@ impl RdbEngine {
                     SchemaChange::DropTable { .. }
                         | SchemaChange::RenameTable { .. }
                         | SchemaChange::TruncateTable { .. }
-                ) || matches!(c, SchemaChange::AlterColumnType { column, using: Some(u), .. }
-                        if !dialects::iceberg::plain_cast(&u.sql, column))
+                ) || dialects::iceberg::rewriting_using(c).is_some()
             })
             && after_routed.iter().all(|t| {
                 self.catalog.table(&t.name).is_some_and(|have| {

@@ -7,7 +7,8 @@ use crate::sync::error::SyncError;
 impl RdbEngine {
     /// A source table definition under target names, without what the target skips.
     /// A source foreign-key action the binlog does not carry and the sink does not
-    /// follow (none when the source logs what actions change): ON DELETE CASCADE / SET NULL are followed (by the target's own key on
+    /// follow (none when the source logs the rows actions change): ON DELETE CASCADE /
+    /// SET NULL are followed (by the target's own key on
     /// PostgreSQL with `keep`, else by the checkpoint), except onto the same table;
     /// SET DEFAULT and ON UPDATE actions are not.
     pub(super) fn warn_actions(&self, t: &Table) {

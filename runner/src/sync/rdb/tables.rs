@@ -25,13 +25,18 @@ impl RdbEngine {
     /// every changed key first).
     pub(super) fn with_fks(&self, t: &Table) -> Table {
         let mut r = self.job.router.table(t);
+        self.target_actions(&mut r.foreign_keys);
+        r
+    }
+
+    /// Foreign keys as the target takes them (see [`Self::with_fks`]).
+    pub(super) fn target_actions(&self, fks: &mut [ddl_core::ForeignKey]) {
         if self.job.source_logs_referential_actions() {
-            for fk in &mut r.foreign_keys {
+            for fk in fks {
                 fk.on_delete = None;
                 fk.on_update = None;
             }
         }
-        r
     }
 
     /// Remember a target table's definition.
