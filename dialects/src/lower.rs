@@ -233,6 +233,20 @@ impl<'a> Lowerer<'a> {
                         stored: *stored,
                     })
                 }
+                // MySQL's character set `binary` makes a character type its byte
+                // type: VARCHAR(n) CHARACTER SET binary is VARBINARY(n).
+                ColAttr::Charset(s) if s.eq_ignore_ascii_case("binary") => {
+                    use ddl_core::DataType as T;
+                    match c.data_type {
+                        T::Char { length, .. } => c.data_type = T::Binary { length },
+                        T::Varchar {
+                            length: Some(length),
+                            ..
+                        } => c.data_type = T::Varbinary { length },
+                        T::Text { max_bytes, .. } => c.data_type = T::Blob { max_bytes },
+                        _ => c.charset = Some(s.clone()),
+                    }
+                }
                 ColAttr::Charset(s) => c.charset = Some(s.clone()),
                 ColAttr::Collate(s) => c.collation = Some(s.clone()),
                 ColAttr::Check(e) => extras.push(SchemaChange::AddCheck {

@@ -1676,6 +1676,23 @@ mod tests {
     }
 
     #[test]
+    fn character_set_binary_is_a_byte_type() {
+        // regression: `VARCHAR(10) CHARACTER SET binary` (MySQL's VARBINARY(10)) became
+        // a text column, so its bytes went into text.
+        let ddl = "CREATE TABLE b (v VARCHAR(10) CHARACTER SET binary, c CHAR(4) CHARSET binary, \
+                   t TEXT CHARACTER SET binary, s VARCHAR(3) CHARACTER SET latin1);";
+        let (pg, diags) = sql(Dialect::MySql, Dialect::Postgres, ddl);
+        let all = pg.join(";\n");
+        assert_eq!(all.matches("bytea").count(), 3, "{all}\n{diags:#?}");
+        assert!(all.contains("s varchar(3)"), "{all}");
+        let (my, _) = sql(Dialect::MySql, Dialect::MySql, ddl);
+        let all = my.join(";\n");
+        for want in ["VARBINARY(10)", "BINARY(4)", "BLOB"] {
+            assert!(all.contains(want), "{want} in {all}");
+        }
+    }
+
+    #[test]
     fn smaller_mysql_forms() {
         // regression: BIT defaults became numbers PostgreSQL refuses, AUTO_INCREMENT=N
         // was dropped, and `REFERENCES t` in a qualified table stayed unqualified.

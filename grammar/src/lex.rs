@@ -281,15 +281,24 @@ fn introducer(i: &str) -> Res<'_, &str> {
 
 fn one_string_in(escapes: bool, i: &str) -> Res<'_, String> {
     // A character set introducer (`_utf8mb4'x'`, `_latin1 'x'`: the statement's text
-    // is already decoded, so the characters are the string's), N'...', and
-    // PostgreSQL's E'...' (backslash escapes: \n, \t, \\, \ooo, \xHH, ...).
-    let (i, prefix) = opt(alt((introducer, tag_no_case("N"), tag_no_case("E")))).parse(i)?;
+    // is already decoded, so the characters are the string's), N'...', PostgreSQL's
+    // E'...' (backslash escapes: \n, \t, \\, \ooo, \xHH, \uXXXX, ...) and U&'...'
+    // (Unicode escapes: \XXXX, \+XXXXXX; UESCAPE is read after it).
+    let (i, prefix) = opt(alt((
+        introducer,
+        tag_no_case("U&"),
+        tag_no_case("N"),
+        tag_no_case("E"),
+    )))
+    .parse(i)?;
     let e_string = prefix.is_some_and(|p| p.eq_ignore_ascii_case("E"));
+    let u_string = prefix.is_some_and(|p| p.eq_ignore_ascii_case("U&"));
     let escapes = escapes || e_string;
-    let (mut rest, _) = char('\'').parse(i)?;
-    let mut out = String::new();
+    let (rest, _) = char('\'').parse(i)?;
+    // The quoted text, doubled quotes undone; backslashes kept for the escapes below.
+    let mut body = String::new();
     let mut chars = rest.char_indices();
-    loop {
+    let rest = loop {
         match chars.next() {
             None => {
                 return Err(nom::Err::Error(Error::new(
@@ -297,66 +306,180 @@ fn one_string_in(escapes: bool, i: &str) -> Res<'_, String> {
                     nom::error::ErrorKind::Char,
                 )))
             }
-            Some((p, '\\')) if e_string => {
-                // PostgreSQL's escapes: octal and hex byte values as characters
-                // (an escape string's bytes in a UTF-8 database).
-                let tail = &rest[p + 1..];
-                let digits = |radix: u32, max: usize, skip: usize| {
-                    let d: String = tail[skip..]
-                        .chars()
-                        .take(max)
-                        .take_while(|c| c.is_digit(radix))
-                        .collect();
-                    (!d.is_empty())
-                        .then(|| u32::from_str_radix(&d, radix).ok().map(|v| (v, d.len())))
-                        .flatten()
-                };
-                let (c, used) = match tail.chars().next() {
-                    Some('x') => match digits(16, 2, 1) {
-                        Some((v, n)) => (char::from_u32(v).unwrap_or('\u{fffd}'), n + 1),
-                        None => ('x', 1),
-                    },
-                    Some('0'..='7') => match digits(8, 3, 0) {
-                        Some((v, n)) => (char::from_u32(v).unwrap_or('\u{fffd}'), n),
-                        None => ('0', 1),
-                    },
-                    Some('b') => ('\u{8}', 1),
-                    Some('f') => ('\u{c}', 1),
-                    Some('n') => ('\n', 1),
-                    Some('r') => ('\r', 1),
-                    Some('t') => ('\t', 1),
-                    Some(other) => (other, 1),
-                    None => continue,
-                };
-                out.push(c);
-                for _ in 0..used {
-                    chars.next();
-                }
-            }
             Some((_, '\\')) if escapes => {
+                body.push('\\');
                 if let Some((_, c)) = chars.next() {
-                    out.push(match c {
-                        'n' => '\n',
-                        't' => '\t',
-                        'r' => '\r',
-                        '0' => '\0',
-                        'Z' => '\u{1a}',
-                        other => other,
-                    });
+                    body.push(c);
                 }
             }
             Some((p, '\'')) => {
                 if rest[p + 1..].starts_with('\'') {
-                    out.push('\'');
+                    body.push('\'');
                     chars.next();
                 } else {
-                    rest = &rest[p + 1..];
-                    return Ok((rest, out));
+                    break &rest[p + 1..];
                 }
             }
-            Some((_, c)) => out.push(c),
+            Some((_, c)) => body.push(c),
+        }
+    };
+    if u_string {
+        let (rest, esc) = match preceded((ws, tag_no_case("UESCAPE"), ws), |i| {
+            one_string_in(false, i)
+        })
+        .parse(rest)
+        {
+            Ok((r, e)) => (r, e.chars().next()),
+            Err(_) => (rest, None),
+        };
+        let esc = esc.unwrap_or('\\');
+        return match unicode_escapes(&body, esc) {
+            Some(s) => Ok((rest, s)),
+            None => Err(nom::Err::Failure(Error::new(
+                i,
+                nom::error::ErrorKind::Escaped,
+            ))),
+        };
+    }
+    if e_string {
+        return Ok((rest, pg_escapes(&body)));
+    }
+    if !escapes {
+        return Ok((rest, body));
+    }
+    // MySQL's backslash escapes.
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        if let Some(c) = chars.next() {
+            out.push(match c {
+                'n' => '\n',
+                't' => '\t',
+                'r' => '\r',
+                '0' => '\0',
+                'Z' => '\u{1a}',
+                other => other,
+            });
         }
     }
+    Ok((rest, out))
+}
+
+/// PostgreSQL's E'...' escapes undone. Octal and hex escapes are bytes (several
+/// make one character in a UTF-8 database; bytes that are not UTF-8 read as U+FFFD),
+/// `\u`/`\U` characters.
+fn pg_escapes(body: &str) -> String {
+    let mut out: Vec<u8> = Vec::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    let take = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>, radix: u32, max: usize| {
+        let mut d = String::new();
+        while d.len() < max {
+            match chars.peek() {
+                Some(c) if c.is_digit(radix) => {
+                    d.push(*c);
+                    chars.next();
+                }
+                _ => break,
+            }
+        }
+        (!d.is_empty())
+            .then(|| u32::from_str_radix(&d, radix).ok())
+            .flatten()
+    };
+    let push_char = |out: &mut Vec<u8>, c: char| {
+        let mut b = [0; 4];
+        out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+    };
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            push_char(&mut out, c);
+            continue;
+        }
+        let Some(e) = chars.next() else { break };
+        match e {
+            'x' => match take(&mut chars, 16, 2) {
+                Some(v) => out.push(v as u8),
+                None => push_char(&mut out, 'x'),
+            },
+            '0'..='7' => {
+                let mut d = e.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match chars.peek().and_then(|c| c.to_digit(8)) {
+                        Some(v) => {
+                            d = d * 8 + v;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                out.push(d as u8);
+            }
+            'u' | 'U' => {
+                let n = if e == 'u' { 4 } else { 8 };
+                match take(&mut chars, 16, n).and_then(char::from_u32) {
+                    Some(c) => push_char(&mut out, c),
+                    None => push_char(&mut out, e),
+                }
+            }
+            'b' => out.push(8),
+            'f' => out.push(12),
+            'n' => out.push(b'\n'),
+            'r' => out.push(b'\r'),
+            't' => out.push(b'\t'),
+            other => push_char(&mut out, other),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A U&'...' string's escapes undone (`esc` then four hex digits, or `esc+` and six;
+/// `esc esc` is the escape character). None: an escape PostgreSQL refuses.
+fn unicode_escapes(body: &str, esc: char) -> Option<String> {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != esc {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&esc) {
+            chars.next();
+            out.push(esc);
+            continue;
+        }
+        let n = if chars.peek() == Some(&'+') {
+            chars.next();
+            6
+        } else {
+            4
+        };
+        let d: String = (0..n).filter_map(|_| chars.next()).collect();
+        if d.len() != n || !d.chars().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        let v = u32::from_str_radix(&d, 16).ok()?;
+        // A UTF-16 surrogate pair written as two escapes.
+        if (0xD800..0xDC00).contains(&v) {
+            let mut low = String::new();
+            if chars.next() != Some(esc) {
+                return None;
+            }
+            for _ in 0..4 {
+                low.push(chars.next()?);
+            }
+            let lo = u32::from_str_radix(&low, 16).ok()?;
+            out.push(char::from_u32(
+                0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00),
+            )?);
+            continue;
+        }
+        out.push(char::from_u32(v)?);
+    }
+    Some(out)
 }
 
 /// An unsigned integer.
@@ -600,5 +723,38 @@ pub fn comma_list<'a, T>(
             i = r;
         }
         Ok((i, out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pg(s: &str) -> String {
+        let (rest, v) = string_lit(Flavor::Postgres)(s).expect(s);
+        assert!(rest.is_empty(), "{s}: {rest:?} left");
+        v
+    }
+
+    #[test]
+    fn unicode_strings() {
+        // regression: U&'...' did not parse (a live job stopped at such a DDL).
+        assert_eq!(pg(r"U&'d\0061t\+000061'"), "data");
+        assert_eq!(pg(r"u&'caf\00e9 \\ ok'"), r"café \ ok");
+        assert_eq!(pg(r"U&'!00e9!!' UESCAPE '!'"), "é!");
+        assert_eq!(pg(r"U&'\D83D\DE00'"), "😀");
+        assert_eq!(pg("U&'it''s'"), "it's");
+        assert!(string_lit(Flavor::Postgres)(r"U&'\00zz'").is_err());
+    }
+
+    #[test]
+    fn escape_strings_are_bytes_then_text() {
+        // regression: each \xHH was a character of its own, so E'\xc3\xa9' read as
+        // two characters (Ã©) instead of é; \u escapes were read as a 'u'.
+        assert_eq!(pg(r"E'\xc3\xa9'"), "é");
+        assert_eq!(pg(r"E'\303\251'"), "é");
+        assert_eq!(pg(r"E'\u00e9\U0001F600'"), "é😀");
+        assert_eq!(pg(r"E'tab\there\101\'q'"), "tab\there\u{41}'q");
+        assert_eq!(pg(r"E'\\x01ff'"), r"\x01ff");
     }
 }

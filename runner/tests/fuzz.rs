@@ -2685,9 +2685,16 @@ impl Model {
                     "ALTER TABLE {tn} ADD COLUMN `{name}` BIGINT AS ({id} * 3) {}",
                     r.pick(&["STORED", "VIRTUAL"])
                 );
+                // (A relational target looks whether its table holds rows now;
+                // Iceberg, whether its files ever held one.)
+                let holds = if sink == SinkKind::Pg {
+                    !t.ids.is_empty()
+                } else {
+                    t.ever_rows
+                };
                 if sink == SinkKind::Maria {
                     Some(Step::Sql(sql))
-                } else if t.ever_rows && (self.after_snapshot || t.made_running) {
+                } else if holds && (self.after_snapshot || t.made_running) {
                     Some(Step::Stop(sql, "is added as generated"))
                 } else {
                     None

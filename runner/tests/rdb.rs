@@ -2894,3 +2894,71 @@ async fn a_check_added_by_name_is_applied_once_across_a_kill() {
         .unwrap();
     assert_eq!(checks, vec![("ck5".to_owned(),)]);
 }
+
+/// A column added with a default the target does not take (MariaDB's `uuid()`,
+/// which PostgreSQL has no equivalent of as written; `TIME '838:59:59'`, past
+/// PostgreSQL's time) to a table holding rows: the target got the column without the
+/// default, its older rows NULL where the source's hold values, with a warning only.
+/// It now follows `added-column-default` as a generated column does: refused by
+/// default (the DDL error policy: the job stops saying why), NULL for them under
+/// `null`, with a warning. The same DDL on an empty table is no loss: it is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_the_target_cannot_take_follows_the_added_column_policy() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, c INT);
+         CREATE TABLE shop.e (id INT PRIMARY KEY);
+         INSERT INTO shop.t VALUES (1, 10), (2, 20);",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("lake").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+        pgs.port
+    );
+    let job = |extra: &str| job_in(tmp.path(), ("127.0.0.1", src.port), 796, "", &sink, extra);
+    catch_up(&job(""));
+    c.query_drop(
+        "ALTER TABLE shop.e ADD COLUMN tm TIME DEFAULT '838:59:59';
+         ALTER TABLE shop.t ADD COLUMN tm TIME DEFAULT '838:59:59';
+         INSERT INTO shop.t (id, c, tm) VALUES (3, 30, '01:00:00');",
+    )
+    .await
+    .unwrap();
+    let p = job("");
+    let st = spawn(&p, true, None).wait().unwrap();
+    let log = log_tail(&p);
+    assert!(!st.success(), "{log}");
+    assert!(
+        log.contains("column tm of shop.t is added with a default postgres does not take")
+            && log.contains("added-column-default: null"),
+        "{log}"
+    );
+    // The empty table took the column (without the default PostgreSQL cannot hold).
+    assert_eq!(
+        pg_rows(
+            &pg,
+            "SELECT column_name::text FROM information_schema.columns WHERE table_schema = 'shop' AND table_name = 'e' AND column_name = 'tm'"
+        )
+        .await,
+        vec![vec![Some("tm".to_string())]]
+    );
+    let p = job("  added-column-default: null\n");
+    catch_up(&p);
+    let log = log_tail(&p);
+    assert!(
+        log.contains("WARN") && log.contains("they read NULL"),
+        "{log}"
+    );
+    assert_eq!(
+        pg_rows(&pg, "SELECT id::text, tm::text FROM shop.t ORDER BY id").await,
+        vec![
+            vec![Some("1".to_string()), None],
+            vec![Some("2".to_string()), None],
+            vec![Some("3".to_string()), Some("01:00:00".to_string())],
+        ]
+    );
+}

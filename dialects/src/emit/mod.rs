@@ -678,6 +678,38 @@ impl Emitter {
         })
     }
 
+    /// Why column `c`'s default is not in what this emitter writes for it (the
+    /// target has no equivalent, or cannot hold the value), or None: it is written,
+    /// or the column has none. A sink asks this of a column added to a table that
+    /// holds rows, whose older rows would otherwise read NULL.
+    pub fn default_dropped(
+        &self,
+        source: Dialect,
+        table: &TableName,
+        c: &Column,
+    ) -> Option<String> {
+        let d = c.default.as_ref()?;
+        let empty = Catalog::default();
+        let mut diags = Diagnostics::default();
+        let mut cx = EmitCtx {
+            source,
+            before: &empty,
+            after: &empty,
+            diags: &mut diags,
+        };
+        if self.default_sql(&mut cx, table, c, d).is_some() {
+            return None;
+        }
+        Some(
+            diags
+                .take()
+                .into_iter()
+                .map(|d| d.message)
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    }
+
     /// A column definition as it appears in CREATE TABLE / ADD / MODIFY.
     pub fn column_def(&self, cx: &mut EmitCtx<'_>, table: &TableName, c: &Column) -> String {
         let mut s = format!(

@@ -62,7 +62,7 @@ impl RdbEngine {
                             .policy(i, position, &routed, &after_routed, reason)
                             .await;
                     }
-                    if let Some(reason) = self.generated_added(&routed) {
+                    if let Some(reason) = self.added_refused(&routed).await? {
                         if self.job.pipeline.added_column_default
                             != crate::sync::engine::defaults::AddedDefault::Null
                         {
@@ -157,7 +157,7 @@ impl RdbEngine {
                         .policy(i, position, &routed, &after_routed, reason)
                         .await;
                 }
-                let refused = self.generated_added(&routed);
+                let refused = self.added_refused(&routed).await?;
                 let i = self.log.add(entry)?;
                 if let Some(reason) = refused {
                     if self.job.pipeline.added_column_default
@@ -202,18 +202,7 @@ impl RdbEngine {
                 continue;
             }
             let k = key_of(table);
-            let name = format!(
-                "{}.{}",
-                self.emitter_ctx_ident(&k.0),
-                self.emitter_ctx_ident(&k.1)
-            );
-            let rows = self
-                .target()
-                .await?
-                .query(&format!("SELECT 1 FROM {name} LIMIT 1"))
-                .await
-                .map_err(SyncError::from)?;
-            if !rows.is_empty() {
+            if self.holds_rows(&k).await? {
                 return Ok(Some(format!(
                     "table {} column {column}: the type change rewrites every row's value (USING {}), which {} cannot run; the rows already in the table would keep their old values, which no change event corrects: take a new snapshot of the table after it",
                     show(&k),
@@ -225,23 +214,59 @@ impl RdbEngine {
         Ok(None)
     }
 
-    /// A generated column added to an existing table that the target gets as a plain
-    /// column (its expression is another dialect's): its older rows would stay NULL.
-    fn generated_added(&self, routed: &[SchemaChange]) -> Option<String> {
-        routed.iter().find_map(|c| match c {
-            SchemaChange::AddColumn { table, column, .. } => column
-                .generated
-                .as_ref()
-                .filter(|g| g.dialect != self.dialect.name())
-                .map(|g| {
-                    crate::sync::engine::defaults::generated_refused(
-                        &show(&key_of(table)),
-                        &column.name,
-                        g,
-                    )
-                }),
-            _ => None,
-        })
+    /// Whether the target's table `k` holds a row.
+    async fn holds_rows(&mut self, k: &(String, String)) -> Result<bool, SyncError> {
+        let name = format!(
+            "{}.{}",
+            self.emitter_ctx_ident(&k.0),
+            self.emitter_ctx_ident(&k.1)
+        );
+        let rows = self
+            .target()
+            .await?
+            .query(&format!("SELECT 1 FROM {name} LIMIT 1"))
+            .await
+            .map_err(SyncError::from)?;
+        Ok(!rows.is_empty())
+    }
+
+    /// A column added to a table the target holds rows of, whose older rows would
+    /// read NULL where the source's hold a value: a generated column the target gets
+    /// as a plain one (its expression is another dialect's), or a default the target
+    /// cannot hold or has no equivalent of. `added-column-default` decides.
+    async fn added_refused(
+        &mut self,
+        routed: &[SchemaChange],
+    ) -> Result<Option<String>, SyncError> {
+        let emitter = Emitter::new(self.dialect);
+        for c in routed {
+            let SchemaChange::AddColumn { table, column, .. } = c else {
+                continue;
+            };
+            let k = key_of(table);
+            let reason = match &column.generated {
+                Some(g) if g.dialect != self.dialect.name() => Some(
+                    crate::sync::engine::defaults::generated_refused(&show(&k), &column.name, g),
+                ),
+                Some(_) => None,
+                None => emitter
+                    .default_dropped(self.source_dialect, table, column)
+                    .map(|why| {
+                        format!(
+                            "column {} of {} is added with a default {} does not take ({why}); the rows already in the table would read NULL, not the source's default (added-column-default: null accepts NULL for them; or take a new snapshot of the table after it)",
+                            column.name,
+                            show(&k),
+                            self.dialect
+                        )
+                    }),
+            };
+            if let Some(reason) = reason {
+                if self.holds_rows(&k).await? {
+                    return Ok(Some(reason));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The DDL's changes routed to their target tables; foreign keys the target does
