@@ -245,7 +245,8 @@ DECLARE
   p record;
 BEGIN
   SELECT n.nspname, c.relname, c.relreplident,
-         EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+         EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary
+                 AND i.indimmediate)
     INTO sch, nm, replident, keyed
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
    WHERE c.oid = rel AND c.relkind IN ('r', 'p') AND NOT c.relispartition
@@ -298,6 +299,7 @@ DECLARE
   r record;
   ctx text;
   has_rows boolean;
+  pubs jsonb;
 BEGIN
   IF current_setting('lakeshift.publishing', true) = 'on' THEN
     RETURN;
@@ -320,15 +322,37 @@ BEGIN
     objs := objs || jsonb_build_object('tag', r.command_tag, 'type', r.object_type,
       'schema', r.schema_name, 'identity', r.object_identity,
       'name', (SELECT c.relname FROM pg_class c WHERE c.oid = r.objid AND r.classid = 'pg_class'::regclass),
-      'rows', has_rows);
+      'rows', has_rows,
+      -- (A DEFERRABLE primary key lets a transaction hold a key twice.)
+      'deferrable_key', r.classid = 'pg_class'::regclass AND EXISTS (SELECT 1 FROM pg_index i
+         WHERE i.indrelid = r.objid AND i.indisprimary AND NOT i.indimmediate));
     IF r.object_type = 'table' THEN
       PERFORM lakeshift.publish_new_table(r.objid);
     END IF;
   END LOOP;
+  -- A publication altered or dropped: what every publication publishes now (a
+  -- publication narrowed and mended between two of the job's looks loses the
+  -- changes made meanwhile; the stream shows it here, at its place).
+  IF tg_tag IN ('ALTER PUBLICATION', 'DROP PUBLICATION') THEN
+    BEGIN
+      SELECT coalesce(jsonb_agg(jsonb_build_object('name', p.pubname, 'all', p.puballtables,
+          'actions', jsonb_build_array(p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate),
+          'tables', (SELECT coalesce(jsonb_agg(jsonb_build_array(t.schemaname, t.tablename)), '[]')
+                       FROM pg_publication_tables t WHERE t.pubname = p.pubname AND NOT p.puballtables),
+          'partial', (SELECT coalesce(jsonb_agg(jsonb_build_array(n.nspname, k.relname)), '[]')
+                        FROM pg_publication_rel pr JOIN pg_class k ON k.oid = pr.prrelid
+                        JOIN pg_namespace n ON n.oid = k.relnamespace
+                       WHERE pr.prpubid = p.oid AND ((to_jsonb(pr) ->> 'prqual') IS NOT NULL
+                         OR (to_jsonb(pr) ->> 'prattrs') IS NOT NULL)))), '[]')
+        INTO pubs FROM pg_publication p;
+    EXCEPTION WHEN others THEN
+      pubs := NULL;
+    END;
+  END IF;
   PERFORM pg_logical_emit_message(true, '{MESSAGE_PREFIX}', jsonb_build_object(
     'kind', 'ddl', 'tag', tg_tag, 'query', current_query(),
     'search_path', current_setting('search_path'), 'schema', current_schema(),
-    'nested', position(E'\n' in ctx) > 0, 'objects', objs)::text);
+    'nested', position(E'\n' in ctx) > 0, 'objects', objs, 'publications', pubs)::text);
 END
 $fn$;
 

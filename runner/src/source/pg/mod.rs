@@ -628,6 +628,10 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
         .map_err(catalog::sql)?
         .get::<_, i64>(0)
         > 0;
+    let captured = captured_tables(&client, src, &c.publication).await?;
+    if let Some(p) = deferrable_problem(&captured) {
+        problems.push(p);
+    }
     if published {
         match check_publication(&client, src, &c.publication).await {
             Ok(()) => notes.push(format!(
@@ -638,7 +642,6 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
             Err(e) => problems.push(e.to_string()),
         }
     } else {
-        let captured = captured_tables(&client, src, &c.publication).await?;
         if let Some(p) = unidentified_problem(&c.publication, &captured) {
             problems.push(p);
         } else {
@@ -700,6 +703,9 @@ async fn run(
     ensure_publication(&client, &src, &c.publication).await?;
     register_new_tables(&client, &src, &c.publication).await?;
     check_publication_kept(&client, &src, &c.publication, &dir, resuming).await?;
+    if let Some(p) = deferrable_problem(&captured_tables(&client, &src, &c.publication).await?) {
+        return Err(SourceError::Preflight(p));
+    }
     if !catalog::capture_installed(&client).await? {
         tracing::warn!(
             "the DDL capture is not installed in {}: schema changes will stop the job when their rows arrive; run `lakeshift pg-setup --config JOB --apply` (as a superuser) first",
@@ -872,6 +878,7 @@ async fn run(
         streamed: Streamed::new(streamed_dir),
         unresolved: HashMap::new(),
         outside: crate::source::Outside::new(false),
+        dir: dir.clone(),
         catalog: None,
     };
     let mut told = 0u64;
@@ -933,12 +940,56 @@ async fn check_publication_kept(
     }
     match check_publication(c, src, name).await {
         Err(SourceError::Preflight(why)) if read => {
-            crate::durable::replace(&marker, why.as_bytes())
-                .map_err(|e| SourceError::Schema(format!("{}: {e}", marker.display())))?;
-            Err(SourceError::Preflight(narrowed(&why, &marker)))
+            // (What the stream holds up to here is what the user is told of.)
+            let now = c
+                .query_one(
+                    "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text",
+                    &[],
+                )
+                .await
+                .map_err(catalog::sql)
+                .and_then(|r| parse_lsn(&r.get::<_, String>(0)))?;
+            Err(narrowed_here(dir, &why, now))
         }
         r => r,
     }
+}
+
+/// In the source's state folder: the stream position up to which a narrowed
+/// publication was reported (a stop once its file [`NARROWED`] is deleted by hand
+/// lets the job go on past what was reported).
+const NARROWED_SEEN: &str = "publication-narrowed-seen.txt";
+
+/// The job stops: its publication was found narrower than the capture (`why`),
+/// remembered in the state folder `dir` with the stream position it was found at.
+fn narrowed_here(dir: &std::path::Path, why: &str, at: u64) -> SourceError {
+    let marker = dir.join(NARROWED);
+    let keep = |p: &std::path::Path, text: &str| {
+        crate::durable::replace(p, text.as_bytes())
+            .map_err(|e| SourceError::Schema(format!("{}: {e}", p.display())))
+    };
+    if let Err(e) = keep(&marker, why) {
+        return e;
+    }
+    let seen = std::fs::read_to_string(dir.join(NARROWED_SEEN))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    if seen.is_none_or(|s| at > s) {
+        if let Err(e) = keep(&dir.join(NARROWED_SEEN), &at.to_string()) {
+            return e;
+        }
+    }
+    SourceError::Preflight(narrowed(why, &marker))
+}
+
+/// Whether a narrowing of the publication read in the stream at `at` was reported
+/// already and let go by hand (its file deleted): true; false: not.
+fn publication_seen(dir: &std::path::Path, at: u64) -> bool {
+    !dir.join(NARROWED).exists()
+        && std::fs::read_to_string(dir.join(NARROWED_SEEN))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .is_some_and(|s| s >= at)
 }
 
 /// The stop of a job whose publication was found narrower than its capture once it
@@ -1254,8 +1305,10 @@ struct CapturedTable {
     unlogged: bool,
     partitioned: bool,
     /// No primary key and REPLICA IDENTITY DEFAULT, or NOTHING: once published, its
-    /// updates and deletes fail.
+    /// updates and deletes fail. (A DEFERRABLE primary key is no replica identity.)
     unidentified: bool,
+    /// The primary key is DEFERRABLE: `ALTER TABLE ...` that makes it immediate.
+    deferrable_key: Option<String>,
 }
 
 async fn captured_tables(
@@ -1270,7 +1323,13 @@ async fn captured_tables(
                        WHERE p.pubname = $1 AND p.schemaname = n.nspname AND p.tablename = c.relname),
                c.relpersistence = 'u', c.relkind = 'p',
                c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS
-                 (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary))
+                 (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary
+                   AND i.indimmediate)),
+               (SELECT format('ALTER TABLE %I.%I DROP CONSTRAINT %I, ADD CONSTRAINT %I %s',
+                         n.nspname, c.relname, k.conname, k.conname,
+                         regexp_replace(pg_get_constraintdef(k.oid), ' +DEFERRABLE.*$', ''))
+                  FROM pg_constraint k JOIN pg_index i ON i.indexrelid = k.conindid
+                 WHERE k.conrelid = c.oid AND k.contype = 'p' AND NOT i.indimmediate)
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
              WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
                AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'lakeshift')
@@ -1289,9 +1348,29 @@ async fn captured_tables(
             unlogged: r.get(3),
             partitioned: r.get(4),
             unidentified: r.get(5),
+            deferrable_key: r.get(6),
         })
         .collect())
 }
+
+/// Why captured tables with a DEFERRABLE primary key cannot be followed, with the
+/// statements that make their keys immediate; None: there are none.
+fn deferrable_problem(tables: &[CapturedTable]) -> Option<String> {
+    let (names, fixes): (Vec<&str>, Vec<&str>) = tables
+        .iter()
+        .filter_map(|t| Some((t.name.as_str(), t.deferrable_key.as_deref()?)))
+        .unzip();
+    (!names.is_empty()).then(|| {
+        format!(
+            "captured table(s) {} have a DEFERRABLE primary key: {DEFERRABLE_WHY}. Make the key immediate ({}), or leave the table(s) out of source.tables; changes already mirrored under it may have lost rows: take a new snapshot of them",
+            names.join(", "),
+            fixes.iter().map(|f| format!("{f};")).collect::<Vec<_>>().join(" ")
+        )
+    })
+}
+
+/// What a DEFERRABLE primary key does that the targets cannot follow.
+const DEFERRABLE_WHY: &str = "one transaction may hold a key twice before it commits (keys rotated by one UPDATE, a key inserted before its old row is deleted), and the targets, keyed on it, would lose rows";
 
 /// The text a regex matches when it matches one text only (escapes resolved).
 fn regex_literal(re: &str) -> Option<String> {
@@ -1949,6 +2028,8 @@ struct Stream {
     unresolved: HashMap<u32, pgoutput::Relation>,
     /// Tables the job does not capture whose rows this run knows.
     outside: crate::source::Outside,
+    /// The source's state folder (the publication markers).
+    dir: PathBuf,
     /// A connection for catalog reads while streaming (opened when first needed).
     catalog: Option<tokio_postgres::Client>,
 }
@@ -2267,6 +2348,97 @@ impl Stream {
                 .seen
                 .as_ref()
                 .is_some_and(|f| f.tables.iter().any(|(d, t)| d == db && t == table))
+    }
+
+    /// An ALTER or DROP PUBLICATION read from the stream, with what every
+    /// publication published once it ran (`pubs`; null for other commands and
+    /// captures older than this): the job stops if its publication no longer covers
+    /// every captured table, action and row, as the checks on start and every few
+    /// seconds do, but at its place in the stream, so a publication narrowed and
+    /// mended between two looks, or while the job was stopped, is seen too.
+    fn publication_altered(
+        &self,
+        pubs: &serde_json::Value,
+        query: &str,
+    ) -> Result<(), SourceError> {
+        let Some(pubs) = pubs.as_array() else {
+            return Ok(());
+        };
+        let name = &cfg(&self.src).publication;
+        let captured = || {
+            self.history.tables().filter_map(|t| {
+                let s = t.name.schema.as_deref().unwrap_or_default();
+                self.src
+                    .captures(s, &t.name.name)
+                    .then(|| (s.to_owned(), t.name.name.clone()))
+            })
+        };
+        let listed = |p: &serde_json::Value, field: &str| -> Vec<(String, String)> {
+            p[field]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| Some((t[0].as_str()?.to_owned(), t[1].as_str()?.to_owned())))
+                .collect()
+        };
+        let shown = |ts: Vec<(String, String)>| {
+            ts.iter()
+                .map(|(s, t)| format!("{}.{}", ident(s), ident(t)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let why = match pubs.iter().find(|p| p["name"].as_str() == Some(name)) {
+            None => Some(format!("publication {name} was dropped")),
+            Some(p) => {
+                let missing: Vec<&str> = ["insert", "update", "delete", "truncate"]
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| p["actions"][*i].as_bool() == Some(false))
+                    .map(|(_, a)| a)
+                    .collect();
+                let tables = listed(p, "tables");
+                let partial = listed(p, "partial");
+                let out: Vec<_> = match p["all"].as_bool() {
+                    Some(true) => Vec::new(),
+                    _ => captured().filter(|t| !tables.contains(t)).collect(),
+                };
+                let part: Vec<_> = captured().filter(|t| partial.contains(t)).collect();
+                if !missing.is_empty() {
+                    Some(format!(
+                        "publication {name} does not publish {}",
+                        missing.join(", ")
+                    ))
+                } else if !out.is_empty() {
+                    Some(format!(
+                        "captured table(s) {} are not in publication {name}",
+                        shown(out)
+                    ))
+                } else if !part.is_empty() {
+                    Some(format!(
+                        "publication {name} publishes only part of captured table(s) {} (a row filter or a column list)",
+                        shown(part)
+                    ))
+                } else {
+                    None
+                }
+            }
+        };
+        let Some(why) = why else {
+            return Ok(());
+        };
+        let at = self.txn.as_ref().map_or(self.last, |t| t.commit);
+        let why = format!(
+            "{why} from {} on (`{}`, altered by hand?)",
+            lsn_position(at, 0),
+            query.trim()
+        );
+        if publication_seen(&self.dir, at) {
+            tracing::warn!(
+                "{why}: reported before, and let go on by hand (the file that stopped the job was deleted)"
+            );
+            return Ok(());
+        }
+        Err(narrowed_here(&self.dir, &why, at))
     }
 
     fn here(&self) -> Position {
@@ -2887,6 +3059,9 @@ impl Stream {
         let text = v["query"].as_str().unwrap_or_default().to_owned();
         let tag = v["tag"].as_str().unwrap_or_default().to_owned();
         let schema = v["schema"].as_str().unwrap_or("public").to_owned();
+        if !skipped {
+            self.publication_altered(&v["publications"], &text)?;
+        }
         let from = self
             .taken
             .iter()
@@ -2960,6 +3135,27 @@ impl Stream {
                     reason: "ATTACH/DETACH PARTITION moves the rows of a partition into or out of its partitioned table without any row change in the stream, so the targets cannot follow it: take a new snapshot after it (a new state folder and empty target tables), or leave the table out of source.tables".into(),
                 });
             }
+        }
+        // A captured table given a DEFERRABLE primary key (the capture looks once
+        // the command ran).
+        let deferrable: Vec<String> = v["objects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| o["deferrable_key"].as_bool() == Some(true))
+            .filter_map(|o| Some((o["schema"].as_str()?, o["name"].as_str()?)))
+            .filter(|(s, t)| self.src.captures(s, t))
+            .map(|(s, t)| format!("{}.{}", ident(s), ident(t)))
+            .collect();
+        if !deferrable.is_empty() {
+            return Err(SourceError::Ddl {
+                position: pos.to_string(),
+                ddl: query,
+                reason: format!(
+                    "it gives captured table(s) {} a DEFERRABLE primary key: {DEFERRABLE_WHY}. Make the key immediate (drop the constraint and add it again without DEFERRABLE) and take a new snapshot of the table(s) (a new state folder and empty target tables), or leave them out of source.tables",
+                    deferrable.join(", ")
+                ),
+            });
         }
         let after = self.here();
         let generated_before =
