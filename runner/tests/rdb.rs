@@ -2962,3 +2962,65 @@ async fn a_default_the_target_cannot_take_follows_the_added_column_policy() {
         ]
     );
 }
+
+/// A row on the target that the source never had (put there by hand) holding a
+/// unique value a new source row takes: MariaDB's `INSERT ... ON DUPLICATE KEY
+/// UPDATE` met the unique index, not the key, and updated the stray row with the new
+/// row's values: the new row never arrived, and the job went on (silent). New rows
+/// are now plain INSERTs (and a checkpoint applied again with its keys deleted
+/// first inserts them plainly too), so the collision stops the job on both targets,
+/// naming the duplicate, and the stray row keeps its values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_value_held_by_a_stray_target_row_stops_the_job() {
+    let t = TwoTargets::start(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.q (id INT PRIMARY KEY, u VARCHAR(10), n INT, UNIQUE KEY uq (u));
+         INSERT INTO shop.q VALUES (1, 'a', 1);",
+        "stray",
+        760,
+    )
+    .await;
+    t.pg.batch_execute("INSERT INTO shop.q VALUES (50, 'dup', 50)")
+        .await
+        .unwrap();
+    let mut d = t.dst.conn(None).await;
+    d.query_drop("INSERT INTO shop.q VALUES (50, 'dup', 50)")
+        .await
+        .unwrap();
+    t.src
+        .conn(None)
+        .await
+        .query_drop("INSERT INTO shop.q VALUES (5, 'dup', 5)")
+        .await
+        .unwrap();
+    for j in &t.jobs {
+        let st = spawn(j, true, None).wait().unwrap();
+        let log = log_tail(j);
+        assert!(!st.success(), "{log}");
+        assert!(
+            log.contains("dup") && (log.contains("Duplicate") || log.contains("duplicate")),
+            "{log}"
+        );
+    }
+    let stray = vec![vec![
+        Some("50".to_string()),
+        Some("dup".to_string()),
+        Some("50".to_string()),
+    ]];
+    assert_eq!(
+        my_rows(
+            &mut d,
+            "SELECT CAST(id AS CHAR), u, CAST(n AS CHAR) FROM shop.q WHERE u = 'dup'"
+        )
+        .await,
+        stray
+    );
+    assert_eq!(
+        pg_rows(
+            &t.pg,
+            "SELECT id::text, u, n::text FROM shop.q WHERE u = 'dup'"
+        )
+        .await,
+        stray
+    );
+}

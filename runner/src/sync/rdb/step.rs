@@ -341,6 +341,20 @@ impl Plan {
         stage: &mut Vec<Step>,
         out: &mut Vec<Step>,
     ) {
+        self.insert_as(t, rows, stage, out, true)
+    }
+
+    /// [`Plan::insert`]; `replace`: false where the target holds no row of these
+    /// keys (MySQL: a plain INSERT, as `ON DUPLICATE KEY UPDATE` would update
+    /// another row that holds one of the new row's unique values, and lose it).
+    pub fn insert_as(
+        &mut self,
+        t: &Cols<'_>,
+        rows: Vec<Row>,
+        stage: &mut Vec<Step>,
+        out: &mut Vec<Step>,
+        replace: bool,
+    ) {
         if rows.is_empty() {
             return;
         }
@@ -363,7 +377,7 @@ impl Plan {
                     }
                     sql.push(')');
                 }
-                if !t.key.is_empty() {
+                if !t.key.is_empty() && replace {
                     sql.push_str(" ON DUPLICATE KEY UPDATE ");
                     // (A column the target computes is never assigned.)
                     let rest: Vec<String> = (0..t.cols.len())
@@ -422,13 +436,13 @@ impl Plan {
     /// PostgreSQL: rows of keys the target does not hold, copied straight into the
     /// table (no staging, no conflict handling: a key that is there after all makes
     /// the COPY fail with a unique violation, and the checkpoint runs again the
-    /// general way). Other targets: [`insert`](Self::insert).
+    /// general way). MySQL: a plain INSERT, which fails the same way.
     pub fn load(&mut self, t: &Cols<'_>, rows: Vec<Row>, out: &mut Vec<Step>) {
         if rows.is_empty() {
             return;
         }
         if !self.pg() {
-            return self.insert(t, rows, &mut Vec::new(), out);
+            return self.insert_as(t, rows, &mut Vec::new(), out, false);
         }
         for (present, rows) in by_columns(rows) {
             let names: Vec<&str> = present.iter().map(|i| t.cols[*i].ident.as_str()).collect();

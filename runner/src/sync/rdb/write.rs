@@ -428,8 +428,9 @@ impl RdbEngine {
                 }
             }
             // Keys the target holds first: an update that frees a unique value goes
-            // before the new row that takes it.
-            plan.insert(&t, rows, &mut stage, &mut ups);
+            // before the new row that takes it. (Rewritten, the target holds none
+            // of them: every changed key was deleted.)
+            plan.insert_as(&t, rows, &mut stage, &mut ups, !rewrite);
             plan.load(&t, fresh, &mut ups);
         }
         // Keyless: runs of inserts and runs of deletes, in order.
