@@ -1695,10 +1695,34 @@ async fn a_replica_identity_index_without_the_key_is_refused_or_followed() {
     )
     .await;
     let dir = tmp.path();
-    finish(spawn(&job, true));
-    pg.batch_execute("DELETE FROM shop.ri WHERE id = 2")
+    // Refused by `check` and before the first run reads anything. (It passed them
+    // and stopped at the first delete.)
+    let out = lakeshift(&["check", "--config", &job.display().to_string()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success()
+            && said.contains("REPLICA IDENTITY (code) does not hold the table's key (id)"),
+        "{said}"
+    );
+    let out = spawn(&job, true).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("REPLICA IDENTITY (code) does not hold the table's key (id)")
+            && err.contains("REPLICA IDENTITY FULL")
+            && !err.contains("nk:"),
+        "{err}"
+    );
+    // Given such an identity again (and a delete): stopped, the same words.
+    pg.batch_execute("ALTER TABLE shop.ri REPLICA IDENTITY DEFAULT")
         .await
         .unwrap();
+    finish(spawn(&job, true));
+    pg.batch_execute(
+        "ALTER TABLE shop.ri REPLICA IDENTITY USING INDEX ri_code; DELETE FROM shop.ri WHERE id = 2",
+    )
+    .await
+    .unwrap();
     let out = spawn(&job, true).wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

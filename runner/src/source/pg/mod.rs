@@ -629,9 +629,8 @@ pub async fn check(src: &Source, state: &std::path::Path) -> Result<super::Check
         .get::<_, i64>(0)
         > 0;
     let captured = captured_tables(&client, src, &c.publication).await?;
-    if let Some(p) = deferrable_problem(&captured) {
-        problems.push(p);
-    }
+    problems.extend(deferrable_problem(&captured));
+    problems.extend(identity_problem(src, &captured));
     if published {
         match check_publication(&client, src, &c.publication).await {
             Ok(()) => notes.push(format!(
@@ -703,7 +702,8 @@ async fn run(
     ensure_publication(&client, &src, &c.publication).await?;
     register_new_tables(&client, &src, &c.publication).await?;
     check_publication_kept(&client, &src, &c.publication, &dir, resuming).await?;
-    if let Some(p) = deferrable_problem(&captured_tables(&client, &src, &c.publication).await?) {
+    let captured = captured_tables(&client, &src, &c.publication).await?;
+    if let Some(p) = deferrable_problem(&captured).or_else(|| identity_problem(&src, &captured)) {
         return Err(SourceError::Preflight(p));
     }
     if !catalog::capture_installed(&client).await? {
@@ -1309,6 +1309,10 @@ struct CapturedTable {
     unidentified: bool,
     /// The primary key is DEFERRABLE: `ALTER TABLE ...` that makes it immediate.
     deferrable_key: Option<String>,
+    /// REPLICA IDENTITY USING INDEX: the index's columns.
+    identity_index: Option<Vec<String>>,
+    /// The primary key's columns (none: no primary key).
+    primary_key: Vec<String>,
 }
 
 async fn captured_tables(
@@ -1329,7 +1333,13 @@ async fn captured_tables(
                          n.nspname, c.relname, k.conname, k.conname,
                          regexp_replace(pg_get_constraintdef(k.oid), ' +DEFERRABLE.*$', ''))
                   FROM pg_constraint k JOIN pg_index i ON i.indexrelid = k.conindid
-                 WHERE k.conrelid = c.oid AND k.contype = 'p' AND NOT i.indimmediate)
+                 WHERE k.conrelid = c.oid AND k.contype = 'p' AND NOT i.indimmediate),
+               (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_index i
+                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+                 WHERE i.indrelid = c.oid AND i.indisreplident AND c.relreplident = 'i'),
+               coalesce((SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_index i
+                  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+                 WHERE i.indrelid = c.oid AND i.indisprimary), '{}')
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
              WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
                AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'lakeshift')
@@ -1349,8 +1359,46 @@ async fn captured_tables(
             partitioned: r.get(4),
             unidentified: r.get(5),
             deferrable_key: r.get(6),
+            identity_index: r.get(7),
+            primary_key: r.get(8),
         })
         .collect())
+}
+
+/// Why captured tables whose REPLICA IDENTITY index leaves out the key the job
+/// matches rows by cannot be followed (a delete or key change would name no row),
+/// with the fix; None: there are none.
+fn identity_problem(src: &Source, tables: &[CapturedTable]) -> Option<String> {
+    let bad: Vec<String> = tables
+        .iter()
+        .filter_map(|t| {
+            let cols = t.identity_index.as_ref()?;
+            let key = src
+                .key_overrides
+                .iter()
+                .find(|(n, _)| {
+                    n.split_once('.')
+                        .is_some_and(|(s, x)| format!("{}.{}", ident(s), ident(x)) == t.name)
+                })
+                .map(|(_, k)| k.clone())
+                .unwrap_or_else(|| t.primary_key.clone());
+            (!key.is_empty() && !key.iter().all(|k| cols.contains(k))).then(|| {
+                format!(
+                    "{}: its REPLICA IDENTITY ({}) does not hold the table's key ({}) (ALTER TABLE {} REPLICA IDENTITY DEFAULT, or REPLICA IDENTITY FULL)",
+                    t.name,
+                    cols.join(", "),
+                    key.join(", "),
+                    t.name
+                )
+            })
+        })
+        .collect();
+    (!bad.is_empty()).then(|| {
+        format!(
+            "captured table(s) whose deletes and key changes could not be matched to a row: {}",
+            bad.join("; ")
+        )
+    })
 }
 
 /// Why captured tables with a DEFERRABLE primary key cannot be followed, with the
