@@ -279,8 +279,13 @@ impl<'a> Lowerer<'a> {
                 ColAttr::Ignored(_) => {}
                 ColAttr::Unkept { attr, clause } => {
                     self.apply_attrs(table, c, std::slice::from_ref(attr), extras);
+                    let meaning = if clause.starts_with("DEFERRABLE") {
+                        "the key is checked at each statement"
+                    } else {
+                        "an explicit NULL is not replaced by the default"
+                    };
                     self.diags.warn(format!(
-                        "{table}.{}: `{clause}` is not carried: an explicit NULL is not replaced by the default",
+                        "{table}.{}: `{clause}` is not carried: {meaning}",
                         c.name
                     ));
                 }
@@ -393,6 +398,7 @@ impl<'a> Lowerer<'a> {
                         "NOT VALID" => "it is created validated: rows already there that break it are refused",
                         "NO INHERIT" => "child tables are not told apart here",
                         "MATCH FULL" => "a row with some of its columns NULL is accepted",
+                        "INCLUDE" => "its index holds the key's columns only",
                         _ => "it is checked at each statement",
                     };
                     self.diags.warn(format!(

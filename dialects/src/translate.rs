@@ -1676,6 +1676,26 @@ mod tests {
     }
 
     #[test]
+    fn deferrable_column_keys_and_included_columns_parse() {
+        // regression: a column's `PRIMARY KEY DEFERRABLE` / `UNIQUE DEFERRABLE` and a
+        // key's `INCLUDE (...)` (pg_get_constraintdef writes it) did not parse; a live
+        // job stopped at such a table even when it did not capture it.
+        let (out, diags) = sql(
+            Dialect::Postgres,
+            Dialect::Postgres,
+            "CREATE TABLE z (id int PRIMARY KEY DEFERRABLE, u int UNIQUE DEFERRABLE INITIALLY DEFERRED, v int);\n\
+             CREATE TABLE w (id int, v int, CONSTRAINT w_pk PRIMARY KEY (id) INCLUDE (v) WITH (fillfactor = 70));",
+        );
+        let all = out.join(";\n");
+        assert!(all.contains("PRIMARY KEY (id)"), "{all}");
+        assert!(all.contains("UNIQUE"), "{all}");
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        for want in ["`DEFERRABLE` is not carried", "`INCLUDE`"] {
+            assert!(diags.iter().any(|d| d.contains(want)), "{want}: {diags:#?}");
+        }
+    }
+
+    #[test]
     fn character_set_binary_is_a_byte_type() {
         // regression: `VARCHAR(10) CHARACTER SET binary` (MySQL's VARBINARY(10)) became
         // a text column, so its bytes went into text.

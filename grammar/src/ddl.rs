@@ -370,14 +370,34 @@ fn col_attr(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ColAttr> {
                 ColAttr::SerialDefaultValue,
                 (kw("SERIAL"), kw("DEFAULT"), kw("VALUE")),
             ),
-            value(ColAttr::PrimaryKey, (kw("PRIMARY"), kw("KEY"))),
-            value(
-                ColAttr::Unique,
+            // (PostgreSQL: DEFERRABLE after a column's key; a deferrable primary
+            // key of a captured table stops a sync before this.)
+            map(
                 (
-                    kw("UNIQUE"),
-                    opt(kw("KEY")),
-                    opt((kw("NULLS"), opt(kw("NOT")), kw("DISTINCT"))),
+                    alt((
+                        value(ColAttr::PrimaryKey, (kw("PRIMARY"), kw("KEY"))),
+                        value(
+                            ColAttr::Unique,
+                            (
+                                kw("UNIQUE"),
+                                opt(kw("KEY")),
+                                opt((kw("NULLS"), opt(kw("NOT")), kw("DISTINCT"))),
+                            ),
+                        ),
+                    )),
+                    constraint_state(flavor),
                 ),
+                |(attr, st)| match st.deferrable {
+                    None => attr,
+                    Some(deferred) => ColAttr::Unkept {
+                        attr: Box::new(attr),
+                        clause: if deferred {
+                            "DEFERRABLE INITIALLY DEFERRED"
+                        } else {
+                            "DEFERRABLE"
+                        },
+                    },
+                },
             ),
             value(ColAttr::PrimaryKey, kw("KEY")),
             map(
@@ -693,6 +713,10 @@ fn constraint_state(flavor: Flavor) -> impl Fn(&str) -> Res<'_, ConstraintState>
             value(W::Disabled, (kw("NOT"), kw("ENFORCED"))),
             value(W::Unkept("NOT VALID"), (kw("NOT"), kw("VALID"))),
             value(W::Unkept("NO INHERIT"), (kw("NO"), kw("INHERIT"))),
+            // PostgreSQL 11: columns a key's index holds beside the key.
+            value(W::Unkept("INCLUDE"), (kw("INCLUDE"), paren_group(flavor))),
+            // A key's index storage parameters (pg_get_constraintdef writes them).
+            value(W::Nothing, (kw("WITH"), paren_group(flavor))),
         )))
         .parse(i)?;
         let mut st = ConstraintState::default();

@@ -3024,3 +3024,56 @@ async fn a_unique_value_held_by_a_stray_target_row_stops_the_job() {
         stray
     );
 }
+
+/// A DDL skipped by `ddl-error-policy: skip` (here a column added with a default
+/// PostgreSQL does not take, to a table holding rows): the sink took the source's
+/// table as its own anyway, so the next row of that table stopped every run with
+/// `column "u" does not exist` (found by a hostile tester). Rows are now written in
+/// the columns the target has, in this run and after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_after_a_skipped_ddl_fit_the_target_table() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, c INT);
+         INSERT INTO shop.t VALUES (1, 10), (2, 20);",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("lake").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+        pgs.port
+    );
+    let job = job_in(
+        tmp.path(),
+        ("127.0.0.1", src.port),
+        795,
+        "",
+        &sink,
+        "  ddl-error-policy: skip\n",
+    );
+    catch_up(&job);
+    c.query_drop(
+        "ALTER TABLE shop.t ADD COLUMN u VARCHAR(36) DEFAULT (uuid());
+         INSERT INTO shop.t (id, c) VALUES (3, 30); UPDATE shop.t SET c = 11 WHERE id = 1;",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let log = log_tail(&job);
+    assert!(log.contains("skipped (ddl-error-policy: skip)"), "{log}");
+    c.query_drop("INSERT INTO shop.t (id, c) VALUES (4, 40)")
+        .await
+        .unwrap();
+    catch_up(&job);
+    assert_eq!(
+        pg_rows(&pg, "SELECT id::text, c::text FROM shop.t ORDER BY id").await,
+        my_rows(
+            &mut c,
+            "SELECT CAST(id AS CHAR), CAST(c AS CHAR) FROM shop.t ORDER BY id"
+        )
+        .await
+    );
+}

@@ -313,7 +313,7 @@ pub enum SourceError {
     Connect(String),
     #[error("source query failed: {0}")]
     Sql(String),
-    #[error("binlog protocol: {0}")]
+    #[error("replication protocol: {0}")]
     Protocol(String),
     #[error("decoding rows {0}")]
     Decode(String),

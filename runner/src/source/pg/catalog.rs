@@ -377,6 +377,10 @@ DROP EVENT TRIGGER IF EXISTS lakeshift_ddl;
 CREATE EVENT TRIGGER lakeshift_ddl ON ddl_command_end EXECUTE FUNCTION lakeshift.emit_ddl();
 DROP EVENT TRIGGER IF EXISTS lakeshift_drop;
 CREATE EVENT TRIGGER lakeshift_drop ON sql_drop EXECUTE FUNCTION lakeshift.emit_drop();
+-- Also in sessions with session_replication_role = replica (restore and migration
+-- tools set it), where event triggers enabled the usual way do not fire.
+ALTER EVENT TRIGGER lakeshift_ddl ENABLE ALWAYS;
+ALTER EVENT TRIGGER lakeshift_drop ENABLE ALWAYS;
 "#
     )
 }

@@ -3208,9 +3208,32 @@ impl Stream {
         let after = self.here();
         let generated_before =
             (!self.src.generated_computed).then(|| generated_columns(&self.src, &self.history));
+        // The tables the command made or changed, as the capture names them (a
+        // statement the history cannot parse names none itself).
+        let objects: Vec<ddl_core::TableName> = v["objects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| o["type"].as_str() == Some("table"))
+            .filter_map(|o| {
+                Some(ddl_core::TableName::new(
+                    Some(o["schema"].as_str()?),
+                    o["name"].as_str()?,
+                ))
+            })
+            .collect();
         let out = match self.history.apply(&pos, Some(&schema), false, &query) {
             Ok(out) => out,
-            Err(e) if !self.src.concerns(&e.tables, &schema) => {
+            Err(e)
+                if !self.src.concerns(
+                    if e.tables.is_empty() {
+                        &objects
+                    } else {
+                        &e.tables
+                    },
+                    &schema,
+                ) =>
+            {
                 tracing::info!("skipped: DDL at {pos} outside the captured tables: {e}");
                 return Ok(true);
             }

@@ -200,6 +200,11 @@ fn server_error(what: &str, body: &[u8]) -> SourceError {
         // has not noticed its connection is gone yet): it ends, and the slot is free.
         // (A second process of the job is refused before, by the job's lease.)
         "55006" => SourceError::Lost(text),
+        // pgoutput reads the publication as of each change's place in the WAL: one
+        // dropped and made again in a single transaction is missing there for good.
+        "42704" if msg.starts_with("publication") => SourceError::Preflight(format!(
+            "{text}: the publication did not exist at that point of the stream (dropped and made again in one transaction?), and PostgreSQL cannot decode this slot past it; the changes made meanwhile are lost to it: take a new snapshot (a new state folder and empty target tables; `lakeshift drop-job` removes the slot)"
+        )),
         _ => SourceError::Protocol(text),
     }
 }

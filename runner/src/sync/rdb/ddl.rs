@@ -90,6 +90,15 @@ impl RdbEngine {
                         e.status
                     );
                     self.apply_catalog(&routed, &after_routed);
+                    // (Skipped by the policy: the target may lack what it adds.)
+                    if e.status == Status::Skipped
+                        && !e
+                            .reason
+                            .as_deref()
+                            .is_some_and(|r| r.starts_with(ALREADY_AS))
+                    {
+                        self.fit_to_target(&routed).await?;
+                    }
                     return self.advance(position).await;
                 }
             }
@@ -100,13 +109,17 @@ impl RdbEngine {
         if already {
             entry.target_sql = translated.map(|t| t.0).unwrap_or_default();
             entry.status = Status::Skipped;
-            entry.reason = Some("the target table is already as this DDL leaves it (several source tables route into it)".into());
+            entry.reason = Some(format!(
+                "{ALREADY_AS} (several source tables route into it)"
+            ));
             let seq = self.log.add(entry)?;
             tracing::info!(
                 "DDL #{} at {at}: {}",
                 self.log.entries[seq].seq,
                 self.log.entries[seq].reason.clone().unwrap_or_default()
             );
+            // (A foreign key it adds waits in the queue, as the target adds them.)
+            self.add_ready_fks().await?;
             return self.advance(position).await;
         }
         // A DDL on a parked table waits behind the parked one.
@@ -212,6 +225,35 @@ impl RdbEngine {
             }
         }
         Ok(None)
+    }
+
+    /// The tables of `routed`, a DDL the policy skipped: what the sink knows of each
+    /// keeps only the columns the target's table has.
+    async fn fit_to_target(&mut self, routed: &[SchemaChange]) -> Result<(), SyncError> {
+        let keys: BTreeSet<(String, String)> = routed
+            .iter()
+            .filter_map(|c| c.table())
+            .map(key_of)
+            .collect();
+        for k in keys {
+            let Some(have) = self
+                .target()
+                .await?
+                .columns(&k.0, &k.1)
+                .await
+                .map_err(SyncError::from)?
+            else {
+                continue;
+            };
+            let tn = TableName::new(Some(&k.0), &k.1);
+            if let Some(known) = self.catalog.tables.get_mut(&tn) {
+                std::sync::Arc::make_mut(known)
+                    .columns
+                    .retain(|c| have.contains(&c.name.to_lowercase()));
+            }
+            self.tables.remove(&k);
+        }
+        Ok(())
     }
 
     /// Whether the target's table `k` holds a row.
@@ -369,6 +411,8 @@ impl RdbEngine {
                     SchemaChange::DropTable { .. }
                         | SchemaChange::RenameTable { .. }
                         | SchemaChange::TruncateTable { .. }
+                        // (Foreign keys are not compared below.)
+                        | SchemaChange::AddForeignKey { .. }
                 ) || dialects::iceberg::rewriting_using(c).is_some()
             })
             && after_routed.iter().all(|t| {
@@ -634,11 +678,15 @@ impl RdbEngine {
             DdlErrorPolicy::Skip => {
                 self.log.set(i, Status::Skipped, Some(reason.clone()))?;
                 tracing::warn!(
-                    "DDL #{} at {position} skipped (ddl-error-policy: skip): {reason}\n  statement: {}",
+                    "DDL #{} at {position} skipped (ddl-error-policy: skip): {reason}; rows are written to the table as the target has it\n  statement: {}",
                     e.seq,
                     e.source_sql
                 );
+                // The sink knows the tables as the source has them, but in the
+                // columns the target has: rows are written in those (an added
+                // column's values left out, a dropped one's its default).
                 self.apply_catalog(routed, after);
+                self.fit_to_target(routed).await?;
                 self.advance(position).await
             }
             DdlErrorPolicy::Park => {
@@ -658,6 +706,9 @@ impl RdbEngine {
         }
     }
 }
+
+/// Why a DDL was not run: its target table is already as it leaves it.
+pub(super) const ALREADY_AS: &str = "the target table is already as this DDL leaves it";
 
 /// A DDL's statements when all of them are MySQL `RENAME TABLE x TO y` and there are
 /// several: their `x TO y` parts joined for one statement.

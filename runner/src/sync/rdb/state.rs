@@ -185,6 +185,34 @@ impl RdbEngine {
             .await
             .map_err(|e| SyncError::from(e).context("the target's tables"))?;
         self.ensured = known.intersection(&there).cloned().collect();
+        // A table a DDL skipped by the policy left behind the source (its rows went
+        // in the columns it had): it gets the columns it lacks now, which the
+        // source's rows fill from here on (older rows NULL in them).
+        let skipped: BTreeSet<String> = self
+            .log
+            .entries
+            .iter()
+            .filter(|e| {
+                e.status == Status::Skipped
+                    && !e
+                        .reason
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with(super::ddl::ALREADY_AS))
+            })
+            .flat_map(|e| e.tables.iter().cloned())
+            .collect();
+        let behind: Vec<(String, String)> = self
+            .ensured
+            .iter()
+            .filter(|k| skipped.contains(&show(k)))
+            .cloned()
+            .collect();
+        for k in behind {
+            let name = TableName::new(Some(&k.0), &k.1);
+            if let Some(r) = self.catalog.table(&name).cloned() {
+                self.add_missing_columns(&k, &r).await?;
+            }
+        }
         Ok(())
     }
 
