@@ -3781,6 +3781,28 @@ async fn the_snapshot_gives_the_targets_the_tables_constraints_and_indexes() {
     )
     .await;
     assert_eq!(got, vec![vec![Some("q_p".to_string())]], "{logs}");
+    // And dropped again: gone from both targets, and a row it would refuse arrives.
+    // regression (a hostile tester): the drop read as "already as this DDL leaves it";
+    // the PostgreSQL target then refused the row on every run.
+    pg.batch_execute("ALTER TABLE shop.q DROP CONSTRAINT q_p; INSERT INTO shop.q VALUES (2, 999);")
+        .await
+        .unwrap();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    assert_eq!(source(&mirror, q).await, Rows::new(), "{logs}");
+    let got = lakeshift_tests::mysql_text_rows(
+        &mut my,
+        "SELECT constraint_name FROM information_schema.table_constraints
+          WHERE constraint_schema = 'shop' AND table_name = 'q' AND constraint_type = 'FOREIGN KEY'",
+    )
+    .await;
+    assert_eq!(got, Rows::new(), "{logs}");
+    let qrows = "SELECT id::text, p::text FROM shop.q";
+    let want = source(&pg, qrows).await;
+    lakeshift_tests::assert_rows_eq(&source(&mirror, qrows).await, &want, &logs);
+    let got = lakeshift_tests::mysql_text_rows(&mut my, &qrows.replace("::text", "")).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &logs);
 }
 
 /// A type change whose USING expression rewrites the values: a PostgreSQL target

@@ -3040,40 +3040,67 @@ async fn rows_after_a_skipped_ddl_fit_the_target_table() {
     )
     .await
     .unwrap();
-    let pg = pgs.create_db("lake").await;
+    let (pg, pg2) = (pgs.create_db("lake").await, pgs.create_db("lake2").await);
     let tmp = tempfile::tempdir().unwrap();
-    let sink = format!(
-        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
-        pgs.port
-    );
-    let job = job_in(
-        tmp.path(),
-        ("127.0.0.1", src.port),
-        795,
-        "",
-        &sink,
-        "  ddl-error-policy: skip\n",
-    );
-    catch_up(&job);
+    let sink = |db: &str| {
+        format!(
+            "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/{db}\n",
+            pgs.port
+        )
+    };
+    // The table into one of its own name, and routed under another name with a
+    // renamed column (regression: the routed one stopped, "routes to ... which
+    // lacks its column u").
+    let jobs = [
+        (
+            job_in(
+                &tmp.path().join("own"),
+                ("127.0.0.1", src.port),
+                795,
+                "",
+                &sink("lake"),
+                "  ddl-error-policy: skip\n",
+            ),
+            "SELECT id::text, c::text FROM shop.t ORDER BY id",
+            &pg,
+        ),
+        (
+            job_in(
+                &tmp.path().join("routed"),
+                ("127.0.0.1", src.port),
+                794,
+                "",
+                &sink("lake2"),
+                "  ddl-error-policy: skip\nroute:\n  - source-table: shop\\.t\n    sink-table: routed.rt\n    columns: { c: cc }\n",
+            ),
+            "SELECT id::text, cc::text FROM routed.rt ORDER BY id",
+            &pg2,
+        ),
+    ];
+    for (job, _, _) in &jobs {
+        catch_up(job);
+    }
     c.query_drop(
         "ALTER TABLE shop.t ADD COLUMN u VARCHAR(36) DEFAULT (uuid());
          INSERT INTO shop.t (id, c) VALUES (3, 30); UPDATE shop.t SET c = 11 WHERE id = 1;",
     )
     .await
     .unwrap();
-    catch_up(&job);
-    let log = log_tail(&job);
-    assert!(log.contains("skipped (ddl-error-policy: skip)"), "{log}");
+    for (job, _, _) in &jobs {
+        catch_up(job);
+        let log = log_tail(job);
+        assert!(log.contains("skipped (ddl-error-policy: skip)"), "{log}");
+    }
     c.query_drop("INSERT INTO shop.t (id, c) VALUES (4, 40)")
         .await
         .unwrap();
-    catch_up(&job);
-    assert_eq!(
-        pg_rows(&pg, "SELECT id::text, c::text FROM shop.t ORDER BY id").await,
-        my_rows(
-            &mut c,
-            "SELECT CAST(id AS CHAR), CAST(c AS CHAR) FROM shop.t ORDER BY id"
-        )
-        .await
-    );
+    let want = my_rows(
+        &mut c,
+        "SELECT CAST(id AS CHAR), CAST(c AS CHAR) FROM shop.t ORDER BY id",
+    )
+    .await;
+    for (job, sql, pg) in &jobs {
+        catch_up(job);
+        assert_eq!(pg_rows(pg, sql).await, want, "{}", log_tail(job));
+    }
 }

@@ -918,6 +918,9 @@ async fn run(
 /// captures.
 const PUBLICATION_CHECK: Duration = Duration::from_secs(5);
 
+/// How a job takes a new snapshot: what the stops that need one say.
+pub(super) const NEW_SNAPSHOT: &str = "`lakeshift drop-job --config JOB --apply` (the slot and the job's state, on the target too), empty the target tables, and run the job again";
+
 /// In the source's state folder: why a run that had read changes found its
 /// publication narrower than the capture.
 const NARROWED: &str = "publication-narrowed.txt";
@@ -971,10 +974,7 @@ fn narrowed_here(dir: &std::path::Path, why: &str, at: u64) -> SourceError {
     if let Err(e) = keep(&marker, why) {
         return e;
     }
-    let seen = std::fs::read_to_string(dir.join(NARROWED_SEEN))
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok());
-    if seen.is_none_or(|s| at > s) {
+    if narrowed_seen(dir).is_none_or(|s| at > s) {
         if let Err(e) = keep(&dir.join(NARROWED_SEEN), &at.to_string()) {
             return e;
         }
@@ -985,18 +985,21 @@ fn narrowed_here(dir: &std::path::Path, why: &str, at: u64) -> SourceError {
 /// Whether a narrowing of the publication read in the stream at `at` was reported
 /// already and let go by hand (its file deleted): true; false: not.
 fn publication_seen(dir: &std::path::Path, at: u64) -> bool {
-    !dir.join(NARROWED).exists()
-        && std::fs::read_to_string(dir.join(NARROWED_SEEN))
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .is_some_and(|s| s >= at)
+    !dir.join(NARROWED).exists() && narrowed_seen(dir).is_some_and(|s| s >= at)
+}
+
+/// The stream position in [`NARROWED_SEEN`], if any.
+fn narrowed_seen(dir: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(dir.join(NARROWED_SEEN))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
 }
 
 /// The stop of a job whose publication was found narrower than its capture once it
 /// had read changes (the same words on the first run and every later one).
 fn narrowed(why: &str, marker: &std::path::Path) -> String {
     format!(
-        "{why}. The changes made while that was so are not in the stream, even once it is mended, so every run stops here until a new snapshot (a new state folder and empty target tables); if nothing was written to the captured tables meanwhile, delete {} to go on",
+        "{why}. The changes made while that was so are not in the stream, even once it is mended, so every run stops here until a new snapshot ({NEW_SNAPSHOT}); if nothing was written to the captured tables meanwhile, delete {} to go on",
         marker.display()
     )
 }
@@ -1019,7 +1022,7 @@ async fn check_publication(
         .map_err(catalog::sql)?
     else {
         return Err(SourceError::Preflight(format!(
-            "publication {name} was dropped while the job used it: the changes since then are not in the stream; make it again (or let the job make it) and take a new snapshot (a new state folder and an empty target)"
+            "publication {name} was dropped while the job used it: the changes since then are not in the stream; make it again (or let the job make it) and take a new snapshot ({NEW_SNAPSHOT})"
         )));
     };
     let missing: Vec<&str> = ["insert", "update", "delete", "truncate"]
@@ -3180,7 +3183,7 @@ impl Stream {
                 return Err(SourceError::Ddl {
                     position: pos.to_string(),
                     ddl: query,
-                    reason: "ATTACH/DETACH PARTITION moves the rows of a partition into or out of its partitioned table without any row change in the stream, so the targets cannot follow it: take a new snapshot after it (a new state folder and empty target tables), or leave the table out of source.tables".into(),
+                    reason: format!("ATTACH/DETACH PARTITION moves the rows of a partition into or out of its partitioned table without any row change in the stream, so the targets cannot follow it: take a new snapshot after it ({NEW_SNAPSHOT}), or leave the table out of source.tables"),
                 });
             }
         }
@@ -3200,7 +3203,7 @@ impl Stream {
                 position: pos.to_string(),
                 ddl: query,
                 reason: format!(
-                    "it gives captured table(s) {} a DEFERRABLE primary key: {DEFERRABLE_WHY}. Make the key immediate (drop the constraint and add it again without DEFERRABLE) and take a new snapshot of the table(s) (a new state folder and empty target tables), or leave them out of source.tables",
+                    "it gives captured table(s) {} a DEFERRABLE primary key: {DEFERRABLE_WHY}. Make the key immediate (drop the constraint and add it again without DEFERRABLE) and take a new snapshot of the table(s) ({NEW_SNAPSHOT}), or leave them out of source.tables",
                     deferrable.join(", ")
                 ),
             });

@@ -203,7 +203,8 @@ fn server_error(what: &str, body: &[u8]) -> SourceError {
         // pgoutput reads the publication as of each change's place in the WAL: one
         // dropped and made again in a single transaction is missing there for good.
         "42704" if msg.starts_with("publication") => SourceError::Preflight(format!(
-            "{text}: the publication did not exist at that point of the stream (dropped and made again in one transaction?), and PostgreSQL cannot decode this slot past it; the changes made meanwhile are lost to it: take a new snapshot (a new state folder and empty target tables; `lakeshift drop-job` removes the slot)"
+            "{text}: the publication did not exist at that point of the stream (dropped and made again in one transaction?), and PostgreSQL cannot decode this slot past it; the changes made meanwhile are lost to it: take a new snapshot ({new})",
+            new = super::NEW_SNAPSHOT
         )),
         _ => SourceError::Protocol(text),
     }

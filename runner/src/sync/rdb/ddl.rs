@@ -91,12 +91,7 @@ impl RdbEngine {
                     );
                     self.apply_catalog(&routed, &after_routed);
                     // (Skipped by the policy: the target may lack what it adds.)
-                    if e.status == Status::Skipped
-                        && !e
-                            .reason
-                            .as_deref()
-                            .is_some_and(|r| r.starts_with(ALREADY_AS))
-                    {
+                    if skipped_by_policy(&e) {
                         self.fit_to_target(&routed).await?;
                     }
                     return self.advance(position).await;
@@ -247,9 +242,14 @@ impl RdbEngine {
             };
             let tn = TableName::new(Some(&k.0), &k.1);
             if let Some(known) = self.catalog.tables.get_mut(&tn) {
-                std::sync::Arc::make_mut(known)
-                    .columns
-                    .retain(|c| have.contains(&c.name.to_lowercase()));
+                let cols = &mut std::sync::Arc::make_mut(known).columns;
+                for c in cols.iter() {
+                    let n = c.name.to_lowercase();
+                    if !have.contains(&n) {
+                        self.skipped_columns.insert((k.clone(), n));
+                    }
+                }
+                cols.retain(|c| have.contains(&c.name.to_lowercase()));
             }
             self.tables.remove(&k);
         }
@@ -413,6 +413,7 @@ impl RdbEngine {
                         | SchemaChange::TruncateTable { .. }
                         // (Foreign keys are not compared below.)
                         | SchemaChange::AddForeignKey { .. }
+                        | SchemaChange::DropConstraint { .. }
                 ) || dialects::iceberg::rewriting_using(c).is_some()
             })
             && after_routed.iter().all(|t| {
@@ -708,7 +709,17 @@ impl RdbEngine {
 }
 
 /// Why a DDL was not run: its target table is already as it leaves it.
-pub(super) const ALREADY_AS: &str = "the target table is already as this DDL leaves it";
+const ALREADY_AS: &str = "the target table is already as this DDL leaves it";
+
+/// A DDL log entry skipped by `ddl-error-policy: skip` (not because its target table
+/// was already as it leaves it): the target may lack what it changes.
+pub(super) fn skipped_by_policy(e: &Entry) -> bool {
+    e.status == Status::Skipped
+        && !e
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(ALREADY_AS))
+}
 
 /// A DDL's statements when all of them are MySQL `RENAME TABLE x TO y` and there are
 /// several: their `x TO y` parts joined for one statement.

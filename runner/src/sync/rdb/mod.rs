@@ -143,6 +143,9 @@ pub struct RdbEngine {
     acks: crate::source::Acknowledged,
     /// PostgreSQL with `foreign-keys: keep`: foreign keys waiting for their tables.
     fk_queue: Vec<(TableName, ddl_core::ForeignKey)>,
+    /// Columns (lower case) of target tables that a DDL skipped by the policy left
+    /// out: the source's rows hold them, the target's table does not.
+    skipped_columns: BTreeSet<((String, String), String)>,
     /// Bytes of rendered pending changes (checked against `memory-budget-mib`).
     pending_bytes: usize,
     /// The largest statement the target takes (MySQL `max_allowed_packet`): statements
@@ -245,6 +248,7 @@ impl RdbEngine {
             offsets: BTreeMap::new(),
             acks: Vec::new(),
             fk_queue: Vec::new(),
+            skipped_columns: BTreeSet::new(),
             pending_bytes: 0,
             max_statement,
             fk_actions: BTreeMap::new(),

@@ -192,13 +192,7 @@ impl RdbEngine {
             .log
             .entries
             .iter()
-            .filter(|e| {
-                e.status == Status::Skipped
-                    && !e
-                        .reason
-                        .as_deref()
-                        .is_some_and(|r| r.starts_with(super::ddl::ALREADY_AS))
-            })
+            .filter(|e| super::ddl::skipped_by_policy(e))
             .flat_map(|e| e.tables.iter().cloned())
             .collect();
         let behind: Vec<(String, String)> = self
