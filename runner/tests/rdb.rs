@@ -3104,3 +3104,61 @@ async fn rows_after_a_skipped_ddl_fit_the_target_table() {
         assert_eq!(pg_rows(pg, sql).await, want, "{}", log_tail(job));
     }
 }
+
+/// The same for an update: the target lacks the source's row 4 (deleted there by
+/// hand) and another row holds the unique value row 4 takes. MariaDB's upsert of
+/// row 4 matched that row by the unique index and wrote row 4's values into it
+/// (found by a hostile tester; silent). The upsert now fails when the row it meets
+/// holds another key, the checkpoint runs again with its keys deleted first, and
+/// the collision stops the job naming the duplicate; the other row is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_meeting_another_rows_unique_value_on_the_target_stops_the_job() {
+    let t = TwoTargets::start(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.q (id INT PRIMARY KEY, u VARCHAR(10), n INT, UNIQUE KEY uq (u));
+         INSERT INTO shop.q VALUES (1, 'a', 1), (4, 'd', 4);",
+        "stray2",
+        770,
+    )
+    .await;
+    let hand = "DELETE FROM shop.q WHERE id = 4; INSERT INTO shop.q VALUES (103, 'hand', 103)";
+    t.pg.batch_execute(hand).await.unwrap();
+    let mut d = t.dst.conn(None).await;
+    d.query_drop(hand).await.unwrap();
+    t.src
+        .conn(None)
+        .await
+        .query_drop("UPDATE shop.q SET u = 'hand', n = 44 WHERE id = 4")
+        .await
+        .unwrap();
+    for j in &t.jobs {
+        let st = spawn(j, true, None).wait().unwrap();
+        let log = log_tail(j);
+        assert!(!st.success(), "{log}");
+        assert!(
+            log.contains("uq") && (log.contains("Duplicate") || log.contains("duplicate")),
+            "{log}"
+        );
+    }
+    let untouched = vec![vec![
+        Some("103".to_string()),
+        Some("hand".to_string()),
+        Some("103".to_string()),
+    ]];
+    assert_eq!(
+        my_rows(
+            &mut d,
+            "SELECT CAST(id AS CHAR), u, CAST(n AS CHAR) FROM shop.q WHERE u = 'hand'"
+        )
+        .await,
+        untouched
+    );
+    assert_eq!(
+        pg_rows(
+            &t.pg,
+            "SELECT id::text, u, n::text FROM shop.q WHERE u = 'hand'"
+        )
+        .await,
+        untouched
+    );
+}

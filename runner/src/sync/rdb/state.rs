@@ -359,7 +359,7 @@ impl RdbEngine {
                 self.committed(f.n, position, snapshot);
                 Ok(())
             }
-            Err(e) if e.kind == ErrorKind::UniqueViolation => {
+            Err(e) if super::write::collided(&e) => {
                 tracing::info!(
                     "checkpoint {}: {e}; applying it again with every changed key deleted first",
                     f.n

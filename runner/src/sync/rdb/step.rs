@@ -26,6 +26,10 @@ pub(super) fn aux(cols: &[&str], base: &str) -> String {
     n
 }
 
+/// What MySQL says when an upsert's unique index matched a row of another key (its
+/// key set to NULL by the statement's guard; a source row's key is never NULL).
+pub(super) const KEY_GUARD: &str = "cannot be null";
+
 /// Most placeholders one MySQL statement takes.
 const MAX_PARAMS: usize = 65_535;
 
@@ -379,16 +383,23 @@ impl Plan {
                 }
                 if !t.key.is_empty() && replace {
                     sql.push_str(" ON DUPLICATE KEY UPDATE ");
-                    // (A column the target computes is never assigned.)
-                    let rest: Vec<String> = (0..t.cols.len())
-                        .filter(|i| !t.key.contains(i) && !t.cols[*i].computed)
-                        .map(|i| format!("{0} = VALUES({0})", t.cols[i].ident))
+                    // The row a unique index matched may hold another key (the
+                    // target differs from the source there): updating it would lose
+                    // this row and overwrite that one. Its key is set to NULL then,
+                    // which fails the statement (strict mode; see `KEY_GUARD`), and
+                    // the checkpoint runs again with its keys deleted first.
+                    let same: Vec<String> = t
+                        .key
+                        .iter()
+                        .map(|&i| format!("{0} <=> VALUES({0})", t.cols[i].ident))
                         .collect();
-                    if rest.is_empty() {
-                        let k = &t.cols[t.key[0]].ident;
-                        let _ = write!(sql, "{k} = {k}");
-                    } else {
-                        sql.push_str(&rest.join(", "));
+                    let k = &t.cols[t.key[0]].ident;
+                    let _ = write!(sql, "{k} = IF({}, {k}, NULL)", same.join(" AND "));
+                    // (A column the target computes is never assigned.)
+                    for i in 0..t.cols.len() {
+                        if !t.key.contains(&i) && !t.cols[i].computed {
+                            let _ = write!(sql, ", {0} = VALUES({0})", t.cols[i].ident);
+                        }
                     }
                 }
                 out.push(Step::Exec {

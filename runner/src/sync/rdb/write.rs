@@ -511,7 +511,7 @@ impl RdbEngine {
                 .await
             {
                 Ok(()) => return Ok(()),
-                Err(e) if !rewrite && e.kind == ErrorKind::UniqueViolation => {
+                Err(e) if !rewrite && collided(&e) => {
                     // Unique values moved between rows inside the checkpoint: the
                     // same changes again, every changed key deleted first.
                     tracing::info!("checkpoint {n}: {e}; applying it again with every changed key deleted first");
@@ -657,6 +657,14 @@ impl RdbEngine {
         self.parked = self.log.parked_tables();
         Ok(())
     }
+}
+
+/// A checkpoint's failure that its keys, deleted first, may avoid: a unique
+/// violation, or a MySQL upsert that met a row of another key by a unique index
+/// (its key guard, see [`step::KEY_GUARD`]).
+pub(super) fn collided(e: &SyncError) -> bool {
+    e.kind == ErrorKind::UniqueViolation
+        || (e.kind == ErrorKind::BadValue && e.message.contains(step::KEY_GUARD))
 }
 
 pub(super) fn clip(s: &str) -> String {
