@@ -2972,57 +2972,14 @@ async fn a_default_the_target_cannot_take_follows_the_added_column_policy() {
 /// naming the duplicate, and the stray row keeps its values.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unique_value_held_by_a_stray_target_row_stops_the_job() {
-    let t = TwoTargets::start(
-        "CREATE DATABASE shop;
-         CREATE TABLE shop.q (id INT PRIMARY KEY, u VARCHAR(10), n INT, UNIQUE KEY uq (u));
-         INSERT INTO shop.q VALUES (1, 'a', 1);",
-        "stray",
-        760,
+    stray_row_stops(
+        "INSERT INTO shop.q VALUES (1, 'a', 1);",
+        ("stray", 760),
+        "INSERT INTO shop.q VALUES (50, 'dup', 50)",
+        "INSERT INTO shop.q VALUES (5, 'dup', 5)",
+        ["50", "dup", "50"],
     )
     .await;
-    t.pg.batch_execute("INSERT INTO shop.q VALUES (50, 'dup', 50)")
-        .await
-        .unwrap();
-    let mut d = t.dst.conn(None).await;
-    d.query_drop("INSERT INTO shop.q VALUES (50, 'dup', 50)")
-        .await
-        .unwrap();
-    t.src
-        .conn(None)
-        .await
-        .query_drop("INSERT INTO shop.q VALUES (5, 'dup', 5)")
-        .await
-        .unwrap();
-    for j in &t.jobs {
-        let st = spawn(j, true, None).wait().unwrap();
-        let log = log_tail(j);
-        assert!(!st.success(), "{log}");
-        assert!(
-            log.contains("dup") && (log.contains("Duplicate") || log.contains("duplicate")),
-            "{log}"
-        );
-    }
-    let stray = vec![vec![
-        Some("50".to_string()),
-        Some("dup".to_string()),
-        Some("50".to_string()),
-    ]];
-    assert_eq!(
-        my_rows(
-            &mut d,
-            "SELECT CAST(id AS CHAR), u, CAST(n AS CHAR) FROM shop.q WHERE u = 'dup'"
-        )
-        .await,
-        stray
-    );
-    assert_eq!(
-        pg_rows(
-            &t.pg,
-            "SELECT id::text, u, n::text FROM shop.q WHERE u = 'dup'"
-        )
-        .await,
-        stray
-    );
 }
 
 /// A DDL skipped by `ddl-error-policy: skip` (here a column added with a default
@@ -3113,24 +3070,40 @@ async fn rows_after_a_skipped_ddl_fit_the_target_table() {
 /// the collision stops the job naming the duplicate; the other row is untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_update_meeting_another_rows_unique_value_on_the_target_stops_the_job() {
-    let t = TwoTargets::start(
-        "CREATE DATABASE shop;
-         CREATE TABLE shop.q (id INT PRIMARY KEY, u VARCHAR(10), n INT, UNIQUE KEY uq (u));
-         INSERT INTO shop.q VALUES (1, 'a', 1), (4, 'd', 4);",
-        "stray2",
-        770,
+    stray_row_stops(
+        "INSERT INTO shop.q VALUES (1, 'a', 1), (4, 'd', 4);",
+        ("stray2", 770),
+        "DELETE FROM shop.q WHERE id = 4; INSERT INTO shop.q VALUES (103, 'hand', 103)",
+        "UPDATE shop.q SET u = 'hand', n = 44 WHERE id = 4",
+        ["103", "hand", "103"],
     )
     .await;
-    let hand = "DELETE FROM shop.q WHERE id = 4; INSERT INTO shop.q VALUES (103, 'hand', 103)";
+}
+
+/// `shop.q (id, u UNIQUE, n)` holding `rows` mirrored into both targets; `hand` run on
+/// each target, then `change` at the source: every job stops naming the duplicate
+/// of unique key uq, and the target row holding `untouched` (id, u, n) keeps it.
+async fn stray_row_stops(
+    rows: &str,
+    (db, server_id): (&str, u32),
+    hand: &str,
+    change: &str,
+    untouched: [&str; 3],
+) {
+    let t = TwoTargets::start(
+        &format!(
+            "CREATE DATABASE shop;
+             CREATE TABLE shop.q (id INT PRIMARY KEY, u VARCHAR(10), n INT, UNIQUE KEY uq (u));
+             {rows}"
+        ),
+        db,
+        server_id,
+    )
+    .await;
     t.pg.batch_execute(hand).await.unwrap();
     let mut d = t.dst.conn(None).await;
     d.query_drop(hand).await.unwrap();
-    t.src
-        .conn(None)
-        .await
-        .query_drop("UPDATE shop.q SET u = 'hand', n = 44 WHERE id = 4")
-        .await
-        .unwrap();
+    t.src.conn(None).await.query_drop(change).await.unwrap();
     for j in &t.jobs {
         let st = spawn(j, true, None).wait().unwrap();
         let log = log_tail(j);
@@ -3140,25 +3113,22 @@ async fn an_update_meeting_another_rows_unique_value_on_the_target_stops_the_job
             "{log}"
         );
     }
-    let untouched = vec![vec![
-        Some("103".to_string()),
-        Some("hand".to_string()),
-        Some("103".to_string()),
-    ]];
+    let want: Rows = vec![untouched.iter().map(|v| Some(v.to_string())).collect()];
+    let u = untouched[1];
     assert_eq!(
         my_rows(
             &mut d,
-            "SELECT CAST(id AS CHAR), u, CAST(n AS CHAR) FROM shop.q WHERE u = 'hand'"
+            &format!("SELECT CAST(id AS CHAR), u, CAST(n AS CHAR) FROM shop.q WHERE u = '{u}'")
         )
         .await,
-        untouched
+        want
     );
     assert_eq!(
         pg_rows(
             &t.pg,
-            "SELECT id::text, u, n::text FROM shop.q WHERE u = 'hand'"
+            &format!("SELECT id::text, u, n::text FROM shop.q WHERE u = '{u}'")
         )
         .await,
-        untouched
+        want
     );
 }

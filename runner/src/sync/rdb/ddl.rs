@@ -231,13 +231,7 @@ impl RdbEngine {
             .map(key_of)
             .collect();
         for k in keys {
-            let Some(have) = self
-                .target()
-                .await?
-                .columns(&k.0, &k.1)
-                .await
-                .map_err(SyncError::from)?
-            else {
+            let Some(have) = self.target_columns(&k).await? else {
                 continue;
             };
             let tn = TableName::new(Some(&k.0), &k.1);

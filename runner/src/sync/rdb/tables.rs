@@ -283,13 +283,7 @@ impl RdbEngine {
         k: &(String, String),
         r: &Table,
     ) -> Result<(), SyncError> {
-        let Some(have) = self
-            .target()
-            .await?
-            .columns(&k.0, &k.1)
-            .await
-            .map_err(SyncError::from)?
-        else {
+        let Some(have) = self.target_columns(k).await? else {
             return Ok(());
         };
         let missing: Vec<SchemaChange> = r
@@ -313,6 +307,18 @@ impl RdbEngine {
         );
         let sql = self.translate(&missing, std::slice::from_ref(r))?;
         self.exec_all(&sql.0, "adding columns to", k).await
+    }
+
+    /// The target's table `k`'s columns (lower case), or None: it has no such table.
+    pub(super) async fn target_columns(
+        &mut self,
+        k: &(String, String),
+    ) -> Result<Option<Vec<String>>, SyncError> {
+        self.target()
+            .await?
+            .columns(&k.0, &k.1)
+            .await
+            .map_err(SyncError::from)
     }
 
     /// A table known from the source's history at the resume point that the target
