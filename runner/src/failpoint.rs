@@ -28,3 +28,25 @@ pub fn hit(name: &str) {
         std::process::exit(EXIT_CODE);
     }
 }
+
+/// Wait at a named step while a test acts there (a DDL at a precise moment, say):
+/// with `LAKESHIFT_PAUSE=name=FILE`, the process creates FILE the first time it
+/// reaches `name` and goes on once FILE is removed (after 60 s at most). Without the
+/// variable this costs one environment lookup.
+pub async fn pause(name: &str) {
+    static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let Ok(spec) = std::env::var("LAKESHIFT_PAUSE") else {
+        return;
+    };
+    let Some((step, file)) = spec.split_once('=') else {
+        return;
+    };
+    if step != name || PAUSED.swap(true, Ordering::SeqCst) || std::fs::write(file, name).is_err() {
+        return;
+    }
+    let path = std::path::Path::new(file);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while path.exists() && std::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -59,6 +59,10 @@ pub(super) fn sync(config: &std::path::Path, until_end: bool) -> ExitCode {
 /// by another member, before it gives up.
 const FENCED_RESTARTS: u32 = 20;
 
+/// Why a job asked to stop exits 1 when its target does not answer: a stop does not
+/// wait out an outage.
+const STOPPED_WITHOUT_TARGET: &str = "stopping: the target did not answer, so what was read since the last checkpoint was not committed (the next run reads it again)";
+
 /// The job's source joined to the sink `open` makes, with the metrics endpoint and
 /// SIGTERM. A Kafka group member whose commit another member fenced off (a
 /// rebalance moved a partition it had read, and the new owner committed first)
@@ -117,6 +121,11 @@ where
             }
             Err(e) => {
                 eprintln!("error: {e}");
+                if e.kind == runner::sync::error::ErrorKind::Transient
+                    && stop.load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    eprintln!("{STOPPED_WITHOUT_TARGET}");
+                }
                 return ExitCode::from(1);
             }
         };
@@ -178,7 +187,7 @@ where
                 if e.kind == runner::sync::error::ErrorKind::Transient
                     && stop.load(std::sync::atomic::Ordering::SeqCst)
                 {
-                    eprintln!("stopping: the target did not answer, so what was read since the last checkpoint was not committed (the next run reads it again)");
+                    eprintln!("{STOPPED_WITHOUT_TARGET}");
                 } else if e.kind == runner::sync::error::ErrorKind::Transient && retry.tries > 0 {
                     eprintln!(
                         "the target did not answer for {:.0} s (pipeline.target-retry-seconds: {})",

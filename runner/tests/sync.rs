@@ -4452,3 +4452,72 @@ async fn a_job_file_from_init_checks_and_runs() {
         "{log}"
     );
 }
+
+/// A snapshot that cannot block commits (an account without RELOAD) while a DDL
+/// commits just after its sessions start: the tables are read as of its point.
+/// regression (fuzz seed 7 under load, whose busy server timed the block out): the
+/// definitions were read after the point, so a table renamed in between was read
+/// under its new name, and the binlog then renamed it again (the target kept a table
+/// the source no longer had, or the job stopped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ddl_while_a_snapshot_starts_without_the_block_is_read_at_its_point() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(SHOP).await.unwrap();
+    c.query_drop(
+        "INSERT INTO shop.items VALUES (1, 'a', 1.50, '2024-01-01 10:00:00'), (2, 'b', NULL, NULL);
+         INSERT INTO shop.nokey VALUES (1, 'k');
+         CREATE USER cdc@localhost;
+         GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO cdc@localhost",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(&dir.path().join("ddlstart"), db.port, 503, "", None, "");
+    let text = std::fs::read_to_string(&job).unwrap();
+    std::fs::write(&job, text.replace("username: root", "username: cdc")).unwrap();
+    let pause = dir.path().join("paused");
+    let run = Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+        .args([
+            "sync",
+            "--config",
+            &job.display().to_string(),
+            "--until-end",
+        ])
+        .env(
+            "LAKESHIFT_PAUSE",
+            format!("snapshot-point={}", pause.display()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lakeshift_tests::wait_until("the snapshot's sessions start", || {
+        let p = pause.clone();
+        async move { p.exists() }
+    })
+    .await;
+    // After the sessions' point: a rename, a row in the renamed table, a new column.
+    c.query_drop(
+        "RENAME TABLE shop.items TO shop.goods;
+         INSERT INTO shop.goods VALUES (3, 'c', 2.00, NULL);
+         ALTER TABLE shop.nokey ADD COLUMN w INT DEFAULT 7",
+    )
+    .await
+    .unwrap();
+    std::fs::remove_file(&pause).unwrap();
+    let out = run.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the job ran: {log}");
+    assert!(
+        log.contains("a DDL changed the captured tables while the snapshot's sessions started: they start again"),
+        "{log}"
+    );
+    catch_up(&job);
+    let cat = warehouse(&dir.path().join("ddlstart")).await;
+    assert_mirrored(&mut c, &cat, &["goods", "counter", "events", "nokey"]).await;
+    assert!(
+        iceberg_rows(&cat, "items").await.is_none(),
+        "the renamed table is not in the lake under its old name"
+    );
+}

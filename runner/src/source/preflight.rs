@@ -18,6 +18,10 @@ pub struct ServerInfo {
     pub warnings: Vec<String>,
 }
 
+/// Listings of the tables an account can see before a new job that captures none of
+/// them is refused (a rename hides its table from one for a moment).
+const LISTINGS: usize = 3;
+
 /// `replica_name`: the host name this job registers with ([`super::run::replica_name`]).
 pub async fn check(
     src: &Source,
@@ -147,15 +151,26 @@ pub async fn problems(
         None
     };
     // The table list must capture something this account can see: a typo, or an
-    // account without SELECT, would otherwise follow nothing, forever.
-    let visible: Vec<(String, String)> = conn
-        .query(
-            "SELECT table_schema, table_name FROM information_schema.tables \
-             WHERE table_type IN ('BASE TABLE', 'SYSTEM VERSIONED') \
-             AND table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')",
-        )
-        .await
-        .map_err(SourceError::sql)?;
+    // account without SELECT, would otherwise follow nothing, forever. A table being
+    // renamed is missing from the listing for a moment: a listing without a captured
+    // table is read again before it counts.
+    let mut visible: Vec<(String, String)> = Vec::new();
+    for attempt in 0..LISTINGS {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        visible = conn
+            .query(
+                "SELECT table_schema, table_name FROM information_schema.tables \
+                 WHERE table_type IN ('BASE TABLE', 'SYSTEM VERSIONED') \
+                 AND table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')",
+            )
+            .await
+            .map_err(SourceError::sql)?;
+        if resuming || visible.iter().any(|(d, t)| src.captures(d, t)) {
+            break;
+        }
+    }
     let captured = match super::captured_count(src, &visible, &src.binlog().username, resuming) {
         Ok(n) => n,
         Err(e) => {

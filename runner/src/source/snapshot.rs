@@ -298,12 +298,8 @@ pub async fn snapshot(
     let (mut conn, followers, (file, pos), read) = open_sessions(src).await?;
     let mut position = Position::new(file, pos);
     position.gtid = gtid_at(&mut conn, &position).await?;
-    // Read while commits (DDL too) were blocked, so they are the tables as of the
-    // snapshot's point; else now (a DDL in between is caught when its table is read).
-    let (defs, unread) = match read {
-        Some(d) => d,
-        None => read_definitions(&mut conn, |db, name| src.describes(db, name)).await?,
-    };
+    // The tables as of the snapshot's point (see open_sessions).
+    let (defs, unread) = read;
     let (history, report_at) = match (&scope, stored) {
         (Scope::All, _) => (
             SchemaHistory::create(
@@ -759,15 +755,18 @@ type Definitions = (Vec<(String, String, u64, String)>, Vec<(String, String)>);
 const BLOCK_ATTEMPTS: usize = 3;
 
 /// The snapshot's sessions (`snapshot-parallel` of them): the first, the others,
-/// and their binlog point.
+/// their binlog point and the tables' definitions there.
 ///
 /// Commits are blocked while the sessions start ([`begin_blocked`]); sessions that
 /// do not start within `snapshot-block-ms` are released and started again, up to
-/// [`BLOCK_ATTEMPTS`] times, then without the block. Without that block (no RELOAD), MariaDB takes a consistent snapshot and its binlog point
-/// together, under the lock that orders commits, so sessions that report the same
-/// point see the same committed transactions: all start at once, their points are
-/// read one at a time, and when a commit landed between them, all start again, up to
-/// [`MATCH_ATTEMPTS`] times; then the first session reads alone (said in a warning).
+/// [`BLOCK_ATTEMPTS`] times, then without the block. Without that block (no RELOAD,
+/// or a server too busy to start the sessions in time), MariaDB takes a consistent
+/// snapshot and its binlog point together, under the lock that orders commits, so
+/// sessions that report the same point see the same committed transactions: all
+/// start at once, their points are read one at a time, and when a commit landed
+/// between them, all start again, up to [`MATCH_ATTEMPTS`] times; then the first
+/// session reads alone (said in a warning). The definitions are then those read both
+/// before and after the start ([`lock_free_defined`]).
 #[allow(clippy::type_complexity)]
 async fn open_sessions(
     src: &Source,
@@ -776,7 +775,7 @@ async fn open_sessions(
         mysql_async::Conn,
         Vec<mysql_async::Conn>,
         (String, u64),
-        Option<Definitions>,
+        Definitions,
     ),
     SourceError,
 > {
@@ -823,9 +822,9 @@ async fn open_sessions(
         ))
     };
     let (at, defs) = match blocked {
-        Some((at, defs)) => (at, Some(defs)),
-        None => match lock_free(&mut sessions).await? {
-            Some(at) => (at, None),
+        Some(started) => started,
+        None => match lock_free_defined(src, &mut sessions).await? {
+            Some(started) => started,
             None if n > 1 => {
                 tracing::warn!(
                     "the binlog moved while the snapshot's {n} sessions started, {MATCH_ATTEMPTS} times: the snapshot is read by one session"
@@ -834,13 +833,74 @@ async fn open_sessions(
                 for c in sessions.drain(1..) {
                     let _ = c.disconnect().await;
                 }
-                (lock_free(&mut sessions).await?.ok_or_else(unstable)?, None)
+                lock_free_defined(src, &mut sessions)
+                    .await?
+                    .ok_or_else(unstable)?
             }
             None => return Err(unstable()),
         },
     };
     let first = sessions.remove(0);
     Ok((first, sessions, at, defs))
+}
+
+/// Starts of a lock-free snapshot that a DDL may interrupt before it stops.
+const DEFINITION_ATTEMPTS: usize = 5;
+
+/// [`lock_free`] with the tables' definitions as of its point. Nothing blocks DDL
+/// then: the definitions are read before the sessions start and again after, and the
+/// sessions start again while the two differ (a DDL committed in between, which the
+/// binlog from the point may or may not hold: a table renamed then would be read
+/// under its new name and renamed again by the binlog). None: no start matched
+/// ([`lock_free`]).
+async fn lock_free_defined(
+    src: &Source,
+    sessions: &mut [mysql_async::Conn],
+) -> Result<Option<((String, u64), Definitions)>, SourceError> {
+    let describes = |db: &str, name: &str| src.describes(db, name);
+    let mut before = read_definitions(&mut sessions[0], describes).await?;
+    for _ in 0..DEFINITION_ATTEMPTS {
+        let Some(at) = lock_free(sessions).await? else {
+            return Ok(None);
+        };
+        crate::failpoint::pause("snapshot-point").await;
+        let after = read_definitions(&mut sessions[0], describes).await?;
+        if same_definitions(&before, &after) {
+            return Ok(Some((at, after)));
+        }
+        tracing::info!("a DDL changed the captured tables while the snapshot's sessions started: they start again");
+        for c in sessions.iter_mut() {
+            c.query_drop("COMMIT").await.map_err(SourceError::sql)?;
+        }
+        before = after;
+    }
+    Err(SourceError::Protocol(format!(
+        "DDL changed the captured tables every time the snapshot's sessions started ({DEFINITION_ATTEMPTS} attempts): grant RELOAD so that the snapshot blocks commits for its start, or run the job when fewer DDL run"
+    )))
+}
+
+/// The same tables with the same definitions, but for row estimates and the next
+/// AUTO_INCREMENT value (which inserts move).
+fn same_definitions(a: &Definitions, b: &Definitions) -> bool {
+    let tables = |d: &Definitions| -> Vec<(String, String, String)> {
+        d.0.iter()
+            .map(|(db, name, _, ddl)| (db.clone(), name.clone(), without_auto_increment(ddl)))
+            .collect()
+    };
+    a.1 == b.1 && tables(a) == tables(b)
+}
+
+/// `ddl` without its ` AUTO_INCREMENT=<n>` table option.
+fn without_auto_increment(ddl: &str) -> String {
+    let mut out = String::with_capacity(ddl.len());
+    let mut rest = ddl;
+    while let Some(i) = rest.find(" AUTO_INCREMENT=") {
+        out.push_str(&rest[..i]);
+        rest =
+            rest[i + " AUTO_INCREMENT=".len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Start `sessions` at one binlog point without blocking commits (see
@@ -1133,5 +1193,26 @@ mod tests {
         assert_eq!(ranges(0, 99, 4), vec![Some(24), Some(49), Some(74), None]);
         assert_eq!(int_value(i128::from(u64::MAX)), Value::UInt(u64::MAX));
         assert_eq!(int_value(-5), Value::Int(-5));
+    }
+
+    #[test]
+    fn definitions_compare_without_the_next_auto_increment_value() {
+        let t = |ddl: &str| -> Definitions {
+            (vec![("d".into(), "t".into(), 9, ddl.into())], Vec::new())
+        };
+        let a = "CREATE TABLE `t` (\n  `id` int(11) NOT NULL AUTO_INCREMENT,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB AUTO_INCREMENT=5 DEFAULT CHARSET=utf8mb4";
+        let b = a.replace("AUTO_INCREMENT=5", "AUTO_INCREMENT=17");
+        assert!(same_definitions(&t(a), &t(&b)));
+        assert!(!same_definitions(
+            &t(a),
+            &t(&a.replace("int(11)", "bigint(20)"))
+        ));
+        let mut renamed = t(a);
+        renamed.0[0].1 = "u".into();
+        assert!(!same_definitions(&t(a), &renamed));
+        assert_eq!(
+            without_auto_increment("x AUTO_INCREMENT=12 y AUTO_INCREMENT=3"),
+            "x y"
+        );
     }
 }
