@@ -245,6 +245,127 @@ impl Translator {
         }
     }
 
+    /// Into MySQL, which has no sequences: an integer column whose default draws from a
+    /// sequence no column owns (pagila's `DEFAULT nextval('actor_actor_id_seq')`,
+    /// made without `OWNED BY`) becomes AUTO_INCREMENT, as a column owning its
+    /// sequence does, when it is the first to draw from it (the sequence is taken as
+    /// its own from then on). A second column drawing from it keeps the warning that
+    /// its default is not emitted.
+    fn unowned_sequences_as_identities(
+        &mut self,
+        requests: Vec<ChangeRequest>,
+        diags: &mut Diagnostics,
+    ) -> Vec<ChangeRequest> {
+        if self.target != Target::Sql(Dialect::MySql) {
+            return requests;
+        }
+        let mut out = Vec::with_capacity(requests.len());
+        for r in requests {
+            match r {
+                ChangeRequest::Change(SchemaChange::CreateTable {
+                    mut table,
+                    if_not_exists,
+                }) => {
+                    let name = table.name.clone();
+                    for c in &mut table.columns {
+                        if let Some(identity) = self.claim_sequence(&name, c, diags) {
+                            c.default = None;
+                            c.identity = Some(identity);
+                        }
+                    }
+                    out.push(ChangeRequest::Change(SchemaChange::CreateTable {
+                        table,
+                        if_not_exists,
+                    }));
+                }
+                ChangeRequest::Change(SchemaChange::AddColumn {
+                    table,
+                    mut column,
+                    position,
+                }) => {
+                    if let Some(identity) = self.claim_sequence(&table, &column, diags) {
+                        column.default = None;
+                        column.identity = Some(identity);
+                    }
+                    out.push(ChangeRequest::Change(SchemaChange::AddColumn {
+                        table,
+                        column,
+                        position,
+                    }));
+                }
+                ChangeRequest::Change(SchemaChange::SetDefault {
+                    table,
+                    column,
+                    default: Some(default),
+                }) => {
+                    let col = self
+                        .catalog
+                        .resolve_table(&table)
+                        .and_then(|k| self.catalog.table(k))
+                        .and_then(|t| t.column(&column))
+                        .map(|c| ddl_core::Column {
+                            default: Some(default.clone()),
+                            ..c.clone()
+                        });
+                    match col.and_then(|c| self.claim_sequence(&table, &c, diags)) {
+                        Some(identity) => out.extend([
+                            ChangeRequest::Change(SchemaChange::SetDefault {
+                                table: table.clone(),
+                                column: column.clone(),
+                                default: None,
+                            }),
+                            ChangeRequest::Change(SchemaChange::SetIdentity {
+                                table,
+                                column,
+                                identity: Some(identity),
+                            }),
+                        ]),
+                        None => out.push(ChangeRequest::Change(SchemaChange::SetDefault {
+                            table,
+                            column,
+                            default: Some(default),
+                        })),
+                    }
+                }
+                other => out.push(other),
+            }
+        }
+        out
+    }
+
+    /// The identity column `c` of `table` becomes when its default draws from a
+    /// sequence no column owns (see [`Translator::unowned_sequences_as_identities`]);
+    /// the sequence is then owned by it.
+    fn claim_sequence(
+        &mut self,
+        table: &TableName,
+        c: &ddl_core::Column,
+        diags: &mut Diagnostics,
+    ) -> Option<ddl_core::Identity> {
+        let Some(DefaultValue::NextVal { sequence }) = &c.default else {
+            return None;
+        };
+        if !matches!(c.data_type, ddl_core::DataType::Int { .. }) || c.identity.is_some() {
+            return None;
+        }
+        let written = crate::defs::Definitions::sequence_name(sequence);
+        let key = match self.defs.sequence(&written) {
+            Some((k, s)) if s.owned_by.is_none() => k.clone(),
+            _ => return None,
+        };
+        let seq = self.defs.sequences.get_mut(&key)?;
+        seq.owned_by = Some((table.clone(), c.name.clone()));
+        diags.warn(format!(
+            "{table}.{}: its default draws from sequence {sequence}, which no column owns: the column becomes AUTO_INCREMENT (MySQL has no sequences; a client calling nextval on it has nothing to call)",
+            c.name
+        ));
+        Some(ddl_core::Identity {
+            kind: ddl_core::IdentityKind::ByDefault,
+            start: seq.start.filter(|s| *s != 1),
+            increment: seq.increment.filter(|i| *i != 1),
+        })
+    }
+
     /// `CREATE SEQUENCE` for the sequence a default names as `sequence`, once: the
     /// statement as written within PostgreSQL, else its start and increment.
     fn create_sequence(&mut self, sequence: &str) -> Option<String> {
@@ -583,6 +704,7 @@ impl Translator {
                 other => other,
             })
             .collect();
+        let requests = self.unowned_sequences_as_identities(requests, &mut diags);
         // ADD COLUMN alone changes nothing else and cannot fail half-way, and emitting
         // it needs no earlier state: it is applied in place. (Copying a wide table for
         // each of thousands of ALTERs that widen it made such scripts quadratic.)
@@ -1515,10 +1637,56 @@ mod tests {
     }
 
     #[test]
+    fn a_sequence_no_column_owns_makes_its_first_column_auto_increment_in_mysql() {
+        // regression (pagila): `DEFAULT nextval(...)` of a sequence made without OWNED
+        // BY lost its meaning in MySQL (a warning each, no AUTO_INCREMENT).
+        let text = "CREATE SEQUENCE public.actor_actor_id_seq START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1;\n\
+            ALTER SEQUENCE public.actor_actor_id_seq OWNER TO postgres;\n\
+            CREATE TABLE public.actor (actor_id integer DEFAULT nextval('public.actor_actor_id_seq'::regclass) NOT NULL, name text);\n\
+            ALTER TABLE ONLY public.actor ADD CONSTRAINT actor_pkey PRIMARY KEY (actor_id);\n\
+            CREATE TABLE public.other (x integer DEFAULT nextval('public.actor_actor_id_seq'::regclass) NOT NULL);\n\
+            CREATE SEQUENCE public.s2 START WITH 5;\n\
+            CREATE TABLE public.late (id integer NOT NULL);\n\
+            ALTER TABLE ONLY public.late ALTER COLUMN id SET DEFAULT nextval('public.s2'::regclass);\n\
+            ALTER TABLE ONLY public.late ADD CONSTRAINT late_pkey PRIMARY KEY (id);\n";
+        let (out, diags) = sql(Dialect::Postgres, Dialect::MySql, text);
+        let all = out.join(";\n");
+        assert!(!diags.iter().any(|d| d.starts_with("error")), "{diags:#?}");
+        assert!(
+            all.contains("MODIFY COLUMN actor_id INT NOT NULL AUTO_INCREMENT"),
+            "{all}"
+        );
+        assert!(
+            all.contains("MODIFY COLUMN id INT NOT NULL AUTO_INCREMENT"),
+            "{all}"
+        );
+        assert!(all.contains("AUTO_INCREMENT = 5"), "{all}");
+        // The second column on the same sequence keeps the warning.
+        assert!(!all.contains("x INT NOT NULL AUTO_INCREMENT"), "{all}");
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.contains("public.other.x: DEFAULT nextval")),
+            "{diags:#?}"
+        );
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.contains("public.actor.actor_id: its default draws from sequence")),
+            "{diags:#?}"
+        );
+        // PostgreSQL keeps the sequence and the default.
+        let (out, _) = sql(Dialect::Postgres, Dialect::Postgres, text);
+        let all = out.join(";\n");
+        assert!(all.contains("nextval('public.actor_actor_id_seq'"), "{all}");
+    }
+
+    #[test]
     fn pg_dump_objects_keep_their_meaning() {
         // regression: domains became LONGTEXT, enum columns lost their table (a cast to
         // a schema-qualified type in the default), nextval() defaults were dropped,
-        // INHERITS gave `CREATE TABLE c ( )`, OWNER TO was an error.
+        // INHERITS gave `CREATE TABLE c ( )`, OWNER TO was an error (ALTER SEQUENCE's
+        // too: pg_dump writes it for every sequence of a dump made with owners).
         let text = "CREATE SCHEMA s;\n\
             CREATE DOMAIN s.pos AS integer NOT NULL CONSTRAINT pos_check CHECK (VALUE > 0);\n\
             CREATE TYPE s.mood AS ENUM ('ok', 'sad');\n\
@@ -1526,6 +1694,7 @@ mod tests {
             ALTER TABLE s.p OWNER TO postgres;\n\
             CREATE SEQUENCE s.p_id_seq START WITH 7 INCREMENT BY 1 CACHE 1;\n\
             ALTER TABLE s.p_id_seq OWNER TO postgres;\n\
+            ALTER SEQUENCE s.p_id_seq OWNER TO postgres;\n\
             ALTER SEQUENCE s.p_id_seq OWNED BY s.p.id;\n\
             ALTER TABLE ONLY s.p ALTER COLUMN id SET DEFAULT nextval('s.p_id_seq'::regclass);\n\
             ALTER TABLE ONLY s.p ADD CONSTRAINT p_pkey PRIMARY KEY (id);\n\

@@ -270,6 +270,10 @@ fn sequence(i: &str) -> Res<'_, SequenceDraft> {
                     kw("NOORDER"),
                 )),
             ),
+            // Properties with no schema meaning (pg_dump writes OWNER TO for every
+            // sequence unless --no-owner).
+            value((), (kw("OWNER"), kw("TO"), ident)),
+            value((), (kw("SET"), alt((kw("LOGGED"), kw("UNLOGGED"))))),
         ))
         .parse(i)
         {
