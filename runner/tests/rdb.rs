@@ -2963,6 +2963,87 @@ async fn a_default_the_target_cannot_take_follows_the_added_column_policy() {
     );
 }
 
+/// A column added to a table holding rows with a default that is not a constant
+/// (`CURRENT_TIMESTAMP`, `uuid()`) or as an AUTO_INCREMENT column: the source gave
+/// its rows values no change event tells (the moment of the ALTER, its own uuids, its
+/// own row order). regression: the target ran the same DDL and computed others (the
+/// time it replayed it), silently. Now the default follows `added-column-default`
+/// (refused by default; NULL for the older rows under `null`, the default kept for
+/// later ones) and an AUTO_INCREMENT column is refused whatever it says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_that_is_not_a_constant_added_to_rows_follows_the_added_column_policy() {
+    let (src, pgs) = tokio::join!(MariaDb::start(), PgServer::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, c INT);
+         CREATE TABLE shop.e (id INT PRIMARY KEY);
+         INSERT INTO shop.t VALUES (1, 10), (2, 20);",
+    )
+    .await
+    .unwrap();
+    let pg = pgs.create_db("lake").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "  type: postgres\n  url: postgres://postgres@127.0.0.1:{}/lake\n",
+        pgs.port
+    );
+    let job = |extra: &str| job_in(tmp.path(), ("127.0.0.1", src.port), 797, "", &sink, extra);
+    catch_up(&job(""));
+    c.query_drop(
+        "ALTER TABLE shop.e ADD COLUMN at DATETIME DEFAULT CURRENT_TIMESTAMP;
+         ALTER TABLE shop.t ADD COLUMN at DATETIME DEFAULT CURRENT_TIMESTAMP;
+         INSERT INTO shop.t (id, c, at) VALUES (3, 30, '2020-01-01 00:00:00');",
+    )
+    .await
+    .unwrap();
+    let p = job("");
+    let st = spawn(&p, true, None).wait().unwrap();
+    let log = log_tail(&p);
+    assert!(!st.success(), "{log}");
+    assert!(
+        log.contains("column at of shop.t is added with a default that is not a constant (CURRENT_TIMESTAMP)")
+            && log.contains("added-column-default: null"),
+        "{log}"
+    );
+    let p = job("  added-column-default: null\n");
+    catch_up(&p);
+    let log = log_tail(&p);
+    assert!(log.contains("WARN") && log.contains("read NULL"), "{log}");
+    assert_eq!(
+        pg_rows(&pg, "SELECT id::text, at::text FROM shop.t ORDER BY id").await,
+        vec![
+            vec![Some("1".to_string()), None],
+            vec![Some("2".to_string()), None],
+            vec![
+                Some("3".to_string()),
+                Some("2020-01-01 00:00:00".to_string())
+            ],
+        ]
+    );
+    // Both tables keep the default for later rows.
+    assert_eq!(
+        pg_rows(
+            &pg,
+            "SELECT table_name::text, (column_default IS NOT NULL)::text FROM information_schema.columns WHERE table_schema = 'shop' AND column_name = 'at' ORDER BY 1"
+        )
+        .await,
+        vec![
+            vec![Some("e".to_string()), Some("true".to_string())],
+            vec![Some("t".to_string()), Some("true".to_string())],
+        ]
+    );
+    c.query_drop("ALTER TABLE shop.t ADD COLUMN n INT NOT NULL AUTO_INCREMENT UNIQUE")
+        .await
+        .unwrap();
+    let st = spawn(&p, true, None).wait().unwrap();
+    let log = log_tail(&p);
+    assert!(!st.success(), "{log}");
+    assert!(
+        log.contains("column n of shop.t is added as an identity (AUTO_INCREMENT) column to a table holding rows"),
+        "{log}"
+    );
+}
+
 /// A row on the target that the source never had (put there by hand) holding a
 /// unique value a new source row takes: MariaDB's `INSERT ... ON DUPLICATE KEY
 /// UPDATE` met the unique index, not the key, and updated the stray row with the new

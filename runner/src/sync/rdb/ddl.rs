@@ -19,6 +19,9 @@ impl RdbEngine {
             self.checkpoint(pos_before, None).await?;
         }
         let routed = self.route_changes(changes);
+        let (routed, split) = self
+            .null_for_older_rows(routed, &position.to_string())
+            .await?;
         for t in after {
             if changes.iter().any(|c| {
                 matches!(
@@ -61,6 +64,13 @@ impl RdbEngine {
                         return self
                             .policy(i, position, &routed, &after_routed, reason)
                             .await;
+                    }
+                    // (Refused before under another policy: its statements are
+                    // made again for the split.)
+                    if split {
+                        if let Ok((stmts, _)) = self.translate(&routed, &after_routed) {
+                            self.log.entries[i].target_sql = stmts;
+                        }
                     }
                     if let Some(reason) = self.added_refused(&routed).await? {
                         if self.job.pipeline.added_column_default
@@ -201,6 +211,18 @@ impl RdbEngine {
         routed: &[SchemaChange],
     ) -> Result<Option<String>, SyncError> {
         for c in routed {
+            // An identity column added to rows: each server numbers them in its own
+            // row order.
+            if let SchemaChange::AddColumn { table, column, .. } = c {
+                let k = key_of(table);
+                if column.identity.is_some() && self.holds_rows(&k).await? {
+                    return Ok(Some(format!(
+                        "column {} of {} is added as an identity (AUTO_INCREMENT) column to a table holding rows: the source numbered its rows in its own row order, which no change event tells, and the target would number its copy in another: take a new snapshot of the table after it",
+                        column.name,
+                        show(&k)
+                    )));
+                }
+            }
             let (Some(u), SchemaChange::AlterColumnType { table, column, .. }) =
                 (dialects::iceberg::rewriting_using(c), c)
             else {
@@ -294,6 +316,15 @@ impl RdbEngine {
                             show(&k),
                             self.dialect
                         )
+                    })
+                    .or_else(|| {
+                        non_constant(column).map(|d| {
+                            format!(
+                                "column {} of {} is added with a default that is not a constant ({d}): the rows already in the table hold the values the source computed for them, which no change event tells, and the target would compute others (added-column-default: null gives them NULL; or take a new snapshot of the table after it)",
+                                column.name,
+                                show(&k)
+                            )
+                        })
                     }),
             };
             if let Some(reason) = reason {
@@ -303,6 +334,70 @@ impl RdbEngine {
             }
         }
         Ok(None)
+    }
+
+    /// Under `added-column-default: null`: a column added with a default that is not
+    /// a constant to a table the target holds rows of is added without it, then given
+    /// it, so the older rows read NULL (said in a warning) instead of values the target
+    /// computes, which would differ from the source's. Also says whether it split one.
+    async fn null_for_older_rows(
+        &mut self,
+        routed: Vec<SchemaChange>,
+        at: &str,
+    ) -> Result<(Vec<SchemaChange>, bool), SyncError> {
+        if self.job.pipeline.added_column_default
+            != crate::sync::engine::defaults::AddedDefault::Null
+        {
+            return Ok((routed, false));
+        }
+        let mut split = false;
+        let mut out = Vec::with_capacity(routed.len());
+        for c in routed {
+            let SchemaChange::AddColumn {
+                table,
+                mut column,
+                position,
+            } = c
+            else {
+                out.push(c);
+                continue;
+            };
+            let Some(d) = non_constant(&column) else {
+                out.push(SchemaChange::AddColumn {
+                    table,
+                    column,
+                    position,
+                });
+                continue;
+            };
+            if column.generated.is_some() || !self.holds_rows(&key_of(&table)).await? {
+                out.push(SchemaChange::AddColumn {
+                    table,
+                    column,
+                    position,
+                });
+                continue;
+            }
+            tracing::warn!(
+                "DDL at {at}: column {} of {} is added with a default that is not a constant ({d}); the rows already in the table read NULL (added-column-default: null), later rows the source's values",
+                column.name,
+                show(&key_of(&table))
+            );
+            split = true;
+            let default = column.default.take();
+            let name = column.name.clone();
+            out.push(SchemaChange::AddColumn {
+                table: table.clone(),
+                column,
+                position,
+            });
+            out.push(SchemaChange::SetDefault {
+                table,
+                column: name,
+                default,
+            });
+        }
+        Ok((out, split))
     }
 
     /// The DDL's changes routed to their target tables; foreign keys the target does
@@ -731,4 +826,19 @@ fn rename_markers(job: &str, position: &str) -> (String, String) {
     // A name within MySQL's 64 characters.
     let h = twox_hash::XxHash3_64::oneshot(format!("{job}\0{position}").as_bytes());
     (format!("ddl_{h:016x}_todo"), format!("ddl_{h:016x}_done"))
+}
+
+/// What a column's default is when it is not a constant (a reader's words for it):
+/// a function of the moment or the row (`CURRENT_TIMESTAMP`, `uuid()`), or a
+/// sequence's next value. None for a constant, NULL, or no default.
+fn non_constant(column: &ddl_core::Column) -> Option<String> {
+    use ddl_core::DefaultValue as D;
+    Some(match column.default.as_ref()? {
+        D::Literal { .. } => return None,
+        D::CurrentTimestamp { .. } => "CURRENT_TIMESTAMP".into(),
+        D::CurrentDate => "CURRENT_DATE".into(),
+        D::CurrentTime => "CURRENT_TIME".into(),
+        D::NextVal { sequence } => format!("the next value of sequence {sequence}"),
+        D::Raw { text, .. } => format!("`{text}`"),
+    })
 }
