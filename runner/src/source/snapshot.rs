@@ -300,6 +300,28 @@ pub async fn snapshot(
     position.gtid = gtid_at(&mut conn, &position).await?;
     // The tables as of the snapshot's point (see open_sessions).
     let (defs, unread) = read;
+    // A resumed snapshot reads the tables it has not read yet at this new point,
+    // with the schema history of the first one's point: a DDL between the two on
+    // such a table (renamed, altered, dropped) would have its rows read in the new
+    // shape and the DDL applied to them again from the binlog (a renamed table's
+    // rows were lost, an added column's default overwrote the values read). Then
+    // the snapshot is taken again from the start.
+    let scope = match (scope, &stored) {
+        (Scope::Resume(r), Some(h)) => {
+            match changed_since(h, &r.position, &r.done, &defs, |db, name| {
+                src.captures(db, name)
+            })? {
+                Some(what) => {
+                    tracing::warn!(
+                        "{what} since the interrupted snapshot's point: the snapshot is taken again from the start"
+                    );
+                    Scope::All
+                }
+                None => Scope::Resume(r),
+            }
+        }
+        (scope, _) => scope,
+    };
     let (history, report_at) = match (&scope, stored) {
         (Scope::All, _) => (
             SchemaHistory::create(
@@ -436,6 +458,7 @@ pub async fn snapshot(
     };
     let mut sessions = followers;
     sessions.push(conn);
+    crate::failpoint::pause("snapshot-read").await;
     let Some(total) = read_pieces(sessions, work, reading, &report_at, tx).await? else {
         return Ok(None);
     };
@@ -451,6 +474,46 @@ pub async fn snapshot(
         return Ok(None);
     }
     Ok(Some((report_at, history)))
+}
+
+/// The first captured table an interrupted snapshot (at `at`) has not read whose
+/// definition now (`defs`) differs from the one in its schema history `h` (renamed,
+/// dropped or altered since), said for a log line; None: none did.
+fn changed_since(
+    h: &SchemaHistory,
+    at: &Position,
+    done: &[(String, String)],
+    defs: &[(String, String, u64, String)],
+    captures: impl Fn(&str, &str) -> bool,
+) -> Result<Option<String>, SourceError> {
+    let pending = |db: &str, name: &str| {
+        captures(db, name) && !done.iter().any(|(d, n)| d == db && n == name)
+    };
+    let now = SchemaHistory::create(
+        None,
+        at,
+        defs.iter()
+            .filter(|(db, name, _, _)| pending(db, name))
+            .map(|(db, _, _, ddl)| (db.clone(), ddl.clone()))
+            .collect(),
+        Vec::new(),
+        Default::default(),
+    )?;
+    for t in h.tables() {
+        let (db, name) = (t.name.schema.as_deref().unwrap_or_default(), &t.name.name);
+        if !pending(db, name) {
+            continue;
+        }
+        match now.table(db, name) {
+            None => return Ok(Some(format!("table {db}.{name} was renamed or dropped"))),
+            Some(n) if n.columns != t.columns => {
+                return Ok(Some(format!("table {db}.{name} was altered")))
+            }
+            Some(_) => {}
+        }
+    }
+    // (A table made since is in the binlog whole, from its CREATE.)
+    Ok(None)
 }
 
 /// A table's snapshot rows on their way to the sink, chunk by chunk: rows counted,
