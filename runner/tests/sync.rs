@@ -557,6 +557,15 @@ async fn sync_survives_a_source_restart_and_follows_a_shadow_table_migration() {
     for i in 40..80 {
         step(&mut c, &mut rng, i).await;
     }
+    // And stopped as systemd stops it (SIGTERM, a normal shutdown): the server ends
+    // the binlog stream itself. regression (a hostile tester, 3 of 3): the job took
+    // that for the end of the binlog and exited 0 ("done"), following no more.
+    drop(c);
+    db.terminate_and_start().await;
+    let mut c = db.conn(None).await;
+    for i in 80..100 {
+        step(&mut c, &mut rng, i).await;
+    }
     // A gh-ost style migration of items while the job runs.
     for q in [
         "CREATE TABLE shop._items_gho LIKE shop.items",

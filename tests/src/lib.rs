@@ -214,6 +214,22 @@ impl MariaDb {
         self.respawn().await;
     }
 
+    /// Stop the server as a service manager does (SIGTERM: a normal shutdown) and
+    /// start it again on the same port.
+    pub async fn terminate_and_start(&mut self) {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "SIGTERM to mariadbd failed");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(Instant::now() < deadline, "mariadbd did not shut down");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.respawn().await;
+    }
+
     pub fn opts(&self, db: Option<&str>) -> mysql_async::Opts {
         mysql_async::OptsBuilder::default()
             .ip_or_hostname("127.0.0.1")

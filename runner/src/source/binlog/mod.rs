@@ -218,6 +218,15 @@ impl BinlogReader {
         }
         // End of a non-blocking read: deliver what is buffered.
         self.flush().await?;
+        if !stop_at_end {
+            // A blocking read ends only when the server ends it (a shutdown, which
+            // closes replication streams cleanly): a lost connection, read on from
+            // the last checkpoint once the server is back; it was taken for the
+            // end of the binlog, and the job ended as if done.
+            return Err(SourceError::Lost(
+                "the server ended the binlog stream (shutting down?)".into(),
+            ));
+        }
         Ok(())
     }
 
