@@ -1112,8 +1112,14 @@ impl StatementParser<'_> {
             Sq::CreateIndex(ci) => {
                 let table = self.resolve(self.object_name(&ci.table_name));
                 if self.skipped_relation(&table) {
+                    // (Named, so a reader finds every index of the input accounted for.)
+                    let name = ci
+                        .name
+                        .as_ref()
+                        .map(|n| format!("{} ", self.object_name(n).name))
+                        .unwrap_or_default();
                     return Ok(Parsed::Skipped(format!(
-                        "index on {table}, which is not a translated table (a view or a query's result)"
+                        "index {name}on {table}, which is not a translated table (a view or a query's result)"
                     )));
                 }
                 let parts = ci

@@ -1637,6 +1637,21 @@ mod tests {
     }
 
     #[test]
+    fn an_index_on_a_view_is_skipped_by_name() {
+        // (pagila's rental_category and AdventureWorks' view indexes were skipped
+        // without their names: a reader could not find them accounted for.)
+        let text = "CREATE MATERIALIZED VIEW public.mv AS SELECT 1 AS c;\n\
+            CREATE UNIQUE INDEX mv_c ON public.mv USING btree (c);\n";
+        let (_, diags) = sql(Dialect::Postgres, Dialect::MySql, text);
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.starts_with("skipped") && d.contains("index mv_c on public.mv")),
+            "{diags:#?}"
+        );
+    }
+
+    #[test]
     fn a_sequence_no_column_owns_makes_its_first_column_auto_increment_in_mysql() {
         // regression (pagila): `DEFAULT nextval(...)` of a sequence made without OWNED
         // BY lost its meaning in MySQL (a warning each, no AUTO_INCREMENT).
