@@ -212,10 +212,14 @@ impl RdbEngine {
     ) -> Result<Option<String>, SyncError> {
         for c in routed {
             // An identity column added to rows: each server numbers them in its own
-            // row order.
+            // row order (InnoDB by primary key, PostgreSQL by heap order). A target
+            // of the source's dialect numbers the rows it replayed by the same rule.
             if let SchemaChange::AddColumn { table, column, .. } = c {
                 let k = key_of(table);
-                if column.identity.is_some() && self.holds_rows(&k).await? {
+                if column.identity.is_some()
+                    && self.source_dialect != self.dialect
+                    && self.holds_rows(&k).await?
+                {
                     return Ok(Some(format!(
                         "column {} of {} is added as an identity (AUTO_INCREMENT) column to a table holding rows: the source numbered its rows in its own row order, which no change event tells, and the target would number its copy in another: take a new snapshot of the table after it",
                         column.name,
