@@ -4596,3 +4596,50 @@ async fn ddl_on_unread_tables_while_a_snapshot_runs_leaves_the_target_equal() {
         "the renamed table is not in the lake under its old name"
     );
 }
+
+/// Small transactions that switch between inserts and updates (each a batch of a
+/// row or three) stay within the memory budget: checkpoints come at transaction
+/// boundaries, none inside a source transaction. regression (a hostile tester:
+/// `BEGIN; INSERT 3 rows; UPDATE 1; COMMIT` at ~1,000 a second, every checkpoint
+/// came from the budget, inside a transaction): each batch held room for 1,024
+/// values a column, about 12 KiB a row, which the budget counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_mixed_transactions_commit_at_their_boundaries() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.t (id INT AUTO_INCREMENT PRIMARY KEY, a INT, b VARCHAR(40));
+         INSERT INTO shop.t (a, b) VALUES (0, 'seed');",
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(
+        &dir.path().join("small"),
+        db.port,
+        505,
+        "",
+        None,
+        "  memory-budget-mib: 16\n",
+    );
+    catch_up(&job);
+    // 1,500 transactions of an insert of three rows and an update of one: 6,000
+    // row changes in 3,000 batches of their own, read in one run.
+    let mut script = String::new();
+    for i in 0..1500 {
+        script.push_str(&format!(
+            "BEGIN; INSERT INTO shop.t (a, b) VALUES ({i}, 'x'), ({i}, 'y'), ({i}, 'z'); UPDATE shop.t SET a = a + 1 WHERE id = 1; COMMIT;"
+        ));
+    }
+    c.query_drop(script).await.unwrap();
+    let out = spawn(&job, true, None).wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        !log.contains("over the memory budget"),
+        "a checkpoint inside a source transaction: {log}"
+    );
+    let cat = warehouse(&dir.path().join("small")).await;
+    assert_mirrored(&mut c, &cat, &["t"]).await;
+}

@@ -385,26 +385,38 @@ pub enum ColBuilder {
     Ts(TimestampMicrosecondBuilder, bool),
 }
 
+/// Values a column builder holds room for before it grows (doubling).
+const FIRST_CAPACITY: usize = 8;
+
 impl ColBuilder {
+    /// A builder that starts small and grows as rows come (Arrow's `new()` reserves
+    /// 1,024 values: a change stream that switches between tables and operations
+    /// makes batches of a few rows each, and each held its 1,024 slots, which the
+    /// budget counts: about 12 KiB a row for single-row batches, so a checkpoint
+    /// interval of small transactions went over the memory budget and committed
+    /// inside a source transaction).
     pub fn new(k: &Kind) -> ColBuilder {
+        const N: usize = FIRST_CAPACITY;
         match arrow_type(k) {
-            A::Int8 => ColBuilder::I8(Int8Builder::new()),
-            A::Int16 => ColBuilder::I16(Int16Builder::new()),
-            A::Int32 => ColBuilder::I32(Int32Builder::new()),
-            A::Int64 => ColBuilder::I64(Int64Builder::new()),
-            A::UInt8 => ColBuilder::U8(UInt8Builder::new()),
-            A::UInt16 => ColBuilder::U16(UInt16Builder::new()),
-            A::UInt32 => ColBuilder::U32(UInt32Builder::new()),
-            A::UInt64 => ColBuilder::U64(UInt64Builder::new()),
-            A::Float32 => ColBuilder::F32(Float32Builder::new()),
-            A::Float64 => ColBuilder::F64(Float64Builder::new()),
-            A::Decimal128(p, s) => ColBuilder::D128(Decimal128Builder::new(), p, s),
-            A::Decimal256(p, s) => ColBuilder::D256(Decimal256Builder::new(), p, s),
-            A::Utf8 => ColBuilder::Str(StringBuilder::new()),
-            A::Binary => ColBuilder::Bin(BinaryBuilder::new()),
-            A::Date32 => ColBuilder::Date(Date32Builder::new()),
-            A::Duration(_) => ColBuilder::Dur(DurationMicrosecondBuilder::new()),
-            A::Timestamp(_, tz) => ColBuilder::Ts(TimestampMicrosecondBuilder::new(), tz.is_some()),
+            A::Int8 => ColBuilder::I8(Int8Builder::with_capacity(N)),
+            A::Int16 => ColBuilder::I16(Int16Builder::with_capacity(N)),
+            A::Int32 => ColBuilder::I32(Int32Builder::with_capacity(N)),
+            A::Int64 => ColBuilder::I64(Int64Builder::with_capacity(N)),
+            A::UInt8 => ColBuilder::U8(UInt8Builder::with_capacity(N)),
+            A::UInt16 => ColBuilder::U16(UInt16Builder::with_capacity(N)),
+            A::UInt32 => ColBuilder::U32(UInt32Builder::with_capacity(N)),
+            A::UInt64 => ColBuilder::U64(UInt64Builder::with_capacity(N)),
+            A::Float32 => ColBuilder::F32(Float32Builder::with_capacity(N)),
+            A::Float64 => ColBuilder::F64(Float64Builder::with_capacity(N)),
+            A::Decimal128(p, s) => ColBuilder::D128(Decimal128Builder::with_capacity(N), p, s),
+            A::Decimal256(p, s) => ColBuilder::D256(Decimal256Builder::with_capacity(N), p, s),
+            A::Utf8 => ColBuilder::Str(StringBuilder::with_capacity(N, N * 16)),
+            A::Binary => ColBuilder::Bin(BinaryBuilder::with_capacity(N, N * 16)),
+            A::Date32 => ColBuilder::Date(Date32Builder::with_capacity(N)),
+            A::Duration(_) => ColBuilder::Dur(DurationMicrosecondBuilder::with_capacity(N)),
+            A::Timestamp(_, tz) => {
+                ColBuilder::Ts(TimestampMicrosecondBuilder::with_capacity(N), tz.is_some())
+            }
             other => unreachable!("no builder for {other}"),
         }
     }
