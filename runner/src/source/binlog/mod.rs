@@ -92,6 +92,8 @@ pub struct BinlogReader {
     txns: Vec<Position>,
     buffered_bytes: usize,
     last_flush: Instant,
+    /// When a transaction boundary (a `Commit`) was last delivered.
+    last_boundary: Instant,
     pub rows_decoded: u64,
     /// Source time of the last event (unix seconds).
     commit_ts: u32,
@@ -129,6 +131,7 @@ impl BinlogReader {
             txns: Vec::new(),
             buffered_bytes: 0,
             last_flush: Instant::now(),
+            last_boundary: Instant::now(),
             rows_decoded: 0,
             commit_ts: 0,
             seen: None,
@@ -421,9 +424,14 @@ impl BinlogReader {
         self.in_txn = false;
         self.skip = 0;
         self.pending_commit = Some(self.position_at(end, 0, &self.gtid.clone()));
-        // Deliver at commits once enough is buffered or some time passed.
+        // Deliver at commits once enough is buffered or some time passed since the
+        // last delivery, or since the last boundary delivered: a backlog read fast
+        // fills batches inside transactions more often than every 100 ms, and
+        // without the second clock no boundary reached the pipeline, which then
+        // checkpointed only when over its memory budget (inside a transaction).
         if self.buffered_bytes >= self.src.binlog().batch_bytes / 4
             || self.last_flush.elapsed() >= Duration::from_millis(100)
+            || self.last_boundary.elapsed() >= Duration::from_millis(100)
         {
             return self.flush().await;
         }
@@ -482,6 +490,7 @@ impl BinlogReader {
         }
         // At a transaction boundary: everything before it is delivered.
         if let Some(position) = commit {
+            self.last_boundary = Instant::now();
             return Ok(self
                 .send(SourceEvent::Commit {
                     position,
