@@ -304,24 +304,19 @@ pub async fn snapshot(
     // with the schema history of the first one's point: a DDL between the two on
     // such a table (renamed, altered, dropped) would have its rows read in the new
     // shape and the DDL applied to them again from the binlog (a renamed table's
-    // rows were lost, an added column's default overwrote the values read). Then
-    // the snapshot is taken again from the start.
-    let scope = match (scope, &stored) {
-        (Scope::Resume(r), Some(h)) => {
-            match changed_since(h, &r.position, &r.done, &defs, |db, name| {
-                src.captures(db, name)
-            })? {
-                Some(what) => {
-                    tracing::warn!(
-                        "{what} since the interrupted snapshot's point: the snapshot is taken again from the start"
-                    );
-                    Scope::All
-                }
-                None => Scope::Resume(r),
-            }
+    // rows were lost, an added column's default overwrote the values read). It
+    // cannot resume exactly: the job stops, saying how to take the snapshot again.
+    // (Taking it again in place left the target's tables in their first shape and
+    // the stored history past the resume point: a hostile tester.)
+    if let (Scope::Resume(r), Some(h)) = (&scope, &stored) {
+        if let Some(what) = changed_since(h, &r.position, &r.done, &defs, |db, name| {
+            src.captures(db, name)
+        })? {
+            return Err(SourceError::Preflight(format!(
+                "{what} while the initial snapshot ran (it was interrupted, and resuming it would read that table in its new shape and apply the DDL to it again): take the snapshot again: `lakeshift drop-job --config JOB --apply`, empty the target tables, and run the job again"
+            )));
         }
-        (scope, _) => scope,
-    };
+    }
     let (history, report_at) = match (&scope, stored) {
         (Scope::All, _) => (
             SchemaHistory::create(
@@ -505,9 +500,13 @@ fn changed_since(
             continue;
         }
         match now.table(db, name) {
-            None => return Ok(Some(format!("table {db}.{name} was renamed or dropped"))),
+            None => {
+                return Ok(Some(format!(
+                    "captured table {db}.{name} was renamed or dropped"
+                )))
+            }
             Some(n) if n.columns != t.columns => {
-                return Ok(Some(format!("table {db}.{name} was altered")))
+                return Ok(Some(format!("captured table {db}.{name} was altered")))
             }
             Some(_) => {}
         }
