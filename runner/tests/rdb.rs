@@ -2977,7 +2977,8 @@ async fn a_default_that_is_not_a_constant_added_to_rows_follows_the_added_column
     c.query_drop(
         "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, c INT);
          CREATE TABLE shop.e (id INT PRIMARY KEY);
-         INSERT INTO shop.t VALUES (1, 10), (2, 20);",
+         CREATE TABLE shop.u (id INT PRIMARY KEY);
+         INSERT INTO shop.t VALUES (1, 10), (2, 20); INSERT INTO shop.u VALUES (1);",
     )
     .await
     .unwrap();
@@ -2992,7 +2993,8 @@ async fn a_default_that_is_not_a_constant_added_to_rows_follows_the_added_column
     c.query_drop(
         "ALTER TABLE shop.e ADD COLUMN at DATETIME DEFAULT CURRENT_TIMESTAMP;
          ALTER TABLE shop.t ADD COLUMN at DATETIME DEFAULT CURRENT_TIMESTAMP;
-         INSERT INTO shop.t (id, c, at) VALUES (3, 30, '2020-01-01 00:00:00');",
+         INSERT INTO shop.t (id, c, at) VALUES (3, 30, '2020-01-01 00:00:00');
+         ALTER TABLE shop.u ADD COLUMN at2 DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP;",
     )
     .await
     .unwrap();
@@ -3019,6 +3021,12 @@ async fn a_default_that_is_not_a_constant_added_to_rows_follows_the_added_column
                 Some("2020-01-01 00:00:00".to_string())
             ],
         ]
+    );
+    // A NOT NULL column too (added as nullable: its older rows read NULL; the
+    // target refused the NULLs before, 23502).
+    assert_eq!(
+        pg_rows(&pg, "SELECT id::text, at2::text FROM shop.u ORDER BY id").await,
+        vec![vec![Some("1".to_string()), None]]
     );
     // Both tables keep the default for later rows.
     assert_eq!(

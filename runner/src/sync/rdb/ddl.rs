@@ -382,8 +382,16 @@ impl RdbEngine {
                 });
                 continue;
             }
+            // (A NOT NULL column is added as nullable: its older rows read NULL; a
+            // MariaDB target gave them its implicit default, '' or 0, instead.)
+            let not_null = if column.nullable {
+                ""
+            } else {
+                " (the column is added as nullable on the target, which its NULLs need)"
+            };
+            column.nullable = true;
             tracing::warn!(
-                "DDL at {at}: column {} of {} is added with a default that is not a constant ({d}); the rows already in the table read NULL (added-column-default: null), later rows the source's values",
+                "DDL at {at}: column {} of {} is added with a default that is not a constant ({d}); the rows already in the table read NULL (added-column-default: null){not_null}, later rows the source's values",
                 column.name,
                 show(&key_of(&table))
             );
