@@ -1406,13 +1406,18 @@ pub(crate) fn identity_from(table: &TableName, col: &str, seq: &Sequence) -> Vec
         ChangeRequest::Change(SchemaChange::SetIdentity {
             table: table.clone(),
             column: col.to_owned(),
-            identity: Some(ddl_core::Identity {
-                kind: ddl_core::IdentityKind::ByDefault,
-                start: seq.start.filter(|s| *s != 1),
-                increment: seq.increment.filter(|i| *i != 1),
-            }),
+            identity: Some(identity_of(seq)),
         }),
     ]
+}
+
+/// The identity a column drawing from sequence `seq` becomes.
+pub(crate) fn identity_of(seq: &Sequence) -> ddl_core::Identity {
+    ddl_core::Identity {
+        kind: ddl_core::IdentityKind::ByDefault,
+        start: seq.start.filter(|s| *s != 1),
+        increment: seq.increment.filter(|i| *i != 1),
+    }
 }
 
 /// Where Oracle storage attributes start after `CREATE [UNIQUE|BITMAP] INDEX ... ON t

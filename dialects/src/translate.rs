@@ -260,38 +260,22 @@ impl Translator {
             return requests;
         }
         let mut out = Vec::with_capacity(requests.len());
-        for r in requests {
-            match r {
-                ChangeRequest::Change(SchemaChange::CreateTable {
-                    mut table,
-                    if_not_exists,
-                }) => {
+        for mut r in requests {
+            match &mut r {
+                ChangeRequest::Change(SchemaChange::CreateTable { table, .. }) => {
                     let name = table.name.clone();
                     for c in &mut table.columns {
-                        if let Some(identity) = self.claim_sequence(&name, c, diags) {
+                        if let Some(seq) = self.claim_sequence(&name, c, diags) {
                             c.default = None;
-                            c.identity = Some(identity);
+                            c.identity = Some(crate::parse::identity_of(&seq));
                         }
                     }
-                    out.push(ChangeRequest::Change(SchemaChange::CreateTable {
-                        table,
-                        if_not_exists,
-                    }));
                 }
-                ChangeRequest::Change(SchemaChange::AddColumn {
-                    table,
-                    mut column,
-                    position,
-                }) => {
-                    if let Some(identity) = self.claim_sequence(&table, &column, diags) {
+                ChangeRequest::Change(SchemaChange::AddColumn { table, column, .. }) => {
+                    if let Some(seq) = self.claim_sequence(table, column, diags) {
                         column.default = None;
-                        column.identity = Some(identity);
+                        column.identity = Some(crate::parse::identity_of(&seq));
                     }
-                    out.push(ChangeRequest::Change(SchemaChange::AddColumn {
-                        table,
-                        column,
-                        position,
-                    }));
                 }
                 ChangeRequest::Change(SchemaChange::SetDefault {
                     table,
@@ -300,48 +284,33 @@ impl Translator {
                 }) => {
                     let col = self
                         .catalog
-                        .resolve_table(&table)
+                        .resolve_table(table)
                         .and_then(|k| self.catalog.table(k))
-                        .and_then(|t| t.column(&column))
+                        .and_then(|t| t.column(column))
                         .map(|c| ddl_core::Column {
                             default: Some(default.clone()),
                             ..c.clone()
                         });
-                    match col.and_then(|c| self.claim_sequence(&table, &c, diags)) {
-                        Some(identity) => out.extend([
-                            ChangeRequest::Change(SchemaChange::SetDefault {
-                                table: table.clone(),
-                                column: column.clone(),
-                                default: None,
-                            }),
-                            ChangeRequest::Change(SchemaChange::SetIdentity {
-                                table,
-                                column,
-                                identity: Some(identity),
-                            }),
-                        ]),
-                        None => out.push(ChangeRequest::Change(SchemaChange::SetDefault {
-                            table,
-                            column,
-                            default: Some(default),
-                        })),
+                    if let Some(seq) = col.and_then(|c| self.claim_sequence(table, &c, diags)) {
+                        out.extend(crate::parse::identity_from(table, column, &seq));
+                        continue;
                     }
                 }
-                other => out.push(other),
+                _ => {}
             }
+            out.push(r);
         }
         out
     }
 
-    /// The identity column `c` of `table` becomes when its default draws from a
-    /// sequence no column owns (see [`Translator::unowned_sequences_as_identities`]);
-    /// the sequence is then owned by it.
+    /// The sequence no column owns that column `c` of `table` draws from by its
+    /// default (see [`Translator::unowned_sequences_as_identities`]), now owned by it.
     fn claim_sequence(
         &mut self,
         table: &TableName,
         c: &ddl_core::Column,
         diags: &mut Diagnostics,
-    ) -> Option<ddl_core::Identity> {
+    ) -> Option<crate::defs::Sequence> {
         let Some(DefaultValue::NextVal { sequence }) = &c.default else {
             return None;
         };
@@ -359,11 +328,7 @@ impl Translator {
             "{table}.{}: its default draws from sequence {sequence}, which no column owns: the column becomes AUTO_INCREMENT (MySQL has no sequences; a client calling nextval on it has nothing to call)",
             c.name
         ));
-        Some(ddl_core::Identity {
-            kind: ddl_core::IdentityKind::ByDefault,
-            start: seq.start.filter(|s| *s != 1),
-            increment: seq.increment.filter(|i| *i != 1),
-        })
+        Some(seq.clone())
     }
 
     /// `CREATE SEQUENCE` for the sequence a default names as `sequence`, once: the

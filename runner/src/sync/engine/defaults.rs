@@ -94,16 +94,19 @@ fn default_array(text: &str, hex: bool, ty: &arrow_schema::DataType) -> Result<A
     .map_err(|e| e.to_string())
 }
 
-/// A default that is not a constant, as a reader knows it.
-fn shown(d: &DefaultValue) -> String {
-    match d {
+/// A default that is not a constant, as a reader knows it (a function of the moment
+/// or the row, `CURRENT_TIMESTAMP`, `uuid()`, or a sequence's next value); None for a
+/// constant or NULL. The rows a table held when such a column was added got values
+/// no change event carries.
+pub(crate) fn non_constant(d: &DefaultValue) -> Option<String> {
+    Some(match d {
+        DefaultValue::Literal { .. } => return None,
         DefaultValue::Raw { text, .. } => format!("`{text}`"),
         DefaultValue::CurrentTimestamp { .. } => "CURRENT_TIMESTAMP".into(),
         DefaultValue::CurrentDate => "CURRENT_DATE".into(),
         DefaultValue::CurrentTime => "CURRENT_TIME".into(),
         DefaultValue::NextVal { sequence } => format!("the next value of sequence {sequence}"),
-        DefaultValue::Literal { .. } => "a constant".into(),
-    }
+    })
 }
 
 impl Engine {
@@ -151,7 +154,7 @@ impl Engine {
                 None => {
                     return Err(format!(
                         "column {} of {}.{} is added with a default that is not a constant ({}); the rows already in the table would need the value the source gave them, which lakeshift cannot know (added-column-default: null accepts NULL for them)",
-                        column.name, k.0, k.1, shown(d)
+                        column.name, k.0, k.1, non_constant(d).unwrap_or_default()
                     ))
                 }
             };

@@ -2,6 +2,7 @@
 //! crash), or handled by the job's `ddl-error-policy`.
 
 use super::*;
+use crate::sync::engine::defaults::non_constant;
 use crate::sync::error::SyncError;
 
 impl RdbEngine {
@@ -202,10 +203,11 @@ impl RdbEngine {
         }
     }
 
-    /// A type change whose USING expression rewrites the values (not a plain cast), in
-    /// another dialect than the target's, of a table the target holds rows of: the
-    /// target cannot run it, and its rows would keep their old values, which no change
-    /// event corrects.
+    /// A change that rewrites the values of a table the target holds rows of in a way
+    /// the target cannot repeat, which no change event corrects: a type change whose
+    /// USING expression (not a plain cast) is in another dialect than the target's, or
+    /// an identity column added, which a target of another dialect numbers in another
+    /// row order. Refused whatever `added-column-default` says.
     async fn rewrite_refused(
         &mut self,
         routed: &[SchemaChange],
@@ -322,7 +324,11 @@ impl RdbEngine {
                         )
                     })
                     .or_else(|| {
-                        non_constant(column).map(|d| {
+                        column
+                            .default
+                            .as_ref()
+                            .and_then(non_constant)
+                            .map(|d| {
                             format!(
                                 "column {} of {} is added with a default that is not a constant ({d}): the rows already in the table hold the values the source computed for them, which no change event tells, and the target would compute others (added-column-default: null gives them NULL; or take a new snapshot of the table after it)",
                                 column.name,
@@ -357,31 +363,27 @@ impl RdbEngine {
         let mut split = false;
         let mut out = Vec::with_capacity(routed.len());
         for c in routed {
+            let d = match &c {
+                SchemaChange::AddColumn { table, column, .. } if column.generated.is_none() => {
+                    match column.default.as_ref().and_then(non_constant) {
+                        Some(d) if self.holds_rows(&key_of(table)).await? => Some(d),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            let Some(d) = d else {
+                out.push(c);
+                continue;
+            };
             let SchemaChange::AddColumn {
                 table,
                 mut column,
                 position,
             } = c
             else {
-                out.push(c);
-                continue;
+                unreachable!("only an added column has a default to split")
             };
-            let Some(d) = non_constant(&column) else {
-                out.push(SchemaChange::AddColumn {
-                    table,
-                    column,
-                    position,
-                });
-                continue;
-            };
-            if column.generated.is_some() || !self.holds_rows(&key_of(&table)).await? {
-                out.push(SchemaChange::AddColumn {
-                    table,
-                    column,
-                    position,
-                });
-                continue;
-            }
             // (A NOT NULL column is added as nullable: its older rows read NULL; a
             // MariaDB target gave them its implicit default, '' or 0, instead.)
             let not_null = if column.nullable {
@@ -838,19 +840,4 @@ fn rename_markers(job: &str, position: &str) -> (String, String) {
     // A name within MySQL's 64 characters.
     let h = twox_hash::XxHash3_64::oneshot(format!("{job}\0{position}").as_bytes());
     (format!("ddl_{h:016x}_todo"), format!("ddl_{h:016x}_done"))
-}
-
-/// What a column's default is when it is not a constant (a reader's words for it):
-/// a function of the moment or the row (`CURRENT_TIMESTAMP`, `uuid()`), or a
-/// sequence's next value. None for a constant, NULL, or no default.
-fn non_constant(column: &ddl_core::Column) -> Option<String> {
-    use ddl_core::DefaultValue as D;
-    Some(match column.default.as_ref()? {
-        D::Literal { .. } => return None,
-        D::CurrentTimestamp { .. } => "CURRENT_TIMESTAMP".into(),
-        D::CurrentDate => "CURRENT_DATE".into(),
-        D::CurrentTime => "CURRENT_TIME".into(),
-        D::NextVal { sequence } => format!("the next value of sequence {sequence}"),
-        D::Raw { text, .. } => format!("`{text}`"),
-    })
 }
