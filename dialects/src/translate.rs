@@ -1242,6 +1242,32 @@ mod tests {
     }
 
     #[test]
+    fn an_auto_increment_column_added_with_its_key_is_one_mysql_alter() {
+        // regression (issue 36): the column went alone (`ADD COLUMN ...
+        // AUTO_INCREMENT`), which MySQL refuses (1075) before the key comes.
+        let text = "CREATE TABLE a (id INT PRIMARY KEY, v INT);
+            CREATE TABLE b (id INT PRIMARY KEY);
+            CREATE TABLE k (v INT);
+            ALTER TABLE a ADD COLUMN seq INT NOT NULL AUTO_INCREMENT, ADD UNIQUE KEY (seq);
+            ALTER TABLE b ADD COLUMN seq INT NOT NULL AUTO_INCREMENT UNIQUE;
+            ALTER TABLE k ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST;";
+        let (out, diags) = sql(Dialect::MySql, Dialect::MySql, text);
+        let alters: Vec<&String> = out.iter().filter(|s| s.starts_with("ALTER")).collect();
+        assert_eq!(alters.len(), 3, "{out:#?} {diags:?}");
+        for (a, key) in alters.iter().zip(["UNIQUE", "UNIQUE", "PRIMARY KEY (id)"]) {
+            assert!(
+                a.contains("AUTO_INCREMENT") && a.contains(", ADD ") && a.contains(key),
+                "{a}"
+            );
+        }
+        assert!(
+            alters[2].contains("FIRST, ADD PRIMARY KEY"),
+            "{}",
+            alters[2]
+        );
+    }
+
+    #[test]
     fn a_schema_with_elements_makes_each_table_in_it() {
         // regression (issue 37 item 2): `CREATE SCHEMA s CREATE TABLE ...` did not
         // parse and every table inside was lost.

@@ -2842,6 +2842,64 @@ async fn a_table_swap_into_mariadb_is_applied_once_across_kills() {
     }
 }
 
+/// An AUTO_INCREMENT column added with the key it leads, into a MariaDB target: the
+/// target got `ADD COLUMN ... AUTO_INCREMENT` alone, which MariaDB refuses (1075: it
+/// must lead a key), and the job stopped on every run (a hostile tester). The column
+/// and its key go in one ALTER now: a separate unique key, one inline, and a new
+/// primary key on a keyless table; the numbers MariaDB gives the rows match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_auto_increment_column_added_with_its_key_reaches_mariadb() {
+    let (src, dst) = tokio::join!(MariaDb::start(), MariaDb::start());
+    let mut c = src.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (id INT PRIMARY KEY, v INT);
+         CREATE TABLE shop.b (id INT PRIMARY KEY, v INT);
+         CREATE TABLE shop.k (v INT);
+         INSERT INTO shop.a VALUES (1, 10), (2, 20), (3, 30);
+         INSERT INTO shop.b VALUES (1, 10), (2, 20);
+         INSERT INTO shop.k VALUES (7), (8);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let my = format!(
+        "  type: mysql\n  url: mysql://root@127.0.0.1:{}\n",
+        dst.port
+    );
+    let job = job_in(tmp.path(), ("127.0.0.1", src.port), 612, "", &my, "");
+    catch_up(&job);
+    c.query_drop(
+        "ALTER TABLE shop.a ADD COLUMN seq INT NOT NULL AUTO_INCREMENT, ADD UNIQUE KEY (seq);
+         ALTER TABLE shop.b ADD COLUMN seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE AFTER id;
+         ALTER TABLE shop.k ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST;
+         INSERT INTO shop.a (id, v) VALUES (4, 40); INSERT INTO shop.b (id, v) VALUES (3, 30);
+         INSERT INTO shop.k (v) VALUES (9);",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let mut d = dst.conn(None).await;
+    for (t, cols) in [("a", "id, v, seq"), ("b", "id, seq, v"), ("k", "id, v")] {
+        let sql = format!("SELECT {cols} FROM shop.{t} ORDER BY 1");
+        let want = my_rows(&mut c, &sql).await;
+        assert_eq!(
+            my_rows(&mut d, &sql).await,
+            want,
+            "shop.{t}\n{}",
+            log_tail(&job)
+        );
+        let shape = format!(
+            "SELECT column_name, extra, column_key FROM information_schema.columns WHERE table_schema = 'shop' AND table_name = '{t}' ORDER BY ordinal_position"
+        );
+        assert_eq!(
+            my_rows(&mut d, &shape).await,
+            my_rows(&mut c, &shape).await,
+            "shop.{t}"
+        );
+    }
+}
+
 /// A CHECK constraint added by name, into a MariaDB target, with the job killed right
 /// after the target ran it (before the job recorded it): the next run takes the
 /// target's "duplicate CHECK constraint name" as the DDL having run, and goes on.

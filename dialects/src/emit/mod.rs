@@ -1836,7 +1836,19 @@ impl Emitter {
             }
         }
         let mut i = 0;
+        // Changes already emitted with an earlier one (a key with its column).
+        let mut taken: Vec<usize> = Vec::new();
         while i < changes.len() {
+            if taken.contains(&i) {
+                i += 1;
+                continue;
+            }
+            if let Some(j) = self.mysql_key_of_added_identity(changes, i) {
+                self.add_identity_with_key(cx, &changes[i], &changes[j], &mut out);
+                taken.push(j);
+                i += 1;
+                continue;
+            }
             // MySQL and Oracle: merge consecutive changes to one column.
             if self.target != Dialect::Postgres && is_column_fact(&changes[i]) {
                 let (table, col) = (
@@ -1859,6 +1871,77 @@ impl Emitter {
             i += 1;
         }
         out
+    }
+
+    /// MySQL: an AUTO_INCREMENT column added with the key it leads in the same
+    /// statement (`ADD COLUMN seq INT NOT NULL AUTO_INCREMENT, ADD UNIQUE KEY (seq)`)
+    /// must get its key in the same ALTER: alone, MySQL refuses the column (1075,
+    /// it must lead a key), and without AUTO_INCREMENT the table's rows all read 0,
+    /// which the unique key then refuses. The index in `changes` of that key, if any.
+    fn mysql_key_of_added_identity(&self, changes: &[SchemaChange], i: usize) -> Option<usize> {
+        let SchemaChange::AddColumn { table, column, .. } = &changes[i] else {
+            return None;
+        };
+        if self.target != Dialect::MySql || column.identity.is_none() {
+            return None;
+        }
+        let leads = |c: &SchemaChange| match c {
+            SchemaChange::SetPrimaryKey {
+                table: t,
+                columns: Some(cols),
+                ..
+            } => t == table && cols.first() == Some(&column.name),
+            SchemaChange::AddIndex { table: t, index } => {
+                t == table
+                    && index.predicate.is_none()
+                    && index.parts.iter().all(|p| !p.expression)
+                    && index.parts.first().map(|p| &p.column) == Some(&column.name)
+            }
+            _ => false,
+        };
+        (i + 1..changes.len()).find(|&j| leads(&changes[j]))
+    }
+
+    /// `add` (an added identity column) and `key` (the key it leads) as one MySQL
+    /// ALTER (see [`Self::mysql_key_of_added_identity`]).
+    fn add_identity_with_key(
+        &self,
+        cx: &mut EmitCtx<'_>,
+        add: &SchemaChange,
+        key: &SchemaChange,
+        out: &mut Vec<String>,
+    ) {
+        let SchemaChange::AddColumn {
+            table,
+            column,
+            position,
+        } = add
+        else {
+            return;
+        };
+        let tn = self.table(cx, table);
+        let def = self.column_def(cx, table, column);
+        let pos = self.position_sql(cx, position.as_ref());
+        let key = match key {
+            SchemaChange::SetPrimaryKey {
+                columns: Some(cols),
+                prefixes,
+                ..
+            } => Some(format!(
+                "PRIMARY KEY ({})",
+                self.key_cols(cx, table, cols, prefixes)
+            )),
+            SchemaChange::AddIndex { index, .. } => (!self.mysql_index_refused(cx, table, index))
+                .then(|| self.mysql_index_clause(cx, table, index, "INDEX")),
+            _ => None,
+        };
+        match key {
+            Some(k) => out.push(format!("ALTER TABLE {tn} ADD COLUMN {def}{pos}, ADD {k}")),
+            None => out.push(format!("ALTER TABLE {tn} ADD COLUMN {def}{pos}")),
+        }
+        if let Some(n) = column.identity.as_ref().and_then(|id| id.start) {
+            out.push(format!("ALTER TABLE {tn} AUTO_INCREMENT = {n}"));
+        }
     }
 
     fn after_column(&self, cx: &EmitCtx<'_>, table: &TableName, col: &str) -> Option<Column> {
