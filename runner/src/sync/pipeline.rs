@@ -117,6 +117,14 @@ pub trait Sink {
     /// Pending changes past the job's `memory-budget-mib`.
     fn over_budget(&self) -> bool;
 
+    /// Pending changes past half of what [`Sink::over_budget`] allows: at a source
+    /// transaction boundary they commit there, so the budget is reached inside a
+    /// transaction (which commits it in part) only by a transaction holding half of
+    /// it or more, never by a small one arriving on top of many.
+    fn near_budget(&self) -> bool {
+        false
+    }
+
     /// Bring pending changes under the budget (`read_to`: just after the last row
     /// read; `snapshotting`: a snapshot is under way).
     async fn relieve(&mut self, read_to: Option<Position>, snapshotting: bool) -> Result<()>;
@@ -875,7 +883,7 @@ impl<S: Sink> Pipeline<S> {
     /// A transaction boundary: a checkpoint when one is due.
     async fn boundary(&mut self, position: Position, cur: &mut Cursor) -> Result<()> {
         cur.boundary = Some(position.clone());
-        if self.due() {
+        if self.due() || self.sink.near_budget() {
             self.checkpoint(Some(position), None).await?;
         }
         Ok(())

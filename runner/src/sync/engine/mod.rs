@@ -586,6 +586,10 @@ impl super::pipeline::Sink for Engine {
         self.largest_over_budget().is_some()
     }
 
+    fn near_budget(&self) -> bool {
+        self.pending_bytes >= self.pending_limit() / 2
+    }
+
     /// The table with the most pending changes commits them now (its watermark keeps
     /// a re-read exact).
     async fn relieve(

@@ -566,9 +566,15 @@ impl Engine {
     /// The table with the most pending bytes, when all of them pass the budget
     /// (the pending changes' share, less what the row indexes hold, down to a
     /// quarter of it).
-    pub(super) fn largest_over_budget(&self) -> Option<(String, String)> {
+    /// What pending changes may hold: the pending share less what the row indexes
+    /// hold, and at least a quarter of it.
+    pub(super) fn pending_limit(&self) -> usize {
         let share = self.job.pipeline.pending_budget();
-        let budget = share.saturating_sub(self.index_bytes()).max(share / 4);
+        share.saturating_sub(self.index_bytes()).max(share / 4)
+    }
+
+    pub(super) fn largest_over_budget(&self) -> Option<(String, String)> {
+        let budget = self.pending_limit();
         if self.pending_bytes < budget {
             return None;
         }

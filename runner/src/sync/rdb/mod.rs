@@ -416,6 +416,10 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         RdbEngine::over_budget(self)
     }
 
+    fn near_budget(&self) -> bool {
+        RdbEngine::near_budget(self)
+    }
+
     /// Everything read commits now, inside a source transaction if need be (the
     /// position records how far into it); during a snapshot, at the next chunk.
     async fn relieve(
@@ -426,6 +430,12 @@ impl crate::sync::pipeline::Sink for RdbEngine {
         if snapshotting {
             return Ok(());
         }
+        tracing::warn!(
+            "over the memory budget: committed inside a source transaction, up to {} (the next checkpoint completes the transaction)",
+            read_to
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |p| p.to_string())
+        );
         RdbEngine::checkpoint(self, read_to, None).await
     }
 

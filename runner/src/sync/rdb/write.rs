@@ -25,8 +25,17 @@ impl RdbEngine {
     /// Pending changes past `memory-budget-mib`: commit them now (inside a source
     /// transaction if need be; the position records how far into it).
     pub(super) fn over_budget(&self) -> bool {
-        let flying = self.flight.as_ref().map_or(0, |f| f.bytes);
-        self.pending_bytes + flying >= self.job.pipeline.pending_budget()
+        self.held_bytes() >= self.job.pipeline.pending_budget()
+    }
+
+    /// Half of [`Self::over_budget`]'s limit (see `Sink::near_budget`).
+    pub(super) fn near_budget(&self) -> bool {
+        self.held_bytes() >= self.job.pipeline.pending_budget() / 2
+    }
+
+    /// Pending changes and those of a checkpoint committing in the background.
+    fn held_bytes(&self) -> usize {
+        self.pending_bytes + self.flight.as_ref().map_or(0, |f| f.bytes)
     }
 
     /// Whether a delete in this table runs a foreign key's ON DELETE action.
