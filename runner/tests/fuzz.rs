@@ -1461,6 +1461,9 @@ impl Rig {
                                 s.summary()
                                     .additional_properties
                                     .contains_key(runner::sync::engine::PARTIAL)
+                                    || s.summary()
+                                        .additional_properties
+                                        .contains_key(runner::sync::engine::LOADING)
                             });
                             let cols = lakeshift_tests::column_names(&metadata);
                             let loaded = runner::iceberg::catalog::LoadedTable {

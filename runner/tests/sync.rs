@@ -4749,3 +4749,71 @@ async fn small_transactions_past_the_memory_budget_commit_at_their_boundaries() 
         assert_eq!(n, 1500, "shop.{t} in PostgreSQL");
     }
 }
+
+/// A table of the initial snapshot that holds a lot commits once read, before the
+/// snapshot ends (the job's memory stays small); a reader of the catalog then sees
+/// that table loaded and the next ones empty, a state the source never had. Such
+/// commits say so (`lakeshift.snapshot-in-progress=true`), as does a table's
+/// newest commit until its next (a reader cannot know that no table is left to
+/// load); commits after the snapshot do not. regression (a hostile tester: nothing
+/// told them apart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_made_while_the_initial_snapshot_is_read_say_so() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop;
+         CREATE TABLE shop.a (id INT AUTO_INCREMENT PRIMARY KEY, pad TEXT);
+         CREATE TABLE shop.b (id INT PRIMARY KEY);
+         INSERT INTO shop.b VALUES (1), (2);",
+    )
+    .await
+    .unwrap();
+    // ~3 MB in the first table read: past what a table being loaded holds.
+    for _ in 0..6 {
+        let values = vec!["(REPEAT('a', 1000))"; 500].join(", ");
+        c.query_drop(format!("INSERT INTO shop.a (pad) VALUES {values}"))
+            .await
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(dir.path(), db.port, 641, "", None, "");
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["a", "b"]).await;
+    let marked = |t: &str| {
+        let cat = &cat;
+        let t = t.to_owned();
+        async move {
+            let t = cat
+                .load_required(&ident("shop", &t).unwrap())
+                .await
+                .unwrap();
+            let mut s: Vec<_> = t.metadata.snapshots().collect();
+            s.sort_by_key(|s| s.sequence_number());
+            s.iter()
+                .map(|s| {
+                    s.summary()
+                        .additional_properties
+                        .get(runner::sync::engine::LOADING)
+                        .is_some_and(|v| v == "true")
+                })
+                .collect::<Vec<bool>>()
+        }
+    };
+    let a = marked("a").await;
+    assert_eq!(
+        a.first(),
+        Some(&true),
+        "shop.a committed mid-snapshot: {a:?}"
+    );
+    c.query_drop("INSERT INTO shop.a (pad) VALUES ('x'); INSERT INTO shop.b VALUES (3)")
+        .await
+        .unwrap();
+    catch_up(&job);
+    for t in ["a", "b"] {
+        let m = marked(t).await;
+        assert_eq!(m.last(), Some(&false), "shop.{t} after the snapshot: {m:?}");
+    }
+    assert_mirrored(&mut c, &cat, &["a", "b"]).await;
+}

@@ -60,6 +60,10 @@ pub const SCHEMA_POSITION: &str = "lakeshift.schema-position";
 /// Snapshot summary: the commit holds part of a source transaction (a table
 /// committed early, over the memory budget).
 pub const PARTIAL: &str = "lakeshift.partial-transaction";
+/// Snapshot summary: the commit was made while the job's initial snapshot (or a
+/// table's new snapshot) was still being read: tables not read yet, or read in
+/// part, hold less than the source did at the snapshot's point.
+pub const LOADING: &str = "lakeshift.snapshot-in-progress";
 
 /// The durable state: the last checkpoint, where the source resumes, and the files
 /// each table must have committed for it.
@@ -196,6 +200,8 @@ pub struct Engine {
     /// read again after a restart, is in the lake already (in the table the DDL may
     /// have renamed or dropped since), so it is not applied again.
     barriers: BTreeMap<(String, String), Position>,
+    /// The commit under way is made while a snapshot is read (see [`LOADING`]).
+    loading: bool,
     /// The commit under way holds part of a source transaction (see [`PARTIAL`]).
     partial: bool,
 }
@@ -304,6 +310,7 @@ impl Engine {
             pending_bytes: 0,
             last_checkpoint: Instant::now(),
             snapshotting: None,
+            loading: false,
             barriers,
             partial: false,
             rows: 0,
@@ -485,7 +492,10 @@ impl super::pipeline::Sink for Engine {
                 .get(&done)
                 .is_some_and(|s| s.pending.bytes >= SNAPSHOT_COMMIT_BYTES)
             {
-                self.flush_table(&done).await?;
+                self.loading = true;
+                let r = self.flush_table(&done).await;
+                self.loading = false;
+                r?;
             }
         }
         let rows = rename_batch(&rows, &routed)?;
@@ -595,9 +605,12 @@ impl super::pipeline::Sink for Engine {
     async fn relieve(
         &mut self,
         _read_to: Option<Position>,
-        _snapshotting: bool,
+        snapshotting: bool,
     ) -> Result<(), SyncError> {
-        self.within_budget().await
+        self.loading = snapshotting;
+        let r = self.within_budget().await;
+        self.loading = false;
+        r
     }
 
     fn source_restarted(&mut self) {

@@ -46,6 +46,9 @@ impl Engine {
         if self.partial {
             m.insert(PARTIAL.to_owned(), "true".to_owned());
         }
+        if self.loading || self.state.snapshot.is_some() {
+            m.insert(LOADING.to_owned(), "true".to_owned());
+        }
         m
     }
 
