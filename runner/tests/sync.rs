@@ -4817,3 +4817,53 @@ async fn commits_made_while_the_initial_snapshot_is_read_say_so() {
     }
     assert_mirrored(&mut c, &cat, &["a", "b"]).await;
 }
+
+/// `status` after the job's process died (SIGKILL; an error exit alike) while its
+/// lease still ran: it named the dead process as the owner whose lease ends in N s,
+/// as if it ran (a hostile tester). A process of this host that is gone is said to
+/// have exited, with what a new run does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_the_owner_exited_when_its_process_is_gone() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY); INSERT INTO shop.t VALUES (1)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(
+        dir.path(),
+        db.port,
+        651,
+        "",
+        None,
+        "  owner-lease-seconds: 600\n",
+    );
+    let mut run = spawn(&job, false, None);
+    let cat = warehouse(dir.path()).await;
+    lakeshift_tests::wait_until("the job mirrored the table", || async {
+        iceberg_rows(&cat, "t").await.is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    let status = || {
+        let out = lakeshift(&["status", "--config", &job.display().to_string()]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let live = status();
+    assert!(
+        live.contains(&format!("owner: process {} on", run.id())) && live.contains("lease ends in"),
+        "{live}"
+    );
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let dead = status();
+    assert!(
+        dead.contains(&format!("owner: process {} on", run.id()))
+            && dead.contains("exited")
+            && !dead.contains("lease ends in"),
+        "{dead}"
+    );
+    // And a new run from the folder goes on at once.
+    c.query_drop("INSERT INTO shop.t VALUES (2)").await.unwrap();
+    catch_up(&job);
+    assert_mirrored(&mut c, &cat, &["t"]).await;
+}

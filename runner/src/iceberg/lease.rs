@@ -60,6 +60,16 @@ pub struct Holder {
     pub state: String,
 }
 
+/// Whether process `pid` of this host is a lakeshift process (its command line names
+/// lakeshift); true where that cannot be read (not Linux).
+fn lakeshift_process(pid: i64) -> bool {
+    if !std::path::Path::new("/proc/self").exists() {
+        return true;
+    }
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).contains("lakeshift"))
+}
+
 fn now_ms() -> i64 {
     crate::calendar::now_ms()
 }
@@ -292,7 +302,17 @@ impl Catalog {
             r.try_get(4)?,
         );
         let left = until - now_ms();
-        let lease = if until == 0 {
+        // (A process of this host that is gone: an error ended it, or a SIGKILL.)
+        let gone = left > 0
+            && until != 0
+            && host == Owner::this_process(job, std::path::Path::new(&state)).host
+            && !lakeshift_process(pid);
+        let lease = if gone {
+            format!(
+                "exited (its lease would end in {:.1} s; a run from that state folder takes over at once, another waits for the lease)",
+                left as f64 / 1000.0
+            )
+        } else if until == 0 {
             "given up (clean stop)".to_owned()
         } else if left > 0 {
             format!("lease ends in {:.1} s", left as f64 / 1000.0)
