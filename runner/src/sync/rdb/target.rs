@@ -78,8 +78,11 @@ fn pg_err(e: sqlx::Error) -> TargetError {
     let (message, code) = match &e {
         sqlx::Error::Database(d) => (
             format!(
-                "{} (SQLSTATE {})",
+                "{}{} (SQLSTATE {})",
                 d.message(),
+                d.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                    .and_then(pg_error_column)
+                    .unwrap_or_default(),
                 d.code().unwrap_or_default()
             ),
             d.code().map(|c| c.into_owned()),
@@ -91,6 +94,21 @@ fn pg_err(e: sqlx::Error) -> TargetError {
         connection,
         code,
     }
+}
+
+/// The column (and table) a PostgreSQL error names, as `, column c of table t`: its
+/// own fields (NOT NULL), or the COPY context (`COPY t, line 1, column c: "..."`;
+/// the value that follows is left out: values never reach the logs).
+fn pg_error_column(d: &sqlx::postgres::PgDatabaseError) -> Option<String> {
+    let column = d.column().map(str::to_owned).or_else(|| {
+        let w = d.r#where()?;
+        let rest = &w[w.find(", column ")? + ", column ".len()..];
+        Some(rest[..rest.find(": ")?].to_owned())
+    })?;
+    Some(match d.table() {
+        Some(t) => format!(", column {column} of table {t}"),
+        None => format!(", column {column}"),
+    })
 }
 
 fn my_err(e: mysql_async::Error) -> TargetError {
