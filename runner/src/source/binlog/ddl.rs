@@ -300,7 +300,7 @@ impl BinlogReader {
 
 /// A NOT NULL column added without a default: MySQL gives the rows a table holds
 /// the type's implicit default (0, '', an ENUM's first value, zero bytes, 00:00:00, the
-/// zero UUID), which the change then carries, so that every target's older rows hold
+/// zero UUID, the zero INET6 and INET4 address), which the change then carries, so that every target's older rows hold
 /// it too (a PostgreSQL target refused the column, Iceberg's older rows read NULL).
 /// Zero dates have no value elsewhere: such a column stays without one.
 fn implicit_default(c: ddl_core::SchemaChange) -> ddl_core::SchemaChange {
@@ -336,6 +336,13 @@ fn implicit_default(c: ddl_core::SchemaChange) -> ddl_core::SchemaChange {
             D::Uuid => Some(Literal::String(
                 "00000000-0000-0000-0000-000000000000".into(),
             )),
+            // MariaDB's address types: the zero address.
+            D::Other { dialect, name } if dialect == "mysql" && name == "inet6" => {
+                Some(Literal::String("::".into()))
+            }
+            D::Other { dialect, name } if dialect == "mysql" && name == "inet4" => {
+                Some(Literal::String("0.0.0.0".into()))
+            }
             _ => None,
         };
         column.default =

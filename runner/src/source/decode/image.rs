@@ -433,6 +433,9 @@ pub(super) fn text_or_binary(
     bytes: &[u8],
     col: &SourceColumn,
 ) -> Result<(), DecodeError> {
+    if let Kind::Inet(n) = col.kind {
+        return append_text(b, inet_text(bytes, n)?.as_bytes(), Charset::Utf8);
+    }
     let fixed = match col.kind {
         Kind::FixedBinary(n) => Some(n),
         Kind::Uuid => Some(16),
@@ -451,6 +454,21 @@ pub(super) fn text_or_binary(
         _ => Charset::Utf8,
     };
     append_text(b, bytes, charset)
+}
+
+/// An INET6 (`n` = 16) or INET4 (4) value's binlog bytes (trailing zero bytes
+/// dropped) as the text MariaDB shows.
+fn inet_text(bytes: &[u8], n: usize) -> Result<String, DecodeError> {
+    if bytes.len() > n {
+        return Err(format!("an address of {} bytes, not {n}", bytes.len()).into());
+    }
+    let mut a = [0u8; 16];
+    a[..bytes.len()].copy_from_slice(bytes);
+    Ok(if n == 4 {
+        std::net::Ipv4Addr::new(a[0], a[1], a[2], a[3]).to_string()
+    } else {
+        std::net::Ipv6Addr::from(a).to_string()
+    })
 }
 
 pub(super) fn append_year(b: &mut ColBuilder, v: u64) -> Result<(), DecodeError> {

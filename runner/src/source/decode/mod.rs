@@ -58,6 +58,10 @@ pub enum Kind {
     /// MariaDB's UUID (10.7+): its 16 bytes in the text's order (as BINARY(16) in
     /// the binlog, trailing zero bytes dropped), its text in a snapshot.
     Uuid,
+    /// MariaDB's INET6 (16 bytes) and INET4 (4 bytes): the address's bytes in the
+    /// binlog (as BINARY(n), trailing zero bytes dropped), its text in a snapshot;
+    /// carried as its text.
+    Inet(usize),
     Enum(Vec<String>),
     Set(Vec<String>),
     Date,
@@ -262,6 +266,12 @@ impl SourceTable {
                 DataType::Set { values } => Kind::Set(values.clone()),
                 DataType::Binary { length } => Kind::FixedBinary(*length as usize),
                 DataType::Uuid => Kind::Uuid,
+                DataType::Other { dialect, name } if dialect == "mysql" && name == "inet6" => {
+                    Kind::Inet(16)
+                }
+                DataType::Other { dialect, name } if dialect == "mysql" && name == "inet4" => {
+                    Kind::Inet(4)
+                }
                 DataType::Varbinary { .. } | DataType::Blob { .. } | DataType::Spatial { .. } => {
                     Kind::Binary
                 }
@@ -353,7 +363,7 @@ pub fn arrow_type(k: &Kind) -> A {
         Kind::Decimal { precision, scale } => A::Decimal256(*precision, *scale),
         Kind::Float => A::Float32,
         Kind::Double => A::Float64,
-        Kind::Text { .. } | Kind::Enum(_) | Kind::Set(_) => A::Utf8,
+        Kind::Text { .. } | Kind::Enum(_) | Kind::Set(_) | Kind::Inet(_) => A::Utf8,
         Kind::Binary | Kind::FixedBinary(_) | Kind::Uuid => A::Binary,
         Kind::Date => A::Date32,
         Kind::Time => A::Duration(TimeUnit::Microsecond),
