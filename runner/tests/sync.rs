@@ -4895,10 +4895,10 @@ async fn inet6_and_inet4_columns_reach_both_sinks_as_their_text() {
         jobs.push(job);
     }
     // The same values through the binlog, and updates.
-    c.query_drop(format!(
+    c.query_drop(
         "INSERT INTO shop.n SELECT id + 100, a, b FROM shop.n;
-         UPDATE shop.n SET a = '::2', b = '9.9.9.9' WHERE id = 101;"
-    ))
+         UPDATE shop.n SET a = '::2', b = '9.9.9.9' WHERE id = 101;",
+    )
     .await
     .unwrap();
     for job in &jobs {
