@@ -113,7 +113,7 @@ fn child(mode: &str, path: &str) {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let stderr = std::io::stderr();
-            let mut err = stderr.lock();
+            let mut err = std::io::BufWriter::new(stderr.lock());
             let mut n = 0usize;
             tr.translate_reader(std::fs::File::open(path).unwrap(), |r| {
                 n += 1;
@@ -127,6 +127,8 @@ fn child(mode: &str, path: &str) {
             .unwrap();
             out.flush().unwrap();
             drop(out);
+            // (As `lakeshift translate` does: the process ends, its catalog with it.)
+            std::mem::forget(tr);
             eprintln!("statements {n}");
         }
     }

@@ -21,6 +21,35 @@ const MAX_DEPTH: usize = 40;
 pub fn parse(dialect: Dialect, text: &str) -> Option<Expr> {
     // Wrapping parentheses are dropped first: they mean nothing, however many.
     let text = crate::lower::strip_parens(text);
+    // Dumps repeat expressions (the same CHECK in every tenant's schema, the same
+    // default on many columns): each is read once, remembered by its text.
+    type Seen = std::collections::HashMap<String, Option<Expr>>;
+    thread_local! {
+        static SEEN: std::cell::RefCell<[Seen; 3]> = Default::default();
+    }
+    let i = match dialect {
+        Dialect::MySql => 0,
+        Dialect::Postgres => 1,
+        Dialect::Oracle => 2,
+    };
+    if let Some(e) = SEEN.with(|m| m.borrow()[i].get(text).cloned()) {
+        return e;
+    }
+    let e = read(dialect, text);
+    SEEN.with(|m| {
+        let m = &mut m.borrow_mut()[i];
+        if m.len() >= SEEN_MAX {
+            m.clear();
+        }
+        m.insert(text.to_owned(), e.clone());
+    });
+    e
+}
+
+/// How many expressions [`parse`] remembers (then it starts again).
+const SEEN_MAX: usize = 4096;
+
+fn read(dialect: Dialect, text: &str) -> Option<Expr> {
     let d = crate::parse::sq_dialect(dialect);
     let e = Parser::new(d).try_with_sql(text).ok()?.parse_expr().ok()?;
     Reader { dialect, depth: 0 }.expr(&e)

@@ -489,13 +489,22 @@ const ORACLE: &[&str] = &[
     "WITH",
 ];
 
-/// Whether `word` is reserved in `flavor` (cannot be an unquoted column name).
-pub fn is_reserved(flavor: Flavor, word: &str) -> bool {
-    let list = match flavor {
+/// The words reserved in `flavor`: upper case, sorted.
+pub fn reserved(flavor: Flavor) -> &'static [&'static str] {
+    match flavor {
         Flavor::MySql => MYSQL,
         Flavor::Postgres => POSTGRES,
         Flavor::Oracle => ORACLE,
-    };
+    }
+}
+
+/// Whether `word` is reserved in `flavor` (cannot be an unquoted column name).
+pub fn is_reserved(flavor: Flavor, word: &str) -> bool {
+    contains_any_case(reserved(flavor), word)
+}
+
+/// Whether `list` (upper case, sorted) holds `word` in any case.
+pub fn contains_any_case(list: &[&str], word: &str) -> bool {
     // Upper-cased on the stack: this runs for every identifier of every statement.
     let mut buf = [0u8; LONGEST];
     let Some(up) = buf.get_mut(..word.len()) else {

@@ -46,16 +46,34 @@ const ALSO_QUOTED: &[&str] = &["PRIVILEGES", "TIME", "TIMESTAMP"];
 /// Whether `name` is a reserved word of any dialect, in any case: a name spelled like
 /// one is always quoted, so the output reads back in every dialect.
 fn is_keyword(name: &str) -> bool {
-    ALSO_QUOTED
-        .binary_search_by(|w| w.bytes().cmp(name.bytes().map(|b| b.to_ascii_uppercase())))
-        .is_ok()
-        || [
+    // One search of the lists' union (made once): this runs for every identifier
+    // written.
+    // By length: a name is compared with the words of its length only.
+    static ALL: std::sync::OnceLock<Vec<Vec<&'static str>>> = std::sync::OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        let mut v: Vec<&'static str> = [
             grammar::Flavor::MySql,
             grammar::Flavor::Postgres,
             grammar::Flavor::Oracle,
         ]
         .into_iter()
-        .any(|f| grammar::keywords::is_reserved(f, name))
+        .flat_map(grammar::keywords::reserved)
+        .chain(ALSO_QUOTED)
+        .copied()
+        .collect();
+        v.sort_unstable();
+        v.dedup();
+        let mut by_len: Vec<Vec<&'static str>> = Vec::new();
+        for w in v {
+            if by_len.len() <= w.len() {
+                by_len.resize(w.len() + 1, Vec::new());
+            }
+            by_len[w.len()].push(w);
+        }
+        by_len
+    });
+    all.get(name.len())
+        .is_some_and(|words| grammar::keywords::contains_any_case(words, name))
 }
 
 /// Quote an identifier for `dialect` when it needs it: anything but a plain name in the
