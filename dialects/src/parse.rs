@@ -267,6 +267,21 @@ impl StatementParser<'_> {
                 if let Some(parsed) = self.schema_elements(text)? {
                     return Ok(parsed);
                 }
+                // The plain form pg_dump writes for every schema (`CREATE SCHEMA
+                // name`): read here, without sqlparser's tokenizer and parser.
+                if k == 1 {
+                    let rest = text[word_end(text, 2).min(text.len())..].trim_start();
+                    if let Ok((tail, parts)) = grammar::lex::object_name(rest) {
+                        if parts.len() == 1 && tail.trim().is_empty() {
+                            return Ok(Parsed::Requests(vec![ChangeRequest::Change(
+                                SchemaChange::CreateNamespace {
+                                    name: self.lowerer().name(&parts[0]),
+                                    if_not_exists: false,
+                                },
+                            )]));
+                        }
+                    }
+                }
             }
             // MariaDB: CREATE OR REPLACE TABLE is a DROP TABLE IF EXISTS and a CREATE.
             ("CREATE", "TABLE")

@@ -493,16 +493,22 @@ impl Translator {
         // Line and column of buf's first character in the whole input.
         let (mut base_line, mut base_col) = (1usize, 1usize);
         let mut chunk = Vec::new();
+        // Reads start small (a small file is not charged a large buffer's pages) and
+        // grow to CHUNK while they fill it.
+        let mut want = 64 << 10;
         let mut eof = false;
         while !eof {
             // A statement longer than a chunk is read in doubling steps, so it is
             // scanned a bounded number of times.
-            chunk.resize(CHUNK.max(buf.len()), 0);
+            chunk.resize(want.max(buf.len()), 0);
             let n = match r.read(&mut chunk) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
+            if n == chunk.len() {
+                want = (want * 2).min(CHUNK);
+            }
             eof = n == 0;
             raw.extend_from_slice(&chunk[..n]);
             match std::str::from_utf8(&raw) {
