@@ -4921,3 +4921,61 @@ async fn inet6_and_inet4_columns_reach_both_sinks_as_their_text() {
     want.sort();
     lakeshift_tests::assert_rows_eq(&got, &want, "Iceberg");
 }
+
+/// Date and time columns added NOT NULL without a default to a table holding rows:
+/// MariaDB gives the rows the zero date, which `zero-dates: null` (the default)
+/// delivers as NULL; the older rows read NULL on both sinks, as rows written with a
+/// zero date later do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zero_dates_added_to_rows_read_as_the_zero_dates_policy_says() {
+    let (db, pgs) = tokio::join!(MariaDb::start(), lakeshift_tests::PgServer::start());
+    let pg = pgs.create_db("lake").await;
+    let mut c = db.conn(None).await;
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY);
+         INSERT INTO shop.t VALUES (1), (2);",
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut jobs = Vec::new();
+    for (name, id, pg_port) in [("ice", 671, None), ("pg", 672, Some(pgs.port))] {
+        let job = job_with(&tmp.path().join(name), db.port, id, "", pg_port, "");
+        catch_up(&job);
+        jobs.push(job);
+    }
+    c.query_drop(
+        "ALTER TABLE shop.t ADD COLUMN d DATE NOT NULL, ADD COLUMN dt DATETIME NOT NULL;
+         INSERT INTO shop.t VALUES (3, '2024-02-29', '2024-02-29 12:00:00');",
+    )
+    .await
+    .unwrap();
+    for job in &jobs {
+        let out = spawn(job, true, None).wait_with_output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{log}");
+    }
+    let want: lakeshift_tests::Rows = vec![
+        vec![Some("1".into()), None, None],
+        vec![Some("2".into()), None, None],
+        vec![
+            Some("3".into()),
+            Some("2024-02-29".into()),
+            Some("2024-02-29 12:00:00".into()),
+        ],
+    ];
+    let got = lakeshift_tests::pg_text_rows(
+        &pg,
+        "SELECT id::text, d::text, dt::text FROM shop.t ORDER BY id",
+    )
+    .await;
+    lakeshift_tests::assert_rows_eq(&got, &want, "PostgreSQL");
+    let cat = Catalog::open(&CatalogConfig::local(tmp.path().join("ice/warehouse")))
+        .await
+        .unwrap();
+    let mut got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "t", None)
+        .await
+        .unwrap();
+    got.sort();
+    lakeshift_tests::assert_rows_eq(&got, &want, "Iceberg");
+}

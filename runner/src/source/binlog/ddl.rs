@@ -143,8 +143,11 @@ impl BinlogReader {
                 })
             }
         };
-        let changes: Vec<ddl_core::SchemaChange> =
-            changes.into_iter().map(implicit_default).collect();
+        let zero_null = self.src.binlog().zero_dates == crate::source::config::ZeroDates::Null;
+        let changes: Vec<ddl_core::SchemaChange> = changes
+            .into_iter()
+            .map(|c| implicit_default(c, zero_null))
+            .collect();
         // A truncate a resumed snapshot's copy already reflects is not repeated.
         let changes: Vec<ddl_core::SchemaChange> = changes
             .into_iter()
@@ -302,8 +305,10 @@ impl BinlogReader {
 /// the type's implicit default (0, '', an ENUM's first value, zero bytes, 00:00:00, the
 /// zero UUID, the zero INET6 and INET4 address), which the change then carries, so that every target's older rows hold
 /// it too (a PostgreSQL target refused the column, Iceberg's older rows read NULL).
-/// Zero dates have no value elsewhere: such a column stays without one.
-fn implicit_default(c: ddl_core::SchemaChange) -> ddl_core::SchemaChange {
+/// Zero dates have no value elsewhere: under `zero-dates: null` (`zero_null`), which
+/// delivers a zero date as NULL, such a column is added nullable, its older rows
+/// NULL; under `fail` it stays as it is (the targets refuse it, naming it).
+fn implicit_default(c: ddl_core::SchemaChange, zero_null: bool) -> ddl_core::SchemaChange {
     use ddl_core::{DataType as D, DefaultValue, Literal};
     let ddl_core::SchemaChange::AddColumn {
         table,
@@ -345,6 +350,10 @@ fn implicit_default(c: ddl_core::SchemaChange) -> ddl_core::SchemaChange {
             }
             _ => None,
         };
+        if value.is_none() && zero_null && matches!(column.data_type, D::Date | D::Timestamp { .. })
+        {
+            column.nullable = true;
+        }
         column.default =
             value.map(|value| DefaultValue::Literal { value }.fitted(&column.data_type));
     }
