@@ -2542,8 +2542,16 @@ impl Stream {
     async fn message(&mut self, m: pgoutput::Msg<'_>) -> Result<bool, SourceError> {
         match m {
             pgoutput::Msg::Relation(r) => {
+                // While the changes of a resumed transaction that were delivered
+                // before the restart are skipped, a relation may be described as it
+                // was before a DDL of that transaction the history already holds:
+                // it is resolved at its first row not skipped (pgoutput describes a
+                // relation again after a DDL changes it), never taken for a DDL made
+                // without the capture (a hostile tester's SIGTERM inside a
+                // transaction of several DDL: an invented DROP COLUMN, then every run
+                // stopped).
                 if self.src.captures(&r.namespace, &r.name)
-                    && self.history.table(&r.namespace, &r.name).is_none()
+                    && (self.skip > 0 || self.history.table(&r.namespace, &r.name).is_none())
                 {
                     self.rels.remove(&r.oid);
                     self.unresolved.insert(r.oid, r);
@@ -2561,6 +2569,12 @@ impl Stream {
                 for oid in rels {
                     if self.next_change()? {
                         continue;
+                    }
+                    if let Some(r) = self.unresolved.remove(&oid) {
+                        if !self.resolve_relation(&r).await? {
+                            return Ok(false);
+                        }
+                        self.relation(r)?;
                     }
                     let Some((db, table)) = self.rels.get(&oid).and_then(|r| {
                         r.table
@@ -2851,6 +2865,11 @@ impl Stream {
             | pgoutput::Change::Update { rel, .. }
             | pgoutput::Change::Delete { rel, .. } => *rel,
         };
+        if self.skip > 0 && self.unresolved.contains_key(&oid) {
+            // (Delivered before the restart: skipped, its relation not resolved.)
+            self.next_change()?;
+            return Ok(true);
+        }
         if let Some(r) = self.unresolved.remove(&oid) {
             if !self.resolve_relation(&r).await? {
                 return Ok(false);
