@@ -402,11 +402,12 @@ impl<S: Sink> Pipeline<S> {
                     ErrorKind::Transient => ErrorKind::Definite,
                     k => k,
                 };
-                // A transaction larger than the memory budget commits in parts: a
-                // checkpoint inside it holds part of it already.
+                // A transaction commits in parts when it is larger than the memory
+                // budget, holds a DDL (PostgreSQL), or a stop did not wait for its
+                // end: a checkpoint inside it holds part of it already.
                 let part = match self.sink.position() {
                     Some(p) if p.ordinal > 0 => format!(
-                        "; but checkpoint {} already holds {} row change(s) of that transaction (larger than the memory budget, it was committed in parts): if the source rolled it back, the target keeps them, and only a new snapshot (purged-resume: resnapshot) makes the target equal to the source again",
+                        "; but checkpoint {} already holds {} change(s) of that transaction (committed in parts: a transaction larger than the memory budget, one holding a DDL, or one a stop did not wait for): if the source rolled it back, the target keeps them, and only a new snapshot (purged-resume: resnapshot) makes the target equal to the source again",
                         self.sink.status().checkpoint,
                         p.ordinal
                     ),
@@ -415,7 +416,7 @@ impl<S: Sink> Pipeline<S> {
                 return Err(SyncError::new(
                     kind,
                     format!(
-                        "{}\nthe source failed inside a transaction: nothing read since checkpoint {} was committed (the rest of that transaction may never come){part}",
+                        "{}\nreading the source failed inside a transaction (the error above): nothing read since checkpoint {} was committed (the rest of that transaction may never come){part}",
                         e.message,
                         self.sink.status().checkpoint
                     ),
