@@ -1019,9 +1019,22 @@ impl<'a> Lowerer<'a> {
                         table: table.clone(),
                         comment: Some(value.clone()).filter(|v| !v.is_empty()),
                     })),
-                    "AUTO_INCREMENT" => self.diags.skip(format!(
-                        "table {table}: AUTO_INCREMENT={value} is not carried"
-                    )),
+                    // The first value of an AUTO_INCREMENT column this statement
+                    // adds: the numbers its rows get start there.
+                    "AUTO_INCREMENT" => {
+                        let added = out.iter_mut().find_map(|r| match r {
+                            ChangeRequest::Change(SchemaChange::AddColumn { column, .. }) => {
+                                column.identity.as_mut()
+                            }
+                            _ => None,
+                        });
+                        match (value.trim().parse::<i64>().ok(), added) {
+                            (Some(n), Some(id)) => id.start = Some(n),
+                            _ => self.diags.skip(format!(
+                                "table {table}: AUTO_INCREMENT={value} is not carried"
+                            )),
+                        }
+                    }
                     _ => out.push(ch(SchemaChange::SetTableOption {
                         table: table.clone(),
                         key: key.to_ascii_lowercase(),

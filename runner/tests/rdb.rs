@@ -2855,8 +2855,12 @@ async fn a_table_swap_into_mariadb_is_applied_once_across_kills() {
 /// An AUTO_INCREMENT column added with the key it leads, into a MariaDB target: the
 /// target got `ADD COLUMN ... AUTO_INCREMENT` alone, which MariaDB refuses (1075: it
 /// must lead a key), and the job stopped on every run (a hostile tester). The column
-/// and its key go in one ALTER now: a separate unique key, one inline, and a new
-/// primary key on a keyless table; the numbers MariaDB gives the rows match.
+/// and its key go in one ALTER now (a separate unique key, an inline one, with the
+/// table's `AUTO_INCREMENT = N` as its first value); the numbers MariaDB gives the
+/// rows match. Where the target could number the rows otherwise (a keyless table,
+/// whose rows InnoDB numbers in the order they were written; a second tester round
+/// found them numbered differently after an update) the DDL is refused, the same
+/// on every run, as the DDL policy says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_auto_increment_column_added_with_its_key_reaches_mariadb() {
     let (src, dst) = tokio::join!(MariaDb::start(), MariaDb::start());
@@ -2865,9 +2869,11 @@ async fn an_auto_increment_column_added_with_its_key_reaches_mariadb() {
         "CREATE DATABASE shop;
          CREATE TABLE shop.a (id INT PRIMARY KEY, v INT);
          CREATE TABLE shop.b (id INT PRIMARY KEY, v INT);
+         CREATE TABLE shop.f (id INT PRIMARY KEY);
          CREATE TABLE shop.k (v INT);
          INSERT INTO shop.a VALUES (1, 10), (2, 20), (3, 30);
          INSERT INTO shop.b VALUES (1, 10), (2, 20);
+         INSERT INTO shop.f VALUES (1), (2);
          INSERT INTO shop.k VALUES (7), (8);",
     )
     .await
@@ -2882,15 +2888,15 @@ async fn an_auto_increment_column_added_with_its_key_reaches_mariadb() {
     c.query_drop(
         "ALTER TABLE shop.a ADD COLUMN seq INT NOT NULL AUTO_INCREMENT, ADD UNIQUE KEY (seq);
          ALTER TABLE shop.b ADD COLUMN seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE AFTER id;
-         ALTER TABLE shop.k ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST;
+         ALTER TABLE shop.f ADD COLUMN seq INT NOT NULL AUTO_INCREMENT UNIQUE, AUTO_INCREMENT = 100;
          INSERT INTO shop.a (id, v) VALUES (4, 40); INSERT INTO shop.b (id, v) VALUES (3, 30);
-         INSERT INTO shop.k (v) VALUES (9);",
+         INSERT INTO shop.f (id) VALUES (3);",
     )
     .await
     .unwrap();
     catch_up(&job);
     let mut d = dst.conn(None).await;
-    for (t, cols) in [("a", "id, v, seq"), ("b", "id, seq, v"), ("k", "id, v")] {
+    for (t, cols) in [("a", "id, v, seq"), ("b", "id, seq, v"), ("f", "id, seq")] {
         let sql = format!("SELECT {cols} FROM shop.{t} ORDER BY 1");
         let want = my_rows(&mut c, &sql).await;
         assert_eq!(
@@ -2906,6 +2912,21 @@ async fn an_auto_increment_column_added_with_its_key_reaches_mariadb() {
             my_rows(&mut d, &shape).await,
             my_rows(&mut c, &shape).await,
             "shop.{t}"
+        );
+    }
+    c.query_drop(
+        "UPDATE shop.k SET v = 70 WHERE v = 7;
+         ALTER TABLE shop.k ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST;",
+    )
+    .await
+    .unwrap();
+    for _ in 0..2 {
+        let st = spawn(&job, true, None).wait().unwrap();
+        let log = log_tail(&job);
+        assert!(!st.success(), "{log}");
+        assert!(
+            log.contains("column id of shop.k is added as an identity (AUTO_INCREMENT) column to a table holding rows"),
+            "{log}"
         );
     }
 }

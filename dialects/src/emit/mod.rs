@@ -1953,12 +1953,18 @@ impl Emitter {
                 .then(|| self.mysql_index_clause(cx, table, index, "INDEX")),
             _ => None,
         };
+        // (Its first value in the same statement: the rows are numbered from it.)
+        let start = column
+            .identity
+            .as_ref()
+            .and_then(|id| id.start)
+            .map(|n| format!(", AUTO_INCREMENT = {n}"))
+            .unwrap_or_default();
         match key {
-            Some(k) => out.push(format!("ALTER TABLE {tn} ADD COLUMN {def}{pos}, ADD {k}")),
-            None => out.push(format!("ALTER TABLE {tn} ADD COLUMN {def}{pos}")),
-        }
-        if let Some(n) = column.identity.as_ref().and_then(|id| id.start) {
-            out.push(format!("ALTER TABLE {tn} AUTO_INCREMENT = {n}"));
+            Some(k) => out.push(format!(
+                "ALTER TABLE {tn} ADD COLUMN {def}{pos}, ADD {k}{start}"
+            )),
+            None => out.push(format!("ALTER TABLE {tn} ADD COLUMN {def}{pos}{start}")),
         }
     }
 

@@ -147,6 +147,7 @@ impl BinlogReader {
         let changes: Vec<ddl_core::SchemaChange> = changes
             .into_iter()
             .map(|c| implicit_default(c, zero_null))
+            .map(|c| session_increment(c, modes.increment))
             .collect();
         // A truncate a resumed snapshot's copy already reflects is not repeated.
         let changes: Vec<ddl_core::SchemaChange> = changes
@@ -364,6 +365,29 @@ fn implicit_default(c: ddl_core::SchemaChange, zero_null: bool) -> ddl_core::Sch
     }
 }
 
+/// An AUTO_INCREMENT column added under a session `auto_increment_increment` other
+/// than 1: the rows the table holds were numbered in that step, which the column's
+/// identity says (a target numbering them with its own step differs).
+fn session_increment(c: ddl_core::SchemaChange, increment: u16) -> ddl_core::SchemaChange {
+    match c {
+        ddl_core::SchemaChange::AddColumn {
+            table,
+            mut column,
+            position,
+        } if increment > 1 => {
+            if let Some(id) = column.identity.as_mut() {
+                id.increment = Some(i64::from(increment));
+            }
+            ddl_core::SchemaChange::AddColumn {
+                table,
+                column,
+                position,
+            }
+        }
+        c => c,
+    }
+}
+
 /// `ALTER TABLE t TRUNCATE|DROP|EXCHANGE PARTITION ...`: (db, table).
 pub(super) fn partition_rows_removed(sql: &str, db: &str) -> Option<(String, String)> {
     use std::sync::OnceLock;
@@ -528,14 +552,28 @@ pub(super) struct SqlModes {
     pub no_backslash_escapes: bool,
     /// `||` concatenates (else it is OR).
     pub pipes_as_concat: bool,
+    /// The session's `auto_increment_increment` (0 or 1: the default): the
+    /// step between the numbers an AUTO_INCREMENT column added to rows gives them.
+    pub increment: u16,
 }
 
 pub(super) fn sql_modes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> SqlModes {
     use mysql_async::binlog::events::StatusVarVal;
     use mysql_async::binlog::StatusVarKey;
     use mysql_async::consts::SqlMode;
+    let increment = q
+        .status_vars()
+        .get_status_var(StatusVarKey::AutoIncrement)
+        .and_then(|v| match v.get_value() {
+            Ok(StatusVarVal::AutoIncrement { increment, .. }) => Some(increment),
+            _ => None,
+        })
+        .unwrap_or(1);
     let Some(v) = q.status_vars().get_status_var(StatusVarKey::SqlMode) else {
-        return SqlModes::default();
+        return SqlModes {
+            increment,
+            ..SqlModes::default()
+        };
     };
     match v.get_value() {
         Ok(StatusVarVal::SqlMode(m)) => {
@@ -544,9 +582,13 @@ pub(super) fn sql_modes(q: &mysql_async::binlog::events::QueryEvent<'_>) -> SqlM
                 ansi_quotes: m.contains(SqlMode::MODE_ANSI_QUOTES),
                 no_backslash_escapes: m.contains(SqlMode::MODE_NO_BACKSLASH_ESCAPES),
                 pipes_as_concat: m.contains(SqlMode::MODE_PIPES_AS_CONCAT),
+                increment,
             }
         }
-        _ => SqlModes::default(),
+        _ => SqlModes {
+            increment,
+            ..SqlModes::default()
+        },
     }
 }
 

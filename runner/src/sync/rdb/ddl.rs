@@ -219,7 +219,7 @@ impl RdbEngine {
             if let SchemaChange::AddColumn { table, column, .. } = c {
                 let k = key_of(table);
                 if column.identity.is_some()
-                    && self.source_dialect != self.dialect
+                    && self.numbered_otherwise(table, column)
                     && self.holds_rows(&k).await?
                 {
                     return Ok(Some(format!(
@@ -248,6 +248,46 @@ impl RdbEngine {
             }
         }
         Ok(None)
+    }
+
+    /// Whether the target would number the rows of `table` for an identity `column`
+    /// added to them otherwise than the source did: a target of another dialect
+    /// (PostgreSQL numbers by heap order); a MySQL target of a table without a
+    /// primary key (InnoDB's hidden row order follows the order the rows were
+    /// replayed in), one whose key holds text (the target's collation may order it
+    /// otherwise), or a column the source numbered in a session step other than 1
+    /// (hostile tester: each numbered differently, silently).
+    fn numbered_otherwise(&self, table: &TableName, column: &ddl_core::Column) -> bool {
+        if self.source_dialect != self.dialect {
+            return true;
+        }
+        if column
+            .identity
+            .as_ref()
+            .is_some_and(|id| id.increment.is_some_and(|n| n != 1))
+        {
+            return true;
+        }
+        let Some(t) = self.catalog.table(table) else {
+            return true;
+        };
+        let Some(pk) = &t.primary_key else {
+            return true;
+        };
+        pk.columns.iter().any(|n| {
+            t.column(n).is_none_or(|c| {
+                matches!(
+                    c.data_type,
+                    ddl_core::DataType::Char { .. }
+                        | ddl_core::DataType::Varchar { .. }
+                        | ddl_core::DataType::Text { .. }
+                        | ddl_core::DataType::Enum { .. }
+                        | ddl_core::DataType::Set { .. }
+                        | ddl_core::DataType::Json { .. }
+                        | ddl_core::DataType::Other { .. }
+                )
+            })
+        })
     }
 
     /// The tables of `routed`, a DDL the policy skipped: what the sink knows of each
