@@ -101,12 +101,17 @@ impl Drop for Flight {
     }
 }
 
+/// How often an idle target connection is checked.
+const PING_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub struct RdbEngine {
     job: SyncJob,
     /// The job's sink settings.
     cfg: super::job::RdbSink,
     /// The target connection; None while a checkpoint commits on it (`flight`).
     conn: Option<Target>,
+    /// When the idle target connection was last checked (see `keep_alive`).
+    pinged: Instant,
     flight: Option<Flight>,
     dialect: Dialect,
     state_dir: PathBuf,
@@ -223,6 +228,7 @@ impl RdbEngine {
         let mut e = RdbEngine {
             cfg,
             conn: Some(target),
+            pinged: Instant::now(),
             flight: None,
             dialect,
             state_dir,
@@ -408,6 +414,16 @@ impl crate::sync::pipeline::Sink for RdbEngine {
     async fn keep_alive(&mut self) -> Result<(), SyncError> {
         if self.flight.as_ref().is_some_and(|f| f.task.is_finished()) {
             RdbEngine::settle(self).await?;
+        }
+        // An idle connection the target dropped (a restart) is found now, and the
+        // job starts again from its checkpoint, not when a stop's commit meets it
+        // (a hostile tester: SIGTERM seconds after a target restart exited 1 with
+        // what was read uncommitted).
+        if self.flight.is_none() && self.pinged.elapsed() >= PING_EVERY {
+            self.pinged = Instant::now();
+            if let Some(t) = self.conn.as_mut() {
+                t.exec("SELECT 1").await.map_err(SyncError::from)?;
+            }
         }
         Ok(())
     }
