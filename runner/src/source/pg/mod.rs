@@ -889,6 +889,16 @@ async fn run(
             repl.progress.flushed.store(a, Ordering::Relaxed);
             told = a;
         }
+        // The job stopped reading (a stop, an error): checked on every frame, as the
+        // server's keepalives can come more often than the quiet timeout below (a
+        // stop took 4-13 s while other databases' writes kept the WAL moving).
+        if s.tx.is_closed() {
+            repl.progress
+                .flushed
+                .store(acked.load(Ordering::Relaxed), Ordering::Relaxed);
+            repl.stop().await;
+            return Ok(());
+        }
         if checked.elapsed() >= PUBLICATION_CHECK {
             check_publication_kept(&client, &s.src, &c.publication, &dir, true).await?;
             checked = Instant::now();
