@@ -46,12 +46,20 @@ const ALSO_QUOTED: &[&str] = &["PRIVILEGES", "TIME", "TIMESTAMP"];
 /// Whether `name` is a reserved word of any dialect, in any case: a name spelled like
 /// one is always quoted, so the output reads back in every dialect.
 fn is_keyword(name: &str) -> bool {
-    // One search of the lists' union (made once): this runs for every identifier
-    // written.
-    // By length: a name is compared with the words of its length only.
-    static ALL: std::sync::OnceLock<Vec<Vec<&'static str>>> = std::sync::OnceLock::new();
+    // Words of up to 16 bytes as one integer each (upper case), sorted by length:
+    // a name is compared with the words of its length, integer to integer (this
+    // runs for every identifier written); longer words by text.
+    struct Words {
+        short: Vec<Vec<u128>>,
+        long: Vec<&'static str>,
+    }
+    static ALL: std::sync::OnceLock<Words> = std::sync::OnceLock::new();
     let all = ALL.get_or_init(|| {
-        let mut v: Vec<&'static str> = [
+        let mut w = Words {
+            short: vec![Vec::new(); 17],
+            long: Vec::new(),
+        };
+        for k in [
             grammar::Flavor::MySql,
             grammar::Flavor::Postgres,
             grammar::Flavor::Oracle,
@@ -59,21 +67,36 @@ fn is_keyword(name: &str) -> bool {
         .into_iter()
         .flat_map(grammar::keywords::reserved)
         .chain(ALSO_QUOTED)
-        .copied()
-        .collect();
-        v.sort_unstable();
-        v.dedup();
-        let mut by_len: Vec<Vec<&'static str>> = Vec::new();
-        for w in v {
-            if by_len.len() <= w.len() {
-                by_len.resize(w.len() + 1, Vec::new());
+        {
+            match packed(k) {
+                Some(n) => w.short[k.len()].push(n),
+                None => w.long.push(k),
             }
-            by_len[w.len()].push(w);
         }
-        by_len
+        for v in &mut w.short {
+            v.sort_unstable();
+            v.dedup();
+        }
+        w.long.sort_unstable();
+        w.long.dedup();
+        w
     });
-    all.get(name.len())
-        .is_some_and(|words| grammar::keywords::contains_any_case(words, name))
+    match packed(name) {
+        Some(n) => all.short[name.len()].binary_search(&n).is_ok(),
+        None => grammar::keywords::contains_any_case(&all.long, name),
+    }
+}
+
+/// A name of up to 16 bytes, upper-cased, as one integer (None: longer, or empty).
+fn packed(name: &str) -> Option<u128> {
+    let b = name.as_bytes();
+    if b.is_empty() || b.len() > 16 {
+        return None;
+    }
+    let mut a = [0u8; 16];
+    a[..b.len()].copy_from_slice(b);
+    a.make_ascii_uppercase();
+    Some(u128::from_le_bytes(a))
 }
 
 /// Quote an identifier for `dialect` when it needs it: anything but a plain name in the
@@ -1620,6 +1643,20 @@ impl Emitter {
             let Some(c) = self.after_column(cx, table, col) else {
                 continue;
             };
+            // (Types whose form never depends on a key: nothing to compare.)
+            if matches!(
+                c.data_type,
+                ddl_core::DataType::Int { .. }
+                    | ddl_core::DataType::Boolean
+                    | ddl_core::DataType::Float { .. }
+                    | ddl_core::DataType::Date
+                    | ddl_core::DataType::Time { .. }
+                    | ddl_core::DataType::Timestamp { .. }
+                    | ddl_core::DataType::Year
+                    | ddl_core::DataType::Uuid
+            ) {
+                continue;
+            }
             let was = self.own_type_quiet(cx, cx.before, table, &c);
             let now = self.own_type_quiet(cx, cx.after, table, &c);
             // Oracle changes no CLOB into a VARCHAR2 (ORA-22859), and indexes none.
@@ -2866,6 +2903,29 @@ fn key_bytes(t: &ddl_core::DataType) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keywords_are_found_in_any_case_and_length() {
+        for k in [
+            "select",
+            "SeLeCt",
+            "time",
+            "order",
+            "current_timestamp",
+            "LOCALTIMESTAMP",
+        ] {
+            assert!(is_keyword(k), "{k}");
+        }
+        for n in [
+            "id",
+            "customer_id",
+            "",
+            "a_name_longer_than_sixteen",
+            "tenant0",
+        ] {
+            assert!(!is_keyword(n), "{n}");
+        }
+    }
 
     #[test]
     fn reserved_list_is_sorted() {
