@@ -486,6 +486,16 @@ impl StatementParser<'_> {
             }
             _ => {}
         }
+        // The plain index pg_dump writes for most keys and lookups: read here,
+        // without sqlparser (what it reads is what the full path below makes).
+        if self.dialect == Dialect::Postgres
+            && w(0) == "CREATE"
+            && matches!(w(1), "INDEX" | "UNIQUE")
+        {
+            if let Some(ix) = grammar::ddl::parse_plain_index(self.dialect.flavor(), text) {
+                return Ok(self.plain_index(ix));
+            }
+        }
         // Oracle's physical attributes after an index's columns (what SQL Developer
         // and DBMS_METADATA write): not carried, and sqlparser rejects them.
         let text = if self.dialect == Dialect::Oracle
@@ -996,6 +1006,39 @@ impl StatementParser<'_> {
                 name,
             },
         )]))
+    }
+
+    /// A [`grammar::ddl::PlainIndex`] as the change sqlparser's reading of it makes.
+    fn plain_index(&mut self, ix: grammar::ddl::PlainIndex) -> Parsed {
+        let named = self.lowerer().table_name(&ix.table);
+        let table = self.resolve(named);
+        let name = self.lowerer().name(&ix.name);
+        if self.skipped_relation(&table) {
+            return Parsed::Skipped(format!(
+                "index {name} on {table}, which is not a translated table (a view or a query's result)"
+            ));
+        }
+        let parts = ix
+            .columns
+            .iter()
+            .map(|c| {
+                let col = self.lowerer().name(c);
+                IndexPart::column(&self.catalog_col(&table, &col))
+            })
+            .collect();
+        Parsed::Requests(vec![ChangeRequest::Change(SchemaChange::AddIndex {
+            table,
+            index: Index {
+                name: Some(name),
+                predicate: None,
+                kind: if ix.unique {
+                    IndexKind::Unique
+                } else {
+                    IndexKind::Plain
+                },
+                parts,
+            },
+        })])
     }
 
     fn name(&self, id: &sq::Ident) -> String {

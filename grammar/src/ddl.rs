@@ -1668,3 +1668,75 @@ mod tests {
         );
     }
 }
+
+/// A plain index as pg_dump writes one: `CREATE [UNIQUE] INDEX name ON [ONLY] table
+/// [USING btree] (column, ...)`, columns named and nothing else (no expression,
+/// order, operator class, INCLUDE, WITH or WHERE).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlainIndex {
+    pub unique: bool,
+    pub name: Ident,
+    pub table: Vec<Ident>,
+    pub columns: Vec<Ident>,
+}
+
+/// `text` as a [`PlainIndex`], if it is one (None: any other form, for the full
+/// parser).
+pub fn parse_plain_index(flavor: Flavor, text: &str) -> Option<PlainIndex> {
+    let (i, _) = kw("CREATE").parse(text).ok()?;
+    let (i, unique) = opt(kw("UNIQUE")).parse(i).ok()?;
+    let (i, _) = kw("INDEX").parse(i).ok()?;
+    let (i, name) = ident(i).ok()?;
+    if name.value.eq_ignore_ascii_case("ON") && !name.quoted {
+        return None;
+    }
+    let (i, _) = kw("ON").parse(i).ok()?;
+    let (i, _) = opt(kw("ONLY")).parse(i).ok()?;
+    let (i, table) = object_name(i).ok()?;
+    let (i, using) = opt(preceded(kw("USING"), ident)).parse(i).ok()?;
+    if using.is_some_and(|u| !u.value.eq_ignore_ascii_case("btree")) {
+        return None;
+    }
+    let (i, columns) = paren_list(col_ident(flavor)).parse(i).ok()?;
+    let (i, _) = ws(i).ok()?;
+    i.trim_end_matches(';')
+        .trim()
+        .is_empty()
+        .then_some(PlainIndex {
+            unique: unique.is_some(),
+            name,
+            table,
+            columns,
+        })
+}
+
+#[cfg(test)]
+mod plain_index_tests {
+    use super::*;
+
+    #[test]
+    fn plain_indexes_are_read_and_others_left_to_the_full_parser() {
+        let p = parse_plain_index(
+            Flavor::Postgres,
+            "CREATE UNIQUE INDEX customers_email ON ONLY tenant0.\"Customers\" USING btree (email, \"Name\")",
+        )
+        .unwrap();
+        assert!(p.unique);
+        assert_eq!(p.name.value, "customers_email");
+        assert_eq!(p.table.len(), 2);
+        assert!(p.table[1].quoted && p.table[1].value == "Customers");
+        assert_eq!(p.columns.len(), 2);
+        for other in [
+            "CREATE INDEX i ON t USING gin (c)",
+            "CREATE INDEX i ON t (c DESC)",
+            "CREATE INDEX i ON t (lower(c))",
+            "CREATE INDEX i ON t (c) WHERE c > 0",
+            "CREATE INDEX i ON t (c) INCLUDE (d)",
+            "CREATE INDEX ON t (c)",
+            "CREATE INDEX i ON t (c text_pattern_ops)",
+            "CREATE INDEX CONCURRENTLY i ON t (c)",
+        ] {
+            assert_eq!(parse_plain_index(Flavor::Postgres, other), None, "{other}");
+        }
+    }
+}
