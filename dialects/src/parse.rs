@@ -412,8 +412,8 @@ impl StatementParser<'_> {
                 if self.dialect == Dialect::Postgres {
                     crate::lower::pg_implicit_names(self.catalog, &mut r);
                     if self.options.partitions_as_tables {
-                        self.note_attached(&d);
                         self.give_partitions(&mut r);
+                        self.note_attached(&d, &mut r);
                     }
                 }
                 return Ok(Parsed::Requests(r));
@@ -576,12 +576,16 @@ impl StatementParser<'_> {
                 other => return Ok(other),
             }
         }
+        // (An index made on a partitioned table: its partitions' too.)
+        if self.dialect == Dialect::Postgres && self.options.partitions_as_tables {
+            self.give_partitions(&mut out);
+        }
         Ok(Parsed::Requests(out))
     }
 
     /// `ALTER TABLE parent ATTACH PARTITION part ...` (pg_dump's form of partitions):
     /// part stays a table of its own, and takes what the parent is given later.
-    fn note_attached(&mut self, d: &grammar::ast::AlterTableDraft) {
+    fn note_attached(&mut self, d: &grammar::ast::AlterTableDraft, out: &mut Vec<ChangeRequest>) {
         for spec in &d.specs {
             let grammar::ast::AlterSpec::Ignored(s) = spec else {
                 continue;
@@ -600,54 +604,176 @@ impl StatementParser<'_> {
                 .cloned()
                 .unwrap_or(parent);
             let part = self.catalog.resolve_table(&part).cloned().unwrap_or(part);
-            let list = self.defs.partitions.entry(parent).or_default();
+            let list = self.defs.partitions.entry(parent.clone()).or_default();
             if !list.contains(&part) {
-                list.push(part);
+                list.push(part.clone());
+                // What the parent holds already is the partition's too (PostgreSQL
+                // attaches its key's and unique indexes' partitions; pg_dump since
+                // 16 writes them on the parent alone).
+                out.extend(self.parent_keys(&parent, &part));
             }
         }
     }
 
-    /// A foreign key or CHECK added to a partitioned table is every partition's too
-    /// (PostgreSQL adds it to them; pg_dump writes it on the parent alone): the
-    /// partitions, tables of their own here, are given it as well.
+    /// The parent's primary key, unique indexes, foreign keys and CHECKs as
+    /// changes of partition `part` (those it lacks).
+    fn parent_keys(&self, parent: &TableName, part: &TableName) -> Vec<ChangeRequest> {
+        let Some(p) = self.catalog.table(parent) else {
+            return Vec::new();
+        };
+        let mut on_parent = Vec::new();
+        if let Some(pk) = &p.primary_key {
+            on_parent.push(SchemaChange::SetPrimaryKey {
+                table: parent.clone(),
+                name: None,
+                columns: Some(pk.columns.clone()),
+                prefixes: Default::default(),
+            });
+        }
+        for ix in p.indexes.iter().filter(|i| i.kind == IndexKind::Unique) {
+            on_parent.push(SchemaChange::AddIndex {
+                table: parent.clone(),
+                index: ix.clone(),
+            });
+        }
+        for fk in &p.foreign_keys {
+            on_parent.push(SchemaChange::AddForeignKey {
+                table: parent.clone(),
+                foreign_key: fk.clone(),
+            });
+        }
+        for ck in &p.checks {
+            on_parent.push(SchemaChange::AddCheck {
+                table: parent.clone(),
+                check: ck.clone(),
+            });
+        }
+        on_parent
+            .into_iter()
+            .filter_map(|c| self.for_partition(&ChangeRequest::Change(c), part))
+            .collect()
+    }
+
+    /// `r`, a key, index, foreign key or CHECK added to a partitioned table, as
+    /// partition `part`'s when it lacks it (None: it holds it, or `r` is another
+    /// change). Keys and indexes leave their names to the target (index names are
+    /// unique per schema there).
+    fn for_partition(&self, r: &ChangeRequest, part: &TableName) -> Option<ChangeRequest> {
+        let t = self.catalog.table(part)?;
+        let ChangeRequest::Change(c) = r else {
+            return None;
+        };
+        let c = match c {
+            SchemaChange::AddForeignKey { foreign_key, .. } => {
+                let name = &foreign_key.name;
+                let held = t
+                    .foreign_keys
+                    .iter()
+                    .any(|f| name.is_some() && f.name == *name || f == foreign_key);
+                (!held).then(|| SchemaChange::AddForeignKey {
+                    table: part.clone(),
+                    foreign_key: foreign_key.clone(),
+                })?
+            }
+            SchemaChange::AddCheck { check, .. } => {
+                let name = &check.name;
+                let held = t
+                    .checks
+                    .iter()
+                    .any(|k| name.is_some() && k.name == *name || k == check);
+                (!held).then(|| SchemaChange::AddCheck {
+                    table: part.clone(),
+                    check: check.clone(),
+                })?
+            }
+            SchemaChange::SetPrimaryKey {
+                columns: Some(cols),
+                prefixes,
+                ..
+            } => t
+                .primary_key
+                .is_none()
+                .then(|| SchemaChange::SetPrimaryKey {
+                    table: part.clone(),
+                    name: None,
+                    columns: Some(cols.clone()),
+                    prefixes: prefixes.clone(),
+                })?,
+            SchemaChange::AddIndex { index, .. } if index.kind == IndexKind::Unique => {
+                let held = t
+                    .indexes
+                    .iter()
+                    .any(|i| i.kind == index.kind && i.parts == index.parts);
+                (!held).then(|| SchemaChange::AddIndex {
+                    table: part.clone(),
+                    index: Index {
+                        name: None,
+                        ..index.clone()
+                    },
+                })?
+            }
+            _ => return None,
+        };
+        Some(ChangeRequest::Change(c))
+    }
+
+    /// A primary key, unique index, foreign key or CHECK added to a partitioned
+    /// table is every partition's too (PostgreSQL adds it to them; pg_dump writes it
+    /// on the parent alone): the partitions, tables of their own here, are given it
+    /// as well.
     fn give_partitions(&mut self, requests: &mut Vec<ChangeRequest>) {
+        // What a partition was given from its parent already, written again on the
+        // partition (pg_dump before 16 writes each partition's key too): once.
+        requests.retain(|r| {
+            let ChangeRequest::Change(c) = r else {
+                return true;
+            };
+            let Some(table) = c.table() else {
+                return true;
+            };
+            let table = self.catalog.resolve_table(table).unwrap_or(table);
+            if !self.defs.partitions.values().any(|v| v.contains(table)) {
+                return true;
+            }
+            let Some(t) = self.catalog.table(table) else {
+                return true;
+            };
+            let held = match c {
+                SchemaChange::SetPrimaryKey {
+                    columns: Some(cols),
+                    ..
+                } => t.primary_key.as_ref().is_some_and(|pk| pk.columns == *cols),
+                SchemaChange::AddIndex { index, .. } => {
+                    index.kind == IndexKind::Unique
+                        && t.indexes
+                            .iter()
+                            .any(|i| i.kind == index.kind && i.parts == index.parts)
+                }
+                _ => false,
+            };
+            if held {
+                self.diags.skip(format!(
+                    "{table}: its {} came with its partitioned table's; not added twice",
+                    if matches!(c, SchemaChange::SetPrimaryKey { .. }) {
+                        "primary key"
+                    } else {
+                        "unique index"
+                    }
+                ));
+            }
+            !held
+        });
         let mut more = Vec::new();
         for r in requests.iter() {
-            let (table, name) = match r {
-                ChangeRequest::Change(SchemaChange::AddForeignKey { table, foreign_key }) => {
-                    (table, &foreign_key.name)
-                }
-                ChangeRequest::Change(SchemaChange::AddCheck { table, check }) => {
-                    (table, &check.name)
-                }
-                _ => continue,
+            let ChangeRequest::Change(c) = r else {
+                continue;
+            };
+            let Some(table) = c.table() else {
+                continue;
             };
             let parent = self.catalog.resolve_table(table).unwrap_or(table);
             for part in self.defs.partitions_of(parent) {
-                // (A partition made earlier may hold it already: pg_dump writes a
-                // partition's inherited CHECKs in its CREATE TABLE.)
-                let Some(t) = self.catalog.table(&part) else {
-                    continue;
-                };
-                let mut c = r.clone();
-                let held = match &mut c {
-                    ChangeRequest::Change(SchemaChange::AddForeignKey { table, foreign_key }) => {
-                        *table = part;
-                        t.foreign_keys
-                            .iter()
-                            .any(|f| name.is_some() && f.name == *name || f == &*foreign_key)
-                    }
-                    ChangeRequest::Change(SchemaChange::AddCheck { table, check }) => {
-                        *table = part;
-                        t.checks
-                            .iter()
-                            .any(|k| name.is_some() && k.name == *name || k == &*check)
-                    }
-                    _ => true,
-                };
-                if !held {
-                    more.push(c);
-                }
+                more.extend(self.for_partition(r, &part));
             }
         }
         requests.extend(more);
@@ -1026,7 +1152,7 @@ impl StatementParser<'_> {
                 IndexPart::column(&self.catalog_col(&table, &col))
             })
             .collect();
-        Parsed::Requests(vec![ChangeRequest::Change(SchemaChange::AddIndex {
+        let mut r = vec![ChangeRequest::Change(SchemaChange::AddIndex {
             table,
             index: Index {
                 name: Some(name),
@@ -1038,7 +1164,11 @@ impl StatementParser<'_> {
                 },
                 parts,
             },
-        })])
+        })];
+        if self.options.partitions_as_tables {
+            self.give_partitions(&mut r);
+        }
+        Parsed::Requests(r)
     }
 
     fn name(&self, id: &sq::Ident) -> String {

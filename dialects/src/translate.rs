@@ -1248,6 +1248,41 @@ mod tests {
     }
 
     #[test]
+    fn partitions_attached_or_made_get_the_parents_keys() {
+        // regression (issue 37, a new user's pagila from PostgreSQL 18's pg_dump):
+        // a partition attached after its parent had its key, and a unique index
+        // made on the parent later, were the parent's alone: 55 primary keys and
+        // 55 unique indexes lost without a word.
+        let text = "CREATE TABLE p (id int NOT NULL, d date NOT NULL, u uuid, PRIMARY KEY (id, d)) PARTITION BY RANGE (d);
+            CREATE TABLE p1 (id int NOT NULL, d date NOT NULL, u uuid);
+            ALTER TABLE ONLY p ATTACH PARTITION p1 FOR VALUES FROM ('2020-01-01') TO ('2021-01-01');
+            CREATE TABLE p2 PARTITION OF p FOR VALUES FROM ('2021-01-01') TO ('2022-01-01');
+            CREATE UNIQUE INDEX p_u_key ON p USING btree (u, d);
+            CREATE UNIQUE INDEX p_u_upper ON p (u, d, id) WHERE id > 0;";
+        for target in [Dialect::MySql, Dialect::Postgres] {
+            let (out, diags) = sql(Dialect::Postgres, target, text);
+            let all = out.join("\n");
+            let key_of = |t: &str| {
+                out.iter().any(|s| {
+                    (s.starts_with(&format!("CREATE TABLE {t} "))
+                        && s.contains("PRIMARY KEY (id, d)"))
+                        || (s.starts_with(&format!("ALTER TABLE {t} "))
+                            && s.contains("PRIMARY KEY (id, d)"))
+                })
+            };
+            assert!(key_of("p1") && key_of("p2"), "{target:?}: {all}\n{diags:?}");
+            for t in ["p1", "p2"] {
+                assert!(
+                    out.iter().any(|s| s.contains(&format!(" {t} "))
+                        && s.contains("UNIQUE")
+                        && s.contains("(u, d)")),
+                    "{target:?} {t}: {all}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn an_auto_increment_column_added_with_its_key_is_one_mysql_alter() {
         // regression (issue 36): the column went alone (`ADD COLUMN ...
         // AUTO_INCREMENT`), which MySQL refuses (1075) before the key comes.
