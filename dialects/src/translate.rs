@@ -1248,6 +1248,21 @@ mod tests {
     }
 
     #[test]
+    fn a_schema_made_by_the_input_is_a_database_made_if_absent() {
+        // A new user's dumps: `CREATE SCHEMA sales` became `CREATE DATABASE sales`,
+        // which fails where the server has one of that name (1007), while the
+        // README promised IF NOT EXISTS.
+        let (out, _) = sql(
+            Dialect::Postgres,
+            Dialect::MySql,
+            "CREATE SCHEMA sales; CREATE TABLE sales.t (id int PRIMARY KEY);",
+        );
+        assert_eq!(out[0], "CREATE DATABASE IF NOT EXISTS sales", "{out:?}");
+        let (out, _) = sql(Dialect::MySql, Dialect::MySql, "CREATE DATABASE shop;");
+        assert_eq!(out, vec!["CREATE DATABASE shop".to_owned()]);
+    }
+
+    #[test]
     fn partitions_attached_or_made_get_the_parents_keys() {
         // regression (issue 37, a new user's pagila from PostgreSQL 18's pg_dump):
         // a partition attached after its parent had its key, and a unique index

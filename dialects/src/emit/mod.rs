@@ -2160,7 +2160,14 @@ impl Emitter {
                 if_not_exists,
             } => {
                 let n = self.ident(cx, self.schema_of(name).unwrap_or(name));
-                let ine = if *if_not_exists { "IF NOT EXISTS " } else { "" };
+                // (Another dialect's schema is a MySQL database, which the whole
+                // server shares: one of that name may be there already.)
+                let ine = if *if_not_exists || (tgt == Dialect::MySql && cx.source != Dialect::MySql)
+                {
+                    "IF NOT EXISTS "
+                } else {
+                    ""
+                };
                 match tgt {
                     Dialect::MySql => out.push(format!("CREATE DATABASE {ine}{n}")),
                     Dialect::Postgres => out.push(format!("CREATE SCHEMA {ine}{n}")),
