@@ -1364,6 +1364,18 @@ impl StatementParser<'_> {
                     .as_ref()
                     .map(|u| u.to_string().trim_matches('"').to_ascii_uppercase())
                 {
+                    // A PostgreSQL index of another access method (GIN, GiST, BRIN,
+                    // hash...) indexes what a B-tree cannot hold (a B-tree on a large
+                    // jsonb value refuses the row: a new user's inserts failed): not
+                    // made in its place.
+                    if self.dialect == Dialect::Postgres && m != "BTREE" {
+                        self.diags.warn(format!(
+                            "index {} on {table}: access method {} is not carried (a B-tree in its place could refuse the rows it indexes); not created",
+                            ci.name.as_ref().map(|n| self.object_name(n).name).unwrap_or_else(|| "(unnamed)".into()),
+                            m.to_ascii_lowercase()
+                        ));
+                        return Ok(Parsed::Requests(Vec::new()));
+                    }
                     if !matches!(m.as_str(), "BTREE" | "FULLTEXT" | "SPATIAL") {
                         self.diags.warn(format!(
                             "index {} on {table}: access method {m} is not carried; a default (B-tree) index is created",
