@@ -1252,15 +1252,16 @@ impl StatementParser<'_> {
                                         ix.name
                                     )))
                                 }
+                                // An index not carried (another access method, an
+                                // operator class of its own) or made before the
+                                // input: nothing of it is on the target (a live
+                                // job stopped on such a DROP INDEX).
                                 None => {
-                                    return Err(ParseError {
-                                        offset: 0,
-                                        message: format!(
-                                            "index {} is not known, so its table is not either",
-                                            ix.name
-                                        ),
-                                        unknown: Vec::new(),
-                                    })
+                                    self.diags.warn(format!(
+                                        "index {} is not known (not made by the input, or not carried): nothing to drop",
+                                        ix.name
+                                    ));
+                                    continue;
                                 }
                             }
                         }

@@ -1261,13 +1261,22 @@ mod tests {
         let text = "CREATE TABLE t (id int PRIMARY KEY, body jsonb, tags text[]);
             CREATE INDEX t_body ON t USING gin (body);
             CREATE INDEX t_tags ON t USING gist (tags);
-            CREATE INDEX t_id ON t USING btree (id, body);";
+            CREATE INDEX t_id ON t USING btree (id, body);
+            DROP INDEX t_body;";
         for target in [Dialect::Postgres, Dialect::MySql] {
             let (out, diags) = sql(Dialect::Postgres, target, text);
             assert!(
                 !out.iter()
                     .any(|s| s.contains("t_body") || s.contains("t_tags")),
                 "{target:?}: {out:?}"
+            );
+            // (Dropped later: nothing to drop, said; no error.)
+            assert!(
+                diags.iter().all(|d| !d.starts_with("error"))
+                    && diags
+                        .iter()
+                        .any(|d| d.contains("index t_body is not known")),
+                "{target:?}: {diags:?}"
             );
             for ix in ["t_body", "t_tags"] {
                 assert!(
