@@ -121,6 +121,7 @@ where
             }
             Err(e) => {
                 eprintln!("error: {e}");
+                runner::sync::status::record_error(&job.pipeline.state, &e.to_string());
                 if e.kind == runner::sync::error::ErrorKind::Transient
                     && stop.load(std::sync::atomic::Ordering::SeqCst)
                 {
@@ -143,6 +144,7 @@ where
                     st.commits,
                     started.elapsed().as_secs_f64()
                 );
+                runner::sync::status::clear_error(&job.pipeline.state);
                 return ExitCode::from(0);
             }
             Err(e)
@@ -156,6 +158,7 @@ where
                 restarts += 1;
                 if restarts > FENCED_RESTARTS {
                     eprintln!("error: {e}");
+                    runner::sync::status::record_error(&job.pipeline.state, &e.to_string());
                     eprintln!("fenced off {FENCED_RESTARTS} times in a row without a commit; the job stopped; run it again to resume from its last checkpoint");
                     return ExitCode::from(1);
                 }
@@ -184,6 +187,7 @@ where
             }
             Err(e) => {
                 eprintln!("error: {e}");
+                runner::sync::status::record_error(&job.pipeline.state, &e.to_string());
                 if e.kind == runner::sync::error::ErrorKind::Transient
                     && stop.load(std::sync::atomic::Ordering::SeqCst)
                 {
@@ -345,6 +349,10 @@ pub(super) fn check(config: &std::path::Path) -> ExitCode {
         return ExitCode::from(1);
     };
     let found = rt.block_on(runner::sync::check::check(&job));
+    // (A job whose last run failed: what stopped it, beside what check finds now.)
+    if let Some(l) = runner::sync::status::last_error(&job.pipeline.state) {
+        println!("note: {l}");
+    }
     let mut problems = 0;
     for f in &found {
         if matches!(f, runner::sync::check::Finding::Problem(_)) {

@@ -4986,3 +4986,51 @@ async fn zero_dates_added_to_rows_read_as_the_zero_dates_policy_says() {
     got.sort();
     lakeshift_tests::assert_rows_eq(&got, &want, "Iceberg");
 }
+
+/// `status` and `check` of a job whose last run stopped with an error say so, with
+/// the error, until a run ends cleanly (a hostile tester: both looked healthy for a
+/// job that failed on every run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_check_name_the_error_the_last_run_stopped_with() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, d DECIMAL(10,2)); INSERT INTO shop.t VALUES (1, 1.5)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(dir.path(), db.port, 681, "", None, "");
+    catch_up(&job);
+    let said = |cmd: &str| {
+        let out = lakeshift(&[cmd, "--config", &job.display().to_string()]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(!said("status").contains("the last run stopped"));
+    // Iceberg cannot change decimal(10,2) to decimal(12,3): every run stops.
+    c.query_drop("ALTER TABLE shop.t MODIFY d DECIMAL(12,3)")
+        .await
+        .unwrap();
+    let out = spawn(&job, true, None).wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first = err
+        .lines()
+        .find_map(|l| l.strip_prefix("error: "))
+        .unwrap_or_else(|| panic!("{err}"))
+        .to_owned();
+    for cmd in ["status", "check"] {
+        let s = said(cmd);
+        assert!(
+            s.contains("the last run stopped with an error at ") && s.contains(&first),
+            "{cmd}: {s}"
+        );
+    }
+    // A run that ends cleanly (the DDL skipped by policy) clears it.
+    let text = std::fs::read_to_string(&job).unwrap() + "  ddl-error-policy: skip\n";
+    std::fs::write(&job, text).unwrap();
+    catch_up(&job);
+    assert!(
+        !said("status").contains("the last run stopped"),
+        "{}",
+        said("status")
+    );
+}

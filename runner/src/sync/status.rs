@@ -18,13 +18,17 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
         }),
         None => None,
     };
+    // (A job that fails on every run says so first.)
+    let failed = last_error(&job.pipeline.state)
+        .map(|l| l + "\n")
+        .unwrap_or_default();
     let Some(ice) = job.sink.iceberg() else {
-        return Ok(slot.unwrap_or_default() + &super::rdb::status(job).await?);
+        return Ok(failed + &slot.unwrap_or_default() + &super::rdb::status(job).await?);
     };
     let catalog = Catalog::open(&ice.catalog_config())
         .await
         .map_err(|e| e.to_string())?;
-    let mut out = slot.unwrap_or_default();
+    let mut out = failed + &slot.unwrap_or_default();
     match State::load(&job.pipeline.state)? {
         Some(s) => {
             let _ = writeln!(
@@ -168,4 +172,41 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// In the state folder: how the last run ended, when it stopped with an error (its
+/// time in ms since the epoch, then the error), so `status` and `check` tell a job
+/// that fails on every run from one that stopped cleanly. Removed by a run that ends
+/// cleanly.
+const LAST_ERROR: &str = "last-error.txt";
+
+/// The run ends with error `message` (the state folder must exist: a job that never
+/// started records nothing).
+pub fn record_error(state: &std::path::Path, message: &str) {
+    if state.is_dir() {
+        let text = format!("{}\n{message}", crate::calendar::now_ms());
+        let _ = crate::durable::replace(&state.join(LAST_ERROR), text.as_bytes());
+    }
+}
+
+/// The run ended cleanly.
+pub fn clear_error(state: &std::path::Path) {
+    let _ = std::fs::remove_file(state.join(LAST_ERROR));
+}
+
+/// "the last run stopped with an error at T UTC: <its first line>", if it did.
+pub fn last_error(state: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(state.join(LAST_ERROR)).ok()?;
+    let (ms, message) = text.split_once('\n')?;
+    let ms: i64 = ms.trim().parse().ok()?;
+    let secs = ms.div_euclid(1000);
+    let (y, m, d) = crate::calendar::civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    Some(format!(
+        "the last run stopped with an error at {y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC: {}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        message.lines().next().unwrap_or_default()
+    ))
 }
