@@ -5034,3 +5034,29 @@ async fn status_and_check_name_the_error_the_last_run_stopped_with() {
         said("status")
     );
 }
+
+/// A JSON column added NOT NULL without a default to a table holding rows: MariaDB
+/// gives them '' (its JSON is a LONGTEXT), which the lake's older rows read too. It
+/// stopped the job on every run (`cannot add a required column`; a hostile tester).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_column_added_to_rows_reads_as_mariadb_fills_it() {
+    let db = MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    c.query_drop("CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY); INSERT INTO shop.t VALUES (1), (2)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let job = job_with(dir.path(), db.port, 682, "", None, "");
+    catch_up(&job);
+    c.query_drop(
+        "ALTER TABLE shop.t ADD COLUMN j JSON NOT NULL; INSERT INTO shop.t VALUES (3, '{\"a\": 1}');",
+    )
+    .await
+    .unwrap();
+    catch_up(&job);
+    let cat = warehouse(dir.path()).await;
+    assert_mirrored(&mut c, &cat, &["t"]).await;
+    let mut rows = iceberg_rows(&cat, "t").await.unwrap();
+    rows.sort();
+    assert_eq!(rows[0][1].as_deref(), Some(""), "{rows:?}");
+}

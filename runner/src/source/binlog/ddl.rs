@@ -303,8 +303,8 @@ impl BinlogReader {
 }
 
 /// A NOT NULL column added without a default: MySQL gives the rows a table holds
-/// the type's implicit default (0, '', an ENUM's first value, zero bytes, 00:00:00, the
-/// zero UUID, the zero INET6 and INET4 address), which the change then carries, so that every target's older rows hold
+/// the type's implicit default (0, '' (JSON too), an ENUM's first value, zero bytes,
+/// 00:00:00, the zero UUID, the zero INET6 and INET4 address), which the change then carries, so that every target's older rows hold
 /// it too (a PostgreSQL target refused the column, Iceberg's older rows read NULL).
 /// Zero dates have no value elsewhere: under `zero-dates: null` (`zero_null`), which
 /// delivers a zero date as NULL, such a column is added nullable, its older rows
@@ -331,9 +331,13 @@ fn implicit_default(c: ddl_core::SchemaChange, zero_null: bool) -> ddl_core::Sch
             | D::Float { .. }
             | D::Year
             | D::Bit { .. } => Some(Literal::Number("0".into())),
-            D::Char { .. } | D::Varchar { .. } | D::Text { .. } | D::Set { .. } => {
-                Some(Literal::String(String::new()))
-            }
+            // (MariaDB's JSON is a LONGTEXT: its rows get '', which is no JSON; a
+            // target whose JSON type refuses it says so as the DDL policy says.)
+            D::Char { .. }
+            | D::Varchar { .. }
+            | D::Text { .. }
+            | D::Set { .. }
+            | D::Json { .. } => Some(Literal::String(String::new())),
             D::Enum { values } => values.first().cloned().map(Literal::String),
             D::Binary { .. } | D::Varbinary { .. } | D::Blob { .. } => {
                 Some(Literal::Bytes(String::new()))
