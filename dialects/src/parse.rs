@@ -171,7 +171,7 @@ impl StatementParser<'_> {
             return Ok(None);
         };
         let head = &text[..first];
-        let mut out = match self.parse(head)? {
+        let mut out = match self.parse_one(head)? {
             Parsed::Requests(r) => r,
             other => return Ok(Some(other)),
         };
@@ -196,7 +196,7 @@ impl StatementParser<'_> {
                 diags: self.diags,
                 defs: self.defs,
             }
-            .parse(element)
+            .parse_one(element)
             .map_err(|e| ParseError {
                 offset: from + e.offset,
                 message: format!(
@@ -225,7 +225,20 @@ impl StatementParser<'_> {
         }
     }
 
+    /// One statement's changes. Into tables of their own, a partitioned table's
+    /// keys, unique indexes, foreign keys and CHECKs are its partitions' too (see
+    /// [`Self::give_partitions`]), whatever statement adds them.
     pub fn parse(&mut self, text: &str) -> Result<Parsed, ParseError> {
+        let mut parsed = self.parse_one(text)?;
+        if let Parsed::Requests(r) = &mut parsed {
+            if self.dialect == Dialect::Postgres && self.options.partitions_as_tables {
+                self.give_partitions(r);
+            }
+        }
+        Ok(parsed)
+    }
+
+    fn parse_one(&mut self, text: &str) -> Result<Parsed, ParseError> {
         if self.dialect == Dialect::Postgres && contains_words(text, &["NULLS", "NOT", "DISTINCT"])
         {
             self.diags.warn(
@@ -289,7 +302,7 @@ impl StatementParser<'_> {
             {
                 let at = word_end(text, 3);
                 let plain = format!("CREATE{}", &text[at..]);
-                let mut r = match self.parse(&plain).map_err(|e| ParseError {
+                let mut r = match self.parse_one(&plain).map_err(|e| ParseError {
                     offset: e.offset.saturating_sub(6) + at,
                     ..e
                 })? {
@@ -327,7 +340,7 @@ impl StatementParser<'_> {
                         "RENAME TABLE IF EXISTS: {from} does not exist: unchanged"
                     )));
                 }
-                return self.parse(&plain);
+                return self.parse_one(&plain);
             }
             ("CREATE", "DOMAIN") if self.dialect == Dialect::Postgres => {
                 return self.create_domain(text);
@@ -412,7 +425,6 @@ impl StatementParser<'_> {
                 if self.dialect == Dialect::Postgres {
                     crate::lower::pg_implicit_names(self.catalog, &mut r);
                     if self.options.partitions_as_tables {
-                        self.give_partitions(&mut r);
                         self.note_attached(&d, &mut r);
                     }
                 }
@@ -575,10 +587,6 @@ impl StatementParser<'_> {
                 Parsed::Requests(r) => out.extend(r),
                 other => return Ok(other),
             }
-        }
-        // (An index made on a partitioned table: its partitions' too.)
-        if self.dialect == Dialect::Postgres && self.options.partitions_as_tables {
-            self.give_partitions(&mut out);
         }
         Ok(Parsed::Requests(out))
     }
@@ -1152,7 +1160,7 @@ impl StatementParser<'_> {
                 IndexPart::column(&self.catalog_col(&table, &col))
             })
             .collect();
-        let mut r = vec![ChangeRequest::Change(SchemaChange::AddIndex {
+        Parsed::Requests(vec![ChangeRequest::Change(SchemaChange::AddIndex {
             table,
             index: Index {
                 name: Some(name),
@@ -1164,11 +1172,7 @@ impl StatementParser<'_> {
                 },
                 parts,
             },
-        })];
-        if self.options.partitions_as_tables {
-            self.give_partitions(&mut r);
-        }
-        Parsed::Requests(r)
+        })])
     }
 
     fn name(&self, id: &sq::Ident) -> String {
@@ -1300,13 +1304,12 @@ impl StatementParser<'_> {
             )),
             Sq::CreateIndex(ci) => {
                 let table = self.resolve(self.object_name(&ci.table_name));
+                let name = ci.name.as_ref().map(|n| self.object_name(n).name);
+                // (As messages name it.)
+                let shown = name.clone().unwrap_or_else(|| "(unnamed)".into());
                 if self.skipped_relation(&table) {
                     // (Named, so a reader finds every index of the input accounted for.)
-                    let name = ci
-                        .name
-                        .as_ref()
-                        .map(|n| format!("{} ", self.object_name(n).name))
-                        .unwrap_or_default();
+                    let name = name.map(|n| format!("{n} ")).unwrap_or_default();
                     return Ok(Parsed::Skipped(format!(
                         "index {name}on {table}, which is not a translated table (a view or a query's result)"
                     )));
@@ -1372,7 +1375,7 @@ impl StatementParser<'_> {
                     if self.dialect == Dialect::Postgres && m != "BTREE" {
                         self.diags.warn(format!(
                             "index {} on {table}: access method {} is not carried (a B-tree in its place could refuse the rows it indexes); not created",
-                            ci.name.as_ref().map(|n| self.object_name(n).name).unwrap_or_else(|| "(unnamed)".into()),
+                            shown,
                             m.to_ascii_lowercase()
                         ));
                         return Ok(Parsed::Requests(Vec::new()));
@@ -1380,7 +1383,7 @@ impl StatementParser<'_> {
                     if !matches!(m.as_str(), "BTREE" | "FULLTEXT" | "SPATIAL") {
                         self.diags.warn(format!(
                             "index {} on {table}: access method {m} is not carried; a default (B-tree) index is created",
-                            ci.name.as_ref().map(|n| self.object_name(n).name).unwrap_or_else(|| "(unnamed)".into())
+                            shown
                         ));
                     }
                 }
@@ -1404,18 +1407,14 @@ impl StatementParser<'_> {
                 }
                 if !unkept.is_empty() {
                     self.diags.warn(format!(
-                        "index {} on {table}: its {} are not carried",
-                        ci.name
-                            .as_ref()
-                            .map(|n| self.object_name(n).name)
-                            .unwrap_or_else(|| "(unnamed)".into()),
+                        "index {shown} on {table}: its {} are not carried",
                         unkept.join(", ")
                     ));
                 }
                 one(C::AddIndex {
                     table,
                     index: Index {
-                        name: ci.name.as_ref().map(|n| self.object_name(n).name),
+                        name,
                         predicate: ci.predicate.as_ref().map(|p| ddl_core::Predicate {
                             expr: p.to_string(),
                             dialect: self.dialect.name().into(),

@@ -30,12 +30,7 @@ pub struct Owner {
 impl Owner {
     /// This process, for `job` with its state folder.
     pub fn this_process(job: &str, state: &std::path::Path) -> Owner {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .ok()
-            .filter(|h| !h.is_empty())
-            .or_else(|| std::env::var("HOSTNAME").ok())
-            .unwrap_or_else(|| "unknown-host".into());
+        let host = this_host();
         let state = std::fs::canonicalize(state).unwrap_or_else(|_| state.to_path_buf());
         Owner {
             job: job.to_owned(),
@@ -58,6 +53,16 @@ pub struct Holder {
     pub live: bool,
     pub host: String,
     pub state: String,
+}
+
+/// This host's name (a lease names the host its process runs on).
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown-host".into())
 }
 
 /// Whether process `pid` of this host is a lakeshift process (its command line names
@@ -303,10 +308,7 @@ impl Catalog {
         );
         let left = until - now_ms();
         // (A process of this host that is gone: an error ended it, or a SIGKILL.)
-        let gone = left > 0
-            && until != 0
-            && host == Owner::this_process(job, std::path::Path::new(&state)).host
-            && !lakeshift_process(pid);
+        let gone = left > 0 && until != 0 && host == this_host() && !lakeshift_process(pid);
         let lease = if gone {
             format!(
                 "exited (its lease would end in {:.1} s; a run from that state folder takes over at once, another waits for the lease)",

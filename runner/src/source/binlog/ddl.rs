@@ -144,11 +144,13 @@ impl BinlogReader {
             }
         };
         let zero_null = self.src.binlog().zero_dates == crate::source::config::ZeroDates::Null;
-        let changes: Vec<ddl_core::SchemaChange> = changes
-            .into_iter()
-            .map(|c| implicit_default(c, zero_null))
-            .map(|c| session_increment(c, modes.increment))
-            .collect();
+        let mut changes = changes;
+        for c in &mut changes {
+            if let ddl_core::SchemaChange::AddColumn { column, .. } = c {
+                implicit_default(column, zero_null);
+                session_increment(column, modes.increment);
+            }
+        }
         // A truncate a resumed snapshot's copy already reflects is not repeated.
         let changes: Vec<ddl_core::SchemaChange> = changes
             .into_iter()
@@ -309,16 +311,8 @@ impl BinlogReader {
 /// Zero dates have no value elsewhere: under `zero-dates: null` (`zero_null`), which
 /// delivers a zero date as NULL, such a column is added nullable, its older rows
 /// NULL; under `fail` it stays as it is (the targets refuse it, naming it).
-fn implicit_default(c: ddl_core::SchemaChange, zero_null: bool) -> ddl_core::SchemaChange {
+fn implicit_default(column: &mut ddl_core::Column, zero_null: bool) {
     use ddl_core::{DataType as D, DefaultValue, Literal};
-    let ddl_core::SchemaChange::AddColumn {
-        table,
-        mut column,
-        position,
-    } = c
-    else {
-        return c;
-    };
     if !column.nullable
         && column.default.is_none()
         && column.generated.is_none()
@@ -362,33 +356,14 @@ fn implicit_default(c: ddl_core::SchemaChange, zero_null: bool) -> ddl_core::Sch
         column.default =
             value.map(|value| DefaultValue::Literal { value }.fitted(&column.data_type));
     }
-    ddl_core::SchemaChange::AddColumn {
-        table,
-        column,
-        position,
-    }
 }
 
 /// An AUTO_INCREMENT column added under a session `auto_increment_increment` other
 /// than 1: the rows the table holds were numbered in that step, which the column's
 /// identity says (a target numbering them with its own step differs).
-fn session_increment(c: ddl_core::SchemaChange, increment: u16) -> ddl_core::SchemaChange {
-    match c {
-        ddl_core::SchemaChange::AddColumn {
-            table,
-            mut column,
-            position,
-        } if increment > 1 => {
-            if let Some(id) = column.identity.as_mut() {
-                id.increment = Some(i64::from(increment));
-            }
-            ddl_core::SchemaChange::AddColumn {
-                table,
-                column,
-                position,
-            }
-        }
-        c => c,
+fn session_increment(column: &mut ddl_core::Column, increment: u16) {
+    if let Some(id) = column.identity.as_mut().filter(|_| increment > 1) {
+        id.increment = Some(i64::from(increment));
     }
 }
 

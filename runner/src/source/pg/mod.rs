@@ -893,11 +893,7 @@ async fn run(
         // server's keepalives can come more often than the quiet timeout below (a
         // stop took 4-13 s while other databases' writes kept the WAL moving).
         if s.tx.is_closed() {
-            repl.progress
-                .flushed
-                .store(acked.load(Ordering::Relaxed), Ordering::Relaxed);
-            repl.stop().await;
-            return Ok(());
+            break;
         }
         if checked.elapsed() >= PUBLICATION_CHECK {
             check_publication_kept(&client, &s.src, &c.publication, &dir, true).await?;
@@ -906,7 +902,7 @@ async fn run(
         let ev = match tokio::time::timeout(Duration::from_secs(1), repl.recv()).await {
             Err(_) => {
                 // Quiet: a commit held for batching goes out now.
-                if s.tx.is_closed() || (s.txn.is_none() && !s.flush().await?) {
+                if s.txn.is_none() && !s.flush().await? {
                     return Ok(());
                 }
                 continue;
@@ -915,13 +911,14 @@ async fn run(
             Ok(Err(e)) => return Err(e),
         };
         if !s.event(ev, end).await? {
-            repl.progress
-                .flushed
-                .store(acked.load(Ordering::Relaxed), Ordering::Relaxed);
-            repl.stop().await;
-            return Ok(());
+            break;
         }
     }
+    repl.progress
+        .flushed
+        .store(acked.load(Ordering::Relaxed), Ordering::Relaxed);
+    repl.stop().await;
+    Ok(())
 }
 
 /// How often a running job checks that its publication still publishes what it
