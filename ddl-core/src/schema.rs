@@ -116,9 +116,78 @@ impl DefaultValue {
     /// number in a numeric or bit column (MySQL reads it so), the text of its bytes in
     /// a character column (when they are UTF-8), a UUID in a uuid column (16 bytes),
     /// and stays bytes in a binary column (a fixed-length one's padded with zero bytes,
-    /// as MySQL pads them); a UUID's text is made canonical (lowercase, hyphenated). Every other default is returned as is.
+    /// as MySQL pads them); a UUID's text is made canonical (lowercase, hyphenated).
+    /// A string of a bit column is the bit string's digits (PostgreSQL's `B'0011'`,
+    /// `'0011'::"bit"`): a fixed-length one is padded with zero bits on the right or
+    /// cut to its length (PostgreSQL's cast), and one of up to 64 bits is its number;
+    /// a varying one keeps its digits (its length is part of its value). Every other
+    /// default is returned as is.
     pub fn fitted(self, ty: &DataType) -> Self {
         use DataType as D;
+        // A number in a fixed bit string of up to 64 bits: its low-order bits (as
+        // PostgreSQL casts an integer to bit(n)), so it prints in the column's width.
+        if let (
+            D::Bit {
+                length,
+                varying: false,
+            },
+            DefaultValue::Literal {
+                value: Literal::Number(v),
+            },
+        ) = (ty, &self)
+        {
+            let n = length.unwrap_or(1);
+            if let (Ok(v), true) = (v.parse::<u64>(), n < 64) {
+                return DefaultValue::Literal {
+                    value: Literal::Number((v & ((1u64 << n) - 1)).to_string()),
+                };
+            }
+        }
+        // A number in a varying one: its binary digits.
+        if let (
+            D::Bit { varying: true, .. },
+            DefaultValue::Literal {
+                value: Literal::Number(v),
+            },
+        ) = (ty, &self)
+        {
+            if let Ok(v) = v.parse::<u64>() {
+                return DefaultValue::Literal {
+                    value: Literal::String(format!("{v:b}")),
+                }
+                .fitted(ty);
+            }
+        }
+        if let (
+            D::Bit { length, varying },
+            DefaultValue::Literal {
+                value: Literal::String(v),
+            },
+        ) = (ty, &self)
+        {
+            if !v.bytes().all(|c| c == b'0' || c == b'1') {
+                return self;
+            }
+            let mut bits = v.clone();
+            match (length, varying) {
+                (Some(n), true) => bits.truncate(*n as usize),
+                (_, true) => {}
+                (n, false) => {
+                    let n = n.unwrap_or(1) as usize;
+                    bits.truncate(n);
+                    bits.extend(std::iter::repeat_n('0', n - bits.len()));
+                    if n <= 64 {
+                        let value = u64::from_str_radix(&bits, 2).unwrap_or_default();
+                        return DefaultValue::Literal {
+                            value: Literal::Number(value.to_string()),
+                        };
+                    }
+                }
+            }
+            return DefaultValue::Literal {
+                value: Literal::String(bits),
+            };
+        }
         // A uuid as text in any form the sources read ({A0EE...}, no hyphens): the
         // canonical form, which every target stores and prints alike.
         if let (
@@ -195,7 +264,13 @@ impl DefaultValue {
             },
             _ => return self,
         };
-        DefaultValue::Literal { value }
+        match (ty, value) {
+            // (Bytes are a number of as many bits: cut to the column's too.)
+            (D::Bit { .. }, value @ Literal::Number(_)) => {
+                DefaultValue::Literal { value }.fitted(ty)
+            }
+            (_, value) => DefaultValue::Literal { value },
+        }
     }
 }
 

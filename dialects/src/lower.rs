@@ -85,6 +85,20 @@ impl<'a> Lowerer<'a> {
             c.default = dm.default.clone();
         }
         self.apply_attrs(table, &mut c, &d.attrs, extras);
+        // MySQL reads a string given to a BIT column as its bytes ('1' is 0x31), not
+        // as the bit string's digits the IR's string is there.
+        if let (
+            Dialect::MySql,
+            ddl_core::DataType::Bit { .. },
+            Some(DefaultValue::Literal {
+                value: Literal::String(v),
+            }),
+        ) = (self.dialect, &c.data_type, &c.default)
+        {
+            c.default = Some(DefaultValue::Literal {
+                value: Literal::from_bytes(v.as_bytes()),
+            });
+        }
         c.default = c.default.take().map(|v| v.fitted(&c.data_type));
         // A PostgreSQL bytea default written as text ('\xab01', 'a\\b'): its bytes.
         if let (
@@ -1213,12 +1227,16 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     // PostgreSQL casts on literals: 'x'::character varying, 0::numeric (but not the
     // cast inside nextval('seq'::regclass)).
     let mut cast_to_bytea = false;
+    // Cast to a type that is no bit string: a bit string literal is then its number.
+    let mut cast_from_bits = false;
     if dialect == Dialect::Postgres {
         if let Some(p) = t.rfind("::") {
             let (head, ty) = (&t[..p], &t[p + 2..]);
             let is_type = !ty.contains('\'') && (!ty.contains('(') || ty.ends_with(')'));
             if is_type && !head.to_ascii_lowercase().starts_with("nextval(") {
-                cast_to_bytea = ty.trim().trim_matches('"').eq_ignore_ascii_case("bytea");
+                let ty = ty.trim().trim_matches('"').to_ascii_lowercase();
+                cast_to_bytea = ty == "bytea";
+                cast_from_bits = !ty.starts_with("bit") && !ty.starts_with("varbit");
                 t = strip_parens(head);
             }
         }
@@ -1284,6 +1302,23 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
     if (up.starts_with("B'") || up.starts_with("X'")) && up.ends_with('\'') {
         let body = &t[2..t.len() - 1];
         let radix = if up.starts_with('B') { 2 } else { 16 };
+        // PostgreSQL's are bit strings, whose length is part of the value: their
+        // digits (X'1F' is 00011111), unless cast to a number.
+        if dialect == Dialect::Postgres && !cast_from_bits {
+            let digits: Option<String> = match radix {
+                2 => body
+                    .bytes()
+                    .all(|c| c == b'0' || c == b'1')
+                    .then(|| body.into()),
+                _ => body
+                    .chars()
+                    .map(|c| c.to_digit(16).map(|d| format!("{d:04b}")))
+                    .collect(),
+            };
+            if let Some(d) = digits {
+                return lit(Literal::String(d));
+            }
+        }
         if let Ok(v) = u128::from_str_radix(body, radix) {
             return lit(Literal::Number(v.to_string()));
         }

@@ -1290,6 +1290,67 @@ mod tests {
     }
 
     #[test]
+    fn bit_string_defaults_keep_their_bits_in_every_target() {
+        // As written and as pg_dump writes them (a varying bit string's leading zeros
+        // are its value; `'1'::bit(70)` is padded on the right).
+        let text = "CREATE TABLE t (id int PRIMARY KEY, a varbit DEFAULT B'0011',
+            b varbit(8) DEFAULT '00011111'::\"bit\", c bit(4) DEFAULT B'1010',
+            d bit(70) DEFAULT '1'::bit(70), e varbit(8) DEFAULT X'1F', f int DEFAULT B'101'::integer);";
+        let want = [
+            (
+                Dialect::Postgres,
+                [
+                    "a varbit DEFAULT B'0011'",
+                    "b varbit(8) DEFAULT B'00011111'",
+                    "c bit(4) DEFAULT B'1010'",
+                    &format!("d bit(70) DEFAULT B'1{}'", "0".repeat(69)),
+                    "e varbit(8) DEFAULT B'00011111'",
+                    "f integer DEFAULT 5",
+                ],
+            ),
+            (
+                Dialect::MySql,
+                [
+                    "a LONGBLOB DEFAULT '0011'",
+                    "b BIT(8) DEFAULT b'00011111'",
+                    "c BIT(4) DEFAULT 10",
+                    &format!("d LONGBLOB DEFAULT '1{}'", "0".repeat(69)),
+                    "e BIT(8) DEFAULT b'00011111'",
+                    "f INT DEFAULT 5",
+                ],
+            ),
+            (
+                Dialect::Oracle,
+                [
+                    "A RAW(8) DEFAULT HEXTORAW('03')",
+                    "B RAW(1) DEFAULT HEXTORAW('1F')",
+                    "C RAW(1) DEFAULT HEXTORAW('0A')",
+                    "D RAW(9) DEFAULT HEXTORAW('200000000000000000')",
+                    "E RAW(1) DEFAULT HEXTORAW('1F')",
+                    "F NUMBER(10) DEFAULT 5",
+                ],
+            ),
+        ];
+        for (target, cols) in want {
+            let (out, _) = sql(Dialect::Postgres, target, text);
+            for c in cols {
+                assert!(out[0].contains(c), "{target:?}: {c} in {}", out[0]);
+            }
+        }
+        // MySQL reads a string given to a BIT column as its bytes: '1' is 0x31.
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE t (b BIT(8) DEFAULT '1', c BIT(8) DEFAULT b'101');",
+        );
+        assert!(
+            out[0].contains("B'00110001'") && out[0].contains("B'00000101'"),
+            "{}",
+            out[0]
+        );
+    }
+
+    #[test]
     fn function_body_checks_stay_off_where_the_dump_turned_them_off() {
         let text = "SET check_function_bodies = false;
             CREATE FUNCTION ids() RETURNS SETOF int LANGUAGE sql AS $_$ SELECT id FROM t $_$;

@@ -4254,3 +4254,79 @@ async fn a_ddl_inside_a_transaction_marks_the_commit_of_its_part() {
     );
     assert!(inside.iter().all(|m| *m), "unmarked: {inside:?}");
 }
+
+/// Bit string defaults, in a table the snapshot makes and in columns added to rows:
+/// every sink's rows hold the source's bits. regression: a varying bit string's
+/// default lost its leading zeros (`B'0011'` became `B'11'` on PostgreSQL), a MySQL
+/// BIT(n) got the digits as a string (`DEFAULT '00011111'`: MariaDB refused the
+/// table), and the lake's older rows read `bit(4) DEFAULT B'1010'` as the number
+/// 1010.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bit_string_defaults_fill_the_rows_of_every_sink() {
+    let (server, maria) =
+        tokio::join!(PgServer::start_logical(), lakeshift_tests::MariaDb::start());
+    let pg = server.create_db("app").await;
+    pg.batch_execute(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.b (id int PRIMARY KEY, x bit(4) DEFAULT B'0110',
+             y varbit DEFAULT B'0011', z varbit(8) DEFAULT X'1F');
+         INSERT INTO shop.b (id) VALUES (1), (2);",
+    )
+    .await
+    .unwrap();
+    let _target = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let files = every_sink(tmp.path(), server.port, maria.port);
+    install_capture(&files[0].1);
+    let mut logs = String::new();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    pg.batch_execute(
+        "ALTER TABLE shop.b ADD COLUMN d bit(4) DEFAULT B'1010',
+             ADD COLUMN v varbit DEFAULT B'0001', ADD COLUMN w bit(70) DEFAULT '1'::bit(70);
+         INSERT INTO shop.b (id) VALUES (3);",
+    )
+    .await
+    .unwrap();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    let cols = "id::text, x::text, y::text, z::text, d::text, v::text, w::text";
+    let want = source(&pg, &format!("SELECT {cols} FROM shop.b")).await;
+    assert_eq!(want.len(), 3);
+    assert!(
+        want.iter().all(|r| r[2].as_deref() == Some("0011")
+            && r[4].as_deref() == Some("1010")
+            && r[6]
+                .as_deref()
+                .is_some_and(|w| w.len() == 70 && w.starts_with("10"))),
+        "{want:?}"
+    );
+    let mirror = server.client("mirror").await;
+    let got = source(&mirror, &format!("SELECT {cols} FROM shop.b")).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
+    let mut my = maria.conn(None).await;
+    let got = lakeshift_tests::mysql_text_rows(
+        &mut my,
+        "SELECT id, lpad(bin(x), 4, '0'), y, lpad(bin(z), 8, '0'), lpad(bin(d), 4, '0'), v, w FROM shop.b",
+    )
+    .await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("MariaDB\n{logs}"));
+    // The lake: bit(4) as its number, the others as their digits' bytes.
+    let want = source(
+        &pg,
+        "SELECT id::text, x::int::text, encode(y::text::bytea, 'hex'), encode(z::text::bytea, 'hex'),
+                d::int::text, encode(v::text::bytea, 'hex'), encode(w::text::bytea, 'hex') FROM shop.b",
+    )
+    .await;
+    for wh in ["wh-position", "wh-equality"] {
+        let cat = Catalog::open(&CatalogConfig::local(tmp.path().join(wh)))
+            .await
+            .unwrap();
+        let got = lakeshift_tests::iceberg_text_rows(&cat, "shop", "b", None)
+            .await
+            .unwrap_or_default();
+        lakeshift_tests::assert_rows_eq(&norm(got), &want, &format!("{wh}\n{logs}"));
+    }
+}

@@ -625,17 +625,40 @@ impl Emitter {
                         };
                     }
                 }
-                // A bit string column takes a bit-string literal in PostgreSQL
-                // (MySQL's b'101' is the number 5 to the IR).
-                if let (
-                    Dialect::Postgres,
-                    ddl_core::DataType::Bit { length, .. },
-                    Literal::Number(n),
-                ) = (self.target, &c.data_type, value)
-                {
-                    if let Ok(v) = n.parse::<u64>() {
-                        let width = length.map(|l| l as usize).unwrap_or(1);
-                        return Some(format!("B'{v:0width$b}'"));
+                // A bit string's digits (a varying one, or one past 64 bits): a bit
+                // string literal where the column is one, its digits' text in a
+                // MySQL LONGBLOB (as the rows' values are written); an Oracle RAW
+                // takes a bit string as its bits in bytes.
+                if let ddl_core::DataType::Bit { length, .. } = &c.data_type {
+                    let bits = match value {
+                        Literal::String(bits) if bits.bytes().all(|b| b == b'0' || b == b'1') => {
+                            Some(bits.clone())
+                        }
+                        Literal::Number(n) => n.parse::<u64>().ok().map(|v| {
+                            let width = length.map(|l| l as usize).unwrap_or(1);
+                            format!("{v:0width$b}")
+                        }),
+                        _ => None,
+                    };
+                    match (self.target, bits) {
+                        (Dialect::Postgres, Some(bits)) => return Some(format!("B'{bits}'")),
+                        (Dialect::MySql, Some(bits))
+                            if length.is_some_and(|n| n <= 64)
+                                && matches!(value, Literal::String(_)) =>
+                        {
+                            return Some(format!("b'{bits}'"));
+                        }
+                        (Dialect::Oracle, Some(bits)) => {
+                            let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
+                            let hex: String = padded
+                                .as_bytes()
+                                .chunks(8)
+                                .map(|c| c.iter().fold(0u8, |n, b| n << 1 | (b - b'0')))
+                                .map(|b| format!("{b:02x}"))
+                                .collect();
+                            return Some(bytes_literal(self.target, &hex));
+                        }
+                        _ => {}
                     }
                 }
                 self.literal(value)

@@ -196,7 +196,7 @@ fn mysql(source: Dialect, t: &T) -> Mapped {
             ),
             _ => lossy(
                 "LONGBLOB",
-                "a bit string longer than 64 bits is stored as bytes",
+                "a bit string longer than 64 bits, or of no length, is stored as its digits' text ('0101')",
             ),
         },
         T::Interval { .. } => lossy("VARCHAR(64)", "intervals are stored as text"),

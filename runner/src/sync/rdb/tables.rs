@@ -77,7 +77,12 @@ impl RdbEngine {
                 .map(|c| ColSpec {
                     ident: self.emitter_ctx_ident(&c.name),
                     bits: match &c.data_type {
-                        ddl_core::DataType::Bit { length, .. } => Some(length.unwrap_or(1)),
+                        // (A varying one without a length is no BIT(n) but its
+                        // digits' text on a MySQL target.)
+                        ddl_core::DataType::Bit { length, varying } => match (length, varying) {
+                            (None, true) => None,
+                            _ => Some(length.unwrap_or(1)),
+                        },
                         _ => None,
                     },
                     boolean: c.data_type == ddl_core::DataType::Boolean,
