@@ -23,7 +23,7 @@ pub(super) fn read_job(config: &std::path::Path) -> Result<runner::sync::job::Sy
         ExitCode::from(2)
     })?;
     runner::sync::job::parse(&text, |k| std::env::var(k).ok()).map_err(|e| {
-        eprintln!("error: {}: {e}", config.display());
+        eprintln!("error: {}", e.report(config));
         ExitCode::from(2)
     })
 }
@@ -423,7 +423,7 @@ pub(super) fn pg_setup(config: &std::path::Path, apply: bool) -> ExitCode {
     let src = match runner::source::config::parse_job(&text, |k| std::env::var(k).ok()) {
         Ok((_, s)) => s,
         Err(e) => {
-            eprintln!("error: {}: {e}", config.display());
+            eprintln!("error: {}", e.report(config));
             return ExitCode::from(2);
         }
     };
@@ -531,7 +531,7 @@ pub(super) fn tail(
     let (_, src) = match parse_job(&text, |k| std::env::var(k).ok()) {
         Ok(j) => j,
         Err(e) => {
-            eprintln!("error: {}: {e}", config.display());
+            eprintln!("error: {}", e.report(config));
             return ExitCode::from(2);
         }
     };

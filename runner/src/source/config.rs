@@ -151,21 +151,245 @@ fn default_heartbeat() -> u32 {
 }
 
 /// A job file that cannot be read or does not validate: the message names the key
-/// (`job file: source.server-id: must be ...`).
+/// (`job file: source.server-id: must be ...`), and where the file writes it when that
+/// is known (line and column, from 1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct JobFileError(pub String);
+pub struct JobFileError(pub String, pub Option<(usize, usize)>);
+
+impl JobFileError {
+    /// The error as a user reads it about file `path`: `path:LINE:COLUMN: message`
+    /// where the file's place is known (editors jump there), else `path: message`.
+    pub fn report(&self, path: &std::path::Path) -> String {
+        match self.1 {
+            Some((line, column)) => format!("{}:{line}:{column}: {}", path.display(), self.0),
+            None => format!("{}: {}", path.display(), self.0),
+        }
+    }
+}
 
 impl From<String> for JobFileError {
     fn from(s: String) -> Self {
-        JobFileError(s)
+        JobFileError(s, None)
     }
 }
 
 impl From<&str> for JobFileError {
     fn from(s: &str) -> Self {
-        JobFileError(s.to_owned())
+        JobFileError(s.to_owned(), None)
     }
+}
+
+/// Section `name` of job file `text` (its value `value`) as a `T`. An error names the
+/// key within the section (`sink.maintenance.interval-seconds`), where the file
+/// writes it, the nearest known key or value for one that is unknown, and types in
+/// words (`a whole number from 0 to 65535`, not `u16`).
+pub fn section<T: serde::de::DeserializeOwned>(
+    text: &str,
+    name: &str,
+    value: serde_yaml_ng::Value,
+) -> Result<T, JobFileError> {
+    let tree = value.clone();
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let mut keys: Vec<String> = (!name.is_empty())
+            .then(|| name.to_owned())
+            .into_iter()
+            .collect();
+        for seg in e.path().iter() {
+            if let serde_path_to_error::Segment::Map { key } = seg {
+                keys.push(key.clone());
+            }
+        }
+        let why = e.inner().to_string();
+        // An unknown key is the error's own subject: named in the path, and where the
+        // file writes it is that key's place.
+        let unknown = quoted_after(&why, "unknown field `");
+        if let Some(u) = &unknown {
+            if keys.last() != Some(u) {
+                // (A section read through a tagged enum loses the path inside it:
+                // the key's place in the section's own tree.)
+                let within = &keys[usize::from(!name.is_empty())..];
+                match key_path(&tree, u) {
+                    Some(p) if p.len() > within.len() + 1 => {
+                        keys.truncate(usize::from(!name.is_empty()));
+                        keys.extend(p);
+                    }
+                    _ => keys.push(u.clone()),
+                }
+            }
+        }
+        let variant = quoted_after(&why, "unknown variant `");
+        if let Some(v) = &variant {
+            let within = &keys[usize::from(!name.is_empty())..];
+            if let Some(p) = value_path(&tree, v).filter(|p| p.len() > within.len()) {
+                keys.truncate(usize::from(!name.is_empty()));
+                keys.extend(p);
+            }
+        }
+        let at = locate(text, &keys);
+        let path = match keys.join(".") {
+            p if p.is_empty() => String::new(),
+            p => format!("{p}: "),
+        };
+        let msg = match (&unknown, variant) {
+            (Some(u), _) => {
+                let known = expected_names(&why);
+                match nearest(u, &known) {
+                    Some(n) => format!("unknown key; did you mean `{n}`?"),
+                    None if known.is_empty() => "unknown key".to_owned(),
+                    None => format!("unknown key (known here: {})", known.join(", ")),
+                }
+            }
+            (None, Some(v)) => {
+                let known = expected_names(&why);
+                match nearest(&v, &known) {
+                    Some(n) => format!("`{v}` is not a known value; did you mean `{n}`?"),
+                    None => format!("`{v}` is not a known value ({})", known.join(", ")),
+                }
+            }
+            (None, None) => in_words(&why),
+        };
+        JobFileError(format!("job file: {path}{msg}"), at)
+    })
+}
+
+/// The keys that lead to the first mapping key `key` in `v` (itself the last).
+fn key_path(v: &serde_yaml_ng::Value, key: &str) -> Option<Vec<String>> {
+    let m = v.as_mapping()?;
+    for (k, child) in m {
+        let k = k.as_str()?;
+        if k == key {
+            return Some(vec![k.to_owned()]);
+        }
+        if let Some(mut p) = key_path(child, key) {
+            p.insert(0, k.to_owned());
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The keys that lead to the first mapping value that is the string `value`.
+fn value_path(v: &serde_yaml_ng::Value, value: &str) -> Option<Vec<String>> {
+    let m = v.as_mapping()?;
+    for (k, child) in m {
+        let k = k.as_str()?;
+        if child.as_str() == Some(value) {
+            return Some(vec![k.to_owned()]);
+        }
+        if let Some(mut p) = value_path(child, value) {
+            p.insert(0, k.to_owned());
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The text between `lead` and the next backquote in `s`.
+fn quoted_after(s: &str, lead: &str) -> Option<String> {
+    let rest = &s[s.find(lead)? + lead.len()..];
+    Some(rest[..rest.find('`')?].to_owned())
+}
+
+/// The names a serde error says it expected (`expected one of `a`, `b`` or
+/// `expected `a``).
+fn expected_names(s: &str) -> Vec<String> {
+    let Some(p) = s.find("expected") else {
+        return Vec::new();
+    };
+    s[p..]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The known name closest to `word`, when it is close enough to be a typo.
+fn nearest(word: &str, known: &[String]) -> Option<String> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(word, k), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.clone())
+}
+
+/// A serde type error with Rust's type names said in words.
+fn in_words(why: &str) -> String {
+    let mut out = why.to_owned();
+    for (rust, words) in [
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected f32", "expected a number"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        if let Some(p) = out.find(rust) {
+            if !out[p + rust.len()..].starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                out.replace_range(p..p + rust.len(), words);
+            }
+        }
+    }
+    out
+}
+
+/// Where job file `text` writes the key path `keys` (a section, then keys within
+/// it): the line and column (from 1) of the last key, each found after the one
+/// before it; None when one is not found (a key written in another form).
+pub fn locate(text: &str, keys: &[String]) -> Option<(usize, usize)> {
+    let mut from = 0;
+    let mut at = None;
+    for k in keys {
+        let p = find_key(text, from, k)?;
+        at = Some(p);
+        from = p + k.len();
+    }
+    let p = at?;
+    let line = text[..p].matches('\n').count() + 1;
+    let column = p - text[..p].rfind('\n').map_or(0, |n| n + 1) + 1;
+    Some((line, column))
+}
+
+/// The first place at or after `from` where `key` is written as a mapping key
+/// (`key:`, `"key":`, `{key: ..`, `- key:`), outside comments.
+fn find_key(text: &str, from: usize, key: &str) -> Option<usize> {
+    let mut start = from;
+    while let Some(i) = text.get(start..)?.find(key) {
+        let p = start + i;
+        start = p + key.len().max(1);
+        let line_start = text[..p].rfind('\n').map_or(0, |n| n + 1);
+        if text[line_start..p].contains('#') {
+            continue;
+        }
+        let before = text[..p].chars().next_back();
+        let quoted = matches!(before, Some('"' | '\''));
+        let lead = if quoted { p - 1 } else { p };
+        let ok_before = text[..lead]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, '{' | ',' | '-'));
+        let mut after = text[p + key.len()..].chars();
+        let mut next = after.next();
+        if quoted && matches!(next, Some('"' | '\'')) {
+            next = after.next();
+        }
+        while next == Some(' ') {
+            next = after.next();
+        }
+        if ok_before && next == Some(':') {
+            return Some(lead);
+        }
+    }
+    None
 }
 
 /// A validated source: what it reads (with that kind's own settings), compiled table
@@ -333,15 +557,18 @@ pub fn parse_job(
     text: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(JobFile, Source), JobFileError> {
-    let job: JobFile = serde_yaml_ng::from_str(text).map_err(|e| format!("job file: {e}"))?;
+    let root: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|e| {
+        let at = e.location().map(|l| (l.line(), l.column()));
+        JobFileError(format!("job file: {e}"), at)
+    })?;
+    let job: JobFile = section(text, "", root)?;
     let kind = job
         .source
         .get("type")
         .and_then(|t| t.as_str())
         .unwrap_or_default();
     if kind == "kafka" {
-        let k: super::kafka_config::KafkaConfig = serde_yaml_ng::from_value(job.source.clone())
-            .map_err(|e| format!("job file: source: {e}"))?;
+        let k: super::kafka_config::KafkaConfig = section(text, "source", job.source.clone())?;
         if !cfg!(feature = "kafka") {
             return Err("job file: source.type: kafka: this lakeshift was built without the Kafka source (cargo feature `kafka`)".into());
         }
@@ -349,13 +576,11 @@ pub fn parse_job(
         return Ok((job, source));
     }
     if matches!(kind, "postgres" | "postgresql") {
-        let c: super::pg_config::PgConfig = serde_yaml_ng::from_value(job.source.clone())
-            .map_err(|e| format!("job file: source: {e}"))?;
+        let c: super::pg_config::PgConfig = section(text, "source", job.source.clone())?;
         let source = super::pg_config::validate(c, env)?;
         return Ok((job, source));
     }
-    let c: SourceConfig = serde_yaml_ng::from_value(job.source.clone())
-        .map_err(|e| format!("job file: source: {e}"))?;
+    let c: SourceConfig = section(text, "source", job.source.clone())?;
     let source = validate(&c, env)?;
     Ok((job, source))
 }

@@ -16,7 +16,7 @@
 //!   memory-budget-mib: 256
 //! ```
 
-use crate::source::config::{parse_job, JobFileError, Source};
+use crate::source::config::{parse_job, section, JobFileError, Source};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -547,17 +547,17 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
     if let Some(e) = misplaced_key(&kind, job.sink.as_ref(), job.pipeline.as_ref()) {
         return Err(e.into());
     }
-    let sink: SinkConfig = serde_yaml_ng::from_value(sink_value).map_err(|e| {
-        let e = e.to_string();
-        if e.starts_with("missing field `warehouse`") {
-            field("sink.warehouse", "is missing (a folder)")
-        } else if e.starts_with("missing field `url`") {
+    let sink: SinkConfig = section(text, "sink", sink_value).map_err(|e| {
+        if e.0.contains("missing field `warehouse`") {
+            field("sink.warehouse", "is missing (a folder)").into()
+        } else if e.0.contains("missing field `url`") {
             field(
                 "sink.url",
                 "is missing (postgres://user@host:5432/db or mysql://user@host:3306)",
             )
+            .into()
         } else {
-            format!("job file: sink: {e}")
+            e
         }
     })?;
     let mut sink = sink;
@@ -569,11 +569,12 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
             validate_rdb(s, postgres, &field)?;
         }
     }
-    let pipeline: PipelineConfig = serde_yaml_ng::from_value(
+    let pipeline: PipelineConfig = section(
+        text,
+        "pipeline",
         job.pipeline
             .ok_or_else(|| field("pipeline", "is missing (name:, state:)"))?,
-    )
-    .map_err(|e| format!("job file: pipeline: {e}"))?;
+    )?;
     if pipeline.name.trim().is_empty() {
         return Err(field("pipeline.name", "is empty").into());
     }
@@ -782,6 +783,92 @@ mod tests {
         )
     }
 
+    #[test]
+    fn errors_say_where_the_file_writes_the_key_and_what_was_meant() {
+        let at = |text: &str| {
+            let e = parse(text, |_| None).unwrap_err();
+            (e.0.clone(), e.1)
+        };
+        // A misspelt key inside a nested setting of a sink (read through its type):
+        // its whole path, its line and column, the key meant.
+        let (e, pos) = at(&job(
+            "  type: iceberg
+  warehouse: w
+  maintenance: {intervl-seconds: 60}
+",
+            "",
+        ));
+        assert_eq!(
+            e,
+            "job file: sink.maintenance.intervl-seconds: unknown key; did you mean `interval-seconds`?"
+        );
+        assert_eq!(pos, Some((11, 17)));
+        // A misspelt value of a setting with a few values.
+        let (e, pos) = at(&job(
+            "  type: iceberg
+  warehouse: w
+  delete-mode: positon
+",
+            "",
+        ));
+        assert_eq!(
+            e,
+            "job file: sink.delete-mode: `positon` is not a known value; did you mean `position`?"
+        );
+        assert_eq!(pos, Some((11, 3)));
+        // Types in words, not Rust's.
+        let (e, pos) = at(&job(
+            "  type: iceberg
+  warehouse: w
+",
+            "",
+        )
+        .replace("port: 3306", "port: 99999"));
+        assert!(
+            e.starts_with("job file: source.port: ")
+                && e.ends_with("expected a whole number from 0 to 65535"),
+            "{e}"
+        );
+        assert_eq!(pos, Some((4, 3)));
+        let (e, _) = at(&job(
+            "  type: iceberg
+  warehouse: w
+",
+            "  checkpoint-interval-seconds: ten
+",
+        ));
+        assert!(e.ends_with("expected a number"), "{e}");
+        // A section's own name, and YAML that does not parse: where.
+        let (e, pos) = at(&job(
+            "  type: iceberg
+  warehouse: w
+",
+            "",
+        )
+        .replace("pipeline:", "pipline:"));
+        assert_eq!(
+            e,
+            "job file: pipline: unknown key; did you mean `pipeline`?"
+        );
+        assert_eq!(pos, Some((11, 1)));
+        let (_, pos) = at("source: [\n");
+        assert_eq!(pos, Some((2, 1)));
+        // (A key in a comment is not where the file writes it.)
+        let text = job(
+            "  type: iceberg
+  # delete-mode: x
+  warehouse: w
+  delete-mode: positon
+",
+            "",
+        );
+        assert_eq!(at(&text).1, Some((12, 3)));
+        assert_eq!(
+            JobFileError("m".into(), Some((3, 4))).report(std::path::Path::new("j.yaml")),
+            "j.yaml:3:4: m"
+        );
+    }
+
     #[cfg(feature = "kafka")]
     #[test]
     fn park_for_rows_is_refused_for_a_kafka_source() {
@@ -865,7 +952,7 @@ mod tests {
         )
         .unwrap_err()
         .0;
-        assert!(e.contains("unknown field `colour`"), "{e}");
+        assert!(e.contains("sink.colour: unknown key (known here: "), "{e}");
         let e = parse(&job("  type: mysql\n", ""), |_| None).unwrap_err().0;
         assert!(e.contains("sink.url: is missing"), "{e}");
         let e = parse(&job("  type: iceberg\n", ""), |_| None)
