@@ -18,11 +18,19 @@ pub(super) fn runtime() -> Option<tokio::runtime::Runtime> {
 }
 
 pub(super) fn read_job(config: &std::path::Path) -> Result<runner::sync::job::SyncJob, ExitCode> {
+    read_job_with(config, |k| std::env::var(k).ok())
+}
+
+/// [`read_job`] with `env` for the environment.
+fn read_job_with(
+    config: &std::path::Path,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<runner::sync::job::SyncJob, ExitCode> {
     let text = std::fs::read_to_string(config).map_err(|e| {
         eprintln!("error: cannot read {}: {e}", config.display());
         ExitCode::from(2)
     })?;
-    runner::sync::job::parse(&text, |k| std::env::var(k).ok()).map_err(|e| {
+    runner::sync::job::parse(&text, env).map_err(|e| {
         eprintln!("error: {}", e.report(config));
         ExitCode::from(2)
     })
@@ -335,8 +343,29 @@ pub(super) fn ddl_log(config: &std::path::Path, resolve: Option<u64>, retry: boo
 }
 
 pub(super) fn status(config: &std::path::Path) -> ExitCode {
-    report(config, |job| async move {
-        runner::sync::status::report(&job).await
+    // Only a PostgreSQL source's slot needs the source's password: without it (a
+    // person looking at a job on another machine) the rest is reported.
+    let text = std::fs::read_to_string(config).unwrap_or_default();
+    let var = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text)
+        .ok()
+        .and_then(|v| {
+            v.get("source")?
+                .get("password-env")?
+                .as_str()
+                .map(str::to_owned)
+        })
+        .filter(|v| std::env::var_os(v).is_none());
+    let job = match read_job_with(config, |k| {
+        std::env::var(k)
+            .ok()
+            .or_else(|| (var.as_deref() == Some(k)).then(String::new))
+    }) {
+        Ok(j) => j,
+        Err(c) => return c,
+    };
+    let unread = var.map(|v| format!("{v} (source.password-env) is not set"));
+    run_report(job, |job| async move {
+        runner::sync::status::report(&job, unread.as_deref()).await
     })
 }
 
@@ -393,10 +422,18 @@ where
     F: FnOnce(runner::sync::job::SyncJob) -> Fut,
     Fut: std::future::Future<Output = Result<String, runner::sync::error::SyncError>>,
 {
-    let job = match read_job(config) {
-        Ok(j) => j,
-        Err(c) => return c,
-    };
+    match read_job(config) {
+        Ok(job) => run_report(job, f),
+        Err(c) => c,
+    }
+}
+
+/// Print what `f` reports of `job` (exit 0), or its error (exit 1).
+fn run_report<F, Fut>(job: runner::sync::job::SyncJob, f: F) -> ExitCode
+where
+    F: FnOnce(runner::sync::job::SyncJob) -> Fut,
+    Fut: std::future::Future<Output = Result<String, runner::sync::error::SyncError>>,
+{
     let Some(rt) = runtime() else {
         return ExitCode::from(1);
     };

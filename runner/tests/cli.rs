@@ -475,3 +475,41 @@ async fn version_names_the_commit_and_logs_come_as_json_or_at_rust_logs_level() 
         "RUST_LOG=warn hides INFO lines: {err}"
     );
 }
+
+/// `status` reads only what it needs: a job whose source password is not in the
+/// environment is reported (a PostgreSQL source's slot is named as not read), and a
+/// job that never ran is said to be so without a warehouse or catalog made by
+/// looking. regression: status stopped on the source's password, and made the
+/// warehouse and its catalog of a job that never ran.
+#[test]
+fn status_needs_no_source_password_and_makes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wh = tmp.path().join("warehouse");
+    for (source, said) in [
+        ("type: mariadb\n  server-id: 77", None),
+        (
+            "type: postgres\n  database: app",
+            Some("source slot: not read: LAKESHIFT_TEST_UNSET_PW (source.password-env) is not set"),
+        ),
+    ] {
+        let job = tmp.path().join("job.yaml");
+        std::fs::write(
+            &job,
+            format!(
+                "source:\n  {source}\n  hostname: 127.0.0.1\n  username: repl\n  password-env: LAKESHIFT_TEST_UNSET_PW\n  tables: ['shop\\..*']\nsink:\n  type: iceberg\n  warehouse: {}\npipeline:\n  name: j\n  state: {}\n",
+                wh.display(),
+                tmp.path().join("state").display()
+            ),
+        )
+        .unwrap();
+        let out = lakeshift(&["status", "--config", job.to_str().unwrap()], "");
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{source}: {}", text(&out.stderr));
+        assert!(stdout.contains("job j: not started"), "{stdout}");
+        match said {
+            Some(s) => assert!(stdout.contains(s), "{stdout}"),
+            None => assert!(!stdout.contains("source slot"), "{stdout}"),
+        }
+        assert!(!wh.exists() && !tmp.path().join("state").exists());
+    }
+}

@@ -9,14 +9,20 @@ use crate::iceberg::catalog::ident;
 use crate::iceberg::Catalog;
 use std::fmt::Write;
 
-pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncError> {
+/// The report; `unread`: why the source is not asked (its password is not given:
+/// everything else is read from the target and the state folder).
+pub async fn report(
+    job: &SyncJob,
+    unread: Option<&str>,
+) -> Result<String, crate::sync::error::SyncError> {
     // A PostgreSQL source: its slot's confirmed position and retained WAL.
-    let slot = match job.source.postgres() {
-        Some(_) => Some(match crate::source::pg::slot_status(&job.source).await {
+    let slot = match (job.source.postgres(), unread) {
+        (Some(_), Some(why)) => Some(format!("source slot: not read: {why}\n")),
+        (Some(_), None) => Some(match crate::source::pg::slot_status(&job.source).await {
             Ok(line) => line + "\n",
             Err(e) => format!("source slot: cannot be read: {e}\n"),
         }),
-        None => None,
+        (None, _) => None,
     };
     // (A job that fails on every run says so first.)
     let failed = last_error(&job.pipeline.state)
@@ -25,10 +31,22 @@ pub async fn report(job: &SyncJob) -> Result<String, crate::sync::error::SyncErr
     let Some(ice) = job.sink.iceberg() else {
         return Ok(failed + &slot.unwrap_or_default() + &super::rdb::status(job).await?);
     };
+    let mut out = failed + &slot.unwrap_or_default();
+    // A job that never ran on a local warehouse: nothing to open, and nothing is
+    // made by looking (the catalog would make the warehouse and its database).
+    let local = ice.catalog.is_none() && !ice.warehouse.to_string_lossy().contains("://");
+    if local && !ice.warehouse.join("catalog.db").exists() {
+        let _ = writeln!(
+            out,
+            "job {}: not started (no catalog in {} yet)",
+            job.pipeline.name,
+            ice.warehouse.display()
+        );
+        return Ok(out);
+    }
     let catalog = Catalog::open(&ice.catalog_config())
         .await
         .map_err(|e| e.to_string())?;
-    let mut out = failed + &slot.unwrap_or_default();
     match State::load(&job.pipeline.state)? {
         Some(s) => {
             let _ = writeln!(
