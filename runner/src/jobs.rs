@@ -100,13 +100,17 @@ where
     );
     let metrics = runner::sync::metrics::Metrics::new();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if let Some(port) = job.pipeline.metrics_port {
+    let _ = runner::sync::metrics::BUILD.set((
+        env!("CARGO_PKG_VERSION").to_owned(),
+        include_str!(concat!(env!("OUT_DIR"), "/commit.txt")).to_owned(),
+    ));
+    if let Some(addr) = job.pipeline.metrics_addr() {
         let name = job.pipeline.name.clone();
-        if let Err(e) = runner::sync::metrics::serve(port, name, metrics.clone()).await {
-            eprintln!("error: metrics endpoint on 127.0.0.1:{port}: {e}");
+        if let Err(e) = runner::sync::metrics::serve(&addr, name, metrics.clone()).await {
+            eprintln!("error: metrics endpoint on {addr}: {e}");
             return ExitCode::from(1);
         }
-        tracing::info!("metrics on http://127.0.0.1:{port}/metrics");
+        tracing::info!("metrics on http://{addr}/metrics (also /health and /ready)");
     }
     // SIGTERM and Ctrl-C: finish what was read, commit it, stop.
     tokio::spawn(stop_on_signal(stop.clone()));
@@ -124,6 +128,7 @@ where
                     && !stop.load(std::sync::atomic::Ordering::SeqCst)
                     && retry.again(false, &e, "the target is unreachable") =>
             {
+                metrics.set_not_ready(format!("the target is unreachable: {e}"));
                 retry.wait().await;
                 continue;
             }
@@ -174,6 +179,10 @@ where
                     "{e}; starting again from the offsets the target holds (restart {restarts})"
                 );
                 drop(p);
+                metrics.set_not_ready(format!("starting again after: {e}"));
+                metrics
+                    .restarts
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tokio::time::sleep(std::time::Duration::from_millis(250 * u64::from(restarts)))
                     .await;
             }
@@ -191,6 +200,10 @@ where
                     ) =>
             {
                 drop(p);
+                metrics.set_not_ready(format!("the target did not answer: {e}"));
+                metrics
+                    .restarts
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 retry.wait().await;
             }
             Err(e) => {

@@ -1079,13 +1079,19 @@ async fn foreign_key_actions_the_binlog_lacks_are_run_on_both_targets() {
 
 /// GET /metrics of a running job (None while the endpoint is not up).
 fn metrics(port: u16) -> Option<String> {
+    get(port, "/metrics").map(|(_, body)| body)
+}
+
+/// GET `path` of a running job's endpoint: the status code and the whole response.
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
         .ok()?;
     let mut body = String::new();
     s.read_to_string(&mut body).ok()?;
-    Some(body)
+    let code = body.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, body))
 }
 
 /// The pipeline serves metrics and stops cleanly for every sink: a relational job
@@ -1137,6 +1143,28 @@ async fn a_relational_job_serves_metrics_and_commits_what_it_read_on_sigterm() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert!(seen.contains("lakeshift_lag_seconds"), "{seen}");
+    // What a dashboard and an orchestrator read: the snapshot's rows, the build, no
+    // value given as a sentinel, liveness and readiness.
+    for want in [
+        "lakeshift_snapshot_rows_total{job=\"p\"} 3",
+        "lakeshift_snapshot_in_progress{job=\"p\"} 0",
+        "lakeshift_build_info{job=\"p\",version=\"",
+        "lakeshift_ddl_total{job=\"p\",outcome=\"applied\"} 0",
+    ] {
+        assert!(seen.contains(want), "{want} in {seen}");
+    }
+    assert!(
+        !seen
+            .lines()
+            .any(|l| !l.starts_with('#') && l.ends_with(" -1")),
+        "{seen}"
+    );
+    assert_eq!(get(port, "/health").map(|(c, _)| c), Some(200));
+    assert_eq!(get(port, "/nothing").map(|(c, _)| c), Some(404));
+    lakeshift_tests::wait_until("the job is ready", || async move {
+        get(port, "/ready").is_some_and(|(c, _)| c == 200)
+    })
+    .await;
     c.query_drop("INSERT INTO shop.m VALUES (4, 4); UPDATE shop.m SET v = 20 WHERE id = 2")
         .await
         .unwrap();
@@ -1146,6 +1174,12 @@ async fn a_relational_job_serves_metrics_and_commits_what_it_read_on_sigterm() {
         assert!(std::time::Instant::now() < deadline, "{}", log_tail(&job));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Per table: the two changes read of shop.m.
+    let m = metrics(port).unwrap_or_default();
+    assert!(
+        m.contains("lakeshift_table_changes_total{job=\"p\",table=\"shop.m\"} 2"),
+        "{m}"
+    );
     let before = pg_rows(&pg, "SELECT count(*)::text FROM shop.m").await;
     assert_eq!(
         before[0][0].as_deref(),

@@ -117,7 +117,7 @@ const PIPELINE: &str = r#"pipeline:
   # ddl-error-policy: fail      # a DDL the target cannot take: fail, skip or park
   # row-error-policy: fail      # a value the target cannot take: fail, skip (dead-letter file) or park
   # memory-budget-mib: 256
-  # metrics-port: 9187          # Prometheus metrics on 127.0.0.1:PORT
+  # metrics-port: 9187          # /metrics, /health, /ready on 127.0.0.1:PORT (metrics-address: HOST:PORT instead)
   # target-retry-seconds: 120   # how long an unreachable target is waited for
 "#;
 

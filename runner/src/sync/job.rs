@@ -272,9 +272,14 @@ pub struct PipelineConfig {
     /// Writer shards per table: rows split by key hash, written in parallel.
     #[serde(default = "default_shards", alias = "parallelism")]
     pub writer_shards: u32,
-    /// Serve Prometheus metrics on 127.0.0.1:PORT.
+    /// Serve Prometheus metrics (`/metrics`), liveness (`/health`) and readiness
+    /// (`/ready`) on 127.0.0.1:PORT.
     #[serde(default)]
     pub metrics_port: Option<u16>,
+    /// The same on HOST:PORT (`0.0.0.0:9187` for a scraper outside the host or
+    /// container); instead of `metrics-port`.
+    #[serde(default)]
+    pub metrics_address: Option<String>,
     /// Seconds between progress lines on standard error (0: none).
     #[serde(default = "default_progress")]
     pub progress_seconds: f64,
@@ -312,6 +317,13 @@ pub struct PipelineConfig {
 }
 
 impl PipelineConfig {
+    /// Where the metrics endpoint listens, when it is on.
+    pub fn metrics_addr(&self) -> Option<String> {
+        self.metrics_address
+            .clone()
+            .or_else(|| self.metrics_port.map(|p| format!("127.0.0.1:{p}")))
+    }
+
     /// The memory budget in bytes. It is shared out: a quarter for source batches in
     /// flight to the sink (`in_flight`), half for the sink's pending changes
     /// (`pending_budget`), the rest for writing them out (Parquet row groups, rendered
@@ -575,6 +587,25 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob
         job.pipeline
             .ok_or_else(|| field("pipeline", "is missing (name:, state:)"))?,
     )?;
+    if let Some(a) = &pipeline.metrics_address {
+        if pipeline.metrics_port.is_some() {
+            return Err(field(
+                "pipeline.metrics-address",
+                "give either metrics-address or metrics-port, not both",
+            )
+            .into());
+        }
+        if a.parse::<std::net::SocketAddr>().is_err()
+            && a.rsplit_once(':')
+                .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+        {
+            return Err(field(
+                "pipeline.metrics-address",
+                &format!("`{a}` is not HOST:PORT (127.0.0.1:9187, 0.0.0.0:9187, [::]:9187)"),
+            )
+            .into());
+        }
+    }
     if pipeline.name.trim().is_empty() {
         return Err(field("pipeline.name", "is empty").into());
     }
@@ -867,6 +898,16 @@ mod tests {
             JobFileError("m".into(), Some((3, 4))).report(std::path::Path::new("j.yaml")),
             "j.yaml:3:4: m"
         );
+        // The metrics endpoint's address: one of the two keys, HOST:PORT.
+        let sink = "  type: iceberg\n  warehouse: w\n";
+        let j = parse(&job(sink, "  metrics-address: 0.0.0.0:9187\n"), |_| None).unwrap();
+        assert_eq!(j.pipeline.metrics_addr().as_deref(), Some("0.0.0.0:9187"));
+        let j = parse(&job(sink, "  metrics-port: 9187\n"), |_| None).unwrap();
+        assert_eq!(j.pipeline.metrics_addr().as_deref(), Some("127.0.0.1:9187"));
+        let (e, _) = at(&job(sink, "  metrics-address: 0.0.0.0\n"));
+        assert!(e.contains("is not HOST:PORT"), "{e}");
+        let (e, _) = at(&job(sink, "  metrics-address: ':1'\n  metrics-port: 1\n"));
+        assert!(e.contains("not both"), "{e}");
     }
 
     #[cfg(feature = "kafka")]

@@ -374,6 +374,10 @@ impl<S: Sink> Pipeline<S> {
                 && cur.snapshot.is_none()
                 && !self.source.by_offsets()
                 && matches!(&src_res, Err(e) if e.transient() && retries < e.retries());
+            if let (true, Err(e)) = (reconnect, &src_res) {
+                self.metrics
+                    .set_not_ready(format!("the source connection was lost: {e}"));
+            }
             let keep = reconnect && {
                 let pending = self.sink.has_pending();
                 let committed = self.sink.position();
@@ -591,6 +595,7 @@ impl<S: Sink> Pipeline<S> {
                 }
             };
             cur.heard = true;
+            self.metrics.set_ready();
             cur.at_boundary = matches!(
                 e,
                 SourceEvent::Commit { .. }
@@ -637,8 +642,12 @@ impl<S: Sink> Pipeline<S> {
                 estimate,
                 fresh,
             } => {
-                self.snapshot_progress =
-                    Some((format!("{}.{}", table.db, table.name), done, estimate));
+                let name = format!("{}.{}", table.db, table.name);
+                self.metrics
+                    .snapshot_rows
+                    .fetch_add(rows.num_rows() as u64, Ordering::Relaxed);
+                *self.metrics.snapshot.lock().unwrap() = Some((name.clone(), done, estimate));
+                self.snapshot_progress = Some((name, done, estimate));
                 if fresh {
                     // Unless a table begun before in this snapshot feeds the same
                     // target (this one does not count, when a resume reads it again
@@ -665,6 +674,7 @@ impl<S: Sink> Pipeline<S> {
             } => {
                 cur.snapshot = None;
                 self.snapshot_progress = None;
+                *self.metrics.snapshot.lock().unwrap() = None;
                 self.checkpoint(Some(position.clone()), None).await?;
                 tracing::info!(
                     "snapshot done and committed: {tables} table(s), {rows} row(s); following changes from {position}"
@@ -688,6 +698,10 @@ impl<S: Sink> Pipeline<S> {
                     return Ok(());
                 }
                 let snapshotting = cur.snapshot.is_some();
+                self.metrics.table_rows(
+                    &format!("{}.{}", b.table.db, b.table.name),
+                    b.num_rows() as u64,
+                );
                 self.sink.rows(b, snapshotting).await?;
                 if cur.reading.is_none() && self.sink.over_budget() {
                     self.sink.relieve(cur.read_to.clone(), snapshotting).await?;
@@ -695,6 +709,12 @@ impl<S: Sink> Pipeline<S> {
                 }
             }
             SourceEvent::Message(m) => {
+                for b in &m.rows {
+                    self.metrics.table_rows(
+                        &format!("{}.{}", b.table.db, b.table.name),
+                        b.num_rows() as u64,
+                    );
+                }
                 self.sink.message(m).await?;
                 if self.due() || self.sink.over_budget() {
                     self.checkpoint(None, None).await?;
@@ -719,6 +739,7 @@ impl<S: Sink> Pipeline<S> {
                 // A DDL the source could not parse (ddl-error-policy: skip).
                 let why = crate::source::unparsed_reason(&changes, &notes).map(str::to_owned);
                 self.sink.skipped(&position, &ddl, tables, why)?;
+                self.metrics.ddl_skipped.fetch_add(1, Ordering::Relaxed);
                 cur.boundary = Some(position);
             }
             SourceEvent::Schema {
@@ -896,6 +917,7 @@ impl<S: Sink> Pipeline<S> {
         let st = self.sink.status();
         self.metrics.rows.store(st.rows, Ordering::Relaxed);
         self.metrics.commits.store(st.commits, Ordering::Relaxed);
+        self.metrics.ddl_applied.store(st.ddls, Ordering::Relaxed);
         if st.checkpoint != self.checkpoint_seen {
             self.checkpoint_seen = st.checkpoint;
             self.metrics
