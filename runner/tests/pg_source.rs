@@ -4218,41 +4218,58 @@ async fn a_ddl_inside_a_transaction_marks_the_commit_of_its_part() {
     )
     .await
     .unwrap();
-    let log = finish(spawn(&job, true));
+    let mut log = finish(spawn(&job, true));
+    // Then transactions without DDL, one of two rows: whole, unmarked.
+    pg.batch_execute("UPDATE shop.a SET v = v + 1")
+        .await
+        .unwrap();
+    pg.batch_execute("BEGIN; UPDATE shop.a SET v = v + 1; UPDATE shop.b SET v = v + 1; COMMIT")
+        .await
+        .unwrap();
+    log += &finish(spawn(&job, true));
     let checks = [
         ("a", "SELECT id::text, v::text, n FROM shop.a"),
         ("b", "SELECT id::text, v::text FROM shop.b"),
     ];
-    assert_converges(&pg, dir, &checks, "after the transaction", || log.clone()).await;
+    assert_converges(&pg, dir, &checks, "after the transactions", || log.clone()).await;
     let cat = Catalog::open(&CatalogConfig::local(dir.join("warehouse")))
         .await
         .unwrap();
-    let t = cat
-        .load_required(&runner::iceberg::catalog::ident("shop", "a").unwrap())
-        .await
-        .unwrap();
-    let inside: Vec<bool> = t
-        .metadata
-        .snapshots()
-        .filter(|s| {
-            s.summary()
-                .additional_properties
-                .get("lakeshift.watermark")
-                .and_then(|w| w.parse::<runner::source::position::Position>().ok())
-                .is_some_and(|w| w.ordinal > 0)
-        })
-        .map(|s| {
-            s.summary()
-                .additional_properties
-                .get(runner::sync::engine::PARTIAL)
-                .is_some_and(|v| v == "true")
-        })
-        .collect();
-    assert!(
-        !inside.is_empty(),
-        "the barrier committed inside the transaction: {log}"
+    // Each table's commits in order: whether each says it holds part of a
+    // transaction.
+    let mut marks = Vec::new();
+    for t in ["a", "b"] {
+        let t = cat
+            .load_required(&runner::iceberg::catalog::ident("shop", t).unwrap())
+            .await
+            .unwrap();
+        let mut snaps: Vec<_> = t.metadata.snapshots().collect();
+        snaps.sort_by_key(|s| s.sequence_number());
+        marks.push(
+            snaps
+                .iter()
+                .map(|s| {
+                    s.summary()
+                        .additional_properties
+                        .get(runner::sync::engine::PARTIAL)
+                        .is_some_and(|v| v == "true")
+                })
+                .collect::<Vec<bool>>(),
+        );
+    }
+    // shop.a: the barrier committed the update before the DDL, part of its
+    // transaction (marked); the commits after it are whole transactions.
+    // regression: every streamed commit was marked (a table's watermark, the
+    // position of its last change, was taken for a cut inside a transaction).
+    assert_eq!(
+        marks[0].iter().filter(|m| **m).count(),
+        1,
+        "shop.a: {:?}\n{log}",
+        marks[0]
     );
-    assert!(inside.iter().all(|m| *m), "unmarked: {inside:?}");
+    assert!(!marks[0].last().unwrap(), "shop.a: {:?}", marks[0]);
+    assert!(marks[1].iter().all(|m| !m), "shop.b: {:?}\n{log}", marks[1]);
+    assert!(marks[1].len() >= 3, "shop.b: {:?}", marks[1]);
 }
 
 /// Bit string defaults, in a table the snapshot makes and in columns added to rows:

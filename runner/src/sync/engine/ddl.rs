@@ -61,13 +61,22 @@ impl Engine {
             );
         }
         let t0 = Instant::now();
-        for k in &touched {
-            self.flush_table(k).await?;
-            // Make sure the planner knows the table as Iceberg has it.
-            if !self.sinks.contains_key(k) {
-                self.load_sink(k).await?;
+        // A DDL inside a source transaction (PostgreSQL's are transactional): the
+        // rows before it commit now, part of that transaction.
+        self.partial = position.ordinal > 0;
+        let flushed: Result<(), SyncError> = async {
+            for k in &touched {
+                self.flush_table(k).await?;
+                // Make sure the planner knows the table as Iceberg has it.
+                if !self.sinks.contains_key(k) {
+                    self.load_sink(k).await?;
+                }
             }
+            Ok(())
         }
+        .await;
+        self.partial = false;
+        flushed?;
         // Kafka: the touched tables' floors are read again from the tables they
         // name after the DDL (a rename gives a name, and its topic, another table).
         let names: BTreeSet<String> = touched

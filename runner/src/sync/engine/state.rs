@@ -43,9 +43,9 @@ impl Engine {
         if let Some(w) = watermark {
             m.insert(WATERMARK.to_owned(), w.to_string());
         }
-        // (A watermark inside a source transaction: a DDL's barrier inside a
-        // PostgreSQL transaction committed the rows before it.)
-        if self.partial || watermark.as_ref().is_some_and(|w| w.ordinal > 0) {
+        // (A table's watermark is the position of its last change, inside its
+        // transaction: it says nothing of where the transaction ends.)
+        if self.partial {
             m.insert(PARTIAL.to_owned(), "true".to_owned());
         }
         if self.loading || self.state.snapshot.is_some() {
