@@ -1351,6 +1351,63 @@ mod tests {
     }
 
     #[test]
+    fn a_time_with_an_offset_reaches_mysql_as_utc() {
+        // MariaDB refused the offset (1067 Invalid default value): a PostgreSQL
+        // source's job stopped on the column added with it (a hostile tester).
+        let (out, diags) = sql(
+            Dialect::Postgres,
+            Dialect::MySql,
+            "CREATE TABLE t (id int PRIMARY KEY, a timestamptz DEFAULT '2020-01-01 00:00:00+05',
+                b timestamptz DEFAULT '2020-01-01 10:30:00.25-08:30'::timestamp with time zone,
+                c timestamp DEFAULT '2020-01-01 00:00:00');",
+        );
+        assert!(
+            out[0].contains("DEFAULT '2019-12-31 19:00:00'"),
+            "{}",
+            out[0]
+        );
+        assert!(
+            out[0].contains("DEFAULT '2020-01-01 19:00:00.250'"),
+            "{}",
+            out[0]
+        );
+        assert!(
+            out[0].contains("DEFAULT '2020-01-01 00:00:00'"),
+            "{}",
+            out[0]
+        );
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.starts_with("warning") && d.contains("given as UTC")),
+            "{diags:?}"
+        );
+    }
+
+    #[test]
+    fn a_mysql_bit_of_another_width_keeps_its_number_on_postgresql() {
+        // PostgreSQL refused the change without USING (22026), and its own cast pads
+        // on the right (b'10101' in BIT(10) would read 672, not 21).
+        let (out, _) = sql(
+            Dialect::MySql,
+            Dialect::Postgres,
+            "CREATE TABLE t (id INT PRIMARY KEY, b BIT(5));
+             ALTER TABLE t MODIFY b BIT(10);
+             ALTER TABLE t MODIFY b BIT(3);",
+        );
+        assert!(
+            out.iter().any(|s| s
+                == "ALTER TABLE t ALTER COLUMN b TYPE bit(10) USING right(lpad(b::text, 10, '0'), 10)::bit(10)"),
+            "{out:?}"
+        );
+        assert!(
+            out.iter()
+                .any(|s| s.ends_with("USING right(lpad(b::text, 3, '0'), 3)::bit(3)")),
+            "{out:?}"
+        );
+    }
+
+    #[test]
     fn function_body_checks_stay_off_where_the_dump_turned_them_off() {
         let text = "SET check_function_bodies = false;
             CREATE FUNCTION ids() RETURNS SETOF int LANGUAGE sql AS $_$ SELECT id FROM t $_$;

@@ -31,6 +31,18 @@ pub fn string_literal(dialect: Dialect, s: &str) -> String {
 }
 
 /// A byte string (hex digits) as a literal of `dialect`'s byte type.
+/// A date and time written with an offset (`2020-01-01 00:00:00+05`,
+/// `...00.5-08:30`), as the same instant in UTC without one; None for text
+/// without an offset.
+fn utc_text(v: &str) -> Option<String> {
+    let t = chrono::DateTime::parse_from_str(v.trim(), "%Y-%m-%d %H:%M:%S%.f%#z")
+        .or_else(|_| chrono::DateTime::parse_from_str(v.trim(), "%Y-%m-%dT%H:%M:%S%.f%#z"))
+        .ok()?
+        .naive_utc();
+    let text = t.format("%Y-%m-%d %H:%M:%S%.f").to_string();
+    Some(text)
+}
+
 pub fn bytes_literal(dialect: Dialect, hex: &str) -> String {
     match dialect {
         Dialect::MySql => format!("X'{hex}'"),
@@ -548,6 +560,25 @@ impl Emitter {
                         self.target
                     ));
                     return None;
+                }
+                // A time with its offset ('2020-01-01 00:00:00+05', PostgreSQL's
+                // timestamptz) into MySQL, whose literals take none: the same instant
+                // in UTC (the sink's sessions run in UTC).
+                if let (
+                    Dialect::MySql,
+                    ddl_core::DataType::Timestamp { tz, .. },
+                    Literal::String(v),
+                ) = (self.target, &c.data_type, value)
+                {
+                    if *tz != ddl_core::TimeZone::None {
+                        if let Some(utc) = utc_text(v) {
+                            cx.diags.warn(format!(
+                                "{table}.{}: the default `{v}` is given as UTC, `{utc}` (MySQL's literals take no offset; a session whose time_zone is not UTC reads another instant)",
+                                c.name
+                            ));
+                            return Some(string_literal(self.target, &utc));
+                        }
+                    }
                 }
                 // MySQL's zero date has no equivalent elsewhere.
                 if let (true, Literal::String(v)) = (self.target != Dialect::MySql, value) {
@@ -2376,8 +2407,26 @@ impl Emitter {
                     .table(table)
                     .and_then(|t| t.column(column))
                     .map(|o| o.data_type.family());
-                let using = match using {
-                    Some(u) if u.dialect == tgt.name() => format!(" USING {u}"),
+                // MySQL's BIT(n) is a number: another width keeps the number, which
+                // PostgreSQL's cast of a bit string to bit(m) would not (it pads or
+                // cuts on the right, and refuses without USING).
+                let old_bits = cx
+                    .before
+                    .table(table)
+                    .and_then(|t| t.column(column))
+                    .and_then(|o| match o.data_type {
+                        ddl_core::DataType::Bit { length, varying: false } => Some(length.unwrap_or(1)),
+                        _ => None,
+                    });
+                let bits_to = match c.data_type {
+                    ddl_core::DataType::Bit { length, varying: false } => Some(length.unwrap_or(1)),
+                    _ => None,
+                };
+                let using = match (using, old_bits, bits_to) {
+                    (Some(u), _, _) if u.dialect == tgt.name() => format!(" USING {u}"),
+                    (_, Some(a), Some(b)) if a != b && cx.source == Dialect::MySql => {
+                        format!(" USING right(lpad({cn}::text, {b}, '0'), {b})::{ty}")
+                    }
                     _ if old_family.is_some_and(|f| f != c.data_type.family()) => {
                         format!(" USING {cn}::{ty}")
                     }
