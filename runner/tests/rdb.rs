@@ -1631,6 +1631,32 @@ async fn statement_logged_changes_of_captured_tables_stop_the_job() {
             && err.contains("INSERT INTO shop.t VALUES (2, 'by statement')"),
         "{err}"
     );
+    // The way out it names works: the job removed, its target tables dropped, a new
+    // snapshot. regression (a hostile tester): it said to drop the target table and
+    // restart, and the restart met the same change again.
+    assert!(
+        err.contains("lakeshift drop-job --config JOB --apply"),
+        "{err}"
+    );
+    let (ok, _, err) = lakeshift(&[
+        "drop-job",
+        "--config",
+        &job.display().to_string(),
+        "--apply",
+    ]);
+    assert!(ok, "{err}");
+    std::fs::remove_dir_all(tmp.path().join("wh")).unwrap();
+    let (ok, _, err) = lakeshift(&args);
+    assert!(ok, "{err}");
+    let cat = runner::iceberg::Catalog::open(&runner::iceberg::CatalogConfig::local(
+        tmp.path().join("wh"),
+    ))
+    .await
+    .unwrap();
+    let rows = lakeshift_tests::iceberg_text_rows(&cat, "shop", "t", None)
+        .await
+        .unwrap_or_default();
+    assert_eq!(rows.len(), 2, "{rows:?}\n{err}");
 }
 
 /// Found by the fuzzer (seed 11, MariaDB -> PostgreSQL): a statement-logged change

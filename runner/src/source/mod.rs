@@ -336,7 +336,7 @@ pub enum SourceError {
     Preflight(String),
     /// A change of a captured table logged as a statement (binlog_format STATEMENT or
     /// MIXED): it carries no row images, so it cannot be mirrored.
-    #[error("at {position}: a change of the captured table {table} was logged as a statement, not as rows (binlog_format STATEMENT or MIXED, for the server or the session that made it); set binlog_format=ROW, then re-snapshot the table (drop its target table and restart the job)\n  statement: {statement}")]
+    #[error("at {position}: a change of the captured table {table} was logged as a statement, not as rows (binlog_format STATEMENT or MIXED, for the server or the session that made it); set binlog_format=ROW, then take a new snapshot ({new}): every run stops here until then\n  statement: {statement}", new = NEW_SNAPSHOT)]
     StatementLogged {
         position: String,
         table: String,
@@ -357,7 +357,7 @@ pub enum SourceError {
     /// A captured table changed under a read (a DDL after the snapshot's point and
     /// before its read of the table): read again, a few times, from the last
     /// checkpoint, where a resumed snapshot reads tables it had not begun later.
-    #[error("a captured table changed while it was read ({0}); if this stays, re-snapshot the table (drop its target table and restart the job)")]
+    #[error("a captured table changed while it was read ({0}); if this stays, take a new snapshot ({new})", new = NEW_SNAPSHOT)]
     Changed(String),
 }
 
@@ -758,6 +758,11 @@ pub fn moved_in(
         _ => None,
     })
 }
+
+/// How a job takes a new snapshot of its tables: what a stop that the stream cannot
+/// get past says to do (dropping a target table alone does not: the job resumes at
+/// its checkpoint and meets the same change again).
+pub const NEW_SNAPSHOT: &str = "`lakeshift drop-job --config JOB --apply` (the job's state, and a PostgreSQL source's slot), drop or empty the target tables, and run the job again";
 
 /// Why a table renamed into the captured tables (`RENAME TABLE aside.t TO shop.t`,
 /// `ALTER TABLE u.t SET SCHEMA s`) cannot be mirrored: it holds rows the job never read.

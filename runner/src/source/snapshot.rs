@@ -494,25 +494,24 @@ fn changed_since(
         Vec::new(),
         Default::default(),
     )?;
+    // Every such table, in name order: the stop says the same on every run.
+    let mut changed: Vec<String> = Vec::new();
     for t in h.tables() {
         let (db, name) = (t.name.schema.as_deref().unwrap_or_default(), &t.name.name);
         if !pending(db, name) {
             continue;
         }
         match now.table(db, name) {
-            None => {
-                return Ok(Some(format!(
-                    "captured table {db}.{name} was renamed or dropped"
-                )))
-            }
+            None => changed.push(format!("captured table {db}.{name} was renamed or dropped")),
             Some(n) if n.columns != t.columns => {
-                return Ok(Some(format!("captured table {db}.{name} was altered")))
+                changed.push(format!("captured table {db}.{name} was altered"))
             }
             Some(_) => {}
         }
     }
+    changed.sort();
     // (A table made since is in the binlog whole, from its CREATE.)
-    Ok(None)
+    Ok((!changed.is_empty()).then(|| changed.join("; ")))
 }
 
 /// A table's snapshot rows on their way to the sink, chunk by chunk: rows counted,

@@ -759,7 +759,8 @@ impl<S: Sink> Pipeline<S> {
                 ddl,
             } => {
                 return Err(format!(
-                    "{db}.{table} lost rows without row events at {position} ({ddl}); the target cannot follow: re-snapshot the table"
+                    "{db}.{table} lost rows without row events at {position} ({ddl}); the target cannot follow: take a new snapshot ({})",
+                    crate::source::NEW_SNAPSHOT
                 )
                 .into());
             }

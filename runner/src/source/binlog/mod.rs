@@ -786,7 +786,7 @@ pub(crate) fn row_image_gaps(
             .map(|i| table.columns[i].name.as_str())
             .collect()
     };
-    const FIX: &str = "set binlog_row_image=FULL on the server and in every session that writes captured tables (SET GLOBAL binlog_row_image=FULL; sessions that set it themselves keep their own), then re-snapshot the table";
+    const FIX: &str = "set binlog_row_image=FULL on the server and in every session that writes captured tables (SET GLOBAL binlog_row_image=FULL; sessions that set it themselves keep their own), then take a new snapshot (`lakeshift drop-job --config JOB --apply`, drop or empty the target tables, and run the job again)";
     let identifies = |img: &[bool]| -> bool {
         if table.key.is_empty() {
             (0..n).all(|i| has(img, i))

@@ -926,7 +926,7 @@ async fn run(
 const PUBLICATION_CHECK: Duration = Duration::from_secs(5);
 
 /// How a job takes a new snapshot: what the stops that need one say.
-pub(super) const NEW_SNAPSHOT: &str = "`lakeshift drop-job --config JOB --apply` (the slot and the job's state, on the target too), empty the target tables, and run the job again";
+pub(super) use super::NEW_SNAPSHOT;
 
 /// In the source's state folder: why a run that had read changes found its
 /// publication narrower than the capture.

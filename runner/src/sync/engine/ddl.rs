@@ -224,8 +224,13 @@ impl Engine {
         };
         for d in diags.0 {
             let filled = !fills.is_empty() && d.message.contains("read NULL for the new column");
-            if !filled {
-                tracing::info!("{}: DDL at {position}: {}", d.severity, d.message);
+            match d.severity {
+                _ if filled => {}
+                // (At warn level: a log filtered to warnings shows them.)
+                ddl_core::Severity::Warning => {
+                    tracing::warn!("DDL at {position}: {}", d.message)
+                }
+                s => tracing::info!("{s}: DDL at {position}: {}", d.message),
             }
         }
         mark_schema_position(&mut plan, position);

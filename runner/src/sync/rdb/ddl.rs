@@ -150,7 +150,10 @@ impl RdbEngine {
         match translated {
             Ok((mut stmts, notes)) => {
                 for n in notes {
-                    tracing::info!("DDL at {at}: {n}");
+                    match n.strip_prefix("warning: ") {
+                        Some(w) => tracing::warn!("DDL at {at}: {w}"),
+                        None => tracing::info!("DDL at {at}: {n}"),
+                    }
                 }
                 // PostgreSQL refuses to truncate a table a foreign key references
                 // unless the referencing tables go in the same statement; the source

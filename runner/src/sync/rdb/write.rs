@@ -339,11 +339,17 @@ impl RdbEngine {
                 }
             }
             _ => {
+                // (A BIT(n) value is bytes to MySQL's text protocol: read as its
+                // number, as the sink writes it.)
+                let bit = |i: usize| cols[i].bits.is_some_and(|n| n <= 64);
                 let sel: Vec<String> = ids
                     .iter()
                     .zip(binary)
-                    .map(|(c, b)| {
-                        if *b {
+                    .enumerate()
+                    .map(|(i, (c, b))| {
+                        if bit(i) {
+                            format!("CAST({c} AS UNSIGNED)")
+                        } else if *b {
                             format!("HEX({c})")
                         } else {
                             c.to_string()
@@ -362,15 +368,30 @@ impl RdbEngine {
                         return Err(missing());
                     };
                     let mut b = render::RowBuf::default();
-                    for (v, bin) in g.iter().zip(binary) {
+                    for (c, (v, bin)) in g.iter().zip(binary).enumerate() {
+                        let odd = |what: &str| -> SyncError {
+                            format!(
+                                "{}: reading the previous values of updated rows: column {} holds {what}",
+                                show(k),
+                                ids[c]
+                            )
+                            .into()
+                        };
                         match v {
                             None => b.push(Val::Null),
+                            Some(x) if bit(c) => b.push(Val::UInt(
+                                std::str::from_utf8(x)
+                                    .ok()
+                                    .and_then(|t| t.parse().ok())
+                                    .ok_or_else(|| odd("no BIT(n) number"))?,
+                            )),
                             Some(x) if *bin => {
                                 let bytes = hex_decode(x).ok_or_else(missing)?;
                                 b.push(Val::Bytes(&bytes));
                             }
                             Some(x) => b.push(Val::Text(
-                                std::str::from_utf8(x).map_err(|e| e.to_string())?,
+                                std::str::from_utf8(x)
+                                    .map_err(|_| odd("text that is not UTF-8"))?,
                             )),
                         }
                     }
