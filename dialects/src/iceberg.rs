@@ -1459,7 +1459,11 @@ impl IcebergPlanner {
                 narrowing,
             } => PlanError::refused(format!(
                 "table {table} column {column}: Iceberg cannot change type {from} -> {to} ({}); nothing of this statement was applied. Policies that accept it (a job: pipeline.schema-change-behavior; translate and apply: --schema-change-behavior): evolve or try-evolve (replace the column under a new field id), lenient ({}), ignore (keep {from})",
-                if *narrowing { "a narrowing" } else { "a change of type family" },
+                if *narrowing {
+                    "a narrowing"
+                } else {
+                    "not a promotion Iceberg allows: int -> long, float -> double, a decimal's precision widened at the same scale"
+                },
                 if *narrowing {
                     format!("keep {from}")
                 } else {
