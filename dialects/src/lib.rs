@@ -15,6 +15,7 @@ pub mod defs;
 pub mod emit;
 pub mod fk_names;
 pub mod iceberg;
+pub mod jsonb;
 pub mod lower;
 pub mod parse;
 pub mod translate;

@@ -65,6 +65,28 @@ impl<'a> Lowerer<'a> {
         classify_default(self.dialect, raw)
     }
 
+    /// A PostgreSQL jsonb column's default as PostgreSQL prints the stored value
+    /// (`'{"a":1}'` is `{"a": 1}`), as a source streams its values: else the rows a
+    /// default fills and the rows streamed hold one value in two spellings.
+    fn jsonb_default(
+        &self,
+        ty: &ddl_core::DataType,
+        d: Option<DefaultValue>,
+    ) -> Option<DefaultValue> {
+        match (self.dialect, ty, d) {
+            (
+                Dialect::Postgres,
+                ddl_core::DataType::Json { binary: true },
+                Some(DefaultValue::Literal {
+                    value: Literal::String(v),
+                }),
+            ) => Some(DefaultValue::Literal {
+                value: Literal::String(crate::jsonb::canonical(&v).unwrap_or(v)),
+            }),
+            (_, _, d) => d,
+        }
+    }
+
     /// Lower a column draft; table-level facts implied by column attributes (PRIMARY
     /// KEY, UNIQUE, REFERENCES, CHECK) go to `extras`.
     pub fn column(
@@ -100,6 +122,7 @@ impl<'a> Lowerer<'a> {
             });
         }
         c.default = c.default.take().map(|v| v.fitted(&c.data_type));
+        c.default = self.jsonb_default(&c.data_type, c.default.take());
         // A PostgreSQL bytea default written as text ('\xab01', 'a\\b'): its bytes.
         if let (
             Dialect::Postgres,
@@ -1009,18 +1032,29 @@ impl<'a> Lowerer<'a> {
                             column,
                             nullable: true,
                         },
-                        AlterColumnOp::SetDefault(e) => SchemaChange::SetDefault {
-                            table: t,
-                            column,
-                            default: self.default_value(e).filter(|d| {
+                        AlterColumnOp::SetDefault(e) => {
+                            let ty = self
+                                .catalog
+                                .table(&t)
+                                .and_then(|x| x.column(&column))
+                                .map(|c| c.data_type.clone());
+                            let default = self.default_value(e).filter(|d| {
                                 !matches!(
                                     d,
                                     DefaultValue::Literal {
                                         value: Literal::Null
                                     }
                                 )
-                            }),
-                        },
+                            });
+                            SchemaChange::SetDefault {
+                                default: match &ty {
+                                    Some(ty) => self.jsonb_default(ty, default),
+                                    None => default,
+                                },
+                                table: t,
+                                column,
+                            }
+                        }
                         AlterColumnOp::DropDefault => SchemaChange::SetDefault {
                             table: t,
                             column,
