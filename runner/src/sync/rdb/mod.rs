@@ -452,7 +452,20 @@ impl crate::sync::pipeline::Sink for RdbEngine {
                 .as_ref()
                 .map_or_else(|| "-".to_owned(), |p| p.to_string())
         );
-        RdbEngine::checkpoint(self, read_to, None).await
+        RdbEngine::checkpoint(self, read_to, None)
+            .await
+            .map_err(|e| match e.message.contains("SQLSTATE 23503") {
+                // The part refers to rows later in its transaction (children before
+                // their parent, a deferred key at the source): the target's keys,
+                // checked at each commit, refuse it, the same on every run.
+                true => SyncError::new(
+                    crate::sync::error::ErrorKind::NeedsFix,
+                    format!(
+                        "{e}\na source transaction larger than the memory budget is committed in parts, and this part refers to rows that come later in that transaction: the target's foreign keys (sink.foreign-keys: keep) refuse it. Raise pipeline.memory-budget-mib past the transaction's size (the sink holds half of it), or set sink.foreign-keys: drop"
+                    ),
+                ),
+                false => e,
+            })
     }
 
     fn source_restarted(&mut self) {
