@@ -1461,6 +1461,8 @@ impl IcebergPlanner {
                 "table {table} column {column}: Iceberg cannot change type {from} -> {to} ({}); nothing of this statement was applied. Policies that accept it (a job: pipeline.schema-change-behavior; translate and apply: --schema-change-behavior): evolve or try-evolve (replace the column under a new field id), lenient ({}), ignore (keep {from})",
                 if *narrowing {
                     "a narrowing"
+                } else if std::mem::discriminant(from) != std::mem::discriminant(to) {
+                    "a change of type family"
                 } else {
                     "not a promotion Iceberg allows: int -> long, float -> double, a decimal's precision widened at the same scale"
                 },

@@ -154,11 +154,15 @@ enum Command {
     /// defaults. Save it (`> job.yaml`), edit it, then `check` and `sync` it.
     Init {
         /// Where changes come from.
-        #[arg(long, value_parser = ["mariadb", "mysql", "postgres", "kafka"])]
-        source: String,
+        #[arg(long, value_parser = ["mariadb", "mysql", "postgres", "kafka"], required_unless_present = "schema")]
+        source: Option<String>,
         /// Where they go.
-        #[arg(long, value_parser = ["iceberg", "postgres", "mariadb", "mysql"])]
-        sink: String,
+        #[arg(long, value_parser = ["iceberg", "postgres", "mariadb", "mysql"], required_unless_present = "schema")]
+        sink: Option<String>,
+        /// Print the job file's JSON Schema instead (every key, its type, default and
+        /// meaning; editors validate and complete job files with it).
+        #[arg(long, conflicts_with_all = ["source", "sink"])]
+        schema: bool,
     },
     #[cfg(feature = "sync")]
     /// Check a job before its first run, changing nothing: the source (reachable,
@@ -474,7 +478,19 @@ fn main() -> ExitCode {
         #[cfg(feature = "sync")]
         Command::Check { config } => jobs::check(&config),
         #[cfg(feature = "sync")]
-        Command::Init { source, sink } => match runner::sync::init::job_file(&source, &sink) {
+        Command::Init { schema: true, .. } => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&runner::sync::reference::json_schema())
+                    .unwrap_or_default()
+            );
+            ExitCode::from(0)
+        }
+        #[cfg(feature = "sync")]
+        Command::Init { source, sink, .. } => match runner::sync::init::job_file(
+            source.as_deref().unwrap_or_default(),
+            sink.as_deref().unwrap_or_default(),
+        ) {
             Ok(text) => {
                 print!("{text}");
                 ExitCode::from(0)

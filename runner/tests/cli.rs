@@ -476,6 +476,30 @@ async fn version_names_the_commit_and_logs_come_as_json_or_at_rust_logs_level() 
     );
 }
 
+/// `init --schema` prints the job file's JSON Schema: every section, and the keys
+/// with their defaults and meanings, as `docs/job-file.schema.json` holds it.
+#[test]
+fn init_prints_the_job_files_json_schema() {
+    let out = lakeshift(&["init", "--schema"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["title"], "lakeshift job file");
+    for s in ["source", "sink", "pipeline", "route"] {
+        assert!(v["properties"].get(s).is_some(), "{s}");
+    }
+    let committed = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/job-file.schema.json"),
+    )
+    .unwrap();
+    assert_eq!(
+        v,
+        serde_json::from_str::<serde_json::Value>(&committed).unwrap()
+    );
+    // And a source or sink is still asked for without it.
+    let out = lakeshift(&["init", "--source", "mariadb"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
 /// `status` reads only what it needs: a job whose source password is not in the
 /// environment is reported (a PostgreSQL source's slot is named as not read), and a
 /// job that never ran is said to be so without a warehouse or catalog made by

@@ -38,7 +38,10 @@ pub struct JobFile {
     pub route: Option<serde_yaml_ng::Value>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+/// Where a first run starts.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema, serde::Serialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum StartupMode {
     /// Snapshot every captured table, then follow the binlog from the snapshot's point.
@@ -52,19 +55,26 @@ pub enum StartupMode {
     Position,
 }
 
-#[derive(Debug, Clone, Deserialize, Default)]
+/// `source.startup`: where a first run starts.
+#[derive(Debug, Clone, Deserialize, Default, schemars::JsonSchema, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Startup {
+    /// `initial` (snapshot, then the binlog; the default), `latest`, `gtid` or
+    /// `position`.
     #[serde(default)]
     pub mode: StartupMode,
+    /// With `mode: gtid`: the GTID state to follow from (`0-1-42`).
     #[serde(default)]
     pub gtid: Option<String>,
+    /// With `mode: position`: the binlog file and offset (`binlog.000003:4`).
     #[serde(default)]
     pub position: Option<String>,
 }
 
 /// What to do with MySQL zero dates (`0000-00-00`, `2024-00-10`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema, serde::Serialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ZeroDates {
     /// Deliver NULL (what JDBC's zeroDateTimeBehavior=convertToNull does).
@@ -75,7 +85,9 @@ pub enum ZeroDates {
 }
 
 /// What to do when the resume point was purged from the binlog while stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema, serde::Serialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum PurgedPolicy {
     /// Stop with an error that names the missing position and the oldest binlog.
@@ -85,23 +97,32 @@ pub enum PurgedPolicy {
     Resnapshot,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// `type: mariadb` or `mysql`: a MariaDB or MySQL server, read from its binlog.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct SourceConfig {
+    /// `mariadb` or `mysql`.
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["mariadb", "mysql"]))]
     pub kind: String,
+    /// The server's host name or address.
     pub hostname: String,
+    /// The server's port.
     #[serde(default = "default_port")]
     pub port: u16,
+    /// The account (REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD).
     pub username: String,
+    /// The password as written (or `password-env`).
     #[serde(default)]
     pub password: Option<String>,
     /// Name of an environment variable holding the password.
     #[serde(default)]
     pub password_env: Option<String>,
+    /// The job's replica id, unique among the server's replicas and readers.
     pub server_id: u32,
     /// Regexes over `database.table`, matched whole.
     pub tables: Vec<String>,
+    /// Where a first run starts.
     #[serde(default)]
     pub startup: Startup,
     /// Key columns for tables without a primary key (or to override it); NOT NULL
@@ -122,8 +143,11 @@ pub struct SourceConfig {
     /// Row batches are cut at about this many bytes.
     #[serde(default = "default_batch_bytes")]
     pub batch_bytes: usize,
+    /// Zero dates (`0000-00-00`): `null` (the default) or `fail`.
     #[serde(default)]
     pub zero_dates: ZeroDates,
+    /// The resume point was purged from the binlog while the job was stopped:
+    /// `fail` (the default) or `resnapshot`.
     #[serde(default)]
     pub purged_resume: PurgedPolicy,
     /// Seconds between heartbeats from an idle server.

@@ -5,10 +5,13 @@ use super::config::JobFileError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Deserialize)]
+/// `type: kafka`: Debezium JSON change topics of a MySQL/MariaDB database.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct KafkaConfig {
+    /// `kafka`.
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["kafka"]))]
     pub kind: String,
     /// `host:port[,host:port...]`
     pub brokers: String,
@@ -21,6 +24,8 @@ pub struct KafkaConfig {
     pub schema_topic: Option<String>,
     /// Regexes over `database.table`, matched whole.
     pub tables: Vec<String>,
+    /// Key columns for tables without a primary key (or to override it), by
+    /// `database.table`.
     #[serde(default)]
     pub key_overrides: BTreeMap<String, Vec<String>>,
     /// The group's session timeout: how soon a dead consumer's partitions move.

@@ -20,28 +20,43 @@ use super::config::{JobFileError, PurgedPolicy, Source, SourceKind, Start, Start
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Deserialize)]
+/// `type: postgres`: a PostgreSQL database, read by logical replication.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PgConfig {
+    /// `postgres` or `postgresql`.
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["postgres", "postgresql"]))]
     pub kind: String,
+    /// The server's host name or address.
     pub hostname: String,
+    /// The server's port.
     #[serde(default = "default_port")]
     pub port: u16,
+    /// The role (REPLICATION and SELECT on the captured tables).
     pub username: String,
+    /// The password as written (or `password-env`).
     #[serde(default)]
     pub password: Option<String>,
+    /// Name of an environment variable holding the password.
     #[serde(default)]
     pub password_env: Option<String>,
+    /// The database the tables are in.
     pub database: String,
     /// Regexes over `schema.table`, matched whole.
     pub tables: Vec<String>,
+    /// The replication slot (lower case letters, digits and `_`): one per job.
     #[serde(default = "default_name")]
     pub slot: String,
+    /// The publication the slot reads through (made over the captured tables when
+    /// missing).
     #[serde(default = "default_name")]
     pub publication: String,
+    /// Where a first run starts.
     #[serde(default)]
     pub startup: PgStartup,
+    /// Key columns for tables without a primary key (or to override it), by
+    /// `schema.table`; NOT NULL columns only.
     #[serde(default)]
     pub key_overrides: BTreeMap<String, Vec<String>>,
     /// Rows per snapshot chunk.
@@ -62,9 +77,11 @@ pub struct PgConfig {
     pub purged_resume: PurgedPolicy,
 }
 
-#[derive(Debug, Clone, Deserialize, Default)]
+/// `source.startup` of a PostgreSQL source.
+#[derive(Debug, Clone, Deserialize, Default, schemars::JsonSchema, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PgStartup {
+    /// `initial` (snapshot, then the stream; the default) or `latest`.
     #[serde(default)]
     pub mode: StartupMode,
 }

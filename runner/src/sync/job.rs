@@ -22,12 +22,15 @@ use std::path::PathBuf;
 
 /// The `sink` section: one variant per kind of sink, each with its own keys (a key of
 /// another kind is an error naming it).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum SinkConfig {
+    /// Iceberg tables in a SQL catalog, in a local folder or object storage.
     Iceberg(IcebergSink),
+    /// A PostgreSQL database (`type: postgres` or `postgresql`).
     #[serde(alias = "postgresql")]
     Postgres(RdbSink),
+    /// A MySQL or MariaDB server (`type: mysql` or `mariadb`).
     #[serde(alias = "mariadb")]
     Mysql(RdbSink),
 }
@@ -59,27 +62,34 @@ impl SinkConfig {
 }
 
 /// `type: iceberg`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct IcebergSink {
-    /// The warehouse folder.
+    /// The warehouse: a folder, or `s3://bucket/path` (credentials from the `AWS_*`
+    /// environment variables; needs `catalog`).
     pub warehouse: PathBuf,
     /// A shared SQL catalog (`postgresql://...`, `sqlite:...`); default: SQLite in the
     /// warehouse.
     #[serde(default)]
     pub catalog: Option<String>,
+    /// The catalog's name for these tables (the `catalog_name` column): readers must
+    /// use the same name.
     #[serde(default = "default_catalog_name")]
     pub catalog_name: String,
+    /// MySQL TINYINT(1)/BOOLEAN as Iceberg `boolean` (the default) or `int`.
     #[serde(default)]
-    pub tinyint1: Option<String>,
+    pub tinyint1: Tinyint1Type,
+    /// BIGINT UNSIGNED as `decimal` (decimal(20,0): every value fits; the default)
+    /// or `long` (values past 2^63 - 1 follow `row-error-policy`).
     #[serde(default)]
-    pub bigint_unsigned: Option<String>,
+    pub bigint_unsigned: BigintUnsignedType,
     /// New tables partitioned by `bucket(N, first key column)` (0: unpartitioned).
     #[serde(default)]
     pub partition_buckets: u32,
     /// Declare the primary key as the sort order of new tables.
     #[serde(default)]
     pub sort_by_key: bool,
+    /// Target data file size of new tables, in MiB.
     #[serde(default = "default_file_mib")]
     pub target_file_size_mib: u64,
     /// Parquet compression of new tables (zstd, snappy, gzip, uncompressed).
@@ -94,8 +104,34 @@ pub struct IcebergSink {
     pub maintenance: Maintenance,
 }
 
+/// MySQL TINYINT(1) in Iceberg (`sink.tinyint1`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema, serde::Serialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tinyint1Type {
+    /// `boolean`: 0 and 1 (other values follow `row-error-policy`).
+    #[default]
+    Boolean,
+    /// `int`.
+    Int,
+}
+
+/// MySQL BIGINT UNSIGNED in Iceberg (`sink.bigint-unsigned`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema, serde::Serialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum BigintUnsignedType {
+    /// `decimal(20,0)`: every value fits.
+    #[default]
+    Decimal,
+    /// `long`: values past 2^63 - 1 follow `row-error-policy`.
+    Long,
+}
+
 /// `sink.maintenance`: when `sync` maintains its tables, and what maintenance keeps.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, serde::Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Maintenance {
     /// `sync` maintains its tables this often, between checkpoints (0: only
@@ -158,7 +194,9 @@ impl Maintenance {
 }
 
 /// How the Iceberg sink removes rows it committed before.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, serde::Serialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeleteMode {
     /// Position deletes from row locators (an index of where each row is): every
@@ -194,7 +232,7 @@ impl IcebergSink {
 }
 
 /// `type: postgres` or `type: mysql`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RdbSink {
     /// The target, `postgres://user@host:port/db` or `mysql://user:password@host:port`.
@@ -211,17 +249,25 @@ pub struct RdbSink {
     pub batch_rows: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+/// What becomes of the source's foreign keys on a relational target.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema, serde::Serialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ForeignKeys {
+    /// Left out: tables are applied independently.
     #[default]
     Drop,
+    /// Kept (MySQL: checked off in the sink's session; PostgreSQL: deferred to each
+    /// checkpoint's commit).
     Keep,
 }
 
 /// What happens to a DDL that cannot be parsed or translated, or that the target
 /// refuses (the conversion-error manager).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum DdlErrorPolicy {
     /// Stop the job with the statement, its position and the reason.
@@ -250,15 +296,23 @@ fn default_catalog_name() -> String {
     "lakeshift".into()
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// The `pipeline` section: the job's name and state, and how it runs.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PipelineConfig {
+    /// The job's name: in the target's state and the catalog's lease; one per job.
     pub name: String,
+    /// The state folder: checkpoints, the source's schema history, the DDL log.
     pub state: PathBuf,
+    /// Seconds between checkpoints (each at a source transaction boundary).
     #[serde(default = "default_interval")]
     pub checkpoint_interval_seconds: f64,
+    /// Iceberg: a type change it cannot take (`exception` stops, naming the
+    /// policies that accept it; `evolve`, `try-evolve`, `lenient`, `ignore`).
     #[serde(default)]
+    #[schemars(schema_with = "schema_change_behavior_schema")]
     pub schema_change_behavior: ddl_core::SchemaChangeBehavior,
+    /// Memory the job may use for changes in flight and pending, in MiB.
     #[serde(default = "default_budget")]
     pub memory_budget_mib: u64,
     /// DDL barrier timeout, in checkpoint intervals.
@@ -310,6 +364,7 @@ pub struct PipelineConfig {
     /// A generated column added to such a table is refused unless `null`. YAML's
     /// bare `null` means `null` here.
     #[serde(default, deserialize_with = "added_default")]
+    #[schemars(with = "super::engine::defaults::AddedDefault")]
     pub added_column_default: super::engine::defaults::AddedDefault,
     /// A row holding a value the target cannot take: fail or skip (dead-letter).
     #[serde(default)]
@@ -427,13 +482,13 @@ impl SyncJob {
             };
         };
         IcebergOptions {
-            tinyint1: match sink.tinyint1.as_deref() {
-                Some("int") => Tinyint1::Int,
-                _ => Tinyint1::Boolean,
+            tinyint1: match sink.tinyint1 {
+                Tinyint1Type::Int => Tinyint1::Int,
+                Tinyint1Type::Boolean => Tinyint1::Boolean,
             },
-            bigint_unsigned: match sink.bigint_unsigned.as_deref() {
-                Some("long") => BigintUnsigned::Long,
-                _ => BigintUnsigned::Decimal,
+            bigint_unsigned: match sink.bigint_unsigned {
+                BigintUnsignedType::Long => BigintUnsigned::Long,
+                BigintUnsignedType::Decimal => BigintUnsigned::Decimal,
             },
             behavior: self.pipeline.schema_change_behavior,
             layout: Layout {
@@ -725,20 +780,6 @@ fn validate_iceberg(
         )
         .into());
     }
-    for (k, v, ok) in [
-        ("sink.tinyint1", &s.tinyint1, ["boolean", "int"]),
-        (
-            "sink.bigint-unsigned",
-            &s.bigint_unsigned,
-            ["decimal", "long"],
-        ),
-    ] {
-        if let Some(v) = v {
-            if !ok.contains(&v.as_str()) {
-                return Err(field(k, &format!("`{v}`: expected {} or {}", ok[0], ok[1])).into());
-            }
-        }
-    }
     Ok(())
 }
 
@@ -794,6 +835,15 @@ fn expand_env(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, 
 
 /// `added-column-default`, where a bare YAML `null` (which YAML reads as no value) is
 /// the `null` policy.
+/// `schema-change-behavior`'s values (ddl-core's type has no schema of its own).
+fn schema_change_behavior_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<serde_json::Value> = ddl_core::SchemaChangeBehavior::ALL
+        .iter()
+        .filter_map(|b| serde_json::to_value(b).ok())
+        .collect();
+    schemars::json_schema!({ "type": "string", "enum": names, "default": "exception" })
+}
+
 fn added_default<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<super::engine::defaults::AddedDefault, D::Error> {

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod owner;
 pub mod pipeline;
 pub mod rdb;
+pub mod reference;
 pub mod route;
 pub mod rowcheck;
 pub mod status;

@@ -21,14 +21,20 @@ use regex::Regex;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Deserialize)]
+/// One `route` rule: the first whose `source-table` matches a table says where it goes.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RouteRule {
+    /// A regex over `database.table`, matched whole.
     pub source_table: String,
+    /// The target `database.table` (`${1}` names the regex's groups); none: the
+    /// table's own name.
     #[serde(default)]
     pub sink_table: Option<String>,
+    /// Columns renamed on the way: source name -> target name.
     #[serde(default)]
     pub columns: BTreeMap<String, String>,
+    /// A note for people; not read.
     #[serde(default)]
     pub description: Option<String>,
 }

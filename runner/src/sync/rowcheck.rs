@@ -18,7 +18,9 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// What happens to a row holding a value the target cannot take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum RowErrorPolicy {
     /// Stop the job with table, column, position and reason.

@@ -19,7 +19,9 @@ use ddl_core::{DefaultValue, Literal, SchemaChange};
 use serde::{Deserialize, Serialize};
 
 /// What `added-column-default` says to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum AddedDefault {
     /// Rewrite the table's rows with the default (exact).
