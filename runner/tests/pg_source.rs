@@ -1316,6 +1316,30 @@ async fn application_tables_with_the_default_identity_mirror_into_every_sink() {
         2,
         "one AUTO_INCREMENT column per MariaDB table: {auto:?}"
     );
+    // An application writing to a target (a failover) draws keys past the mirrored
+    // rows from every identity column's sequence, on both targets. regression (a
+    // hostile tester): PostgreSQL's sequences stayed at 1, the first insert a
+    // duplicate key.
+    target_pg
+        .batch_execute(
+            "INSERT INTO shop.customers (ext, name, email) VALUES (gen_random_uuid(), 'app', 'app@example.com');
+             INSERT INTO shop.orders (customer_id, total) VALUES (1, 1);",
+        )
+        .await
+        .unwrap_or_else(|e| panic!("an application's insert on the PostgreSQL target: {e:?}\n{logs}"));
+    let drawn = source(
+        &target_pg,
+        "SELECT (SELECT id FROM shop.customers WHERE name = 'app') > (SELECT max(id) FROM shop.customers WHERE name <> 'app'),
+                (SELECT code FROM shop.orders ORDER BY id DESC LIMIT 1) > 399",
+    )
+    .await;
+    assert_eq!(drawn, vec![vec![Some("t".into()), Some("t".into())]]);
+    mysql_async::prelude::Queryable::query_drop(
+        &mut my,
+        "INSERT INTO shop.customers (ext, name, email, small, plain) VALUES (uuid(), 'app', 'app@example.com', 1, 1)",
+    )
+    .await
+    .unwrap();
 }
 
 /// Updates that leave TOASTed values unchanged in a table whose REPLICA IDENTITY is

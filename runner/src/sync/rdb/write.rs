@@ -618,10 +618,55 @@ impl RdbEngine {
             groups[2].extend(dels);
             groups[3].extend(out);
             groups[4].extend(ups);
+            if self.dialect == Dialect::Postgres {
+                groups[4].extend(self.identities_past_rows(k)?);
+            }
         }
         let mut stmts = groups.concat();
         stmts.extend(held.iter().cloned());
         Ok(stmts)
+    }
+
+    /// PostgreSQL: each identity column's sequence moved past the largest value the
+    /// table holds (never back), in the checkpoint's transaction. Rows come with
+    /// their values (OVERRIDING SYSTEM VALUE), which leaves the sequence where it
+    /// was: an application writing to the target (a failover) drew keys the
+    /// mirrored rows hold (a hostile tester). MySQL's AUTO_INCREMENT moves by itself.
+    fn identities_past_rows(&mut self, k: &(String, String)) -> Result<Vec<Step>, SyncError> {
+        let name = TableName::new(Some(&k.0), &k.1);
+        let Some(t) = self.catalog.table(&name) else {
+            return Ok(Vec::new());
+        };
+        let idents: Vec<String> = t
+            .columns
+            .iter()
+            .filter(|c| c.identity.is_some())
+            .map(|c| c.name.to_lowercase())
+            .collect();
+        if idents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tt = self.ttable(k)?;
+        let lit = |s: &str| format!("'{}'", s.replace('\'', "''"));
+        let mut out = Vec::new();
+        for (i, n) in tt.names.iter().enumerate() {
+            if !idents.contains(n) {
+                continue;
+            }
+            let ident = &tt.cols[i].ident;
+            // (pg_get_serial_sequence reads the column's name as written.)
+            let raw = match ident.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+                Some(q) => q.replace("\"\"", "\""),
+                None => ident.clone(),
+            };
+            out.push(Step::Sql(format!(
+                "SELECT setval(s::regclass, m) FROM (SELECT pg_get_serial_sequence({}, {}) AS s, (SELECT max({ident}) FROM {}) AS m) x WHERE s IS NOT NULL AND m IS NOT NULL AND m > coalesce(pg_sequence_last_value(s::regclass), 0)",
+                lit(&tt.sql_name),
+                lit(&raw),
+                tt.sql_name
+            )));
+        }
+        Ok(out)
     }
 
     /// Parked entries a person resolved: their held statements join checkpoint `n`.
