@@ -4443,3 +4443,90 @@ async fn a_transaction_over_the_budget_that_foreign_keys_refuse_in_parts_names_t
     .await;
     assert_eq!(got, vec![vec![Some("20000".into()), Some("1".into())]]);
 }
+
+/// Dates and times before 1 AD reach a PostgreSQL target as PostgreSQL writes them
+/// (`0044-03-15 BC`), through the snapshot and the stream, and the lake. regression
+/// (a hostile tester): the astronomical year (`-043-03-15`) was read as a time zone
+/// and every run stopped (22009).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dates_before_the_common_era_reach_a_postgresql_target() {
+    let server = PgServer::start_logical().await;
+    let pg = server.create_db("app").await;
+    let values = "'0044-03-15 BC', '0044-03-15 12:30:00.25 BC', '0001-01-01 00:00:00+00 BC'";
+    pg.batch_execute(&format!(
+        "CREATE SCHEMA shop;
+         CREATE TABLE shop.old (id int PRIMARY KEY, d date, ts timestamp, tz timestamptz);
+         INSERT INTO shop.old VALUES (1, {values}), (2, '4713-01-01 BC', '0001-12-31 23:59:59.999999 BC', '2000-01-01 00:00:00+00');"
+    ))
+    .await
+    .unwrap();
+    let target = server.create_db("mirror").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<_> = every_sink(tmp.path(), server.port, 1)
+        .into_iter()
+        .filter(|(n, _)| matches!(*n, "pg" | "position"))
+        .collect();
+    let mut logs = String::new();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    pg.batch_execute(&format!(
+        "INSERT INTO shop.old VALUES (3, {values}); UPDATE shop.old SET d = '0100-01-01 BC' WHERE id = 2;"
+    ))
+    .await
+    .unwrap();
+    for (name, f) in &files {
+        logs += &format!("--- {name}\n{}", finish(spawn(f, true)));
+    }
+    let sql = "SELECT id::text, d::text, ts::text, tz::text FROM shop.old";
+    let want = source(&pg, sql).await;
+    assert_eq!(want.len(), 3);
+    assert!(
+        want.iter()
+            .any(|r| r[1].as_deref() == Some("0044-03-15 BC")),
+        "{want:?}"
+    );
+    let got = source(&target, sql).await;
+    lakeshift_tests::assert_rows_eq(&got, &want, &format!("PostgreSQL\n{logs}"));
+    // The lake holds the same days (Iceberg's dates count days from 1970 either way).
+    let want = source(
+        &pg,
+        "SELECT id::text, (d - DATE '1970-01-01')::text FROM shop.old",
+    )
+    .await;
+    let cat = Catalog::open(&CatalogConfig::local(tmp.path().join("wh-position")))
+        .await
+        .unwrap();
+    let t = cat
+        .load_required(&runner::iceberg::catalog::ident("shop", "old").unwrap())
+        .await
+        .unwrap()
+        .table(&cat.file_io)
+        .unwrap();
+    let batches = lakeshift_tests::scan_batches(&t, None).await;
+    let mut got = Vec::new();
+    for b in &batches {
+        let ids = arrow_cast::cast(
+            b.column_by_name("id").unwrap(),
+            &arrow_schema::DataType::Utf8,
+        )
+        .unwrap();
+        let ds = arrow_cast::cast(
+            b.column_by_name("d").unwrap(),
+            &arrow_schema::DataType::Int32,
+        )
+        .unwrap();
+        let ds = arrow_cast::cast(&ds, &arrow_schema::DataType::Utf8).unwrap();
+        use arrow_array::cast::AsArray;
+        for i in 0..b.num_rows() {
+            got.push(vec![
+                Some(ids.as_string::<i32>().value(i).to_owned()),
+                Some(ds.as_string::<i32>().value(i).to_owned()),
+            ]);
+        }
+    }
+    got.sort();
+    let mut want = want;
+    want.sort();
+    assert_eq!(got, want, "{logs}");
+}

@@ -665,7 +665,7 @@ fn shared_text(out: &mut String, col: &ArrayRef, row: usize, pg: bool) -> Result
         A::Timestamp(TimeUnit::Microsecond, tz) => {
             let v = col.as_primitive::<TimestampMicrosecondType>().value(row);
             let (days, us) = (v.div_euclid(86_400_000_000), v.rem_euclid(86_400_000_000));
-            ymd(out, days);
+            let bc = ymd(out, days, pg);
             out.push(' ');
             hms(out, us as u64 / 1_000_000);
             out.push('.');
@@ -673,8 +673,15 @@ fn shared_text(out: &mut String, col: &ArrayRef, row: usize, pg: bool) -> Result
             if tz.is_some() && pg {
                 out.push_str("+00");
             }
+            if bc {
+                out.push_str(" BC");
+            }
         }
-        A::Date32 => ymd(out, col.as_primitive::<Date32Type>().value(row) as i64),
+        A::Date32 => {
+            if ymd(out, col.as_primitive::<Date32Type>().value(row) as i64, pg) {
+                out.push_str(" BC");
+            }
+        }
         A::Decimal128(_, scale) if *scale >= 0 => decimal(
             out,
             col.as_primitive::<Decimal128Type>().value(row),
@@ -701,8 +708,14 @@ fn hms(out: &mut String, secs: u64) {
 
 /// `yyyy-mm-dd` of days since 1970-01-01 (a year outside 0..=9999 as `{:04}` writes
 /// it).
-fn ymd(out: &mut String, days: i64) {
+/// `YYYY-MM-DD` of days since 1970-01-01. Years before 1 AD: PostgreSQL (`pg`)
+/// counts them as BC (year 0 is 1 BC; true: the caller ends the value with ` BC`,
+/// which PostgreSQL reads after the time too); MySQL gets the astronomical year,
+/// which it refuses (the row error policy decides).
+fn ymd(out: &mut String, days: i64, pg: bool) -> bool {
     let (y, m, d) = civil_from_days(days);
+    let bc = pg && y <= 0;
+    let y = if bc { 1 - y } else { y };
     match u64::try_from(y) {
         Ok(y) if y <= 9999 => padded(out, y, 4),
         _ => {
@@ -713,6 +726,7 @@ fn ymd(out: &mut String, days: i64) {
     padded(out, u64::from(m), 2);
     out.push('-');
     padded(out, u64::from(d), 2);
+    bc
 }
 
 use crate::calendar::civil_from_days;
@@ -854,10 +868,13 @@ mod tests {
             #[test]
             fn times_and_dates_as_fmt_writes_them(us in any::<i64>(), days in -3_000_000i32..3_000_000) {
                 let (d, t) = (us.div_euclid(86_400_000_000), us.rem_euclid(86_400_000_000));
+                // (PostgreSQL's years before 1 AD: 1 BC is the year 0.)
+                let era = |y: i64| if y <= 0 { (1 - y, " BC") } else { (y, "") };
                 let (y, m, dd) = civil_from_days(d);
+                let (y, bc) = era(y);
                 let s = t / 1_000_000;
                 let want = format!(
-                    "{y:04}-{m:02}-{dd:02} {:02}:{:02}:{:02}.{:06}+00",
+                    "{y:04}-{m:02}-{dd:02} {:02}:{:02}:{:02}.{:06}+00{bc}",
                     s / 3600,
                     s / 60 % 60,
                     s % 60,
@@ -866,9 +883,10 @@ mod tests {
                 let ts = TimestampMicrosecondArray::from(vec![us]).with_timezone("+00:00");
                 prop_assert_eq!(shared(Arc::new(ts)), want);
                 let (y, m, dd) = civil_from_days(days as i64);
+                let (y, bc) = era(y);
                 prop_assert_eq!(
                     shared(Arc::new(Date32Array::from(vec![days]))),
-                    format!("{y:04}-{m:02}-{dd:02}")
+                    format!("{y:04}-{m:02}-{dd:02}{bc}")
                 );
                 let a = us.unsigned_abs();
                 let s = a / 1_000_000;
