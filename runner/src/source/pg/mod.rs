@@ -3198,6 +3198,18 @@ impl Stream {
         };
         self.taken.retain(|(q, _)| *q != text);
         self.taken.push((text, next));
+        // A table made from a query's result (`CREATE TABLE ... AS SELECT`, `SELECT
+        // INTO`): its columns are the result's, which its statement does not spell
+        // out; the stream's Relation message before its first row (its rows are in
+        // the stream) gives them, as for a table made by a function. (Every run
+        // stopped here: the statement cannot be parsed into a table definition.)
+        if matches!(tag.as_str(), "CREATE TABLE AS" | "SELECT INTO") {
+            tracing::info!(
+                "at {}: {tag}: the table's columns are taken from the stream's relation message before its first row",
+                self.here()
+            );
+            return Ok(true);
+        }
         // Rows before the DDL are delivered under the old schema; when the DDL begins
         // its transaction, with the commit of the transactions before it (a DDL that
         // stops the job must not leave them read past their boundary: nothing would
