@@ -4559,7 +4559,8 @@ async fn tables_made_from_a_query_result_are_mirrored() {
     pg.batch_execute(
         "CREATE TABLE shop.ctas AS SELECT id, name, price * 2 AS dbl FROM shop.src WHERE id <= 3;
          SELECT id, upper(name) AS up INTO shop.sel FROM shop.src WHERE id > 3;
-         INSERT INTO shop.ctas VALUES (10, 'ten', 20);",
+         INSERT INTO shop.ctas VALUES (10, 'ten', 20);
+         CREATE TABLE shop.gen AS SELECT g, 'x' || g AS s FROM generate_series(1, 3) g;",
     )
     .await
     .unwrap();
@@ -4590,6 +4591,7 @@ async fn tables_made_from_a_query_result_are_mirrored() {
     for (t, sql) in [
         ("ctas", "SELECT id::text, name, dbl::text FROM shop.ctas"),
         ("sel", "SELECT id::text, up FROM shop.sel"),
+        ("gen", "SELECT g::text, s FROM shop.gen"),
     ] {
         let want = source(&pg, sql).await;
         assert!(want.len() >= 2, "{t}: {want:?}");
