@@ -4609,3 +4609,41 @@ async fn tables_made_from_a_query_result_are_mirrored() {
         lakeshift_tests::assert_rows_eq(&trim(got), &want, &format!("Iceberg {t}\n{logs}"));
     }
 }
+
+/// An enum label renamed (`ALTER TYPE ... RENAME VALUE`) changes what rows already
+/// hold with no row change in the stream: the job stops naming the columns and the
+/// way out, the same on every run; a label added goes on. regression (a hostile
+/// tester): the lake kept the old label, silently; relational targets refused
+/// their own rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enum_label_renamed_stops_with_the_way_out() {
+    let (_server, pg, _tmp, job) = start(
+        "CREATE SCHEMA shop;
+         CREATE TYPE shop.mood AS ENUM ('sad', 'ok');
+         CREATE TABLE shop.t (id int PRIMARY KEY, m shop.mood, ms shop.mood[]);
+         INSERT INTO shop.t VALUES (1, 'sad', '{sad,ok}');",
+    )
+    .await;
+    install_capture(&job);
+    finish(spawn(&job, true));
+    pg.batch_execute("ALTER TYPE shop.mood ADD VALUE 'happy'")
+        .await
+        .unwrap();
+    pg.batch_execute("INSERT INTO shop.t VALUES (2, 'happy', NULL)")
+        .await
+        .unwrap();
+    finish(spawn(&job, true));
+    pg.batch_execute("ALTER TYPE shop.mood RENAME VALUE 'sad' TO 'blue'")
+        .await
+        .unwrap();
+    stops_the_same(
+        &job,
+        2,
+        &[
+            "RENAME VALUE",
+            "shop.t.m",
+            "lakeshift drop-job",
+            "ddl-error-policy: skip",
+        ],
+    );
+}

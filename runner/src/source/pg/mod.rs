@@ -3315,6 +3315,37 @@ impl Stream {
                 })
             }
         };
+        // An enum label renamed: rows already holding it read the new label at the
+        // source, with no row change in the stream, so the targets would keep the
+        // old one (silently in the lake; a relational target's CHECK refused its own
+        // rows). The same stop on every run, unless the DDL policy lets it pass.
+        if tag == "ALTER TYPE" && renames_enum_label(&query) {
+            let columns: Vec<String> = out
+                .changes
+                .iter()
+                .filter_map(|c| match c {
+                    ddl_core::SchemaChange::AlterColumnType { table, column, .. } => {
+                        Some(format!("{table}.{column}"))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !columns.is_empty() {
+                let reason = format!(
+                    "an enum label renamed (ALTER TYPE ... RENAME VALUE) changes what the rows of {} already hold, and the stream carries no row change for it: the targets would keep the old label. Take a new snapshot after it ({}); if no row holds the old label, pipeline.ddl-error-policy: skip lets it pass",
+                    columns.join(", "),
+                    crate::source::NEW_SNAPSHOT
+                );
+                if !self.src.skip_unparsed_ddl {
+                    return Err(SourceError::Ddl {
+                        position: pos.to_string(),
+                        ddl: query,
+                        reason,
+                    });
+                }
+                tracing::warn!("DDL at {pos}: {reason}; passed on (ddl-error-policy: skip)");
+            }
+        }
         // Decoders and relation maps follow the new definitions. A table the DDL
         // changed keeps its old map until its Relation message, which pgoutput sends
         // again before the table's next row.
@@ -3396,6 +3427,31 @@ const TAKEN_TEXTS: usize = 16;
 /// tag's first word and whose leading words hold the others in order (`CREATE
 /// INDEX` matches `CREATE UNIQUE INDEX`; a `DO` block whose body starts `ALTER
 /// TABLE` is no `ALTER TABLE`). Returns the index after it and its text.
+/// Whether an `ALTER TYPE` statement renames an enum label (`RENAME VALUE`), words
+/// inside quotes aside.
+fn renames_enum_label(sql: &str) -> bool {
+    let mut words = Vec::new();
+    let mut quoted: Option<char> = None;
+    let mut word = String::new();
+    for c in sql.chars() {
+        match quoted {
+            Some(q) if c == q => quoted = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quoted = Some(c),
+            None if c.is_alphanumeric() || c == '_' => word.push(c.to_ascii_uppercase()),
+            None => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+        }
+    }
+    words.push(word);
+    words
+        .windows(2)
+        .any(|w| w[0] == "RENAME" && w[1] == "VALUE")
+}
+
 fn statement_for(query: &str, tag: &str, from: usize) -> Option<(usize, String)> {
     let stmts: Vec<String> = grammar::split::split(grammar::Flavor::Postgres, query)
         .into_iter()
