@@ -82,8 +82,10 @@ impl Bin {
         match self {
             // The type's output function, as the stream's values are printed (a
             // cast to text may differ: inet's keeps a host's /32 or /128).
+            // (`IS NULL` of a composite value is true when all its fields are NULL:
+            // `num_nulls` asks whether the value itself is.)
             Bin::AsText => {
-                format!("CASE WHEN {col} IS NULL THEN NULL ELSE format('%s', {col}) END")
+                format!("CASE WHEN num_nulls({col}) = 1 THEN NULL ELSE format('%s', {col}) END")
             }
             _ => col.to_owned(),
         }
