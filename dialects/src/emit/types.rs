@@ -362,6 +362,9 @@ fn postgres(source: Dialect, t: &T) -> Mapped {
             (IntervalFields::All, Some(p)) => format!("interval({p})"),
             (IntervalFields::All, None) => "interval".to_owned(),
         }),
+        // An enum's labels in an array take no length: a label added later fits
+        // (the column of a single label is widened by its type change).
+        T::Array { element } if matches!(**element, T::Enum { .. }) => ok("text[]"),
         T::Array { element } => {
             let m = postgres(source, element);
             Mapped {
