@@ -371,6 +371,33 @@ pub fn mysql_refusals(
             );
             continue;
         }
+        // Dates before 1 AD: MySQL's year 0 is no year of the calendar (PostgreSQL's
+        // 1 BC written as 0000 was taken, silently; a hostile tester).
+        let first_day = crate::calendar::days_from_civil(1, 1, 1);
+        let ancient: Option<Vec<bool>> = match col.data_type() {
+            A::Date32 => Some(
+                col.as_primitive::<Date32Type>()
+                    .iter()
+                    .map(|v| v.is_some_and(|d| (d as i64) < first_day))
+                    .collect(),
+            ),
+            A::Timestamp(TimeUnit::Microsecond, _) => Some(
+                col.as_primitive::<TimestampMicrosecondType>()
+                    .iter()
+                    .map(|v| v.is_some_and(|us| us.div_euclid(86_400_000_000) < first_day))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        if let Some(bad) = ancient {
+            out.extend(
+                bad.iter()
+                    .enumerate()
+                    .filter(|(_, b)| **b)
+                    .map(|(r, _)| (r, j, "a date before 1 AD, which MySQL cannot store")),
+            );
+            continue;
+        }
         let why = match col.data_type() {
             A::Utf8 if spec.array.is_some() => "not a PostgreSQL array of its element type",
             A::Utf8 if spec.geometry.is_some() => "not a PostgreSQL value of its geometric type",

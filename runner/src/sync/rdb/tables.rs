@@ -272,9 +272,22 @@ impl RdbEngine {
     ) -> Result<(), SyncError> {
         for s in statements {
             self.target().await?.exec(s).await.map_err(|e| {
-                SyncError::from(e)
+                // A type of the source's own (a PostgreSQL composite type) the
+                // target lacks: what to do about it.
+                let missing_type = e.message.contains("SQLSTATE 42704")
+                    && e.message.contains("type \"");
+                let e = SyncError::from(e)
                     .context(format_args!("{doing} {}", show(k)))
-                    .with_statement(s)
+                    .with_statement(s);
+                match missing_type {
+                    true => SyncError::new(
+                        crate::sync::error::ErrorKind::NeedsFix,
+                        format!(
+                            "{e}\nthe target lacks a type of the source's own (a composite type, which the job does not make): make it on the target under the name the statement above uses (CREATE TYPE ...), or leave the table out of source.tables; then run the job again"
+                        ),
+                    ),
+                    false => e,
+                }
             })?;
         }
         Ok(())
