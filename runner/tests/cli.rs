@@ -537,3 +537,91 @@ fn status_needs_no_source_password_and_makes_nothing() {
         assert!(!wh.exists() && !tmp.path().join("state").exists());
     }
 }
+
+/// The README's quick start, walked as a new user does: `init` a MariaDB -> Iceberg
+/// job, change the port, make the account the docs give, `check`, `sync`, `status`,
+/// then read the lake. Every step exits 0 and the lake equals the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_quick_start_walks_through() {
+    use mysql_async::prelude::Queryable;
+    let db = lakeshift_tests::MariaDb::start().await;
+    let mut c = db.conn(None).await;
+    // docs/sources.md's account, as written there.
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/sources.md"),
+    )
+    .unwrap();
+    let account: Vec<&str> = docs
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.starts_with("CREATE USER 'lakeshift'")
+                || l.starts_with("GRANT ") && l.contains("'lakeshift'@'%'")
+        })
+        .map(|l| l.split("--").next().unwrap().trim())
+        .collect();
+    assert!(account.len() >= 3, "{account:?}");
+    c.query_drop(
+        "CREATE DATABASE shop; CREATE TABLE shop.orders (id INT PRIMARY KEY, total DECIMAL(10,2));
+         INSERT INTO shop.orders VALUES (1, 9.50), (2, 20.00);",
+    )
+    .await
+    .unwrap();
+    for stmt in &account {
+        c.query_drop(*stmt).await.unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| -> Output {
+        Command::new(env!("CARGO_BIN_EXE_lakeshift"))
+            .args(args)
+            .current_dir(tmp.path())
+            .env("SOURCE_PASSWORD", "change-me")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["init", "--source", "mariadb", "--sink", "iceberg"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // What a user edits: the port, and the account the docs made.
+    let job = text(&out.stdout)
+        .replace("port: 3306", &format!("port: {}", db.port))
+        .replace("username: repl", "username: lakeshift");
+    std::fs::write(tmp.path().join("job.yaml"), job).unwrap();
+    // A fresh server's anonymous account is matched first: check says so and what
+    // to do; done as docs/sources.md says, the job can run.
+    let out = run(&["check", "--config", "job.yaml"]);
+    assert!(
+        !out.status.success() && text(&out.stdout).contains("DROP USER ''@'localhost'"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    c.query_drop("DROP USER ''@'localhost'").await.unwrap();
+    let out = run(&["check", "--config", "job.yaml"]);
+    assert!(
+        out.status.success() && text(&out.stdout).contains("the job can run"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = run(&["sync", "--config", "job.yaml", "--until-end"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&["status", "--config", "job.yaml"]);
+    let status = text(&out.stdout);
+    assert!(
+        out.status.success() && status.contains("shop.orders"),
+        "{status}"
+    );
+    let cat = runner::iceberg::Catalog::open(&runner::iceberg::CatalogConfig::local(
+        tmp.path().join("warehouse"),
+    ))
+    .await
+    .unwrap();
+    let rows = lakeshift_tests::iceberg_text_rows(&cat, "shop", "orders", None)
+        .await
+        .unwrap_or_default();
+    let want: Vec<Vec<Option<String>>> = vec![
+        vec![Some("1".into()), Some("9.50".into())],
+        vec![Some("2".into()), Some("20.00".into())],
+    ];
+    assert_eq!(rows, want, "{status}");
+}

@@ -182,6 +182,26 @@ fn default_heartbeat() -> u32 {
 pub struct JobFileError(pub String, pub Option<(usize, usize)>);
 
 impl JobFileError {
+    /// The error with the place `text` writes the key it names (`job file:
+    /// source.type: ...`), when it has none yet.
+    pub fn placed(mut self, text: &str) -> Self {
+        if self.1.is_none() {
+            let path = self
+                .0
+                .strip_prefix("job file: ")
+                .and_then(|m| m.split_once(": "))
+                .map(|(p, _)| p);
+            if let Some(p) = path.filter(|p| !p.contains(' ')) {
+                let keys: Vec<String> = p
+                    .split('.')
+                    .map(|k| k.split('[').next().unwrap_or(k).to_owned())
+                    .collect();
+                self.1 = locate(text, &keys);
+            }
+        }
+        self
+    }
+
     /// The error as a user reads it about file `path`: `path:LINE:COLUMN: message`
     /// where the file's place is known (editors jump there), else `path: message`.
     pub fn report(&self, path: &std::path::Path) -> String {
@@ -578,6 +598,13 @@ pub fn osc_helper(name: &str) -> Option<(&str, OscRole)> {
 
 /// Parse and validate a job file's text; `env` looks up environment variables.
 pub fn parse_job(
+    text: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(JobFile, Source), JobFileError> {
+    read_job(text, env).map_err(|e| e.placed(text))
+}
+
+fn read_job(
     text: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(JobFile, Source), JobFileError> {

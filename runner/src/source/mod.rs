@@ -469,7 +469,14 @@ impl SourceError {
     pub fn connect(at: &str, e: mysql_async::Error) -> Self {
         match &e {
             mysql_async::Error::Server(s) if [1044, 1045, 1698].contains(&s.code) => {
-                SourceError::Refused(format!("{at}: {e} (source.username / password)"))
+                // A fresh MariaDB's anonymous account (''@'localhost') is matched
+                // before 'user'@'%' for connections from the server's own host.
+                let anonymous = if s.message.contains("@'localhost'") {
+                    "; from the server's own host, an anonymous account (''@'localhost', which mariadb-install-db makes) is matched before 'user'@'%': DROP USER ''@'localhost', or make the account 'user'@'localhost' too"
+                } else {
+                    ""
+                };
+                SourceError::Refused(format!("{at}: {e} (source.username / password{anonymous})"))
             }
             mysql_async::Error::Io(_) => {
                 // The innermost cause ("Connection refused (os error 111)"): the

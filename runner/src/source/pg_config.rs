@@ -81,7 +81,8 @@ pub struct PgConfig {
 #[derive(Debug, Clone, Deserialize, Default, schemars::JsonSchema, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PgStartup {
-    /// `initial` (snapshot, then the stream; the default) or `latest`.
+    /// `initial` (snapshot, then the stream; the default) or `latest` (`gtid` and
+    /// `position` are the binlog's, refused here).
     #[serde(default)]
     pub mode: StartupMode,
 }

@@ -366,7 +366,9 @@ pub struct PipelineConfig {
     #[serde(default, deserialize_with = "added_default")]
     #[schemars(with = "super::engine::defaults::AddedDefault")]
     pub added_column_default: super::engine::defaults::AddedDefault,
-    /// A row holding a value the target cannot take: fail or skip (dead-letter).
+    /// A row holding a value the target cannot take: `fail` (stop, naming table,
+    /// column and position), `skip` (to the dead-letter file, and on) or `park` (to
+    /// the dead-letter file, its table held until `ddl-log --resolve`).
     #[serde(default)]
     pub row_error_policy: super::rowcheck::RowErrorPolicy,
 }
@@ -585,6 +587,41 @@ fn misplaced_key(
 
 /// Parse and validate a whole job file for `lakeshift sync`.
 pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<SyncJob, JobFileError> {
+    parse_unplaced(text, env).map_err(|e| e.placed(text))
+}
+
+fn parse_unplaced(
+    text: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<SyncJob, JobFileError> {
+    // The whole file's shape first (a misspelt key anywhere is said before an unset
+    // environment variable the source names; a hostile tester saw only the latter).
+    let (job, _) = parse_job(text, |_| Some(String::new()))?;
+    if let Some(kind) = job
+        .sink
+        .as_ref()
+        .and_then(|s| s.get("type"))
+        .and_then(|t| t.as_str())
+    {
+        if let Some(e) = misplaced_key(kind, job.sink.as_ref(), job.pipeline.as_ref()) {
+            return Err(e.into());
+        }
+    }
+    if let Some(p) = &job.pipeline {
+        section::<PipelineConfig>(text, "pipeline", p.clone())?;
+    }
+    let known = ["iceberg", "postgres", "postgresql", "mysql", "mariadb"];
+    if let Some(s) = job.sink.as_ref().filter(|s| {
+        s.get("type")
+            .and_then(|t| t.as_str())
+            .is_some_and(|t| known.contains(&t))
+    }) {
+        if let Err(e) = section::<SinkConfig>(text, "sink", s.clone()) {
+            if !e.0.contains("missing field") {
+                return Err(e);
+            }
+        }
+    }
     let (job, source) = parse_job(text, &env)?;
     let field = |f: &str, why: &str| format!("job file: {f}: {why}");
     let sink_value = job
@@ -948,6 +985,22 @@ mod tests {
             JobFileError("m".into(), Some((3, 4))).report(std::path::Path::new("j.yaml")),
             "j.yaml:3:4: m"
         );
+        // A misspelt key is said before an unset environment variable the source
+        // names; errors a check makes later name their place too.
+        let text = job(
+            "  type: iceberg\n  warehouse: w\n",
+            "  progres-seconds: 1\n",
+        )
+        .replace(
+            "username: root\n",
+            "username: root\n  password-env: LAKESHIFT_UNSET_VAR\n",
+        );
+        let (e, _) = at(&text);
+        assert!(e.contains("pipeline.progres-seconds: unknown key"), "{e}");
+        let (e, pos) = at(&job("  type: iceberg\n  warehouse: w\n", "")
+            .replace("type: mariadb", "type: mariadbb"));
+        assert!(e.contains("source.type"), "{e}");
+        assert_eq!(pos, Some((2, 3)), "{e}");
         // The metrics endpoint's address: one of the two keys, HOST:PORT.
         let sink = "  type: iceberg\n  warehouse: w\n";
         let j = parse(&job(sink, "  metrics-address: 0.0.0.0:9187\n"), |_| None).unwrap();
