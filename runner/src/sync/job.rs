@@ -78,11 +78,13 @@ pub struct IcebergSink {
     pub catalog_name: String,
     /// MySQL TINYINT(1)/BOOLEAN as Iceberg `boolean` (the default) or `int`.
     #[serde(default)]
-    pub tinyint1: Tinyint1Type,
+    #[schemars(schema_with = "tinyint1_schema")]
+    pub tinyint1: dialects::iceberg::Tinyint1,
     /// BIGINT UNSIGNED as `decimal` (decimal(20,0): every value fits; the default)
     /// or `long` (values past 2^63 - 1 follow `row-error-policy`).
     #[serde(default)]
-    pub bigint_unsigned: BigintUnsignedType,
+    #[schemars(schema_with = "bigint_unsigned_schema")]
+    pub bigint_unsigned: dialects::iceberg::BigintUnsigned,
     /// New tables partitioned by `bucket(N, first key column)` (0: unpartitioned).
     #[serde(default)]
     pub partition_buckets: u32,
@@ -102,32 +104,6 @@ pub struct IcebergSink {
     /// Table maintenance (`lakeshift maintain`, and inside `sync` on a schedule).
     #[serde(default)]
     pub maintenance: Maintenance,
-}
-
-/// MySQL TINYINT(1) in Iceberg (`sink.tinyint1`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema, serde::Serialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Tinyint1Type {
-    /// `boolean`: 0 and 1 (other values follow `row-error-policy`).
-    #[default]
-    Boolean,
-    /// `int`.
-    Int,
-}
-
-/// MySQL BIGINT UNSIGNED in Iceberg (`sink.bigint-unsigned`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema, serde::Serialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum BigintUnsignedType {
-    /// `decimal(20,0)`: every value fits.
-    #[default]
-    Decimal,
-    /// `long`: values past 2^63 - 1 follow `row-error-policy`.
-    Long,
 }
 
 /// `sink.maintenance`: when `sync` maintains its tables, and what maintenance keeps.
@@ -484,14 +460,8 @@ impl SyncJob {
             };
         };
         IcebergOptions {
-            tinyint1: match sink.tinyint1 {
-                Tinyint1Type::Int => Tinyint1::Int,
-                Tinyint1Type::Boolean => Tinyint1::Boolean,
-            },
-            bigint_unsigned: match sink.bigint_unsigned {
-                BigintUnsignedType::Long => BigintUnsigned::Long,
-                BigintUnsignedType::Decimal => BigintUnsigned::Decimal,
-            },
+            tinyint1: sink.tinyint1,
+            bigint_unsigned: sink.bigint_unsigned,
             behavior: self.pipeline.schema_change_behavior,
             layout: Layout {
                 partitioning: if sink.partition_buckets > 0 {
@@ -594,35 +564,17 @@ fn parse_unplaced(
     text: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<SyncJob, JobFileError> {
-    // The whole file's shape first (a misspelt key anywhere is said before an unset
-    // environment variable the source names; a hostile tester saw only the latter).
-    let (job, _) = parse_job(text, |_| Some(String::new()))?;
-    if let Some(kind) = job
-        .sink
-        .as_ref()
-        .and_then(|s| s.get("type"))
-        .and_then(|t| t.as_str())
-    {
-        if let Some(e) = misplaced_key(kind, job.sink.as_ref(), job.pipeline.as_ref()) {
-            return Err(e.into());
-        }
-    }
-    if let Some(p) = &job.pipeline {
-        section::<PipelineConfig>(text, "pipeline", p.clone())?;
-    }
-    let known = ["iceberg", "postgres", "postgresql", "mysql", "mariadb"];
-    if let Some(s) = job.sink.as_ref().filter(|s| {
-        s.get("type")
-            .and_then(|t| t.as_str())
-            .is_some_and(|t| known.contains(&t))
-    }) {
-        if let Err(e) = section::<SinkConfig>(text, "sink", s.clone()) {
-            if !e.0.contains("missing field") {
-                return Err(e);
-            }
-        }
-    }
-    let (job, source) = parse_job(text, &env)?;
+    // Every section's shape and values first, the environment's password last: a
+    // misspelt key anywhere is said before an unset variable the source names (a
+    // hostile tester saw only the latter).
+    let (job, source) = parse_job(text, |_| Some(String::new()))?;
+    let secret = |k: &str| {
+        job.source
+            .get(k)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
+    let (password, password_env) = (secret("password"), secret("password-env"));
     let field = |f: &str, why: &str| format!("job file: {f}: {why}");
     let sink_value = job
         .sink
@@ -792,6 +744,7 @@ fn parse_unplaced(
         // dead-lettered under `park` too; its table is not parked.)
         source.bad_messages_to = Some(pipeline.dead_letter_file());
     }
+    source.password = crate::source::config::password_of(&password, &password_env, &env)?;
     Ok(SyncJob {
         source,
         sink,
@@ -870,17 +823,33 @@ fn expand_env(s: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, 
     Ok(out)
 }
 
-/// `added-column-default`, where a bare YAML `null` (which YAML reads as no value) is
-/// the `null` policy.
-/// `schema-change-behavior`'s values (ddl-core's type has no schema of its own).
-fn schema_change_behavior_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names: Vec<serde_json::Value> = ddl_core::SchemaChangeBehavior::ALL
+/// The schema of a setting whose values are those of another crate's enum (which
+/// has no schema of its own): its names, and its default.
+fn names_schema<T: serde::Serialize + Default>(all: &[T]) -> schemars::Schema {
+    let names: Vec<serde_json::Value> = all
         .iter()
         .filter_map(|b| serde_json::to_value(b).ok())
         .collect();
-    schemars::json_schema!({ "type": "string", "enum": names, "default": "exception" })
+    let default = serde_json::to_value(T::default()).unwrap_or_default();
+    schemars::json_schema!({ "type": "string", "enum": names, "default": default })
 }
 
+fn schema_change_behavior_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    names_schema(&ddl_core::SchemaChangeBehavior::ALL)
+}
+
+fn tinyint1_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    use dialects::iceberg::Tinyint1;
+    names_schema(&[Tinyint1::Boolean, Tinyint1::Int])
+}
+
+fn bigint_unsigned_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    use dialects::iceberg::BigintUnsigned;
+    names_schema(&[BigintUnsigned::Decimal, BigintUnsigned::Long])
+}
+
+/// `added-column-default`, where a bare YAML `null` (which YAML reads as no value) is
+/// the `null` policy.
 fn added_default<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<super::engine::defaults::AddedDefault, D::Error> {
