@@ -248,27 +248,20 @@ pub fn section<T: serde::de::DeserializeOwned>(
         // An unknown key is the error's own subject: named in the path, and where the
         // file writes it is that key's place.
         let unknown = quoted_after(&why, "unknown field `");
-        if let Some(u) = &unknown {
-            if keys.last() != Some(u) {
-                // (A section read through a tagged enum loses the path inside it:
-                // the key's place in the section's own tree.)
-                let within = &keys[usize::from(!name.is_empty())..];
-                match key_path(&tree, u) {
-                    Some(p) if p.len() > within.len() + 1 => {
-                        keys.truncate(usize::from(!name.is_empty()));
-                        keys.extend(p);
-                    }
-                    _ => keys.push(u.clone()),
-                }
+        let variant = quoted_after(&why, "unknown variant `");
+        // (A section read through a tagged enum loses the path inside it: the key's,
+        // or the value's, place in the section's own tree.)
+        let base = usize::from(!name.is_empty());
+        if let Some(u) = unknown.as_ref().filter(|u| keys.last() != Some(*u)) {
+            let within = keys.len() - base;
+            if !deepen(&mut keys, base, path_to(&tree, &|k, _| k == u), within + 1) {
+                keys.push(u.clone());
             }
         }
-        let variant = quoted_after(&why, "unknown variant `");
         if let Some(v) = &variant {
-            let within = &keys[usize::from(!name.is_empty())..];
-            if let Some(p) = value_path(&tree, v).filter(|p| p.len() > within.len()) {
-                keys.truncate(usize::from(!name.is_empty()));
-                keys.extend(p);
-            }
+            let within = keys.len() - base;
+            let p = path_to(&tree, &|_, c| c.as_str() == Some(v.as_str()));
+            deepen(&mut keys, base, p, within);
         }
         let at = locate(text, &keys);
         let path = match keys.join(".") {
@@ -297,15 +290,18 @@ pub fn section<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// The keys that lead to the first mapping key `key` in `v` (itself the last).
-fn key_path(v: &serde_yaml_ng::Value, key: &str) -> Option<Vec<String>> {
-    let m = v.as_mapping()?;
-    for (k, child) in m {
+/// The keys that lead to the first mapping entry in `v` that `hit` (given its key
+/// and value) picks, its own key last.
+fn path_to(
+    v: &serde_yaml_ng::Value,
+    hit: &dyn Fn(&str, &serde_yaml_ng::Value) -> bool,
+) -> Option<Vec<String>> {
+    for (k, child) in v.as_mapping()? {
         let k = k.as_str()?;
-        if k == key {
+        if hit(k, child) {
             return Some(vec![k.to_owned()]);
         }
-        if let Some(mut p) = key_path(child, key) {
+        if let Some(mut p) = path_to(child, hit) {
             p.insert(0, k.to_owned());
             return Some(p);
         }
@@ -313,20 +309,17 @@ fn key_path(v: &serde_yaml_ng::Value, key: &str) -> Option<Vec<String>> {
     None
 }
 
-/// The keys that lead to the first mapping value that is the string `value`.
-fn value_path(v: &serde_yaml_ng::Value, value: &str) -> Option<Vec<String>> {
-    let m = v.as_mapping()?;
-    for (k, child) in m {
-        let k = k.as_str()?;
-        if child.as_str() == Some(value) {
-            return Some(vec![k.to_owned()]);
+/// `keys` (the section's name at `base`) with the path `p` after the section, when it
+/// is longer than `than` keys: whether it was.
+fn deepen(keys: &mut Vec<String>, base: usize, p: Option<Vec<String>>, than: usize) -> bool {
+    match p.filter(|p| p.len() > than) {
+        Some(p) => {
+            keys.truncate(base);
+            keys.extend(p);
+            true
         }
-        if let Some(mut p) = value_path(child, value) {
-            p.insert(0, k.to_owned());
-            return Some(p);
-        }
+        None => false,
     }
-    None
 }
 
 /// The text between `lead` and the next backquote in `s`.
