@@ -64,6 +64,22 @@ impl Literal {
     }
 }
 
+/// The bytes a bit string's digits spell, left-padded with zero bits to whole bytes
+/// (`101` is 0x05); None when a character is no binary digit.
+pub fn bytes_from_bits(bits: &str) -> Option<Vec<u8>> {
+    if !bits.bytes().all(|c| c == b'0' || c == b'1') {
+        return None;
+    }
+    let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
+    Some(
+        padded
+            .as_bytes()
+            .chunks(8)
+            .map(|c| c.iter().fold(0u8, |n, b| n << 1 | (b - b'0')))
+            .collect(),
+    )
+}
+
 /// The bytes an even number of hex digits spell; None for anything else.
 pub fn bytes_from_hex(h: &str) -> Option<Vec<u8>> {
     if !h.len().is_multiple_of(2) {

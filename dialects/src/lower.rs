@@ -1315,14 +1315,8 @@ pub fn classify_default(dialect: Dialect, raw: &str) -> Option<DefaultValue> {
         } else {
             t.strip_prefix("0b").filter(|b| !b.is_empty())
         };
-        if let Some(bits) = bits.filter(|b| b.bytes().all(|c| c == b'0' || c == b'1')) {
-            let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
-            let bytes: Option<Vec<u8>> = (0..padded.len() / 8)
-                .map(|i| u8::from_str_radix(&padded[8 * i..8 * i + 8], 2).ok())
-                .collect();
-            if let Some(b) = bytes {
-                return lit(Literal::from_bytes(&b));
-            }
+        if let Some(b) = bits.and_then(ddl_core::schema::bytes_from_bits) {
+            return lit(Literal::from_bytes(&b));
         }
         let hex = if up.starts_with("X'") && up.ends_with('\'') && t.len() >= 3 {
             Some(&t[2..t.len() - 1]).filter(|h| h.len().is_multiple_of(2))

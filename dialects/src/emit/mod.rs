@@ -680,14 +680,10 @@ impl Emitter {
                             return Some(format!("b'{bits}'"));
                         }
                         (Dialect::Oracle, Some(bits)) => {
-                            let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
-                            let hex: String = padded
-                                .as_bytes()
-                                .chunks(8)
-                                .map(|c| c.iter().fold(0u8, |n, b| n << 1 | (b - b'0')))
-                                .map(|b| format!("{b:02x}"))
-                                .collect();
-                            return Some(bytes_literal(self.target, &hex));
+                            if let Some(b) = ddl_core::schema::bytes_from_bits(&bits) {
+                                let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                                return Some(bytes_literal(self.target, &hex));
+                            }
                         }
                         _ => {}
                     }
