@@ -618,7 +618,11 @@ impl RdbEngine {
             groups[2].extend(dels);
             groups[3].extend(out);
             groups[4].extend(ups);
-            if self.dialect == Dialect::Postgres {
+            // (Only where rows were written: deletes move no sequence.)
+            let wrote = p.replace
+                || p.keyless.iter().any(|(insert, _)| *insert)
+                || p.keyed.iter().any(|c| !c.deleted());
+            if self.dialect == Dialect::Postgres && wrote {
                 groups[4].extend(self.identities_past_rows(k)?);
             }
         }
